@@ -1,0 +1,92 @@
+// Lighting pass: GGX / height-correlated Smith specular + Lambert diffuse under one
+// directional sun, a two-colour hemisphere ambient scaled by occlusion, and emissive.
+// Reads depth and the material targets; writes linear HDR radiance. Background pixels
+// get a sky gradient.
+
+#import "common/math.wgsl"
+#import "common/frame.wgsl"
+#import "common/fullscreen.wgsl"
+
+@group(0) @binding(0) var<uniform> frame: Frame;
+@group(0) @binding(1) var depth_tex: texture_depth_2d;
+@group(0) @binding(2) var mat_base_color: texture_2d<f32>;
+@group(0) @binding(3) var mat_normal_rm: texture_2d<f32>;
+@group(0) @binding(4) var mat_emissive_ao: texture_2d<f32>;
+
+@vertex
+fn vs_main(@builtin(vertex_index) vi: u32) -> FullscreenOut {
+    return fullscreen_vertex(vi, 0.0);
+}
+
+fn d_ggx(n_h: f32, a: f32) -> f32 {
+    let a2 = a * a;
+    let d = n_h * n_h * (a2 - 1.0) + 1.0;
+    return a2 / (PI * d * d);
+}
+
+// Height-correlated Smith visibility V = G / (4 n·l n·v).
+fn v_smith_ggx_correlated(n_v: f32, n_l: f32, a: f32) -> f32 {
+    let a2 = a * a;
+    let gv = n_l * sqrt(n_v * n_v * (1.0 - a2) + a2);
+    let gl = n_v * sqrt(n_l * n_l * (1.0 - a2) + a2);
+    return 0.5 / max(gv + gl, 1e-6);
+}
+
+fn f_schlick(f0: vec3f, v_h: f32) -> vec3f {
+    return f0 + (vec3f(1.0) - f0) * pow(1.0 - v_h, 5.0);
+}
+
+// Analytic approximation of the split-sum environment BRDF (Karis 2014, mobile).
+fn env_brdf_approx(f0: vec3f, roughness: f32, n_v: f32) -> vec3f {
+    let c0 = vec4f(-1.0, -0.0275, -0.572, 0.022);
+    let c1 = vec4f(1.0, 0.0425, 1.04, -0.04);
+    let r = roughness * c0 + c1;
+    let a004 = min(r.x * r.x, exp2(-9.28 * n_v)) * r.x + r.y;
+    let ab = vec2f(-1.04, 1.04) * a004 + r.zw;
+    return f0 * ab.x + ab.y;
+}
+
+fn sky(dir: vec3f) -> vec3f {
+    let t = clamp(dir.y * 0.5 + 0.5, 0.0, 1.0);
+    return mix(frame.ground_radiance.rgb, frame.sky_radiance.rgb, t);
+}
+
+@fragment
+fn fs_main(in: FullscreenOut) -> @location(0) vec4f {
+    let p = vec2i(in.position.xy);
+    let depth = textureLoad(depth_tex, p, 0);
+    let ndc = vec2f(in.uv.x * 2.0 - 1.0, 1.0 - in.uv.y * 2.0);
+    if depth <= 0.0 {
+        // Reversed-Z clear value: nothing was drawn here.
+        let far = frame.world_from_clip * vec4f(ndc, 1e-7, 1.0);
+        let dir = normalize(far.xyz / far.w - frame.camera_position.xyz);
+        return vec4f(sky(dir), 1.0);
+    }
+    let world4 = frame.world_from_clip * vec4f(ndc, depth, 1.0);
+    let world = world4.xyz / world4.w;
+    let base = textureLoad(mat_base_color, p, 0);
+    let nrm = textureLoad(mat_normal_rm, p, 0);
+    let eao = textureLoad(mat_emissive_ao, p, 0);
+    var n = oct_decode(nrm.xy);
+    let v = normalize(frame.camera_position.xyz - world);
+    let roughness = clamp(nrm.z, 0.045, 1.0);
+    let metallic = clamp(nrm.w, 0.0, 1.0);
+    let a = roughness * roughness;
+    let albedo = base.rgb;
+    let f0 = mix(vec3f(0.04), albedo, metallic);
+    let diffuse_color = albedo * (1.0 - metallic);
+    let n_v = max(dot(n, v), 1e-4);
+
+    let l = frame.sun_direction.xyz;
+    let h = normalize(l + v);
+    let n_l = clamp(dot(n, l), 0.0, 1.0);
+    let n_h = clamp(dot(n, h), 0.0, 1.0);
+    let v_h = clamp(dot(v, h), 0.0, 1.0);
+    let spec = f_schlick(f0, v_h) * (d_ggx(n_h, a) * v_smith_ggx_correlated(n_v, n_l, a));
+    let direct = (diffuse_color * INV_PI + spec) * frame.sun_irradiance.rgb * n_l;
+
+    let irradiance = mix(frame.ground_radiance.rgb, frame.sky_radiance.rgb, n.y * 0.5 + 0.5);
+    let r = reflect(-v, n);
+    let ambient = (diffuse_color * irradiance + env_brdf_approx(f0, roughness, n_v) * sky(r)) * eao.w;
+    return vec4f(direct + ambient + eao.rgb, 1.0);
+}

@@ -1,0 +1,482 @@
+//! Adapter and device creation with optional-feature negotiation.
+//!
+//! [`GpuContext`] owns the wgpu instance, adapter, device and queue. Both constructors —
+//! [`GpuContext::headless`] for tests, benchmarks and offline tools, and
+//! [`GpuContext::for_surface`] for the windowed viewer — go through one negotiation:
+//!
+//! - Backends: Vulkan, Metal or DX12 ([`wgpu::Backends::PRIMARY`]); `WGPU_BACKEND` overrides.
+//!   The GL backend is not used (it lacks surface view formats).
+//! - Adapter: the high-performance one, or the first whose name contains the
+//!   `WGPU_ADAPTER_NAME` substring (case-insensitive).
+//! - Features: each optional feature in [`OPTIONAL_FEATURES`] is requested only when the
+//!   adapter offers it; what was granted is summarised in [`GrantedFeatures`]. The
+//!   experimental cooperative-matrix feature is opted into only when offered. Setting
+//!   `NEUROTEX_GPU_DISABLE=shader_f16,subgroup,…` (names as in [`GrantedFeatures`]) withholds
+//!   features, to exercise fallback paths on a capable GPU.
+//! - Limits: exactly the adapter's limits, so every limit (colour attachment bytes per
+//!   sample, workgroup storage, buffer sizes) is as large as the adapter allows.
+//!
+//! Validation errors never panic: an uncaptured-error handler logs them (and counts them,
+//! see [`GpuContext::uncaptured_error_count`]); code that wants the error as a value wraps
+//! the work in [`GpuContext::error_scope`].
+//!
+//! This module must not create any resources beyond the device itself.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Environment variable that picks an adapter by (case-insensitive) name substring.
+pub const ADAPTER_NAME_ENV: &str = "WGPU_ADAPTER_NAME";
+
+/// Environment variable listing [`GrantedFeatures`] field names to withhold even when the
+/// adapter offers them, comma-separated (e.g. `shader_f16,cooperative_matrix`).
+pub const DISABLE_FEATURES_ENV: &str = "NEUROTEX_GPU_DISABLE";
+
+/// Every optional feature this crate can use. Each is requested only when the adapter
+/// offers it; none is required.
+pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+    .union(wgpu::Features::SHADER_F16)
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SHADER_FLOAT32_ATOMIC)
+    .union(wgpu::Features::FLOAT32_FILTERABLE)
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+
+/// Errors from adapter/device creation and from GPU work checked with error scopes.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// No adapter matched; `reason` says why (wgpu's message or the `WGPU_ADAPTER_NAME` miss).
+    #[error(
+        "no usable GPU adapter: {reason}. neurotex needs a Vulkan, Metal or DX12 driver; \
+         on Debian/Ubuntu without a GPU install the software Vulkan driver with \
+         `apt-get install mesa-vulkan-drivers libvulkan1` (lavapipe)"
+    )]
+    NoAdapter {
+        /// Why no adapter was found.
+        reason: String,
+    },
+    /// The adapter refused to create a device.
+    #[error("requesting a device failed: {0}")]
+    RequestDevice(String),
+    /// A feature the caller requires was not granted on this adapter.
+    #[error(
+        "the GPU feature {feature} is required but adapter `{adapter}` does not offer it; \
+         pick another adapter with WGPU_ADAPTER_NAME or use the fallback path"
+    )]
+    MissingFeature {
+        /// The missing wgpu feature(s), as wgpu names them.
+        feature: String,
+        /// [`GpuContext::describe`] of the adapter.
+        adapter: String,
+    },
+    /// A wgpu validation error captured by [`GpuContext::error_scope`].
+    #[error("wgpu validation error: {0}")]
+    Validation(String),
+    /// Mapping or copying data back to the CPU failed.
+    #[error("GPU readback failed: {0}")]
+    Readback(String),
+}
+
+/// Which optional capabilities the device was created with.
+///
+/// Code picks its fast path from these flags (e.g. the f16 decode kernel only when
+/// `shader_f16`), never from the adapter name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GrantedFeatures {
+    /// `TIMESTAMP_QUERY`: pass-level timestamp writes (see `gpu::timing`).
+    pub timestamps: bool,
+    /// `TIMESTAMP_QUERY_INSIDE_ENCODERS`: `CommandEncoder::write_timestamp`.
+    pub timestamps_inside_encoders: bool,
+    /// `TIMESTAMP_QUERY_INSIDE_PASSES`: timestamps between draws/dispatches of one pass.
+    pub timestamps_inside_passes: bool,
+    /// `SHADER_F16`: `enable f16;` in WGSL.
+    pub shader_f16: bool,
+    /// `SUBGROUP`: subgroup builtins and operations in compute and fragment shaders.
+    pub subgroup: bool,
+    /// `SHADER_FLOAT32_ATOMIC`: `atomic<f32>` add/exchange in storage buffers.
+    pub float32_atomic: bool,
+    /// `FLOAT32_FILTERABLE`: linear filtering of `R32Float`/`Rg32Float`/`Rgba32Float`.
+    pub float32_filterable: bool,
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`: WGSL cooperative matrices (experimental in wgpu 30).
+    pub cooperative_matrix: bool,
+    /// Downlevel flag `ANISOTROPIC_FILTERING`: samplers may use `anisotropy_clamp > 1`.
+    pub anisotropic_filtering: bool,
+}
+
+impl GrantedFeatures {
+    /// Reads the flags off a device's features and the adapter's downlevel flags.
+    pub fn from_features(features: wgpu::Features, downlevel: wgpu::DownlevelFlags) -> Self {
+        use wgpu::Features as F;
+        Self {
+            timestamps: features.contains(F::TIMESTAMP_QUERY),
+            timestamps_inside_encoders: features.contains(F::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+            timestamps_inside_passes: features.contains(F::TIMESTAMP_QUERY_INSIDE_PASSES),
+            shader_f16: features.contains(F::SHADER_F16),
+            subgroup: features.contains(F::SUBGROUP),
+            float32_atomic: features.contains(F::SHADER_FLOAT32_ATOMIC),
+            float32_filterable: features.contains(F::FLOAT32_FILTERABLE),
+            cooperative_matrix: features.contains(F::EXPERIMENTAL_COOPERATIVE_MATRIX),
+            anisotropic_filtering: downlevel.contains(wgpu::DownlevelFlags::ANISOTROPIC_FILTERING),
+        }
+    }
+
+    /// Every flag with its name (the field name), in declaration order.
+    pub fn flags(&self) -> [(&'static str, bool); 9] {
+        [
+            ("timestamps", self.timestamps),
+            (
+                "timestamps_inside_encoders",
+                self.timestamps_inside_encoders,
+            ),
+            ("timestamps_inside_passes", self.timestamps_inside_passes),
+            ("shader_f16", self.shader_f16),
+            ("subgroup", self.subgroup),
+            ("float32_atomic", self.float32_atomic),
+            ("float32_filterable", self.float32_filterable),
+            ("cooperative_matrix", self.cooperative_matrix),
+            ("anisotropic_filtering", self.anisotropic_filtering),
+        ]
+    }
+}
+
+impl fmt::Display for GrantedFeatures {
+    /// `timestamps, shader_f16, … (missing: cooperative_matrix, …)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let flags = self.flags();
+        let granted: Vec<&str> = flags
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect();
+        let missing: Vec<&str> = flags
+            .iter()
+            .filter(|(_, on)| !*on)
+            .map(|(n, _)| *n)
+            .collect();
+        if granted.is_empty() {
+            f.write_str("none")?;
+        } else {
+            f.write_str(&granted.join(", "))?;
+        }
+        if !missing.is_empty() {
+            write!(f, " (missing: {})", missing.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The wgpu instance, adapter, device and queue, plus what was negotiated.
+///
+/// Cheap to clone (wgpu handles are reference-counted).
+#[derive(Clone, Debug)]
+pub struct GpuContext {
+    /// The instance the adapter came from (needed to create surfaces).
+    pub instance: wgpu::Instance,
+    /// The chosen adapter.
+    pub adapter: wgpu::Adapter,
+    /// The device, created with every offered optional feature and the adapter's limits.
+    pub device: wgpu::Device,
+    /// The device's queue.
+    pub queue: wgpu::Queue,
+    /// Name, backend, driver and device type of the adapter.
+    pub info: wgpu::AdapterInfo,
+    /// Which optional capabilities the device has.
+    pub granted: GrantedFeatures,
+    uncaptured_errors: Arc<AtomicU64>,
+}
+
+/// What the negotiation asks of the adapter.
+struct DeviceRequest {
+    features: wgpu::Features,
+    limits: wgpu::Limits,
+}
+
+impl GpuContext {
+    /// The instance descriptor every context uses: Vulkan/Metal/DX12, then `WGPU_BACKEND`,
+    /// `WGPU_DEBUG`, `WGPU_VALIDATION` environment overrides. The viewer adds its display
+    /// handle with `.with_display_handle(…)` before `wgpu::Instance::new`.
+    pub fn instance_descriptor() -> wgpu::InstanceDescriptor {
+        wgpu::InstanceDescriptor {
+            backends: wgpu::Backends::PRIMARY,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        }
+        .with_env()
+    }
+
+    /// Creates a context with no surface (tests, benchmarks, offline compression).
+    /// Blocks on adapter and device creation.
+    pub fn headless() -> Result<Self, GpuError> {
+        let instance = wgpu::Instance::new(Self::instance_descriptor());
+        pollster::block_on(Self::new_async(instance, None))
+    }
+
+    /// Creates a context whose adapter can present to `surface` (the windowed viewer).
+    /// `surface` must come from `instance`. Blocks on adapter and device creation.
+    pub fn for_surface(
+        instance: wgpu::Instance,
+        surface: &wgpu::Surface<'_>,
+    ) -> Result<Self, GpuError> {
+        pollster::block_on(Self::new_async(instance, Some(surface)))
+    }
+
+    /// The one negotiation both constructors share: choose an adapter (compatible with
+    /// `surface` when given), request every offered optional feature and the adapter's
+    /// limits, install the logging uncaptured-error handler.
+    pub async fn new_async(
+        instance: wgpu::Instance,
+        surface: Option<&wgpu::Surface<'_>>,
+    ) -> Result<Self, GpuError> {
+        let adapter = select_adapter(&instance, surface).await?;
+        let info = adapter.get_info();
+        let request = negotiate(&adapter, &disabled_from_env());
+
+        let experimental_features = if request
+            .features
+            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        {
+            #[allow(unsafe_code)]
+            // SAFETY: wgpu requires this opt-in token for any EXPERIMENTAL_* feature; it
+            // is only taken when the adapter reports cooperative-matrix support, and the
+            // only experimental feature requested is cooperative matrix, which shaders
+            // use only when `GrantedFeatures::cooperative_matrix` is set. We accept
+            // wgpu's caveat that bugs in that experimental path may be undefined
+            // behaviour.
+            unsafe {
+                wgpu::ExperimentalFeatures::enabled()
+            }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
+
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("neurotex device"),
+                required_features: request.features,
+                required_limits: request.limits,
+                experimental_features,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| {
+                GpuError::RequestDevice(format!("{} on {}: {e}", info.name, info.backend))
+            })?;
+
+        let uncaptured_errors = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&uncaptured_errors);
+        device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            log::error!("uncaptured wgpu error: {error}");
+        }));
+
+        let granted = GrantedFeatures::from_features(
+            device.features(),
+            adapter.get_downlevel_capabilities().flags,
+        );
+        let context = Self {
+            instance,
+            adapter,
+            device,
+            queue,
+            info,
+            granted,
+            uncaptured_errors,
+        };
+        log::info!("GPU: {} — {}", context.describe(), context.granted);
+        Ok(context)
+    }
+
+    /// One line: `adapter name (backend, driver driver-info, device type)`.
+    pub fn describe(&self) -> String {
+        let info = &self.info;
+        let driver = [info.driver.as_str(), info.driver_info.as_str()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let driver = if driver.is_empty() {
+            "unknown driver"
+        } else {
+            driver.as_str()
+        };
+        format!(
+            "{} ({}, {}, {:?})",
+            info.name, info.backend, driver, info.device_type
+        )
+    }
+
+    /// Succeeds when the device has every feature in `features`, otherwise names the
+    /// missing ones and the adapter.
+    pub fn require(&self, features: wgpu::Features) -> Result<(), GpuError> {
+        let missing = features - self.device.features();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(GpuError::MissingFeature {
+                feature: format!("{missing:?}"),
+                adapter: self.describe(),
+            })
+        }
+    }
+
+    /// Runs `f` inside a validation error scope; a validation error raised by the wgpu
+    /// calls in `f` comes back as [`GpuError::Validation`] instead of reaching the
+    /// uncaptured-error handler. Scopes are per thread and nest.
+    pub fn error_scope<T>(&self, f: impl FnOnce() -> T) -> Result<T, GpuError> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = f();
+        match pollster::block_on(scope.pop()) {
+            None => Ok(value),
+            Some(error) => Err(GpuError::Validation(error.to_string())),
+        }
+    }
+
+    /// How many errors reached the uncaptured-error handler (and were logged) since the
+    /// device was created. Tests assert this stays 0.
+    pub fn uncaptured_error_count(&self) -> u64 {
+        self.uncaptured_errors.load(Ordering::Relaxed)
+    }
+
+    /// Blocks until all submitted work has finished and map callbacks have run.
+    pub fn wait_idle(&self) -> Result<(), GpuError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| GpuError::Readback(format!("device poll failed: {e}")))
+    }
+}
+
+/// Picks the adapter: by `WGPU_ADAPTER_NAME` substring when set, else wgpu's
+/// high-performance choice.
+async fn select_adapter(
+    instance: &wgpu::Instance,
+    surface: Option<&wgpu::Surface<'_>>,
+) -> Result<wgpu::Adapter, GpuError> {
+    if let Ok(wanted) = std::env::var(ADAPTER_NAME_ENV)
+        && !wanted.trim().is_empty()
+    {
+        let wanted_lower = wanted.trim().to_lowercase();
+        let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let names: Vec<String> = adapters
+            .iter()
+            .map(|a| {
+                let info = a.get_info();
+                format!("{} ({})", info.name, info.backend)
+            })
+            .collect();
+        return adapters
+            .into_iter()
+            .find(|a| {
+                a.get_info().name.to_lowercase().contains(&wanted_lower)
+                    && surface.is_none_or(|s| a.is_surface_supported(s))
+            })
+            .ok_or_else(|| GpuError::NoAdapter {
+                reason: format!(
+                    "{ADAPTER_NAME_ENV}={wanted:?} matches no adapter{}; available: [{}]",
+                    if surface.is_some() {
+                        " that can present to the window"
+                    } else {
+                        ""
+                    },
+                    names.join(", ")
+                ),
+            });
+    }
+    instance
+        .request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: surface,
+            apply_limit_buckets: false,
+        })
+        .await
+        .map_err(|e| GpuError::NoAdapter {
+            reason: e.to_string(),
+        })
+}
+
+/// Parses `NEUROTEX_GPU_DISABLE` into the wgpu features to withhold.
+fn disabled_from_env() -> wgpu::Features {
+    std::env::var(DISABLE_FEATURES_ENV)
+        .map(|list| features_named(&list))
+        .unwrap_or_else(|_| wgpu::Features::empty())
+}
+
+/// Maps comma-separated [`GrantedFeatures`] field names to wgpu features; unknown names
+/// are logged and ignored.
+fn features_named(list: &str) -> wgpu::Features {
+    use wgpu::Features as F;
+    let mut features = F::empty();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        features |= match name {
+            "timestamps" => {
+                F::TIMESTAMP_QUERY
+                    | F::TIMESTAMP_QUERY_INSIDE_ENCODERS
+                    | F::TIMESTAMP_QUERY_INSIDE_PASSES
+            }
+            "timestamps_inside_encoders" => F::TIMESTAMP_QUERY_INSIDE_ENCODERS,
+            "timestamps_inside_passes" => F::TIMESTAMP_QUERY_INSIDE_PASSES,
+            "shader_f16" => F::SHADER_F16,
+            "subgroup" => F::SUBGROUP,
+            "float32_atomic" => F::SHADER_FLOAT32_ATOMIC,
+            "float32_filterable" => F::FLOAT32_FILTERABLE,
+            "cooperative_matrix" => F::EXPERIMENTAL_COOPERATIVE_MATRIX,
+            other => {
+                log::warn!("{DISABLE_FEATURES_ENV}: unknown feature name {other:?} ignored");
+                F::empty()
+            }
+        };
+    }
+    features
+}
+
+/// Intersects [`OPTIONAL_FEATURES`] with what the adapter offers (minus `withheld`) and
+/// asks for the adapter's own limits.
+fn negotiate(adapter: &wgpu::Adapter, withheld: &wgpu::Features) -> DeviceRequest {
+    let offered = adapter.features();
+    let features = (OPTIONAL_FEATURES & offered) - *withheld;
+    let limits = adapter.limits();
+    let defaults = wgpu::Limits::default();
+    // Requesting more than the adapter offers would fail, so a limit below the default is
+    // only reported; code that needs it checks `device.limits()`.
+    defaults.check_limits_with_fail_fn(&limits, false, |name, default, adapter_value| {
+        log::warn!(
+            "adapter limit {name} = {adapter_value} is worse than the wgpu default {default}"
+        );
+    });
+    DeviceRequest { features, limits }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_lists_granted_and_missing() {
+        let g = GrantedFeatures {
+            timestamps: true,
+            shader_f16: true,
+            ..Default::default()
+        };
+        let s = g.to_string();
+        assert!(s.starts_with("timestamps, shader_f16 (missing: "), "{s}");
+        assert!(s.contains("cooperative_matrix"), "{s}");
+        assert_eq!(
+            GrantedFeatures::default().to_string().split(' ').next(),
+            Some("none")
+        );
+    }
+
+    #[test]
+    fn feature_names_round_trip() {
+        let all = features_named(
+            "timestamps, shader_f16,subgroup,float32_atomic,float32_filterable,cooperative_matrix",
+        );
+        assert_eq!(all, OPTIONAL_FEATURES);
+        assert_eq!(features_named("bogus"), wgpu::Features::empty());
+        let granted = GrantedFeatures::from_features(all, wgpu::DownlevelFlags::empty());
+        assert!(granted.flags().iter().take(8).all(|(_, on)| *on));
+        assert!(!granted.anisotropic_filtering);
+    }
+}

@@ -1,0 +1,26 @@
+//! GPU plumbing shared by every other module: adapter and device selection (headless and
+//! for a window surface), optional-feature negotiation, timestamp timing scopes, texture and
+//! buffer readback, and WGSL loading with `#import` / `#ifdef` / `${NAME}`.
+//!
+//! This module owns no rendering and no codec logic; it must not know about scenes,
+//! materials or passes. Everything here either works on any adapter or reports cleanly
+//! (a [`GpuError`] or [`ShaderError`]) when the adapter lacks something.
+//!
+//! - [`context`]: [`GpuContext`], [`GrantedFeatures`], [`GpuError`], error scopes.
+//! - [`timing`]: [`GpuTimer`], timestamp scopes keyed by pass label, [`PassTiming`] rows.
+//! - [`readback`]: [`read_texture`] / [`read_buffer`] with row-padding handling, [`TextureData`].
+//! - [`shader`]: the embedded shader tree, the `#import` composer, naga validation,
+//!   [`create_shader_module`].
+
+pub mod context;
+pub mod readback;
+pub mod shader;
+pub mod timing;
+
+pub use context::{GpuContext, GpuError, GrantedFeatures};
+pub use readback::{TextureData, read_buffer, read_texture};
+pub use shader::{ComposedShader, ShaderError, ShaderLibrary, create_shader_module};
+pub use timing::{GpuTimer, PassTiming};
+
+/// Result alias for fallible GPU operations.
+pub type Result<T, E = GpuError> = std::result::Result<T, E>;

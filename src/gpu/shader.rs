@@ -1,0 +1,725 @@
+//! WGSL loading: the embedded shader tree, a small preprocessor, naga validation and
+//! shader-module creation.
+//!
+//! Every `.wgsl` file under `shaders/` is embedded at compile time by `build.rs` and
+//! addressed by its path relative to `shaders/`, with `/` separators
+//! (`"common/math.wgsl"`). Shaders are only ever written in `.wgsl` files; Rust code never
+//! builds WGSL text (STYLE pattern 3).
+//!
+//! # Preprocessor
+//!
+//! Directives are lines whose first non-blank character is `#`; a trailing `// comment`
+//! on a directive line is ignored.
+//!
+//! - `#import "common/math.wgsl"` — splices in that file (path relative to `shaders/`,
+//!   quotes optional). Each file is included at most once per composed output, so diamond
+//!   imports are fine; an import that re-enters a file still being imported is a cycle and
+//!   an error naming the importing file and line.
+//! - `#ifdef NAME`, `#ifndef NAME`, `#else`, `#endif` — nestable, must be balanced within
+//!   each file. `NAME` is defined when it appears in the define list, whatever its value.
+//! - `${NAME}` anywhere in an active line is replaced by NAME's value from the define list
+//!   (an undefined name is an error). This carries host↔shader constants (tile sizes,
+//!   layer widths) from one Rust definition into the shader.
+//! - WGSL global directives (`enable …;`, `requires …;`) are hoisted, deduplicated, to the
+//!   top of the output, so an imported file may `enable f16;` itself.
+//!
+//! The define list is a `&[(&str, &str)]` of (name, value) pairs; later pairs win.
+//!
+//! # Declared variants
+//!
+//! An entry shader may declare, in `//` comment lines at its very top, the defines it is
+//! validated with:
+//!
+//! ```text
+//! // defines: TILE=8, KERNEL_F32
+//! // variants: KERNEL_F32 | KERNEL_F16, WIDE=1
+//! // variants: - | USE_SUBGROUPS
+//! ```
+//!
+//! `defines:` gives defaults (a bare `NAME` means `NAME=1`). Each `variants:` line gives
+//! alternatives separated by `|`, each a comma-separated define list (`-` or nothing for
+//! none, as in `// variants: | ALPHA_TEST`), and owns every name it mentions. The
+//! declared define sets are every combination of one alternative per `variants:` line
+//! (4 sets above), each applied to the defaults by first removing the line's names and
+//! then adding the alternative's pairs — so `KERNEL_F32 | KERNEL_F16` never defines both,
+//! whatever the defaults say. `tests/shaders.rs` validates every entry shader in every
+//! declared set; see [`ShaderHeader`].
+//!
+//! # Errors
+//!
+//! Composition keeps a line map from output lines to (file, line), so a naga parse or
+//! validation error is reported with naga's own source excerpt of the composed text
+//! *and* the original `shaders/<file>:<line>:<column>` it came from.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+
+use super::GpuContext;
+
+include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
+
+/// A location in an original shader file (not the composed output).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceLocation {
+    /// Path relative to `shaders/`.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column (in bytes, as naga counts).
+    pub column: u32,
+}
+
+impl fmt::Display for SourceLocation {
+    /// `shaders/<file>:<line>:<column>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "shaders/{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// Formats an optional location as ` at <location>` for error messages.
+fn at(location: &Option<SourceLocation>) -> String {
+    location
+        .as_ref()
+        .map(|l| format!(" at {l}"))
+        .unwrap_or_default()
+}
+
+/// Errors from loading, composing, validating or creating a shader. Every variant names
+/// the shader (and, where known, the original file and line).
+#[derive(Debug, thiserror::Error)]
+pub enum ShaderError {
+    /// The requested entry shader does not exist.
+    #[error(
+        "shader `{path}` not found: expected shaders/{path} (files are embedded at build \
+         time; rebuild after adding one)"
+    )]
+    NotFound {
+        /// Path relative to `shaders/`.
+        path: String,
+    },
+    /// A preprocessor error (`#import` missing or cyclic, unbalanced `#ifdef`, unknown
+    /// directive, undefined `${NAME}`, malformed header).
+    #[error("shaders/{file}:{line}: {message}")]
+    Preprocess {
+        /// File the directive is in, relative to `shaders/`.
+        file: String,
+        /// 1-based line of the directive.
+        line: u32,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// naga's WGSL front end rejected the composed source.
+    #[error("shader `{path}`: WGSL parse error{}:\n{report}", at(location))]
+    Parse {
+        /// The entry shader.
+        path: String,
+        /// Where in the original files the error points, when naga gave a span.
+        location: Option<SourceLocation>,
+        /// naga's report over the composed source, plus the original location.
+        report: String,
+    },
+    /// naga's validator rejected the module.
+    #[error("shader `{path}`: WGSL validation error{}:\n{report}", at(location))]
+    Validation {
+        /// The entry shader.
+        path: String,
+        /// Where in the original files the error points, when naga gave a span.
+        location: Option<SourceLocation>,
+        /// naga's report over the composed source, plus the original location.
+        report: String,
+    },
+    /// wgpu rejected the module (usually a capability the device lacks, e.g. f16).
+    #[error("shader `{path}`: creating the wgpu shader module failed: {message}")]
+    Device {
+        /// The entry shader.
+        path: String,
+        /// wgpu's validation message.
+        message: String,
+    },
+}
+
+/// A composed shader: the WGSL text handed to naga/wgpu and the map back to the files.
+#[derive(Clone, Debug)]
+pub struct ComposedShader {
+    /// The entry shader's path relative to `shaders/`.
+    pub path: String,
+    /// The composed WGSL.
+    pub source: String,
+    /// Every file included, entry shader first, in inclusion order.
+    pub files: Vec<String>,
+    /// For each output line (0-based index): index into `files` and 1-based line there.
+    line_map: Vec<(u32, u32)>,
+}
+
+impl ComposedShader {
+    /// The original file and line of 1-based output line `line` (column passed through).
+    pub fn origin(&self, line: u32, column: u32) -> Option<SourceLocation> {
+        let &(file, original) = self.line_map.get(line.checked_sub(1)? as usize)?;
+        Some(SourceLocation {
+            file: self.files[file as usize].clone(),
+            line: original,
+            column,
+        })
+    }
+
+    /// Parses with naga's WGSL front end and validates with every capability enabled
+    /// (f16, subgroups, …; device capabilities are checked later by wgpu).
+    pub fn validate(&self) -> Result<(naga::Module, naga::valid::ModuleInfo), ShaderError> {
+        let report_path = format!("{} [composed]", self.path);
+        let module = naga::front::wgsl::parse_str(&self.source).map_err(|e| {
+            let labels = self.map_labels(e.labels());
+            // naga puts the primary span first.
+            let location = labels.first().map(|(l, _, _)| l.clone());
+            ShaderError::Parse {
+                path: self.path.clone(),
+                report: report(
+                    e.emit_to_string_with_path(&self.source, &report_path),
+                    &labels,
+                ),
+                location,
+            }
+        })?;
+        let mut validator = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        );
+        let info = validator.validate(&module).map_err(|e| {
+            let labels = self.map_labels(e.spans().map(|(span, label)| (*span, label.as_str())));
+            // Validation spans go from the enclosing item to the culprit: the shortest is
+            // the most specific.
+            let location = labels
+                .iter()
+                .min_by_key(|(_, length, _)| *length)
+                .map(|(l, _, _)| l.clone());
+            ShaderError::Validation {
+                path: self.path.clone(),
+                report: report(
+                    e.emit_to_string_with_path(&self.source, &report_path),
+                    &labels,
+                ),
+                location,
+            }
+        })?;
+        Ok((module, info))
+    }
+
+    /// Maps naga's labelled spans over the composed source to original locations, with
+    /// each span's length in bytes.
+    fn map_labels<'a>(
+        &self,
+        labels: impl Iterator<Item = (naga::Span, &'a str)>,
+    ) -> Vec<(SourceLocation, u32, String)> {
+        labels
+            .filter(|(span, _)| span.is_defined())
+            .filter_map(|(span, label)| {
+                let l = span.location(&self.source);
+                let origin = self.origin(l.line_number, l.line_position)?;
+                Some((origin, l.length, label.to_owned()))
+            })
+            .collect()
+    }
+}
+
+/// naga's report over the composed source followed by each label's original location.
+fn report(naga_report: String, labels: &[(SourceLocation, u32, String)]) -> String {
+    let mut text = naga_report.trim_end().to_owned();
+    for (location, _, label) in labels {
+        text.push_str(&format!("\n  = at {location}"));
+        if !label.is_empty() {
+            text.push_str(&format!(": {label}"));
+        }
+    }
+    text
+}
+
+/// Defaults and variant alternatives an entry shader declares in its leading comments
+/// (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShaderHeader {
+    /// `// defines:` pairs.
+    pub defaults: Vec<(String, String)>,
+    /// One entry per `// variants:` line; each holds its alternatives' define lists.
+    pub variants: Vec<Vec<Vec<(String, String)>>>,
+}
+
+impl ShaderHeader {
+    /// Parses the leading `//` lines of `source`. Errors carry the 1-based line.
+    pub fn parse(source: &str) -> Result<Self, (u32, String)> {
+        let mut header = Self::default();
+        for (index, line) in source.lines().enumerate() {
+            let Some(comment) = line.trim_start().strip_prefix("//") else {
+                break;
+            };
+            let comment = comment.trim();
+            let line_no = index as u32 + 1;
+            if let Some(list) = comment.strip_prefix("defines:") {
+                header
+                    .defaults
+                    .extend(parse_define_list(list).map_err(|m| (line_no, m))?);
+            } else if let Some(list) = comment.strip_prefix("variants:") {
+                let alternatives = list
+                    .split('|')
+                    .map(|alt| match alt.trim() {
+                        "-" => Ok(Vec::new()),
+                        alt => parse_define_list(alt),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|m| (line_no, m))?;
+                header.variants.push(alternatives);
+            }
+        }
+        Ok(header)
+    }
+
+    /// Every declared define set: the defaults overridden by each combination of one
+    /// alternative per `variants:` line (just the defaults when there is none).
+    pub fn define_sets(&self) -> Vec<Vec<(String, String)>> {
+        let mut sets = vec![self.defaults.clone()];
+        for alternatives in &self.variants {
+            // A `variants:` line owns every name it mentions: each alternative first
+            // removes all of them, so `KERNEL_F32 | KERNEL_F16` never defines both.
+            let owned: HashSet<&str> = alternatives
+                .iter()
+                .flatten()
+                .map(|(name, _)| name.as_str())
+                .collect();
+            sets = sets
+                .iter()
+                .flat_map(|set| {
+                    let owned = &owned;
+                    alternatives.iter().map(move |alt| {
+                        let mut merged: Vec<(String, String)> = set
+                            .iter()
+                            .filter(|(n, _)| !owned.contains(n.as_str()))
+                            .cloned()
+                            .collect();
+                        merged.extend(alt.iter().cloned());
+                        merged
+                    })
+                })
+                .collect();
+        }
+        sets
+    }
+}
+
+/// Parses `A=1, B, C = x` into pairs (`B` means `B=1`).
+fn parse_define_list(list: &str) -> Result<Vec<(String, String)>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let (name, value) = match item.split_once('=') {
+                Some((n, v)) => (n.trim(), v.trim()),
+                None => (item, "1"),
+            };
+            if is_identifier(name) {
+                Ok((name.to_owned(), value.to_owned()))
+            } else {
+                Err(format!(
+                    "`{item}` is not a define (expected NAME or NAME=value)"
+                ))
+            }
+        })
+        .collect()
+}
+
+/// Borrows an owned define set as the `&[(&str, &str)]` the composer takes.
+pub fn define_refs(set: &[(String, String)]) -> Vec<(&str, &str)> {
+    set.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect()
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Resolves shader paths to sources and composes, validates and creates shaders.
+///
+/// [`ShaderLibrary::embedded`] serves the files built into the binary; tests build one
+/// over in-memory sources with [`ShaderLibrary::new`] or [`ShaderLibrary::from_files`].
+pub struct ShaderLibrary<'s> {
+    provider: Box<FileProvider<'s>>,
+}
+
+/// Maps a path relative to `shaders/` to that file's source.
+type FileProvider<'s> = dyn Fn(&str) -> Option<&'s str> + 's;
+
+impl fmt::Debug for ShaderLibrary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShaderLibrary").finish_non_exhaustive()
+    }
+}
+
+impl ShaderLibrary<'static> {
+    /// The shaders embedded at build time from `shaders/`.
+    pub fn embedded() -> Self {
+        Self::new(shader_source)
+    }
+}
+
+impl<'s> ShaderLibrary<'s> {
+    /// A library over any file provider: path relative to `shaders/` → source.
+    pub fn new(provider: impl Fn(&str) -> Option<&'s str> + 's) -> Self {
+        Self {
+            provider: Box::new(provider),
+        }
+    }
+
+    /// A library over (path, source) pairs.
+    pub fn from_files(files: &'s [(&'s str, &'s str)]) -> Self {
+        Self::new(move |path| files.iter().find(|(p, _)| *p == path).map(|(_, s)| *s))
+    }
+
+    /// The raw source of `path`, if it exists.
+    pub fn source(&self, path: &str) -> Option<&'s str> {
+        (self.provider)(path)
+    }
+
+    /// Resolves imports and conditionals of `path` under `defines`.
+    pub fn compose(
+        &self,
+        path: &str,
+        defines: &[(&str, &str)],
+    ) -> Result<ComposedShader, ShaderError> {
+        let source = self.source(path).ok_or_else(|| ShaderError::NotFound {
+            path: path.to_owned(),
+        })?;
+        let mut composer = Composer {
+            library: self,
+            defines,
+            files: Vec::new(),
+            included: HashSet::new(),
+            stack: Vec::new(),
+            directives: Vec::new(),
+            body: Vec::new(),
+        };
+        composer.include(path, source)?;
+        let mut text = String::new();
+        let mut line_map = Vec::new();
+        for (line, origin) in composer.directives.into_iter().chain(composer.body) {
+            text.push_str(&line);
+            text.push('\n');
+            line_map.push(origin);
+        }
+        Ok(ComposedShader {
+            path: path.to_owned(),
+            source: text,
+            files: composer.files,
+            line_map,
+        })
+    }
+
+    /// Composes `path` and validates it with naga (no GPU needed).
+    pub fn validate(
+        &self,
+        path: &str,
+        defines: &[(&str, &str)],
+    ) -> Result<naga::Module, ShaderError> {
+        Ok(self.compose(path, defines)?.validate()?.0)
+    }
+
+    /// The defaults and variants `path` declares in its leading comments.
+    pub fn header(&self, path: &str) -> Result<ShaderHeader, ShaderError> {
+        let source = self.source(path).ok_or_else(|| ShaderError::NotFound {
+            path: path.to_owned(),
+        })?;
+        ShaderHeader::parse(source).map_err(|(line, message)| ShaderError::Preprocess {
+            file: path.to_owned(),
+            line,
+            message,
+        })
+    }
+
+    /// Composes, validates with naga, then creates the module on `ctx`'s device; wgpu's
+    /// own validation (device capabilities) is caught in an error scope.
+    pub fn create_shader_module(
+        &self,
+        ctx: &GpuContext,
+        path: &str,
+        defines: &[(&str, &str)],
+    ) -> Result<wgpu::ShaderModule, ShaderError> {
+        let composed = self.compose(path, defines)?;
+        composed.validate()?;
+        ctx.error_scope(|| {
+            ctx.device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(path),
+                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(&composed.source)),
+                })
+        })
+        .map_err(|e| ShaderError::Device {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// State of one `#ifdef`/`#ifndef` block.
+struct Conditional {
+    /// Whether lines are emitted in the current branch.
+    active: bool,
+    /// Whether the enclosing region is active.
+    parent_active: bool,
+    /// Whether the `#if…` condition held.
+    taken: bool,
+    seen_else: bool,
+    line: u32,
+}
+
+/// One composition in progress.
+struct Composer<'l, 's, 'd> {
+    library: &'l ShaderLibrary<'s>,
+    defines: &'d [(&'d str, &'d str)],
+    files: Vec<String>,
+    included: HashSet<String>,
+    /// Files currently being included, outermost first (for cycle detection).
+    stack: Vec<String>,
+    /// Hoisted `enable`/`requires` lines with their origin.
+    directives: Vec<(String, (u32, u32))>,
+    body: Vec<(String, (u32, u32))>,
+}
+
+impl Composer<'_, '_, '_> {
+    fn define(&self, name: &str) -> Option<&str> {
+        self.defines
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+    }
+
+    fn include(&mut self, path: &str, source: &str) -> Result<(), ShaderError> {
+        let file_index = self.files.len() as u32;
+        self.files.push(path.to_owned());
+        self.included.insert(path.to_owned());
+        self.stack.push(path.to_owned());
+        let err = |line: u32, message: String| ShaderError::Preprocess {
+            file: path.to_owned(),
+            line,
+            message,
+        };
+
+        let mut conditionals: Vec<Conditional> = Vec::new();
+        for (index, raw) in source.lines().enumerate() {
+            let line_no = index as u32 + 1;
+            let active = conditionals.last().is_none_or(|c| c.active);
+            let trimmed = raw.trim_start();
+            if let Some(directive) = trimmed.strip_prefix('#') {
+                let directive = directive.split("//").next().unwrap_or_default().trim();
+                let (name, argument) = directive
+                    .split_once(char::is_whitespace)
+                    .map(|(n, a)| (n, a.trim()))
+                    .unwrap_or((directive, ""));
+                match name {
+                    "ifdef" | "ifndef" => {
+                        if !is_identifier(argument) {
+                            return Err(err(
+                                line_no,
+                                format!("#{name} needs one define name, got `{argument}`"),
+                            ));
+                        }
+                        let taken = self.define(argument).is_some() == (name == "ifdef");
+                        conditionals.push(Conditional {
+                            active: active && taken,
+                            parent_active: active,
+                            taken,
+                            seen_else: false,
+                            line: line_no,
+                        });
+                    }
+                    "else" => {
+                        let Some(c) = conditionals.last_mut() else {
+                            return Err(err(line_no, "#else without #ifdef/#ifndef".to_owned()));
+                        };
+                        if c.seen_else {
+                            return Err(err(
+                                line_no,
+                                format!("second #else for the #if… at line {}", c.line),
+                            ));
+                        }
+                        c.seen_else = true;
+                        c.active = c.parent_active && !c.taken;
+                    }
+                    "endif" => {
+                        if conditionals.pop().is_none() {
+                            return Err(err(line_no, "#endif without #ifdef/#ifndef".to_owned()));
+                        }
+                    }
+                    "import" => {
+                        if active {
+                            self.import(path, line_no, argument)?;
+                        }
+                    }
+                    other => {
+                        return Err(err(
+                            line_no,
+                            format!(
+                                "unknown directive `#{other}` (known: #import, #ifdef, #ifndef, #else, #endif)"
+                            ),
+                        ));
+                    }
+                }
+                continue;
+            }
+            if !active {
+                continue;
+            }
+            let text = self.substitute(raw).map_err(|m| err(line_no, m))?;
+            let origin = (file_index, line_no);
+            let code = text.trim_start();
+            if code.starts_with("enable ") || code.starts_with("requires ") {
+                if !self.directives.iter().any(|(d, _)| d.trim() == code.trim()) {
+                    self.directives.push((code.trim_end().to_owned(), origin));
+                }
+            } else {
+                self.body.push((text, origin));
+            }
+        }
+        if let Some(open) = conditionals.last() {
+            return Err(err(
+                open.line,
+                "#ifdef/#ifndef is never closed by #endif in this file".to_owned(),
+            ));
+        }
+        self.stack.pop();
+        Ok(())
+    }
+
+    fn import(&mut self, importer: &str, line: u32, argument: &str) -> Result<(), ShaderError> {
+        let target = argument.trim().trim_matches('"').trim();
+        let err = |message: String| ShaderError::Preprocess {
+            file: importer.to_owned(),
+            line,
+            message,
+        };
+        if target.is_empty() {
+            return Err(err(
+                "#import needs a path, e.g. #import \"common/math.wgsl\"".to_owned(),
+            ));
+        }
+        if self.stack.iter().any(|f| f == target) {
+            let mut chain = self.stack.clone();
+            chain.push(target.to_owned());
+            return Err(err(format!(
+                "#import \"{target}\" forms a cycle: {}",
+                chain.join(" → ")
+            )));
+        }
+        if self.included.contains(target) {
+            return Ok(());
+        }
+        let source = self.library.source(target).ok_or_else(|| {
+            err(format!(
+                "#import \"{target}\": no such shader (paths are relative to shaders/, e.g. \"common/math.wgsl\")"
+            ))
+        })?;
+        self.include(target, source)
+    }
+
+    /// Replaces every `${NAME}` with its define value.
+    fn substitute(&self, line: &str) -> Result<String, String> {
+        if !line.contains("${") {
+            return Ok(line.to_owned());
+        }
+        let mut out = String::with_capacity(line.len());
+        let mut rest = line;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after
+                .find('}')
+                .ok_or_else(|| "unterminated `${` (expected `${NAME}`)".to_owned())?;
+            let name = after[..end].trim();
+            let value = self.define(name).ok_or_else(|| {
+                format!(
+                    "`${{{name}}}` is not in the define list; pass ({name:?}, value) when composing"
+                )
+            })?;
+            out.push_str(value);
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+/// Every embedded shader file as (path relative to `shaders/`, source), sorted by path.
+pub fn embedded_files() -> &'static [(&'static str, &'static str)] {
+    SHADER_FILES
+}
+
+/// The embedded source of `path` (relative to `shaders/`).
+pub fn shader_source(path: &str) -> Option<&'static str> {
+    SHADER_FILES
+        .binary_search_by(|(p, _)| (*p).cmp(path))
+        .ok()
+        .map(|i| SHADER_FILES[i].1)
+}
+
+/// Every entry shader: embedded files not under `common/` (which holds imported pieces).
+pub fn list_entry_shaders() -> Vec<&'static str> {
+    SHADER_FILES
+        .iter()
+        .map(|(path, _)| *path)
+        .filter(|path| !path.starts_with("common/"))
+        .collect()
+}
+
+/// Composes an embedded shader to WGSL text.
+pub fn compose(path: &str, defines: &[(&str, &str)]) -> Result<String, ShaderError> {
+    Ok(ShaderLibrary::embedded().compose(path, defines)?.source)
+}
+
+/// Composes and naga-validates an embedded shader.
+pub fn validate(path: &str, defines: &[(&str, &str)]) -> Result<naga::Module, ShaderError> {
+    ShaderLibrary::embedded().validate(path, defines)
+}
+
+/// Composes, validates and creates an embedded shader's module on `ctx`'s device.
+pub fn create_shader_module(
+    ctx: &GpuContext,
+    path: &str,
+    defines: &[(&str, &str)],
+) -> Result<wgpu::ShaderModule, ShaderError> {
+    ShaderLibrary::embedded().create_shader_module(ctx, path, defines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_files_are_sorted_and_found() {
+        assert!(SHADER_FILES.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(shader_source("common/math.wgsl").is_some_and(|s| s.contains("fn oct_encode")));
+        assert!(
+            !list_entry_shaders()
+                .iter()
+                .any(|p| p.starts_with("common/"))
+        );
+    }
+
+    #[test]
+    fn header_define_sets_are_a_product() {
+        let header = ShaderHeader::parse(
+            "// defines: TILE=8, KERNEL_F32\n// variants: KERNEL_F32 | KERNEL_F16, WIDE=1\n// variants: - | SG\nfn f() {}\n// variants: IGNORED\n",
+        )
+        .unwrap();
+        let sets = header.define_sets();
+        assert_eq!(sets.len(), 4);
+        let has = |set: &Vec<(String, String)>, n: &str, v: &str| {
+            set.iter().any(|(a, b)| a == n && b == v)
+        };
+        assert!(has(&sets[0], "TILE", "8") && has(&sets[0], "KERNEL_F32", "1"));
+        assert!(has(&sets[2], "KERNEL_F16", "1") && has(&sets[2], "WIDE", "1"));
+        assert!(!sets[2].iter().any(|(n, _)| n == "KERNEL_F32"));
+        assert!(has(&sets[2], "TILE", "8"));
+        assert!(has(&sets[3], "SG", "1"));
+        assert!(ShaderHeader::parse("// defines: 9x\n").is_err());
+    }
+}

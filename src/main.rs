@@ -1,0 +1,259 @@
+//! The `neurotex` command line: subcommands over the library. `anyhow` lives only here.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use neurotex::gpu::GpuContext;
+use neurotex::render::headless::render_frame;
+use neurotex::render::scene_gpu::UploadOptions;
+use neurotex::render::{Aov, FrameSettings, Renderer};
+use neurotex::scene::open::{OpenedScene, open, select_camera};
+use neurotex::texture;
+
+/// Neural texture compression with shared decoders, rendered in real time.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Render one frame headless into a PNG.
+    Render(RenderArgs),
+    /// Write a procedural scene (glTF + textures) into a folder.
+    GenScene(GenSceneArgs),
+    /// Import a scene or a texture-set manifest and report what it holds.
+    Import(ImportArgs),
+}
+
+#[derive(Args, Debug)]
+struct SceneArg {
+    /// Scene: a description (.toml), a .gltf or a .glb. Default: the built-in toy shop.
+    #[arg(long)]
+    scene: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct RenderArgs {
+    #[command(flatten)]
+    scene: SceneArg,
+    /// Output PNG.
+    #[arg(long)]
+    out: PathBuf,
+    /// Image size, WIDTHxHEIGHT. Default: the scene's, else 1280x720.
+    #[arg(long, value_parser = parse_size)]
+    size: Option<(u32, u32)>,
+    /// A camera path name, a glTF camera name or a glTF camera index.
+    #[arg(long)]
+    camera: Option<String>,
+    /// What to output.
+    #[arg(long, value_enum, default_value_t = Aov::Final)]
+    aov: Aov,
+    /// Render with material constants where an image is missing, and list what was missing.
+    #[arg(long)]
+    allow_missing_textures: bool,
+    /// Downscale textures so that no side exceeds this many texels (previews, tests).
+    #[arg(long)]
+    max_texture_size: Option<u32>,
+    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
+    anisotropy: Option<u16>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum Generator {
+    /// The toy shop: ≥ 24 procedural PBR materials.
+    Toyshop,
+}
+
+#[derive(Args, Debug)]
+struct GenSceneArgs {
+    /// Which scene.
+    #[arg(value_enum)]
+    kind: Generator,
+    /// Output folder.
+    #[arg(long)]
+    out: PathBuf,
+    /// Side of every generated texture (a power of two).
+    #[arg(long, default_value_t = 512)]
+    texture_size: u32,
+    /// Seed of the procedural content.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args, Debug)]
+struct ImportArgs {
+    #[command(flatten)]
+    scene: SceneArg,
+    /// A texture-set manifest (CSV) instead of a scene; every set is decoded.
+    #[arg(long, conflicts_with = "scene")]
+    manifest: Option<PathBuf>,
+    /// Write the distinct texture sets to this CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Downscale textures while decoding a manifest.
+    #[arg(long)]
+    max_texture_size: Option<u32>,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("`{s}`: expected WIDTHxHEIGHT, e.g. 1280x720"))?;
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| (1..=16384).contains(&n))
+            .ok_or_else(|| format!("`{s}`: each side must be an integer in 1..=16384"))
+    };
+    Ok((parse(w)?, parse(h)?))
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("warn,neurotex=info"),
+    )
+    .format_timestamp(None)
+    .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Render(a) => render(a),
+        Command::GenScene(a) => gen_scene(a),
+        Command::Import(a) => import(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn report_scene(opened: &OpenedScene) {
+    let s = &opened.scene;
+    let (sets, material_sets) = texture::scene_texture_sets(&s.materials);
+    let textured = material_sets.iter().filter(|m| m.is_some()).count();
+    println!(
+        "{}: {} meshes, {} instances, {} triangles, {} materials ({} textured), {} distinct texture sets, {} cameras",
+        s.source.display(),
+        s.meshes.len(),
+        s.instances.len(),
+        s.triangle_count(),
+        s.materials.len(),
+        textured,
+        sets.len(),
+        s.cameras.len()
+    );
+}
+
+fn render(a: RenderArgs) -> Result<()> {
+    let opened = open(a.scene.scene.as_deref())?;
+    report_scene(&opened);
+    let camera = select_camera(&opened, a.camera.as_deref())?;
+    let size = a
+        .size
+        .or(opened.description.render.size.map(|[w, h]| (w, h)))
+        .unwrap_or((1280, 720));
+    let ctx = GpuContext::headless()?;
+    log::info!("{}", ctx.describe());
+    let upload = UploadOptions {
+        allow_missing_textures: a.allow_missing_textures,
+        max_texture_size: a.max_texture_size,
+        anisotropy: a.anisotropy,
+    };
+    let mut renderer = Renderer::new(
+        &ctx,
+        &opened.scene,
+        &upload,
+        size,
+        neurotex::render::headless::OUTPUT_FORMAT,
+    )?;
+    for m in &renderer.scene.missing_textures {
+        println!("missing texture (constants used): {m}");
+    }
+    let settings = FrameSettings {
+        camera,
+        lighting: opened.description.lighting,
+        aov: a.aov,
+    };
+    let frame = render_frame(&ctx, &mut renderer, &settings)?;
+    for t in &frame.timings {
+        println!("  {:<28} {:8.3} ms", t.label, t.ms);
+    }
+    texture::write_png_rgba8(&a.out, frame.width, frame.height, &frame.rgba8)?;
+    println!(
+        "wrote {} ({}x{}, {:?})",
+        a.out.display(),
+        frame.width,
+        frame.height,
+        a.aov
+    );
+    Ok(())
+}
+
+fn gen_scene(a: GenSceneArgs) -> Result<()> {
+    match a.kind {
+        Generator::Toyshop => {
+            let opts = neurotex::scene::toyshop::ToyshopOptions {
+                texture_size: a.texture_size,
+                seed: a.seed,
+            };
+            let path = neurotex::scene::toyshop::generate(&a.out, &opts)?;
+            println!("wrote {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn import(a: ImportArgs) -> Result<()> {
+    if let Some(manifest) = &a.manifest {
+        let entries = texture::manifest::read_manifest(manifest)?;
+        let materials: Vec<_> = entries.iter().map(|e| e.material.clone()).collect();
+        let (sets, material_sets) = texture::scene_texture_sets(&materials);
+        let opts = texture::LoadOptions {
+            allow_missing: false,
+            max_size: a.max_texture_size,
+        };
+        for (desc, entry) in sets.iter().zip(&entries) {
+            let loaded = desc.load(&opts)?;
+            println!(
+                "{:<48} {:<14} {}x{} mips {} channels {}",
+                entry.material.name,
+                entry.category,
+                loaded.set.width,
+                loaded.set.height,
+                loaded.set.mips.len(),
+                loaded.set.present
+            );
+        }
+        println!("{}: {} texture sets", manifest.display(), sets.len());
+        if let Some(csv) = &a.csv {
+            texture::manifest::write_texture_sets_csv(csv, &sets, &materials, &material_sets)?;
+        }
+        return Ok(());
+    }
+    let opened = open(a.scene.scene.as_deref())?;
+    report_scene(&opened);
+    for w in &opened.scene.warnings {
+        println!("warning: {w}");
+    }
+    if let Some(csv) = &a.csv {
+        let (sets, material_sets) = texture::scene_texture_sets(&opened.scene.materials);
+        texture::manifest::write_texture_sets_csv(
+            csv,
+            &sets,
+            &opened.scene.materials,
+            &material_sets,
+        )?;
+        println!("wrote {}", csv.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! Host mirrors of the WGSL structs in `shaders/common/frame.wgsl`.
+//!
+//! `#[repr(C)]` + bytemuck with explicit padding; the same field docs on both sides.
+//! `tests/render_types.rs` checks every size against naga's layout of the WGSL struct.
+
+use bytemuck::{Pod, Zeroable};
+
+/// WGSL `Frame`: constants of one frame (uniform, group 0 binding 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct FrameUniform {
+    /// World → clip for this frame (reversed-Z, infinite far plane).
+    pub clip_from_world: [[f32; 4]; 4],
+    /// Clip → world for this frame.
+    pub world_from_clip: [[f32; 4]; 4],
+    /// World → clip of the previous frame.
+    pub prev_clip_from_world: [[f32; 4]; 4],
+    /// World → view.
+    pub view_from_world: [[f32; 4]; 4],
+    /// Eye position (world, metres); w unused.
+    pub camera_position: [f32; 4],
+    /// Unit direction towards the sun; w unused.
+    pub sun_direction: [f32; 4],
+    /// Sun irradiance at normal incidence (linear RGB); w unused.
+    pub sun_irradiance: [f32; 4],
+    /// Upper-hemisphere ambient radiance (linear RGB); w unused.
+    pub sky_radiance: [f32; 4],
+    /// Lower-hemisphere ambient radiance (linear RGB); w unused.
+    pub ground_radiance: [f32; 4],
+    /// Width, height, 1/width, 1/height in pixels.
+    pub viewport: [f32; 4],
+    /// Frame counter since the last reset.
+    pub frame_index: u32,
+    /// [`super::Aov`] as `u32`.
+    pub aov: u32,
+    /// Exposure multiplier.
+    pub exposure: f32,
+    /// Reserved, zero.
+    pub _pad0: u32,
+}
+
+/// WGSL `InstanceData`: one drawn (instance, primitive) pair.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct InstanceData {
+    /// Object → world.
+    pub world_from_local: [[f32; 4]; 4],
+    /// Inverse transpose of the upper 3×3 of `world_from_local`, in a mat4.
+    pub normal_from_local: [[f32; 4]; 4],
+    /// Index into the material array.
+    pub material: u32,
+    /// Padding.
+    pub _pad: [u32; 3],
+}
+
+/// WGSL `MaterialData`: constants of one material.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct MaterialData {
+    /// Linear RGBA multiplier of the base colour.
+    pub base_color_factor: [f32; 4],
+    /// Linear RGB emissive multiplier; w unused.
+    pub emissive_factor: [f32; 4],
+    /// UV transform columns c0.xy, c1.xy.
+    pub uv_c0_c1: [f32; 4],
+    /// UV transform column c2.xy, then two unused floats.
+    pub uv_c2: [f32; 4],
+    /// Metallic multiplier.
+    pub metallic_factor: f32,
+    /// Roughness multiplier.
+    pub roughness_factor: f32,
+    /// Normal map scale.
+    pub normal_scale: f32,
+    /// Occlusion strength.
+    pub occlusion_strength: f32,
+    /// Cutoff for masked alpha.
+    pub alpha_cutoff: f32,
+    /// 0 opaque, 1 mask, 2 blend.
+    pub alpha_mode: u32,
+    /// Padding.
+    pub _pad: [u32; 2],
+}
+
+impl MaterialData {
+    /// The GPU constants of a scene material.
+    pub fn from_material(m: &crate::scene::Material) -> Self {
+        use crate::scene::AlphaMode;
+        let [c0, c1, c2] = m.uv_transform.matrix();
+        let e = m.emissive_factor;
+        let (alpha_mode, alpha_cutoff) = match m.alpha_mode {
+            AlphaMode::Opaque => (0, 0.0),
+            AlphaMode::Mask { cutoff } => (1, cutoff),
+            AlphaMode::Blend => (2, 0.0),
+        };
+        Self {
+            base_color_factor: m.base_color_factor,
+            emissive_factor: [e[0], e[1], e[2], 0.0],
+            uv_c0_c1: [c0[0], c0[1], c1[0], c1[1]],
+            uv_c2: [c2[0], c2[1], 0.0, 0.0],
+            metallic_factor: m.metallic_factor,
+            roughness_factor: m.roughness_factor,
+            normal_scale: m.normal_scale,
+            occlusion_strength: m.occlusion_strength,
+            alpha_cutoff,
+            alpha_mode,
+            _pad: [0; 2],
+        }
+    }
+}

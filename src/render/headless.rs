@@ -1,0 +1,64 @@
+//! Headless rendering: one frame into an offscreen sRGB texture, read back to memory.
+//! Used by `neurotex render` and by the tests.
+
+use crate::gpu::{GpuContext, GpuError, GpuTimer, PassTiming, read_texture};
+
+use super::{FrameSettings, Renderer};
+
+/// Format of the headless output.
+pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
+
+/// A rendered frame.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Tightly packed sRGB RGBA8 pixels, top row first.
+    pub rgba8: Vec<u8>,
+    /// GPU time per pass (empty when the adapter has no timestamp queries).
+    pub timings: Vec<PassTiming>,
+}
+
+/// Render one frame of `settings` with `renderer` and read it back.
+pub fn render_frame(
+    ctx: &GpuContext,
+    renderer: &mut Renderer,
+    settings: &FrameSettings,
+) -> Result<Frame, GpuError> {
+    let (width, height) = renderer.size();
+    let output = ctx.device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("headless.output"),
+        size: wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: OUTPUT_FORMAT,
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
+    });
+    let view = output.create_view(&wgpu::TextureViewDescriptor::default());
+    let mut timer = GpuTimer::new(ctx, 16);
+    timer.begin_frame();
+    let mut encoder = ctx
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("headless.frame"),
+        });
+    ctx.error_scope(|| renderer.record(ctx, &mut encoder, &view, settings, &timer))?;
+    timer.resolve(&mut encoder);
+    ctx.queue.submit([encoder.finish()]);
+    let timings = timer.collect(ctx);
+    let data = read_texture(ctx, &output, 0, 0)?;
+    Ok(Frame {
+        width,
+        height,
+        rgba8: data.bytes,
+        timings,
+    })
+}

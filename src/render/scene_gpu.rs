@@ -1,0 +1,375 @@
+//! A scene on the GPU: one vertex and one index buffer for all primitives, the instance
+//! and material arrays, every texture set as three mipmapped RGBA8 textures (the three
+//! canonical channel groups), and one bind group per material.
+//!
+//! Texture sets are decoded on the CPU in parallel (one thread per core) before upload.
+
+use wgpu::util::DeviceExt as _;
+
+use super::gpu_types::{InstanceData, MaterialData};
+use crate::scene::{AlphaMode, Scene, Vertex};
+use crate::texture::{self, LoadOptions, TextureError, TextureSet, TextureSetDesc};
+
+/// One indexed draw of the G-buffer pass.
+#[derive(Clone, Copy, Debug)]
+pub struct Draw {
+    /// Range in the shared index buffer.
+    pub first_index: u32,
+    /// Number of indices.
+    pub index_count: u32,
+    /// Added to every index.
+    pub base_vertex: i32,
+    /// Slot in the instance array (passed as `first_instance`).
+    pub instance: u32,
+    /// Material index.
+    pub material: u32,
+    /// Needs the alpha-testing pipeline.
+    pub alpha_test: bool,
+    /// Drawn without back-face culling.
+    pub double_sided: bool,
+}
+
+/// Options for uploading a scene.
+#[derive(Clone, Debug, Default)]
+pub struct UploadOptions {
+    /// Render with material constants where an image is missing or undecodable.
+    pub allow_missing_textures: bool,
+    /// Downscale texture sets so that their largest side is at most this (tests, previews).
+    pub max_texture_size: Option<u32>,
+    /// Maximum anisotropy of the material sampler (1–16); `None`: [`super::default_anisotropy`].
+    pub anisotropy: Option<u16>,
+}
+
+/// The scene's GPU resources.
+#[derive(Debug)]
+pub struct SceneGpu {
+    /// Every primitive's vertices, concatenated.
+    pub vertex_buffer: wgpu::Buffer,
+    /// Every primitive's indices, concatenated (`u32`).
+    pub index_buffer: wgpu::Buffer,
+    /// `array<InstanceData>`.
+    pub instance_buffer: wgpu::Buffer,
+    /// `array<MaterialData>`.
+    pub material_buffer: wgpu::Buffer,
+    /// Per material: its texture set's three channel-group textures + sampler (group 1).
+    pub material_bind_groups: Vec<wgpu::BindGroup>,
+    /// Layout of [`Self::material_bind_groups`].
+    pub material_layout: wgpu::BindGroupLayout,
+    /// The G-buffer draws.
+    pub draws: Vec<Draw>,
+    /// Distinct texture sets (identity) and, per material, its set.
+    pub sets: Vec<TextureSetDesc>,
+    /// Per material, the index into [`Self::sets`] (None: constants only).
+    pub material_sets: Vec<Option<usize>>,
+    /// Images that were missing and replaced by constants (with `allow_missing_textures`).
+    pub missing_textures: Vec<String>,
+    /// Bytes of texture memory uploaded.
+    pub texture_bytes: u64,
+}
+
+/// Errors while uploading a scene.
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    /// A texture failed to load.
+    #[error(transparent)]
+    Texture(#[from] TextureError),
+    /// The scene has more materials than the G-buffer's id field can hold.
+    #[error("{path}: {count} materials exceed the renderer's limit of {limit}")]
+    TooManyMaterials {
+        /// Scene file.
+        path: std::path::PathBuf,
+        /// Material count.
+        count: usize,
+        /// Limit.
+        limit: usize,
+    },
+}
+
+/// Largest material id the G-buffer's 20-bit id field (and the material depth) can hold.
+pub const MAX_MATERIALS: usize = 1 << 20;
+
+impl SceneGpu {
+    /// Decode every texture set and upload the scene.
+    pub fn upload(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        scene: &Scene,
+        opts: &UploadOptions,
+        anisotropy: u16,
+    ) -> Result<Self, UploadError> {
+        if scene.materials.len() >= MAX_MATERIALS {
+            return Err(UploadError::TooManyMaterials {
+                path: scene.source.clone(),
+                count: scene.materials.len(),
+                limit: MAX_MATERIALS - 1,
+            });
+        }
+        let (sets, material_sets) = texture::scene_texture_sets(&scene.materials);
+        let load = LoadOptions {
+            allow_missing: opts.allow_missing_textures,
+            max_size: opts.max_texture_size,
+        };
+        let loaded = load_sets_parallel(&sets, &load)?;
+        let mut missing_textures = Vec::new();
+        let mut texture_bytes = 0u64;
+        let mut set_textures = Vec::with_capacity(loaded.len());
+        for l in loaded {
+            missing_textures.extend(l.missing.iter().cloned());
+            let (t, bytes) = upload_set(device, queue, &l.set);
+            texture_bytes += bytes;
+            set_textures.push(t);
+        }
+        let (neutral, _) = upload_set(device, queue, &TextureSet::neutral());
+
+        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
+            label: Some("material.sampler"),
+            address_mode_u: wgpu::AddressMode::Repeat,
+            address_mode_v: wgpu::AddressMode::Repeat,
+            address_mode_w: wgpu::AddressMode::Repeat,
+            mag_filter: wgpu::FilterMode::Linear,
+            min_filter: wgpu::FilterMode::Linear,
+            mipmap_filter: wgpu::MipmapFilterMode::Linear,
+            anisotropy_clamp: anisotropy.max(1),
+            ..Default::default()
+        });
+        let material_layout = material_bind_group_layout(device);
+        let material_bind_groups = material_sets
+            .iter()
+            .map(|set| {
+                let t = set.map_or(&neutral, |s| &set_textures[s]);
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("material"),
+                    layout: &material_layout,
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: wgpu::BindingResource::TextureView(&t[0]),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: wgpu::BindingResource::TextureView(&t[1]),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: wgpu::BindingResource::TextureView(&t[2]),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 3,
+                            resource: wgpu::BindingResource::Sampler(&sampler),
+                        },
+                    ],
+                })
+            })
+            .collect();
+
+        let mut vertices: Vec<Vertex> = Vec::new();
+        let mut indices: Vec<u32> = Vec::new();
+        let mut ranges = Vec::new();
+        for mesh in &scene.meshes {
+            let mut r = Vec::new();
+            for p in &mesh.primitives {
+                r.push((
+                    indices.len() as u32,
+                    p.indices.len() as u32,
+                    vertices.len() as i32,
+                ));
+                vertices.extend_from_slice(&p.vertices);
+                indices.extend_from_slice(&p.indices);
+            }
+            ranges.push(r);
+        }
+        let mut instances = Vec::new();
+        let mut draws = Vec::new();
+        for inst in &scene.instances {
+            let normal = crate::scene::gltf_import::normal_matrix(&inst.world_from_local);
+            let normal4 = glam::Mat4::from_mat3(normal);
+            for (p, &(first_index, index_count, base_vertex)) in scene.meshes[inst.mesh]
+                .primitives
+                .iter()
+                .zip(&ranges[inst.mesh])
+            {
+                let m = &scene.materials[p.material];
+                draws.push(Draw {
+                    first_index,
+                    index_count,
+                    base_vertex,
+                    instance: instances.len() as u32,
+                    material: p.material as u32,
+                    alpha_test: m.alpha_mode != AlphaMode::Opaque,
+                    double_sided: m.double_sided,
+                });
+                instances.push(InstanceData {
+                    world_from_local: inst.world_from_local.to_cols_array_2d(),
+                    normal_from_local: normal4.to_cols_array_2d(),
+                    material: p.material as u32,
+                    _pad: [0; 3],
+                });
+            }
+        }
+        // Sorting by pipeline and material keeps state changes down.
+        draws.sort_by_key(|d| (d.alpha_test, d.double_sided, d.material));
+        let materials: Vec<MaterialData> = scene
+            .materials
+            .iter()
+            .map(MaterialData::from_material)
+            .collect();
+        let buffer = |label: &str, contents: &[u8], usage| {
+            // wgpu rejects zero-sized storage bindings: keep at least one element's worth.
+            let mut bytes = contents.to_vec();
+            if bytes.is_empty() {
+                bytes.resize(256, 0);
+            }
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: &bytes,
+                usage,
+            })
+        };
+        Ok(Self {
+            vertex_buffer: buffer(
+                "scene.vertices",
+                bytemuck::cast_slice(&vertices),
+                wgpu::BufferUsages::VERTEX,
+            ),
+            index_buffer: buffer(
+                "scene.indices",
+                bytemuck::cast_slice(&indices),
+                wgpu::BufferUsages::INDEX,
+            ),
+            instance_buffer: buffer(
+                "scene.instances",
+                bytemuck::cast_slice(&instances),
+                wgpu::BufferUsages::STORAGE,
+            ),
+            material_buffer: buffer(
+                "scene.materials",
+                bytemuck::cast_slice(&materials),
+                wgpu::BufferUsages::STORAGE,
+            ),
+            material_bind_groups,
+            material_layout,
+            draws,
+            sets,
+            material_sets,
+            missing_textures,
+            texture_bytes,
+        })
+    }
+}
+
+/// Layout of a material's bind group: three channel-group textures and a sampler.
+pub fn material_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
+    let tex = |binding| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::FRAGMENT,
+        ty: wgpu::BindingType::Texture {
+            sample_type: wgpu::TextureSampleType::Float { filterable: true },
+            view_dimension: wgpu::TextureViewDimension::D2,
+            multisampled: false,
+        },
+        count: None,
+    };
+    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("material"),
+        entries: &[
+            tex(0),
+            tex(1),
+            tex(2),
+            wgpu::BindGroupLayoutEntry {
+                binding: 3,
+                visibility: wgpu::ShaderStages::FRAGMENT,
+                ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
+                count: None,
+            },
+        ],
+    })
+}
+
+/// Decode sets on all cores, keeping the order.
+fn load_sets_parallel(
+    sets: &[TextureSetDesc],
+    opts: &LoadOptions,
+) -> Result<Vec<texture::LoadedSet>, TextureError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(sets.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<texture::LoadedSet, TextureError>>> =
+        (0..sets.len()).map(|_| None).collect();
+    let slots: Vec<std::sync::Mutex<&mut Option<_>>> =
+        results.iter_mut().map(std::sync::Mutex::new).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(desc) = sets.get(i) else { break };
+                    let r = desc.load(opts);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        **slot = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    drop(slots);
+    results
+        .into_iter()
+        .map(|r| r.expect("every set index is claimed by exactly one worker"))
+        .collect()
+}
+
+/// Upload one set as three mipmapped textures; returns their views and the byte count.
+fn upload_set(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    set: &TextureSet,
+) -> ([wgpu::TextureView; 3], u64) {
+    let formats = [
+        wgpu::TextureFormat::Rgba8UnormSrgb,
+        wgpu::TextureFormat::Rgba8Unorm,
+        wgpu::TextureFormat::Rgba8Unorm,
+    ];
+    let mut bytes = 0u64;
+    let views = std::array::from_fn(|g| {
+        let texture = device.create_texture(&wgpu::TextureDescriptor {
+            label: Some(&format!("set.{}.group{g}", set.name)),
+            size: wgpu::Extent3d {
+                width: set.width,
+                height: set.height,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: set.mips.len() as u32,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: formats[g],
+            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+            view_formats: &[],
+        });
+        for (level, mip) in set.mips.iter().enumerate() {
+            let plane = mip.group(g);
+            bytes += plane.len() as u64;
+            queue.write_texture(
+                wgpu::TexelCopyTextureInfo {
+                    texture: &texture,
+                    mip_level: level as u32,
+                    origin: wgpu::Origin3d::ZERO,
+                    aspect: wgpu::TextureAspect::All,
+                },
+                &plane,
+                wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(mip.width * 4),
+                    rows_per_image: Some(mip.height),
+                },
+                wgpu::Extent3d {
+                    width: mip.width,
+                    height: mip.height,
+                    depth_or_array_layers: 1,
+                },
+            );
+        }
+        texture.create_view(&wgpu::TextureViewDescriptor::default())
+    });
+    (views, bytes)
+}

@@ -1,0 +1,544 @@
+//! glTF 2.0 import (`.gltf` with external or data-URI buffers, and `.glb`).
+//!
+//! Produces a [`Scene`]: meshes with `u32` indices whatever the source width, node
+//! transforms flattened into [`Instance`]s, PBR metallic-roughness materials with their
+//! texture references (images are *referenced*, not decoded), and cameras. Tangents are
+//! generated with MikkTSpace where the file has none. Every failure is a [`SceneError`]
+//! that names the file.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use glam::{Mat3, Mat4, Vec3};
+
+use super::{
+    Aabb, AlphaMode, Camera, ImageSource, Instance, Material, MaterialTextures, Mesh, Primitive,
+    Result, Scene, SceneError, TextureRef, TextureTransform, Vertex, tangents,
+};
+
+/// glTF extensions the importer understands. A file that *requires* any other one is
+/// rejected with [`SceneError::UnsupportedExtension`].
+pub const SUPPORTED_REQUIRED_EXTENSIONS: &[&str] =
+    &["KHR_texture_transform", "KHR_materials_emissive_strength"];
+
+/// Load a `.gltf` or `.glb` file.
+pub fn load(path: &Path) -> Result<Scene> {
+    let bytes = std::fs::read(path).map_err(|source| SceneError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let malformed = |reason: String| SceneError::Malformed {
+        path: path.to_path_buf(),
+        reason,
+    };
+    // Parse once without validation to name an unsupported required extension precisely
+    // (the validating parser only says "Unsupported extension").
+    let raw =
+        gltf::Gltf::from_slice_without_validation(&bytes).map_err(|e| malformed(e.to_string()))?;
+    for ext in raw.document.extensions_required() {
+        if !SUPPORTED_REQUIRED_EXTENSIONS.contains(&ext) {
+            return Err(SceneError::UnsupportedExtension {
+                path: path.to_path_buf(),
+                extension: ext.to_string(),
+            });
+        }
+    }
+    drop(raw);
+    let gltf::Gltf { document, blob } =
+        gltf::Gltf::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
+    let base_dir = path.parent().unwrap_or(Path::new("."));
+    let buffers = load_buffers(path, base_dir, &document, blob)?;
+    let mut importer = Importer {
+        path,
+        base_dir,
+        buffers: &buffers,
+        warnings: Vec::new(),
+        image_sources: HashMap::new(),
+    };
+    let mut materials = document
+        .materials()
+        .map(|m| importer.material(&m))
+        .collect::<Result<Vec<_>>>()?;
+    let default_material = materials.len();
+    let mut uses_default = false;
+    let mut meshes = Vec::new();
+    for mesh in document.meshes() {
+        let mut primitives = Vec::new();
+        for prim in mesh.primitives() {
+            let material = match prim.material().index() {
+                Some(i) => i,
+                None => {
+                    uses_default = true;
+                    default_material
+                }
+            };
+            if let Some(p) = importer.primitive(&mesh, &prim, material, &materials)? {
+                primitives.push(p);
+            }
+        }
+        meshes.push(Mesh {
+            name: mesh
+                .name()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("mesh{}", mesh.index())),
+            primitives,
+        });
+    }
+    if uses_default {
+        materials.push(Material {
+            name: "default".into(),
+            ..Material::default()
+        });
+    }
+
+    let mut instances = Vec::new();
+    let mut cameras = Vec::new();
+    let roots: Vec<gltf::Node> = match document
+        .default_scene()
+        .or_else(|| document.scenes().next())
+    {
+        Some(scene) => scene.nodes().collect(),
+        None => document.nodes().collect(),
+    };
+    let mut stack: Vec<(gltf::Node, Mat4, usize)> =
+        roots.into_iter().map(|n| (n, Mat4::IDENTITY, 0)).collect();
+    while let Some((node, parent, depth)) = stack.pop() {
+        if depth > 256 {
+            return Err(malformed(
+                "node hierarchy deeper than 256 levels (a cycle?)".into(),
+            ));
+        }
+        let local = Mat4::from_cols_array_2d(&node.transform().matrix());
+        let world = parent * local;
+        if let Some(mesh) = node.mesh() {
+            instances.push(Instance {
+                mesh: mesh.index(),
+                world_from_local: world,
+            });
+        }
+        if let Some(cam) = node.camera() {
+            match cam.projection() {
+                gltf::camera::Projection::Perspective(p) => {
+                    let forward = world.transform_vector3(-Vec3::Z).normalize_or(-Vec3::Z);
+                    cameras.push(Camera {
+                        name: cam
+                            .name()
+                            .or(node.name())
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| format!("camera{}", cameras.len())),
+                        position: world.transform_point3(Vec3::ZERO),
+                        forward,
+                        yfov: p.yfov(),
+                        znear: p.znear().max(1e-4),
+                    });
+                }
+                gltf::camera::Projection::Orthographic(_) => importer
+                    .warnings
+                    .push(format!("orthographic camera {} ignored", cam.index())),
+            }
+        }
+        for child in node.children() {
+            stack.push((child, world, depth + 1));
+        }
+    }
+    // Node order is depth-first but reversed by the stack; keep the file's camera order.
+    cameras.reverse();
+
+    let mut bounds = Aabb::EMPTY;
+    let local_bounds: Vec<Aabb> = meshes
+        .iter()
+        .map(|m| {
+            let mut b = Aabb::EMPTY;
+            for p in &m.primitives {
+                for v in &p.vertices {
+                    b.extend(Vec3::from(v.position));
+                }
+            }
+            b
+        })
+        .collect();
+    for inst in &instances {
+        let b = local_bounds[inst.mesh];
+        if b.is_empty() {
+            continue;
+        }
+        for i in 0..8 {
+            let corner = Vec3::new(
+                if i & 1 == 0 { b.min.x } else { b.max.x },
+                if i & 2 == 0 { b.min.y } else { b.max.y },
+                if i & 4 == 0 { b.min.z } else { b.max.z },
+            );
+            bounds.extend(inst.world_from_local.transform_point3(corner));
+        }
+    }
+    if bounds.is_empty() {
+        bounds = Aabb {
+            min: Vec3::splat(-1.0),
+            max: Vec3::splat(1.0),
+        };
+    }
+    let warnings = importer.warnings;
+    for w in &warnings {
+        log::warn!("{}: {w}", path.display());
+    }
+    Ok(Scene {
+        source: path.to_path_buf(),
+        meshes,
+        instances,
+        materials,
+        cameras,
+        bounds,
+        warnings,
+    })
+}
+
+/// Resolve every buffer: the GLB binary chunk, a data URI or a file next to the glTF.
+fn load_buffers(
+    path: &Path,
+    base_dir: &Path,
+    document: &gltf::Document,
+    mut blob: Option<Vec<u8>>,
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    for buffer in document.buffers() {
+        let data = match buffer.source() {
+            gltf::buffer::Source::Bin => blob.take().ok_or_else(|| SceneError::Malformed {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "buffer {} refers to a GLB binary chunk that is missing",
+                    buffer.index()
+                ),
+            })?,
+            gltf::buffer::Source::Uri(uri) => {
+                if let Some(data) = decode_data_uri(uri) {
+                    data.map_err(|reason| SceneError::Malformed {
+                        path: path.to_path_buf(),
+                        reason: format!("buffer {}: {reason}", buffer.index()),
+                    })?
+                } else {
+                    let file = base_dir.join(percent_decode(uri));
+                    std::fs::read(&file).map_err(|source| SceneError::Io { path: file, source })?
+                }
+            }
+        };
+        if data.len() < buffer.length() {
+            return Err(SceneError::Malformed {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "buffer {} holds {} bytes but declares byteLength {} (truncated?)",
+                    buffer.index(),
+                    data.len(),
+                    buffer.length()
+                ),
+            });
+        }
+        out.push(data);
+    }
+    Ok(out)
+}
+
+/// Decode a `data:` URI. `None` when `uri` is not a data URI.
+fn decode_data_uri(uri: &str) -> Option<std::result::Result<Vec<u8>, String>> {
+    let rest = uri.strip_prefix("data:")?;
+    let Some((header, payload)) = rest.split_once(',') else {
+        return Some(Err("data URI without a ',' separator".into()));
+    };
+    if header.ends_with(";base64") {
+        Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(payload)
+                .map_err(|e| format!("invalid base64 in data URI: {e}")),
+        )
+    } else {
+        Some(Ok(percent_decode(payload).into_bytes()))
+    }
+}
+
+/// Decode `%XX` escapes of a relative URI.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = |b: u8| (b as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+struct Importer<'a> {
+    path: &'a Path,
+    base_dir: &'a Path,
+    buffers: &'a [Vec<u8>],
+    warnings: Vec<String>,
+    image_sources: HashMap<usize, ImageSource>,
+}
+
+impl Importer<'_> {
+    fn malformed(&self, reason: String) -> SceneError {
+        SceneError::Malformed {
+            path: self.path.to_path_buf(),
+            reason,
+        }
+    }
+
+    fn image(&mut self, image: gltf::Image) -> Result<ImageSource> {
+        if let Some(s) = self.image_sources.get(&image.index()) {
+            return Ok(s.clone());
+        }
+        let name = format!("{}#image{}", self.path.display(), image.index());
+        let source = match image.source() {
+            gltf::image::Source::View { view, .. } => {
+                let buf = &self.buffers[view.buffer().index()];
+                let end = view.offset().checked_add(view.length());
+                let bytes = end
+                    .and_then(|end| buf.get(view.offset()..end))
+                    .ok_or_else(|| {
+                        self.malformed(format!(
+                            "image {} buffer view {} lies outside its buffer",
+                            image.index(),
+                            view.index()
+                        ))
+                    })?;
+                ImageSource::Embedded {
+                    name,
+                    bytes: Arc::from(bytes),
+                }
+            }
+            gltf::image::Source::Uri { uri, .. } => match decode_data_uri(uri) {
+                Some(data) => ImageSource::Embedded {
+                    name,
+                    bytes: Arc::from(
+                        data.map_err(|r| self.malformed(format!("image {}: {r}", image.index())))?,
+                    ),
+                },
+                None => ImageSource::File(self.base_dir.join(percent_decode(uri))),
+            },
+        };
+        self.image_sources.insert(image.index(), source.clone());
+        Ok(source)
+    }
+
+    fn texture_ref(
+        &mut self,
+        texture: gltf::Texture,
+        tex_coord: u32,
+        material: &str,
+    ) -> Result<TextureRef> {
+        if tex_coord != 0 {
+            self.warnings.push(format!(
+                "material {material}: texture uses TEXCOORD_{tex_coord}; only TEXCOORD_0 is imported"
+            ));
+        }
+        Ok(TextureRef {
+            image: self.image(texture.source())?,
+            tex_coord,
+        })
+    }
+
+    fn material(&mut self, m: &gltf::Material) -> Result<Material> {
+        let name = m
+            .name()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("material{}", m.index().unwrap_or(0)));
+        let pbr = m.pbr_metallic_roughness();
+        let mut textures = MaterialTextures::default();
+        let mut uv_transform = None;
+        let mut note_transform = |t: Option<gltf::texture::TextureTransform>,
+                                  warnings: &mut Vec<String>| {
+            let t = t.map(|t| TextureTransform {
+                offset: t.offset(),
+                rotation: t.rotation(),
+                scale: t.scale(),
+            });
+            let t = t.unwrap_or_default();
+            match uv_transform {
+                None => uv_transform = Some(t),
+                Some(prev) if prev != t => warnings.push(format!(
+                    "material {name}: texture slots use different KHR_texture_transform; the first slot's is used"
+                )),
+                Some(_) => {}
+            }
+        };
+        if let Some(info) = pbr.base_color_texture() {
+            note_transform(info.texture_transform(), &mut self.warnings);
+            textures.base_color =
+                Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
+        }
+        if let Some(info) = m.normal_texture() {
+            textures.normal = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
+        }
+        if let Some(info) = pbr.metallic_roughness_texture() {
+            note_transform(info.texture_transform(), &mut self.warnings);
+            textures.metallic_roughness =
+                Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
+        }
+        if let Some(info) = m.occlusion_texture() {
+            textures.occlusion = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
+        }
+        if let Some(info) = m.emissive_texture() {
+            note_transform(info.texture_transform(), &mut self.warnings);
+            textures.emissive = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
+        }
+        let occlusion_from_arm = match &textures.metallic_roughness {
+            Some(mr) => crate::texture::set::arm_packed(
+                &mr.image,
+                textures.occlusion.as_ref().map(|o| &o.image),
+            ),
+            None => false,
+        };
+        let strength = m.emissive_strength().unwrap_or(1.0);
+        let e = m.emissive_factor();
+        Ok(Material {
+            base_color_factor: pbr.base_color_factor(),
+            metallic_factor: pbr.metallic_factor(),
+            roughness_factor: pbr.roughness_factor(),
+            emissive_factor: [e[0] * strength, e[1] * strength, e[2] * strength],
+            normal_scale: m.normal_texture().map(|n| n.scale()).unwrap_or(1.0),
+            occlusion_strength: m.occlusion_texture().map(|o| o.strength()).unwrap_or(1.0),
+            alpha_mode: match m.alpha_mode() {
+                gltf::material::AlphaMode::Opaque => AlphaMode::Opaque,
+                gltf::material::AlphaMode::Mask => AlphaMode::Mask {
+                    cutoff: m.alpha_cutoff().unwrap_or(0.5),
+                },
+                gltf::material::AlphaMode::Blend => AlphaMode::Blend,
+            },
+            double_sided: m.double_sided(),
+            uv_transform: uv_transform.unwrap_or_default(),
+            textures,
+            occlusion_from_arm,
+            name,
+        })
+    }
+
+    fn primitive(
+        &mut self,
+        mesh: &gltf::Mesh,
+        prim: &gltf::Primitive,
+        material: usize,
+        materials: &[Material],
+    ) -> Result<Option<Primitive>> {
+        let what = || format!("mesh {} primitive {}", mesh.index(), prim.index());
+        if prim.mode() != gltf::mesh::Mode::Triangles {
+            self.warnings.push(format!(
+                "{}: mode {:?} is not drawn (triangles only)",
+                what(),
+                prim.mode()
+            ));
+            return Ok(None);
+        }
+        let buffers = self.buffers;
+        let reader = prim.reader(|b| buffers.get(b.index()).map(|v| v.as_slice()));
+        let positions: Vec<[f32; 3]> = reader
+            .read_positions()
+            .ok_or_else(|| self.malformed(format!("{} has no POSITION attribute", what())))?
+            .collect();
+        let n = positions.len();
+        let check_len = |len: usize, attr: &str| {
+            if len != n {
+                Err(self.malformed(format!(
+                    "{}: {attr} has {len} elements but POSITION has {n}",
+                    what()
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        let indices: Vec<u32> = match reader.read_indices() {
+            Some(ix) => ix.into_u32().collect(),
+            None => (0..n as u32).collect(),
+        };
+        if let Some(bad) = indices.iter().find(|&&i| i as usize >= n) {
+            return Err(self.malformed(format!(
+                "{}: index {bad} out of range for {n} vertices",
+                what()
+            )));
+        }
+        let indices: Vec<u32> = indices[..indices.len() / 3 * 3].to_vec();
+        let normals: Vec<[f32; 3]> = match reader.read_normals() {
+            Some(it) => {
+                let v: Vec<_> = it.collect();
+                check_len(v.len(), "NORMAL")?;
+                v
+            }
+            None => tangents::vertex_normals(&positions, &indices),
+        };
+        let uvs: Vec<[f32; 2]> = match reader.read_tex_coords(0) {
+            Some(it) => {
+                let v: Vec<_> = it.into_f32().collect();
+                check_len(v.len(), "TEXCOORD_0")?;
+                v
+            }
+            None => vec![[0.0, 0.0]; n],
+        };
+        let file_tangents: Option<Vec<[f32; 4]>> = match reader.read_tangents() {
+            Some(it) => {
+                let v: Vec<_> = it.collect();
+                check_len(v.len(), "TANGENT")?;
+                Some(v)
+            }
+            None => None,
+        };
+        let mut vertices: Vec<Vertex> = (0..n)
+            .map(|i| Vertex {
+                position: positions[i],
+                normal: Vec3::from(normals[i]).normalize_or(Vec3::Y).into(),
+                tangent: file_tangents
+                    .as_ref()
+                    .map_or([1.0, 0.0, 0.0, 1.0], |t| t[i]),
+                uv: uvs[i],
+            })
+            .collect();
+        let mut indices = indices;
+        let needs_tangents = file_tangents.is_none()
+            && materials
+                .get(material)
+                .is_some_and(|m| m.textures.normal.is_some());
+        if needs_tangents {
+            (vertices, indices) = tangents::generate(&vertices, &indices);
+        } else if file_tangents.is_none() {
+            tangents::fill_arbitrary(&mut vertices);
+        }
+        Ok(Some(Primitive {
+            vertices,
+            indices,
+            material,
+        }))
+    }
+}
+
+/// The normal matrix (inverse transpose of the upper 3×3) of an object → world transform.
+pub fn normal_matrix(world_from_local: &Mat4) -> Mat3 {
+    Mat3::from_mat4(*world_from_local).inverse().transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("a%20b.png"), "a b.png");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("x%4"), "x%4");
+    }
+
+    #[test]
+    fn data_uris() {
+        let ok = decode_data_uri("data:application/octet-stream;base64,AAEC").unwrap();
+        assert_eq!(ok.unwrap(), vec![0, 1, 2]);
+        assert!(decode_data_uri("file.bin").is_none());
+        let bad = decode_data_uri("data:application/octet-stream;base64,@@@").unwrap();
+        assert!(bad.unwrap_err().contains("base64"));
+    }
+}

@@ -1,0 +1,403 @@
+//! Image decoding and writing.
+//!
+//! [`decode`] reads 8- and 16-bit PNG (gray, gray+alpha, RGB, RGBA; palette images are
+//! expanded) and JPEG into a [`DecodedImage`] that keeps the file's sample width, so
+//! 16-bit precision survives until the final 8-bit quantisation. The image size is read
+//! from the header and checked against [`MAX_IMAGE_SIDE`] before any pixel buffer is
+//! allocated. [`write_png_rgba8`] writes an RGBA8 PNG atomically (temporary file in the
+//! same folder, then rename).
+
+use std::io::{BufRead, Cursor, Seek};
+use std::path::Path;
+
+use image::{DynamicImage, ImageDecoder, ImageEncoder, ImageReader, Limits};
+
+use super::{MAX_IMAGE_SIDE, TextureError, write_file_atomic};
+use crate::scene::ImageSource;
+
+/// The samples of a decoded image, interleaved, at the file's bit depth.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Samples {
+    /// 8-bit samples (0–255).
+    U8(Vec<u8>),
+    /// 16-bit samples (0–65535).
+    U16(Vec<u16>),
+}
+
+/// A decoded image: `width × height` pixels of `channels` interleaved samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodedImage {
+    /// Width in pixels (≥ 1).
+    pub width: u32,
+    /// Height in pixels (≥ 1).
+    pub height: u32,
+    /// Samples per pixel as in the file: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA.
+    pub channels: u8,
+    /// The samples, row-major, `width * height * channels` of them.
+    pub samples: Samples,
+}
+
+impl DecodedImage {
+    /// Bits per sample: 8 or 16.
+    pub fn bit_depth(&self) -> u8 {
+        match self.samples {
+            Samples::U8(_) => 8,
+            Samples::U16(_) => 16,
+        }
+    }
+
+    /// True when the file has an alpha channel (gray+alpha or RGBA).
+    pub fn has_alpha(&self) -> bool {
+        self.channels == 2 || self.channels == 4
+    }
+
+    /// Sample number `i` of the interleaved data, normalised to \[0, 1\]; 0.0 when out of range.
+    pub fn sample(&self, i: usize) -> f32 {
+        match &self.samples {
+            Samples::U8(v) => v.get(i).map_or(0.0, |&s| s as f32 / 255.0),
+            Samples::U16(v) => v.get(i).map_or(0.0, |&s| s as f32 / 65535.0),
+        }
+    }
+
+    /// Pixel `(x, y)` as normalised RGBA: gray reads as R = G = B = gray, and alpha is 1.0
+    /// when the file has none. Out-of-range coordinates read as transparent black.
+    pub fn rgba(&self, x: u32, y: u32) -> [f32; 4] {
+        if x >= self.width || y >= self.height {
+            return [0.0; 4];
+        }
+        let c = self.channels as usize;
+        let base = (y as usize * self.width as usize + x as usize) * c;
+        let s = |k: usize| self.sample(base + k);
+        match c {
+            1 => {
+                let g = s(0);
+                [g, g, g, 1.0]
+            }
+            2 => {
+                let g = s(0);
+                [g, g, g, s(1)]
+            }
+            3 => [s(0), s(1), s(2), 1.0],
+            _ => [s(0), s(1), s(2), s(3)],
+        }
+    }
+}
+
+/// Decode a PNG or JPEG image from a file or embedded bytes.
+///
+/// Errors: [`TextureError::Missing`] when the file does not exist,
+/// [`TextureError::TooLarge`] when the header announces more than [`MAX_IMAGE_SIDE`]
+/// pixels on a side (checked before decoding), [`TextureError::UnsupportedFormat`] for
+/// containers or pixel formats other than 8/16-bit gray/gray+alpha/RGB/RGBA PNG and JPEG,
+/// and [`TextureError::Decode`] with the image crate's message otherwise.
+pub fn decode(source: &ImageSource) -> Result<DecodedImage, TextureError> {
+    let file = source.display_name();
+    match source {
+        ImageSource::File(path) => {
+            let reader = ImageReader::open(path).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    TextureError::Missing { file: file.clone() }
+                } else {
+                    TextureError::Io {
+                        path: path.clone(),
+                        source: e,
+                    }
+                }
+            })?;
+            decode_reader(reader, &file)
+        }
+        ImageSource::Embedded { bytes, .. } => {
+            decode_reader(ImageReader::new(Cursor::new(&bytes[..])), &file)
+        }
+    }
+}
+
+/// Shared decoding path: guess the format from the content, read the header, check the
+/// size and pixel format, then decode.
+fn decode_reader<R: BufRead + Seek>(
+    reader: ImageReader<R>,
+    file: &str,
+) -> Result<DecodedImage, TextureError> {
+    let decode_err = |e: image::ImageError| match e {
+        image::ImageError::Unsupported(u) => TextureError::UnsupportedFormat {
+            file: file.to_string(),
+            format: u.to_string(),
+        },
+        other => TextureError::Decode {
+            file: file.to_string(),
+            message: other.to_string(),
+        },
+    };
+    let mut reader = reader
+        .with_guessed_format()
+        .map_err(|e| TextureError::Decode {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+    match reader.format() {
+        Some(image::ImageFormat::Png | image::ImageFormat::Jpeg) => {}
+        Some(other) => {
+            return Err(TextureError::UnsupportedFormat {
+                file: file.to_string(),
+                format: format!("{other:?} container"),
+            });
+        }
+        None => {
+            return Err(TextureError::UnsupportedFormat {
+                file: file.to_string(),
+                format: "unknown container (neither PNG nor JPEG)".into(),
+            });
+        }
+    }
+    // The side check below bounds every buffer; the allocation limit only guards the
+    // decoders' own bookkeeping (the default of 512 MiB would refuse a legal 16K² RGBA8).
+    let mut limits = Limits::no_limits();
+    limits.max_alloc = Some(4 << 30);
+    reader.limits(limits);
+
+    let decoder = reader.into_decoder().map_err(decode_err)?;
+    let (width, height) = decoder.dimensions();
+    if width == 0 || height == 0 || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
+        return Err(TextureError::TooLarge {
+            file: file.to_string(),
+            width,
+            height,
+            max: MAX_IMAGE_SIDE,
+        });
+    }
+    let color = decoder.color_type();
+    use image::ColorType as C;
+    if !matches!(
+        color,
+        C::L8 | C::La8 | C::Rgb8 | C::Rgba8 | C::L16 | C::La16 | C::Rgb16 | C::Rgba16
+    ) {
+        return Err(TextureError::UnsupportedFormat {
+            file: file.to_string(),
+            format: format!("{color:?}"),
+        });
+    }
+    let image = DynamicImage::from_decoder(decoder).map_err(decode_err)?;
+    let (channels, samples) = match image {
+        DynamicImage::ImageLuma8(i) => (1, Samples::U8(i.into_raw())),
+        DynamicImage::ImageLumaA8(i) => (2, Samples::U8(i.into_raw())),
+        DynamicImage::ImageRgb8(i) => (3, Samples::U8(i.into_raw())),
+        DynamicImage::ImageRgba8(i) => (4, Samples::U8(i.into_raw())),
+        DynamicImage::ImageLuma16(i) => (1, Samples::U16(i.into_raw())),
+        DynamicImage::ImageLumaA16(i) => (2, Samples::U16(i.into_raw())),
+        DynamicImage::ImageRgb16(i) => (3, Samples::U16(i.into_raw())),
+        DynamicImage::ImageRgba16(i) => (4, Samples::U16(i.into_raw())),
+        other => {
+            return Err(TextureError::UnsupportedFormat {
+                file: file.to_string(),
+                format: format!("{:?}", other.color()),
+            });
+        }
+    };
+    Ok(DecodedImage {
+        width,
+        height,
+        channels,
+        samples,
+    })
+}
+
+/// Write an RGBA8 image (`width * height * 4` bytes, row-major) as a PNG file, through a
+/// temporary file in the same folder and a rename.
+pub fn write_png_rgba8(
+    path: &Path,
+    width: u32,
+    height: u32,
+    rgba: &[u8],
+) -> Result<(), TextureError> {
+    let file = path.display().to_string();
+    let expected = (width as usize)
+        .checked_mul(height as usize)
+        .and_then(|n| n.checked_mul(4));
+    if width == 0 || height == 0 || expected != Some(rgba.len()) {
+        return Err(TextureError::InvalidInput {
+            file,
+            reason: format!(
+                "{} bytes do not make a {width}×{height} RGBA8 image",
+                rgba.len()
+            ),
+        });
+    }
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(rgba, width, height, image::ExtendedColorType::Rgba8)
+        .map_err(|e| TextureError::Encode {
+            file,
+            message: e.to_string(),
+        })?;
+    write_file_atomic(path, &png)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    const LIVING: &str = "../shared/assets/ntc_living_room";
+
+    fn tmp_dir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("neurotex_image_io_{}_{name}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
+    }
+
+    fn png_bytes(img: DynamicImage) -> Arc<[u8]> {
+        let mut out = Cursor::new(Vec::new());
+        img.write_to(&mut out, image::ImageFormat::Png)
+            .expect("encode");
+        out.into_inner().into()
+    }
+
+    #[test]
+    fn sixteen_bit_png_keeps_precision() {
+        let mut img = image::ImageBuffer::<image::Rgb<u16>, Vec<u16>>::new(3, 2);
+        for (i, p) in img.pixels_mut().enumerate() {
+            *p = image::Rgb([i as u16 * 1000 + 1, 65535, 257]);
+        }
+        let src = ImageSource::Embedded {
+            name: "tiny16.png".into(),
+            bytes: png_bytes(DynamicImage::ImageRgb16(img)),
+        };
+        let d = decode(&src).expect("decode");
+        assert_eq!(
+            (d.width, d.height, d.channels, d.bit_depth()),
+            (3, 2, 3, 16)
+        );
+        assert_eq!(d.samples, {
+            let mut v = Vec::new();
+            for i in 0..6u16 {
+                v.extend([i * 1000 + 1, 65535, 257]);
+            }
+            Samples::U16(v)
+        });
+        let px = d.rgba(1, 0);
+        assert!((px[0] - 1001.0 / 65535.0).abs() < 1e-7);
+        assert_eq!(px[3], 1.0);
+    }
+
+    #[test]
+    fn real_sixteen_bit_png_decodes() {
+        let src = ImageSource::File(
+            Path::new(LIVING).join("living_room/textures/rosewood_veneer1_nor_gl_1k.png"),
+        );
+        let d = decode(&src).expect("decode 16-bit PNG");
+        assert_eq!(
+            (d.width, d.height, d.channels, d.bit_depth()),
+            (1024, 1024, 3, 16)
+        );
+    }
+
+    #[test]
+    fn grayscale_reads_as_rgb() {
+        // A true 1-channel PNG with alpha.
+        let img =
+            image::GrayAlphaImage::from_fn(4, 4, |x, y| image::LumaA([(x * 60 + y) as u8, 200]));
+        let src = ImageSource::Embedded {
+            name: "gray.png".into(),
+            bytes: png_bytes(DynamicImage::ImageLumaA8(img)),
+        };
+        let d = decode(&src).expect("decode");
+        assert_eq!(d.channels, 2);
+        assert!(d.has_alpha());
+        let [r, g, b, a] = d.rgba(3, 1);
+        assert_eq!((r, g, b), (181.0 / 255.0, 181.0 / 255.0, 181.0 / 255.0));
+        assert_eq!(a, 200.0 / 255.0);
+
+        // A real 1-channel roughness map (Poly Haven JPEG): gray reads as R = G = B.
+        let src = ImageSource::File(
+            Path::new(LIVING).join("polyhaven_props/asphalt_02/textures/asphalt_02_rough_1k.jpg"),
+        );
+        let d = decode(&src).expect("decode asphalt roughness map");
+        assert_eq!((d.width, d.height, d.channels), (1024, 1024, 1));
+        for (x, y) in [(0, 0), (17, 900), (512, 511), (1023, 1023)] {
+            let [r, g, b, a] = d.rgba(x, y);
+            assert!(r == g && g == b && a == 1.0, "({x}, {y})");
+        }
+
+        // The room's "grayscale" roughness PNG is in fact stored in glTF layout:
+        // RGB with R = B = 1 and the roughness in G (metallicFactor 0 zeroes B).
+        let src = ImageSource::File(
+            Path::new(LIVING).join("living_room/textures/wood_table_worn_rough_1k.png"),
+        );
+        let d = decode(&src).expect("decode wood_table_worn roughness map");
+        assert_eq!(
+            (d.width, d.height, d.channels, d.bit_depth()),
+            (1024, 1024, 3, 8)
+        );
+        let [r, g, b, a] = d.rgba(0, 0);
+        assert_eq!((r, b, a), (1.0, 1.0, 1.0));
+        assert!(g < 1.0);
+    }
+
+    /// CRC-32 (ISO-HDLC), as PNG chunks use.
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = 0xFFFF_FFFFu32;
+        for &b in bytes {
+            crc ^= b as u32;
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+
+    #[test]
+    fn missing_and_bad_inputs_name_the_file() {
+        let src = ImageSource::File(PathBuf::from("no/such/dir/ghost_diff_1k.jpg"));
+        let e = decode(&src).unwrap_err();
+        assert!(matches!(e, TextureError::Missing { .. }), "{e}");
+        assert!(e.to_string().contains("ghost_diff_1k.jpg"));
+
+        let src = ImageSource::Embedded {
+            name: "garbage#image0".into(),
+            bytes: Arc::from(&b"definitely not an image"[..]),
+        };
+        let e = decode(&src).unwrap_err();
+        assert!(e.to_string().contains("garbage#image0"), "{e}");
+
+        // A PNG header that announces 20000×1 pixels: refused before decoding.
+        let mut png = png_bytes(DynamicImage::ImageLuma8(image::GrayImage::new(1, 1))).to_vec();
+        png[16..20].copy_from_slice(&20000u32.to_be_bytes());
+        let crc = crc32(&png[12..29]);
+        png[29..33].copy_from_slice(&crc.to_be_bytes());
+        let src = ImageSource::Embedded {
+            name: "huge.png".into(),
+            bytes: png.into(),
+        };
+        let e = decode(&src).unwrap_err();
+        assert!(
+            matches!(e, TextureError::TooLarge { width: 20000, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("huge.png"));
+    }
+
+    #[test]
+    fn png_write_round_trips() {
+        let dir = tmp_dir("write");
+        let path = dir.join("out.png");
+        let rgba: Vec<u8> = (0..2 * 3 * 4).map(|i| (i * 10) as u8).collect();
+        write_png_rgba8(&path, 2, 3, &rgba).expect("write");
+        let d = decode(&ImageSource::File(path.clone())).expect("read back");
+        assert_eq!((d.width, d.height, d.channels), (2, 3, 4));
+        assert_eq!(d.samples, Samples::U8(rgba));
+        assert!(write_png_rgba8(&path, 2, 2, &[0; 3]).is_err());
+        // Only the final file remains.
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("out.png")]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

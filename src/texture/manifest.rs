@@ -1,0 +1,394 @@
+//! Texture-set manifests (CSV).
+//!
+//! [`read_manifest`] reads a Bistro-style manifest: one row per texture set with at least
+//! the columns `set_id, category, paper_category, basecolor, normal, alpha,
+//! roughness_const, metallic_const` (more columns, such as `resolution` or `license`, are
+//! allowed and ignored). Each row becomes a [`Material`] with its base colour and normal
+//! images (paths relative to the manifest's folder), constant roughness and metallic, and
+//! an alpha mode. [`write_texture_sets_csv`] writes the report of a scene's distinct sets.
+
+use std::path::Path;
+
+use super::set::{Slot, TextureSetDesc};
+use super::{TextureError, write_file_atomic};
+use crate::scene::{AlphaMode, ImageSource, Material, MaterialTextures, TextureRef};
+
+/// One manifest row: the material it describes and its category labels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManifestEntry {
+    /// The material: name = `set_id`, base colour and normal textures, constant
+    /// roughness/metallic factors, alpha mode.
+    pub material: Material,
+    /// Descriptive category (`category` column).
+    pub category: String,
+    /// The closest of the NTC paper's categories (`paper_category` column).
+    pub paper_category: String,
+}
+
+/// Columns a manifest must have.
+const REQUIRED: [&str; 8] = [
+    "set_id",
+    "category",
+    "paper_category",
+    "basecolor",
+    "normal",
+    "alpha",
+    "roughness_const",
+    "metallic_const",
+];
+
+/// Read a Bistro-style manifest CSV.
+///
+/// Cell rules: `set_id` must not be empty; empty `basecolor`/`normal` mean no texture;
+/// `alpha` is `0` (opaque, also when empty) or `1` (mask, cutoff 0.5); `roughness_const`
+/// and `metallic_const` are numbers in \[0, 1\], and an empty cell means the glTF default
+/// 1.0. Errors name the manifest, the row (1-based line, header = row 1) and the column.
+pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TextureError::Missing {
+                file: path.display().to_string(),
+            }
+        } else {
+            TextureError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            }
+        }
+    })?;
+    let folder = path.parent().unwrap_or(Path::new(""));
+    let csv_err = |e: csv::Error| TextureError::Csv {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(&bytes[..]);
+    let headers = reader.headers().map_err(csv_err)?.clone();
+    let mut col = [0usize; REQUIRED.len()];
+    for (slot, name) in col.iter_mut().zip(REQUIRED) {
+        *slot =
+            headers
+                .iter()
+                .position(|h| h == name)
+                .ok_or_else(|| TextureError::ManifestColumn {
+                    path: path.to_path_buf(),
+                    column: name.to_string(),
+                })?;
+    }
+    let [
+        c_id,
+        c_cat,
+        c_paper,
+        c_base,
+        c_normal,
+        c_alpha,
+        c_rough,
+        c_metal,
+    ] = col;
+
+    let mut entries = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(csv_err)?;
+        let row = record.position().map_or(0, |p| p.line());
+        let bad = |column: &str, reason: String| TextureError::ManifestRow {
+            path: path.to_path_buf(),
+            row,
+            column: column.to_string(),
+            reason,
+        };
+        let cell = |c: usize| record.get(c).unwrap_or("");
+        let id = cell(c_id);
+        if id.is_empty() {
+            return Err(bad("set_id", "empty set id".into()));
+        }
+        let image = |c: usize| {
+            let rel = cell(c);
+            (!rel.is_empty()).then(|| TextureRef {
+                image: ImageSource::File(folder.join(rel)),
+                tex_coord: 0,
+            })
+        };
+        let factor = |c: usize, column: &str| -> Result<f32, TextureError> {
+            let s = cell(c);
+            if s.is_empty() {
+                return Ok(1.0);
+            }
+            let v: f32 = s
+                .parse()
+                .map_err(|_| bad(column, format!("`{s}` is not a number")))?;
+            if !(0.0..=1.0).contains(&v) {
+                return Err(bad(column, format!("{v} is outside [0, 1]")));
+            }
+            Ok(v)
+        };
+        let alpha_mode = match cell(c_alpha) {
+            "" | "0" => AlphaMode::Opaque,
+            "1" => AlphaMode::Mask { cutoff: 0.5 },
+            other => {
+                return Err(bad(
+                    "alpha",
+                    format!("`{other}` is neither 0 (opaque) nor 1 (mask)"),
+                ));
+            }
+        };
+        let material = Material {
+            name: id.to_string(),
+            roughness_factor: factor(c_rough, "roughness_const")?,
+            metallic_factor: factor(c_metal, "metallic_const")?,
+            alpha_mode,
+            textures: MaterialTextures {
+                base_color: image(c_base),
+                normal: image(c_normal),
+                ..MaterialTextures::default()
+            },
+            ..Material::default()
+        };
+        entries.push(ManifestEntry {
+            material,
+            category: cell(c_cat).to_string(),
+            paper_category: cell(c_paper).to_string(),
+        });
+    }
+    Ok(entries)
+}
+
+/// Write the report of a scene's distinct texture sets as CSV (temporary file + rename).
+///
+/// Columns: `index, name, materials` (names of the materials using the set, `;`-joined),
+/// one column per slot (`base_color, normal, metallic_roughness, occlusion, emissive`:
+/// the image's display name, empty when absent) and `occlusion_from_arm`.
+/// `material_sets` is the second result of [`super::scene_texture_sets`]: one entry per
+/// material, each `None` or an index into `sets`.
+pub fn write_texture_sets_csv(
+    path: &Path,
+    sets: &[TextureSetDesc],
+    materials: &[Material],
+    material_sets: &[Option<usize>],
+) -> Result<(), TextureError> {
+    let invalid = |reason: String| TextureError::InvalidInput {
+        file: path.display().to_string(),
+        reason,
+    };
+    if materials.len() != material_sets.len() {
+        return Err(invalid(format!(
+            "{} materials but {} material→set entries",
+            materials.len(),
+            material_sets.len()
+        )));
+    }
+    let mut users: Vec<Vec<&str>> = vec![Vec::new(); sets.len()];
+    for (m, s) in materials.iter().zip(material_sets) {
+        if let Some(s) = *s {
+            users
+                .get_mut(s)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "material `{}` uses set {s}, but there are only {} sets",
+                        m.name,
+                        sets.len()
+                    ))
+                })?
+                .push(&m.name);
+        }
+    }
+    let csv_err = |e: csv::Error| TextureError::Csv {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["index", "name", "materials"];
+    header.extend(Slot::ALL.iter().map(|s| s.name()));
+    header.push("occlusion_from_arm");
+    w.write_record(&header).map_err(csv_err)?;
+    for (i, (set, users)) in sets.iter().zip(&users).enumerate() {
+        let mut record = vec![i.to_string(), set.name(), users.join(";")];
+        record.extend(Slot::ALL.iter().map(|&s| {
+            set.source(s)
+                .map(ImageSource::display_name)
+                .unwrap_or_default()
+        }));
+        record.push(set.occlusion_from_arm.to_string());
+        w.write_record(&record).map_err(csv_err)?;
+    }
+    let bytes = w.into_inner().map_err(|e| TextureError::Csv {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    write_file_atomic(path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::texture::scene_texture_sets;
+    use std::path::PathBuf;
+
+    const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
+
+    fn tmp_dir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("neurotex_manifest_{}_{name}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
+    }
+
+    #[test]
+    fn reads_the_bistro_manifest() {
+        let entries = read_manifest(Path::new(BISTRO)).expect("manifest");
+        assert_eq!(entries.len(), 36);
+        let first = &entries[0];
+        assert_eq!(first.material.name, "bistro/fabric/MASTER_Awning_Beams");
+        assert_eq!(first.category, "Fabric");
+        assert_eq!(first.paper_category, "Fabric");
+        assert_eq!(first.material.roughness_factor, 0.73);
+        assert_eq!(first.material.metallic_factor, 0.0);
+        assert_eq!(first.material.alpha_mode, AlphaMode::Opaque);
+        let base = &first
+            .material
+            .textures
+            .base_color
+            .as_ref()
+            .expect("base")
+            .image;
+        assert_eq!(
+            base,
+            &ImageSource::File(
+                Path::new("../shared/assets/bistro_texture_sets")
+                    .join("fabric/MASTER_Awning_Beams_basecolor.jpg")
+            )
+        );
+        assert!(first.material.textures.metallic_roughness.is_none());
+        let masked = entries
+            .iter()
+            .filter(|e| e.material.alpha_mode == AlphaMode::Mask { cutoff: 0.5 })
+            .count();
+        assert_eq!(masked, 2);
+        // Empty constants fall back to the glTF default.
+        let smooth = entries
+            .iter()
+            .find(|e| {
+                e.material
+                    .name
+                    .ends_with("MASTER_Concrete_Smooth_BLENDSHADER")
+            })
+            .expect("row");
+        assert_eq!(smooth.material.roughness_factor, 1.0);
+        // Every referenced image exists.
+        for e in &entries {
+            for t in [&e.material.textures.base_color, &e.material.textures.normal] {
+                let ImageSource::File(p) = &t.as_ref().expect("texture").image else {
+                    panic!("not a file")
+                };
+                assert!(p.exists(), "{}", p.display());
+            }
+        }
+    }
+
+    #[test]
+    fn bad_manifests_name_row_and_column() {
+        let dir = tmp_dir("bad");
+        let header = "set_id,category,paper_category,basecolor,normal,resolution,alpha,roughness_const,metallic_const,license";
+
+        let p = dir.join("no_metal.csv");
+        std::fs::write(
+            &p,
+            "set_id,category,paper_category,basecolor,normal,alpha,roughness_const\na,b,c,d.jpg,e.png,0,0.5\n",
+        )
+        .expect("write");
+        let e = read_manifest(&p).unwrap_err();
+        assert!(
+            matches!(&e, TextureError::ManifestColumn { column, .. } if column == "metallic_const"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("no_metal.csv"));
+
+        let p = dir.join("bad_number.csv");
+        std::fs::write(
+            &p,
+            format!("{header}\nok,b,c,d.jpg,e.png,1024x1024,0,0.5,0,CC0\nbad,b,c,d.jpg,e.png,1024x1024,0,0.5,lots,CC0\n"),
+        )
+        .expect("write");
+        let e = read_manifest(&p).unwrap_err();
+        assert!(
+            matches!(&e, TextureError::ManifestRow { row: 3, column, .. } if column == "metallic_const"),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("bad_number.csv") && msg.contains("row 3") && msg.contains("lots"),
+            "{msg}"
+        );
+
+        let p = dir.join("bad_alpha.csv");
+        std::fs::write(&p, format!("{header}\nx,b,c,d.jpg,e.png,1,2,0.5,0,CC0\n")).expect("write");
+        let e = read_manifest(&p).unwrap_err();
+        assert!(
+            matches!(&e, TextureError::ManifestRow { row: 2, column, .. } if column == "alpha"),
+            "{e}"
+        );
+
+        let p = dir.join("ragged.csv");
+        std::fs::write(&p, format!("{header}\nx,b,c\n")).expect("write");
+        let e = read_manifest(&p).unwrap_err();
+        assert!(matches!(&e, TextureError::Csv { .. }), "{e}");
+
+        let e = read_manifest(&dir.join("absent.csv")).unwrap_err();
+        assert!(matches!(&e, TextureError::Missing { .. }), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn writes_the_texture_sets_report() {
+        let entries = read_manifest(Path::new(BISTRO)).expect("manifest");
+        let mut materials: Vec<Material> =
+            entries.iter().take(2).map(|e| e.material.clone()).collect();
+        let mut twin = materials[0].clone();
+        twin.name = "twin, with comma".into();
+        materials.push(twin);
+        materials.push(Material::default());
+        let (sets, material_sets) = scene_texture_sets(&materials);
+        assert_eq!(material_sets, vec![Some(0), Some(1), Some(0), None]);
+
+        let dir = tmp_dir("report");
+        let p = dir.join("texture_sets.csv");
+        write_texture_sets_csv(&p, &sets, &materials, &material_sets).expect("write");
+        let mut r = csv::Reader::from_path(&p).expect("read back");
+        let headers: Vec<String> = r
+            .headers()
+            .expect("headers")
+            .iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(
+            headers,
+            [
+                "index",
+                "name",
+                "materials",
+                "base_color",
+                "normal",
+                "metallic_roughness",
+                "occlusion",
+                "emissive",
+                "occlusion_from_arm"
+            ]
+        );
+        let rows: Vec<csv::StringRecord> = r.records().map(|r| r.expect("row")).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(&rows[0][1], "MASTER_Awning_Beams");
+        assert_eq!(
+            &rows[0][2],
+            "bistro/fabric/MASTER_Awning_Beams;twin, with comma"
+        );
+        assert!(rows[0][3].ends_with("MASTER_Awning_Beams_basecolor.jpg"));
+        assert_eq!(&rows[0][5], "");
+        assert_eq!(&rows[0][8], "false");
+
+        let e = write_texture_sets_csv(&p, &sets, &materials, &[Some(5)]).unwrap_err();
+        assert!(matches!(e, TextureError::InvalidInput { .. }));
+        let e = write_texture_sets_csv(&p, &sets, &materials[..1], &[Some(5)]).unwrap_err();
+        assert!(e.to_string().contains("set 5"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -1,0 +1,276 @@
+//! Bad input through the real binary: each case must give one clear error that names the
+//! file and the problem, a non-zero exit code, and no panic.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{quad_scene, temp_dir, write_checker_png};
+
+/// Run `neurotex` and return (success, stdout, stderr).
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(args)
+        .env(
+            "NEUROTEX_CACHE",
+            std::env::temp_dir().join("neurotex-test-cache"),
+        )
+        .output()
+        .expect("run neurotex");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
+    (out.status.success(), stdout, stderr)
+}
+
+/// Expect failure with an `error:` line containing every needle.
+fn expect_error(args: &[&str], needles: &[&str]) -> String {
+    let (ok, stdout, stderr) = run(args);
+    assert!(!ok, "expected failure for {args:?}; stdout: {stdout}");
+    // The last `error:` line is ours (drivers may log their own lines before it).
+    let line = stderr
+        .lines()
+        .rfind(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no `error:` line in stderr: {stderr}"))
+        .to_string();
+    for n in needles {
+        assert!(line.contains(n), "error line lacks `{n}`: {line}");
+    }
+    line
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+#[test]
+fn missing_scene_file() {
+    let dir = temp_dir("missing");
+    let scene = dir.join("nope.gltf");
+    expect_error(
+        &[
+            "render",
+            "--scene",
+            s(&scene),
+            "--out",
+            s(&dir.join("o.png")),
+        ],
+        &["nope.gltf", "cannot read"],
+    );
+}
+
+#[test]
+fn corrupt_gltf_json() {
+    let dir = temp_dir("corrupt");
+    let scene = dir.join("broken.gltf");
+    std::fs::write(
+        &scene,
+        "{ \"asset\": { \"version\": \"2.0\" }, \"meshes\": [ ",
+    )
+    .unwrap();
+    expect_error(
+        &["import", "--scene", s(&scene)],
+        &["broken.gltf", "not a valid glTF"],
+    );
+}
+
+#[test]
+fn truncated_glb() {
+    let dir = temp_dir("glb");
+    let gltf = quad_scene(&dir, None);
+    let json = std::fs::read(&gltf).unwrap();
+    let bin = std::fs::read(dir.join("quad.bin")).unwrap();
+    // Re-pack as GLB: the buffer's URI must go, the BIN chunk holds the data instead.
+    let mut doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    doc["buffers"][0].as_object_mut().unwrap().remove("uri");
+    let mut json = serde_json::to_vec(&doc).unwrap();
+    while !json.len().is_multiple_of(4) {
+        json.push(b' ');
+    }
+    let mut bin = bin;
+    while !bin.len().is_multiple_of(4) {
+        bin.push(0);
+    }
+    let total = 12 + 8 + json.len() + 8 + bin.len();
+    let mut glb = Vec::new();
+    glb.extend_from_slice(b"glTF");
+    glb.extend_from_slice(&2u32.to_le_bytes());
+    glb.extend_from_slice(&(total as u32).to_le_bytes());
+    glb.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    glb.extend_from_slice(b"JSON");
+    glb.extend_from_slice(&json);
+    glb.extend_from_slice(&(bin.len() as u32).to_le_bytes());
+    glb.extend_from_slice(b"BIN\0");
+    glb.extend_from_slice(&bin);
+    let good = dir.join("good.glb");
+    std::fs::write(&good, &glb).unwrap();
+    let (ok, stdout, stderr) = run(&["import", "--scene", s(&good)]);
+    assert!(ok, "the intact GLB must import: {stderr}");
+    assert!(stdout.contains("1 materials"), "{stdout}");
+    let cut = dir.join("cut.glb");
+    std::fs::write(&cut, &glb[..glb.len() - bin.len() / 2]).unwrap();
+    expect_error(
+        &["import", "--scene", s(&cut)],
+        &["cut.glb", "not a valid glTF"],
+    );
+}
+
+#[test]
+fn truncated_external_buffer() {
+    let dir = temp_dir("shortbin");
+    let gltf = quad_scene(&dir, None);
+    let bin = dir.join("quad.bin");
+    let bytes = std::fs::read(&bin).unwrap();
+    std::fs::write(&bin, &bytes[..bytes.len() / 2]).unwrap();
+    expect_error(
+        &["import", "--scene", s(&gltf)],
+        &["quad.gltf", "truncated"],
+    );
+}
+
+#[test]
+fn unsupported_required_extension() {
+    let dir = temp_dir("draco");
+    let gltf = quad_scene(&dir, None);
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&gltf).unwrap()).unwrap();
+    doc["extensionsUsed"] = serde_json::json!(["KHR_draco_mesh_compression"]);
+    doc["extensionsRequired"] = serde_json::json!(["KHR_draco_mesh_compression"]);
+    std::fs::write(&gltf, serde_json::to_vec(&doc).unwrap()).unwrap();
+    expect_error(
+        &["import", "--scene", s(&gltf)],
+        &["quad.gltf", "KHR_draco_mesh_compression", "unsupported"],
+    );
+}
+
+#[test]
+fn undecodable_image() {
+    let dir = temp_dir("badimg");
+    let gltf = quad_scene(&dir, Some("bad.png"));
+    std::fs::write(dir.join("bad.png"), b"\x89PNG\r\n\x1a\nthis is not a png").unwrap();
+    expect_error(
+        &[
+            "render",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&dir.join("o.png")),
+            "--size",
+            "16x16",
+        ],
+        &["bad.png"],
+    );
+}
+
+#[test]
+fn missing_image_is_an_error_unless_allowed() {
+    let dir = temp_dir("noimg");
+    let gltf = quad_scene(&dir, Some("gone.png"));
+    let out = dir.join("o.png");
+    expect_error(
+        &[
+            "render",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&out),
+            "--size",
+            "16x16",
+        ],
+        &["gone.png"],
+    );
+    assert!(!out.exists());
+    let (ok, stdout, stderr) = run(&[
+        "render",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&out),
+        "--size",
+        "16x16",
+        "--allow-missing-textures",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("missing texture") && stdout.contains("gone.png"),
+        "{stdout}"
+    );
+    assert!(out.exists());
+}
+
+#[test]
+fn scene_description_errors() {
+    let dir = temp_dir("toml");
+    let gltf = quad_scene(&dir, None);
+    let toml = dir.join("scene.toml");
+    std::fs::write(
+        &toml,
+        format!("gltf = {:?}\nfov = 3\n", gltf.file_name().unwrap()),
+    )
+    .unwrap();
+    expect_error(
+        &["import", "--scene", s(&toml)],
+        &["scene.toml", "unknown field", "fov"],
+    );
+    std::fs::write(
+        &toml,
+        format!(
+            "gltf = {:?}\n[render]\nsize = \"big\"\n",
+            gltf.file_name().unwrap()
+        ),
+    )
+    .unwrap();
+    expect_error(
+        &["import", "--scene", s(&toml)],
+        &["scene.toml", "invalid type", "size"],
+    );
+    std::fs::write(&toml, "gltf = \"elsewhere.gltf\"\n").unwrap();
+    expect_error(
+        &["import", "--scene", s(&toml)],
+        &["elsewhere.gltf", "cannot read"],
+    );
+}
+
+#[test]
+fn bad_arguments() {
+    let dir = temp_dir("args");
+    expect_error(
+        &["render", "--out", s(&dir.join("o.png")), "--size", "12by7"],
+        &["12by7"],
+    );
+    let gltf = quad_scene(&dir, None);
+    expect_error(
+        &[
+            "render",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&dir.join("o.png")),
+            "--camera",
+            "nowhere",
+        ],
+        &["nowhere", "no camera"],
+    );
+}
+
+#[test]
+fn renders_a_textured_quad() {
+    let dir = temp_dir("quadpng");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let out = dir.join("quad.png");
+    let (ok, stdout, stderr) = run(&[
+        "render",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&out),
+        "--size",
+        "32x24",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("1 distinct texture sets"), "{stdout}");
+    let img = image::open(&out).unwrap().to_rgba8();
+    assert_eq!(img.dimensions(), (32, 24));
+}

@@ -1,0 +1,147 @@
+//! Helpers shared by the integration tests: one GPU context per test binary, temporary
+//! folders, tiny fixture scenes written by the project's own glTF builder, and golden-image
+//! comparison.
+#![allow(dead_code)] // Each test binary uses a different subset of these helpers.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use glam::Vec3;
+use neurotex::gpu::GpuContext;
+use neurotex::scene::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
+
+/// The shared adapter (lavapipe in CI). Fails loudly when there is none: GPU tests never
+/// pass silently without a GPU.
+pub fn ctx() -> &'static GpuContext {
+    static CTX: OnceLock<GpuContext> = OnceLock::new();
+    CTX.get_or_init(|| {
+        GpuContext::headless().unwrap_or_else(|e| {
+            panic!("GPU tests need an adapter (CI installs mesa-vulkan-drivers): {e}")
+        })
+    })
+}
+
+/// A fresh, empty temporary folder unique to this test.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neurotex-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
+
+/// A 2×2 m quad facing +Y at the origin with one material whose base colour texture is
+/// `base_color` (a URI relative to the glTF, which need not exist). Returns the .gltf path.
+pub fn quad_scene(dir: &Path, base_color: Option<&str>) -> PathBuf {
+    let mut b = GltfBuilder::new();
+    let mut m = MaterialDesc::new("quad");
+    m.metallic_factor = 0.0;
+    m.base_color_texture = base_color.map(str::to_owned);
+    let mat = b.add_material(m);
+    let mesh = b.add_mesh("quad", plane(2.0, 2.0, UvMode::Unit), mat);
+    b.add_mesh_node("quad", mesh, NodeTransform::translation(Vec3::ZERO));
+    b.write(dir, "quad").expect("write fixture")
+}
+
+/// Write a small RGBA8 PNG checkerboard.
+pub fn write_checker_png(path: &Path, size: u32) {
+    let mut px = Vec::with_capacity((size * size * 4) as usize);
+    for y in 0..size {
+        for x in 0..size {
+            let on = ((x / 4) + (y / 4)) % 2 == 0;
+            px.extend_from_slice(if on {
+                &[220, 60, 40, 255]
+            } else {
+                &[30, 90, 200, 255]
+            });
+        }
+    }
+    image::save_buffer(path, &px, size, size, image::ExtendedColorType::Rgba8).expect("write png");
+}
+
+/// Compare an RGBA8 image with `tests/golden/<name>.png`.
+///
+/// Tolerance: lavapipe is deterministic for one Mesa build, but LLVM versions differ in
+/// FMA contraction and transcendental approximations, which moves shaded values by a
+/// few 8-bit steps, and edge pixels can flip coverage when a vertex lands on a pixel
+/// centre. So: the mean absolute difference must stay under 1.0/255 per channel and at
+/// most 1 % of pixels may differ by more than 12/255 in any channel. A real regression
+/// (a wrong channel, a missing material, a shifted camera) exceeds both by far.
+///
+/// `NEUROTEX_BLESS=1` (re)writes the golden file. On failure the actual image and a
+/// diff image are written next to the target folder's `golden-failures/`.
+pub fn assert_golden(name: &str, width: u32, height: u32, rgba: &[u8]) {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.png"));
+    if std::env::var_os("NEUROTEX_BLESS").is_some() {
+        image::save_buffer(
+            &golden,
+            rgba,
+            width,
+            height,
+            image::ExtendedColorType::Rgba8,
+        )
+        .expect("bless golden");
+        return;
+    }
+    let expected = image::open(&golden)
+        .unwrap_or_else(|e| {
+            panic!(
+                "golden image {} unreadable ({e}); run with NEUROTEX_BLESS=1 to create it",
+                golden.display()
+            )
+        })
+        .to_rgba8();
+    assert_eq!(
+        (expected.width(), expected.height()),
+        (width, height),
+        "golden {name}: size differs"
+    );
+    let mut sum = 0u64;
+    let mut bad = 0usize;
+    let mut diff = Vec::with_capacity(rgba.len());
+    for (a, e) in rgba.chunks_exact(4).zip(expected.as_raw().chunks_exact(4)) {
+        let d: Vec<u8> = (0..3).map(|c| a[c].abs_diff(e[c])).collect();
+        sum += d.iter().map(|&v| v as u64).sum::<u64>();
+        if d.iter().any(|&v| v > 12) {
+            bad += 1;
+        }
+        diff.extend_from_slice(&[
+            d[0].saturating_mul(8),
+            d[1].saturating_mul(8),
+            d[2].saturating_mul(8),
+            255,
+        ]);
+    }
+    let pixels = (width * height) as usize;
+    let mean = sum as f64 / (pixels * 3) as f64;
+    let bad_frac = bad as f64 / pixels as f64;
+    if mean >= 1.0 || bad_frac > 0.01 {
+        let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/golden-failures");
+        std::fs::create_dir_all(&out).ok();
+        let actual = out.join(format!("{name}.actual.png"));
+        let diff_path = out.join(format!("{name}.diff.png"));
+        image::save_buffer(
+            &actual,
+            rgba,
+            width,
+            height,
+            image::ExtendedColorType::Rgba8,
+        )
+        .ok();
+        image::save_buffer(
+            &diff_path,
+            &diff,
+            width,
+            height,
+            image::ExtendedColorType::Rgba8,
+        )
+        .ok();
+        panic!(
+            "golden {name}: mean |diff| {mean:.3}/255, {:.2}% pixels off by > 12/255; see {} and {}",
+            bad_frac * 100.0,
+            actual.display(),
+            diff_path.display()
+        );
+    }
+}

@@ -1,0 +1,370 @@
+//! Shader tests that need no GPU: every embedded entry shader is composed and
+//! naga-validated in every define set it declares (through the same `#import` resolution
+//! the runtime uses), and the preprocessor is tested on in-memory sources.
+//!
+//! An entry shader declares its define sets in its first comment lines, e.g.
+//!
+//! ```text
+//! // defines: TILE=8, KERNEL_F32
+//! // variants: KERNEL_F32 | KERNEL_F16
+//! ```
+//!
+//! (see `neurotex::gpu::shader` for the exact rules).
+
+use neurotex::gpu::shader::{
+    self, ShaderError, ShaderHeader, ShaderLibrary, define_refs, list_entry_shaders,
+};
+
+/// Composes and validates `path` of `library` in every define set it declares; returns
+/// one message per failing set.
+fn validate_declared_variants(library: &ShaderLibrary<'_>, path: &str) -> Vec<String> {
+    let header = match library.header(path) {
+        Ok(header) => header,
+        Err(e) => return vec![e.to_string()],
+    };
+    header
+        .define_sets()
+        .iter()
+        .filter_map(|set| {
+            library
+                .validate(path, &define_refs(set))
+                .err()
+                .map(|e| format!("with defines {set:?}:\n{e}"))
+        })
+        .collect()
+}
+
+#[test]
+fn every_entry_shader_validates_in_every_declared_variant() {
+    let library = ShaderLibrary::embedded();
+    let failures: Vec<String> = list_entry_shaders()
+        .into_iter()
+        .flat_map(|path| validate_declared_variants(&library, path))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} shader variant(s) failed naga validation:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn entry_shaders_exclude_common_and_all_paths_resolve() {
+    for path in list_entry_shaders() {
+        assert!(!path.starts_with("common/"), "{path}");
+        assert!(path.ends_with(".wgsl"), "{path}");
+        assert!(shader::shader_source(path).is_some(), "{path}");
+    }
+    assert!(shader::shader_source("common/math.wgsl").is_some());
+    assert!(matches!(
+        shader::compose("no/such.wgsl", &[]),
+        Err(ShaderError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn common_math_validates_and_exposes_its_functions() {
+    let files = [(
+        "math_user.wgsl",
+        r#"#import "common/math.wgsl"
+@compute @workgroup_size(1)
+fn main() {
+    let n = oct_decode(oct_encode(normalize(vec3f(1.0, -2.0, -3.0))));
+    let c = linear_to_srgb(srgb_to_linear(vec3f(0.5)));
+    let l = luminance(c) * PI * INV_PI + TAU + n.x;
+    _ = l;
+}
+"#,
+    )];
+    let embedded = ShaderLibrary::embedded();
+    let library = ShaderLibrary::new(|path| {
+        files
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, s)| *s)
+            .or_else(|| embedded.source(path))
+    });
+    library
+        .validate("math_user.wgsl", &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn import_includes_each_file_once() {
+    // Diamond: main → a, b; a → util; b → util. A duplicate `fn helper` would fail naga.
+    let files = [
+        (
+            "main.wgsl",
+            "#import \"common/a.wgsl\"\n#import \"common/b.wgsl\"\n#import \"common/util.wgsl\"\n@compute @workgroup_size(1)\nfn main() { _ = a() + b(); }\n",
+        ),
+        (
+            "common/a.wgsl",
+            "#import \"common/util.wgsl\"\nfn a() -> f32 { return helper(); }\n",
+        ),
+        (
+            "common/b.wgsl",
+            "#import common/util.wgsl // quotes are optional\nfn b() -> f32 { return helper(); }\n",
+        ),
+        ("common/util.wgsl", "fn helper() -> f32 { return 1.0; }\n"),
+    ];
+    let library = ShaderLibrary::from_files(&files);
+    let composed = library.compose("main.wgsl", &[]).unwrap();
+    assert_eq!(composed.source.matches("fn helper").count(), 1);
+    assert_eq!(
+        composed.files,
+        [
+            "main.wgsl",
+            "common/a.wgsl",
+            "common/util.wgsl",
+            "common/b.wgsl"
+        ]
+    );
+    composed.validate().unwrap_or_else(|e| panic!("{e}"));
+    // Line map: `fn b()` is line 2 of common/b.wgsl.
+    let line = composed
+        .source
+        .lines()
+        .position(|l| l.starts_with("fn b()"))
+        .unwrap() as u32
+        + 1;
+    let origin = composed.origin(line, 1).unwrap();
+    assert_eq!((origin.file.as_str(), origin.line), ("common/b.wgsl", 2));
+}
+
+#[test]
+fn import_cycles_are_reported_with_file_and_line() {
+    let files = [
+        ("main.wgsl", "#import \"common/a.wgsl\"\nfn main() {}\n"),
+        ("common/a.wgsl", "// a\n#import \"common/b.wgsl\"\n"),
+        ("common/b.wgsl", "\n\n#import \"common/a.wgsl\"\n"),
+        ("self.wgsl", "#import \"self.wgsl\"\n"),
+    ];
+    let library = ShaderLibrary::from_files(&files);
+    match library.compose("main.wgsl", &[]) {
+        Err(ShaderError::Preprocess {
+            file,
+            line,
+            message,
+        }) => {
+            assert_eq!((file.as_str(), line), ("common/b.wgsl", 3));
+            assert!(
+                message.contains("main.wgsl → common/a.wgsl → common/b.wgsl → common/a.wgsl"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a cycle error, got {other:?}"),
+    }
+    let err = library.compose("self.wgsl", &[]).unwrap_err();
+    assert!(
+        err.to_string().starts_with("shaders/self.wgsl:1: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_import_names_the_importing_file_and_line() {
+    let files = [("main.wgsl", "fn f() {}\n\n  #import \"common/nope.wgsl\"\n")];
+    let err = ShaderLibrary::from_files(&files)
+        .compose("main.wgsl", &[])
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("shaders/main.wgsl:3: "), "{text}");
+    assert!(text.contains("common/nope.wgsl"), "{text}");
+}
+
+#[test]
+fn ifdef_nesting_else_and_inactive_imports() {
+    let source = "\
+#ifdef A
+a
+#ifndef B
+a_not_b
+#else
+a_b
+#ifdef C // trailing comments are fine
+a_b_c
+#endif
+#endif
+#else
+not_a
+#ifdef NEVER
+#import \"common/missing_but_inactive.wgsl\"
+#endif
+#ifdef B
+not_a_b
+#endif
+#endif
+end
+";
+    let files = [("main.wgsl", source)];
+    let library = ShaderLibrary::from_files(&files);
+    let lines = |defines: &[(&str, &str)]| -> Vec<String> {
+        library
+            .compose("main.wgsl", defines)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .source
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(lines(&[]), ["not_a", "end"]);
+    assert_eq!(lines(&[("B", "")]), ["not_a", "not_a_b", "end"]);
+    assert_eq!(lines(&[("A", "1")]), ["a", "a_not_b", "end"]);
+    assert_eq!(lines(&[("A", "1"), ("B", "1")]), ["a", "a_b", "end"]);
+    assert_eq!(
+        lines(&[("A", "1"), ("B", "1"), ("C", "0")]),
+        ["a", "a_b", "a_b_c", "end"]
+    );
+}
+
+#[test]
+fn unbalanced_conditionals_and_unknown_directives_are_errors() {
+    let cases = [
+        ("x\n#ifdef A\ny\n", 2, "never closed"),
+        ("#endif\n", 1, "#endif without"),
+        ("\n#else\n", 2, "#else without"),
+        ("#ifdef A\n#else\n#else\n#endif\n", 3, "second #else"),
+        ("#ifdef\n#endif\n", 1, "needs one define name"),
+        ("#define X 1\n", 1, "unknown directive"),
+    ];
+    for (source, line, needle) in cases {
+        let files = [("main.wgsl", source)];
+        match ShaderLibrary::from_files(&files).compose("main.wgsl", &[]) {
+            Err(ShaderError::Preprocess {
+                file,
+                line: l,
+                message,
+            }) => {
+                assert_eq!((file.as_str(), l), ("main.wgsl", line), "{source:?}");
+                assert!(message.contains(needle), "{source:?}: {message}");
+            }
+            other => panic!("{source:?}: expected a preprocess error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn defines_substitute_into_source() {
+    let files = [(
+        "main.wgsl",
+        "const TILE: u32 = ${TILE}u;\n@compute @workgroup_size(${TILE}, ${ TILE })\nfn main() {}\n",
+    )];
+    let library = ShaderLibrary::from_files(&files);
+    let composed = library
+        .compose("main.wgsl", &[("TILE", "4"), ("TILE", "8")])
+        .unwrap();
+    assert!(
+        composed.source.contains("const TILE: u32 = 8u;"),
+        "later defines win"
+    );
+    assert!(composed.source.contains("@workgroup_size(8, 8)"));
+    composed.validate().unwrap_or_else(|e| panic!("{e}"));
+    let err = library.compose("main.wgsl", &[]).unwrap_err().to_string();
+    assert!(err.starts_with("shaders/main.wgsl:1: "), "{err}");
+    assert!(err.contains("${TILE}"), "{err}");
+}
+
+#[test]
+fn broken_shader_error_points_to_original_file_and_line() {
+    let files = [
+        (
+            "main.wgsl",
+            "#import \"common/helpers.wgsl\"\n@compute @workgroup_size(1)\nfn main() { _ = helper(); }\n",
+        ),
+        (
+            "common/helpers.wgsl",
+            "// helpers\n\nfn helper() -> f32 {\n    return 1.0 +;\n}\n",
+        ),
+        (
+            "typed.wgsl",
+            "\n#import \"common/typed_helper.wgsl\"\n@compute @workgroup_size(1)\nfn main() { _ = h(); }\n",
+        ),
+        (
+            "common/typed_helper.wgsl",
+            "fn h() -> f32 {\n    let x: u32 = 1u;\n    return x;\n}\n",
+        ),
+    ];
+    let library = ShaderLibrary::from_files(&files);
+
+    let err = library.validate("main.wgsl", &[]).unwrap_err();
+    let ShaderError::Parse { path, location, .. } = &err else {
+        panic!("expected a parse error, got {err:?}");
+    };
+    assert_eq!(path, "main.wgsl");
+    let location = location.as_ref().expect("naga gives a span");
+    assert_eq!(
+        (location.file.as_str(), location.line),
+        ("common/helpers.wgsl", 4)
+    );
+    let text = err.to_string();
+    assert!(text.contains("shaders/common/helpers.wgsl:4:"), "{text}");
+    assert!(text.contains("return 1.0 +;"), "naga's excerpt: {text}");
+
+    let err = library.validate("typed.wgsl", &[]).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(
+            err,
+            ShaderError::Validation { .. } | ShaderError::Parse { .. }
+        ),
+        "{text}"
+    );
+    // The shortest span (the returned expression's declaration) is the reported location.
+    assert!(
+        text.contains("error at shaders/common/typed_helper.wgsl:2:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn f16_and_subgroups_are_accepted_and_enables_are_hoisted() {
+    let files = [
+        (
+            "main.wgsl",
+            "#import \"common/decl.wgsl\"\n#import \"common/half.wgsl\"\n\
+             @compute @workgroup_size(32)\n\
+             fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {\n\
+                 let s = subgroupAdd(f32(lane)) + f32(size) + decl();\n\
+                 _ = twice(f16(s));\n\
+             }\n",
+        ),
+        ("common/decl.wgsl", "fn decl() -> f32 { return 1.0; }\n"),
+        (
+            "common/half.wgsl",
+            "enable f16;\nfn twice(x: f16) -> f16 { return x * 2.0h; }\n",
+        ),
+    ];
+    let library = ShaderLibrary::from_files(&files);
+    let composed = library.compose("main.wgsl", &[]).unwrap();
+    assert!(
+        composed.source.starts_with("enable f16;\n"),
+        "{}",
+        composed.source
+    );
+    assert_eq!(composed.origin(1, 1).unwrap().file, "common/half.wgsl");
+    composed.validate().unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn declared_variants_are_each_validated() {
+    let files = [(
+        "kernel.wgsl",
+        "// defines: TILE=8, KERNEL_F32\n// variants: KERNEL_F32 | KERNEL_F16\n\
+         #ifdef KERNEL_F16\nenable f16;\nalias T = f16;\n#else\nalias T = f32;\n#endif\n\
+         #ifdef KERNEL_F32\n#ifdef KERNEL_F16\nBOTH_DEFINED_IS_A_BUG\n#endif\n#endif\n\
+         @compute @workgroup_size(${TILE}, ${TILE})\nfn main() { let x = T(1); _ = x; }\n",
+    )];
+    let library = ShaderLibrary::from_files(&files);
+    let header = library.header("kernel.wgsl").unwrap();
+    assert_eq!(header.define_sets().len(), 2);
+    assert!(validate_declared_variants(&library, "kernel.wgsl").is_empty());
+    let composed = library
+        .compose("kernel.wgsl", &define_refs(&header.define_sets()[1]))
+        .unwrap();
+    assert!(composed.source.contains("alias T = f16;"));
+    assert_eq!(
+        ShaderHeader::parse("fn main() {}\n").unwrap(),
+        ShaderHeader::default()
+    );
+}
