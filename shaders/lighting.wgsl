@@ -1,5 +1,6 @@
 // Lighting pass: GGX / height-correlated Smith specular + Lambert diffuse under one
-// directional sun, a two-colour hemisphere ambient scaled by occlusion, and emissive.
+// directional sun (shadowed by the sun's shadow map, 3×3 bilinear PCF), a two-colour
+// hemisphere ambient scaled by occlusion, and emissive.
 // Reads depth and the material targets; writes linear HDR radiance. Background pixels
 // get a sky gradient.
 
@@ -12,6 +13,8 @@
 @group(0) @binding(2) var mat_base_color: texture_2d<f32>;
 @group(0) @binding(3) var mat_normal_rm: texture_2d<f32>;
 @group(0) @binding(4) var mat_emissive_ao: texture_2d<f32>;
+@group(0) @binding(5) var shadow_map: texture_depth_2d;
+@group(0) @binding(6) var shadow_sampler: sampler_comparison;
 
 @vertex
 fn vs_main(@builtin(vertex_index) vi: u32) -> FullscreenOut {
@@ -44,6 +47,29 @@ fn env_brdf_approx(f0: vec3f, roughness: f32, n_v: f32) -> vec3f {
     let a004 = min(r.x * r.x, exp2(-9.28 * n_v)) * r.x + r.y;
     let ab = vec2f(-1.04, 1.04) * a004 + r.zw;
     return f0 * ab.x + ab.y;
+}
+
+// Fraction of the sun visible from `world` (normal `n`): 1 lit, 0 in shadow.
+fn sun_visibility(world: vec3f, n: vec3f) -> f32 {
+    if frame.shadow_params.x == 0.0 {
+        return 1.0;
+    }
+    // Normal offset against acne on surfaces nearly parallel to the sun.
+    let c = frame.light_clip_from_world * vec4f(world + n * frame.shadow_params.z, 1.0);
+    let ndc = c.xyz / c.w;
+    let uv = vec2f(ndc.x * 0.5 + 0.5, 0.5 - ndc.y * 0.5);
+    if any(uv < vec2f(0.0)) || any(uv > vec2f(1.0)) || ndc.z > 1.0 {
+        return 1.0;
+    }
+    let depth = ndc.z - frame.shadow_params.w;
+    var lit = 0.0;
+    for (var y = -1; y <= 1; y++) {
+        for (var x = -1; x <= 1; x++) {
+            let o = vec2f(f32(x), f32(y)) * frame.shadow_params.y;
+            lit += textureSampleCompareLevel(shadow_map, shadow_sampler, uv + o, depth);
+        }
+    }
+    return lit / 9.0;
 }
 
 fn sky(dir: vec3f) -> vec3f {
@@ -83,7 +109,11 @@ fn fs_main(in: FullscreenOut) -> @location(0) vec4f {
     let n_h = clamp(dot(n, h), 0.0, 1.0);
     let v_h = clamp(dot(v, h), 0.0, 1.0);
     let spec = f_schlick(f0, v_h) * (d_ggx(n_h, a) * v_smith_ggx_correlated(n_v, n_l, a));
-    let direct = (diffuse_color * INV_PI + spec) * frame.sun_irradiance.rgb * n_l;
+    var direct = vec3f(0.0);
+    if n_l > 0.0 {
+        let visibility = sun_visibility(world, n);
+        direct = (diffuse_color * INV_PI + spec) * frame.sun_irradiance.rgb * (n_l * visibility);
+    }
 
     let irradiance = mix(frame.ground_radiance.rgb, frame.sky_radiance.rgb, n.y * 0.5 + 0.5);
     let r = reflect(-v, n);

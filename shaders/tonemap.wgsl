@@ -1,5 +1,6 @@
 // Tonemap pass: exposure and the ACES fit (Narkowicz 2015) for the final image, or one of
-// the AOV views. Writes linear values into an sRGB target; data AOVs (normal, roughness,
+// the AOV views. The output may be larger than the internal targets (render scale < 1):
+// each output pixel reads the internal pixel under it (nearest). Writes linear values into an sRGB target; data AOVs (normal, roughness,
 // metallic, occlusion, material id) are pre-linearised so the stored 8-bit value equals
 // the data value.
 
@@ -38,7 +39,7 @@ fn data(v: vec3f) -> vec4f {
 
 @fragment
 fn fs_main(in: FullscreenOut) -> @location(0) vec4f {
-    let p = vec2i(in.position.xy);
+    let p = vec2i(in.uv * vec2f(textureDimensions(hdr_tex)));
     let word = textureLoad(gb_material, p, 0).x;
     let covered = word != NO_MATERIAL;
     switch frame.aov {

@@ -12,6 +12,8 @@ struct Frame {
     prev_clip_from_world: mat4x4f,
     // World → view (right-handed, −Z forward).
     view_from_world: mat4x4f,
+    // World → the sun's orthographic clip space (shadow map; depth 0 near the sun).
+    light_clip_from_world: mat4x4f,
     // Eye position (world, metres); w unused.
     camera_position: vec4f,
     // Unit direction towards the sun (world); w unused.
@@ -24,6 +26,8 @@ struct Frame {
     ground_radiance: vec4f,
     // Render target size: width, height, 1/width, 1/height (pixels).
     viewport: vec4f,
+    // Shadows: (enabled 0/1, 1/shadow-map size, normal offset in metres, depth bias).
+    shadow_params: vec4f,
     // Frame counter since the last reset.
     frame_index: u32,
     // Which image the tonemap pass shows (`AOV_*` below).

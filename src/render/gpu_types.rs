@@ -17,6 +17,8 @@ pub struct FrameUniform {
     pub prev_clip_from_world: [[f32; 4]; 4],
     /// World → view.
     pub view_from_world: [[f32; 4]; 4],
+    /// World → the sun's orthographic clip space (shadow map).
+    pub light_clip_from_world: [[f32; 4]; 4],
     /// Eye position (world, metres); w unused.
     pub camera_position: [f32; 4],
     /// Unit direction towards the sun; w unused.
@@ -29,6 +31,8 @@ pub struct FrameUniform {
     pub ground_radiance: [f32; 4],
     /// Width, height, 1/width, 1/height in pixels.
     pub viewport: [f32; 4],
+    /// Enabled (0/1), 1/shadow-map size, normal offset (m), depth bias.
+    pub shadow_params: [f32; 4],
     /// Frame counter since the last reset.
     pub frame_index: u32,
     /// [`super::Aov`] as `u32`.

@@ -1,6 +1,7 @@
 //! The deferred renderer. The frame is straight-line code in [`Renderer::record`]:
 //!
 //! ```text
+//! shadow ─┐
 //! G-buffer ─► reference material pass ─► lighting ─► tonemap (final image or an AOV)
 //! ```
 //!
@@ -20,7 +21,8 @@ use crate::gpu::{GpuContext, GpuTimer, ShaderError};
 use crate::scene::{Camera, Scene};
 use gpu_types::FrameUniform;
 use passes::{
-    gbuffer::GBufferPass, lighting::LightingPass, reference::ReferencePass, tonemap::TonemapPass,
+    gbuffer::GBufferPass, lighting::LightingPass, reference::ReferencePass, shadow::ShadowPass,
+    tonemap::TonemapPass,
 };
 use scene_gpu::{SceneGpu, UploadError, UploadOptions};
 use targets::{GBuffer, MaterialTargets, Target, format};
@@ -74,6 +76,8 @@ pub struct Lighting {
     pub ground_color: [f32; 3],
     /// Exposure multiplier before tonemapping.
     pub exposure: f32,
+    /// Sun shadows (a shadow map over the whole scene).
+    pub shadows: bool,
 }
 
 impl Default for Lighting {
@@ -85,6 +89,7 @@ impl Default for Lighting {
             sky_color: [0.35, 0.42, 0.55],
             ground_color: [0.18, 0.16, 0.14],
             exposure: 1.0,
+            shadows: true,
         }
     }
 }
@@ -134,6 +139,8 @@ pub struct Renderer {
     pub materials: MaterialTargets,
     /// Linear HDR radiance.
     pub hdr: Target,
+    bounds: crate::scene::Aabb,
+    shadow_pass: ShadowPass,
     gbuffer_pass: GBufferPass,
     reference_pass: ReferencePass,
     lighting_pass: LightingPass,
@@ -167,6 +174,7 @@ impl Renderer {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let shadow_pass = ShadowPass::new(ctx, &scene_gpu.material_layout)?;
         let gbuffer_pass = GBufferPass::new(ctx, &scene_gpu.material_layout)?;
         let reference_pass = ReferencePass::new(ctx, &scene_gpu.material_layout, size)?;
         let lighting_pass = LightingPass::new(ctx)?;
@@ -184,6 +192,8 @@ impl Renderer {
             ),
             frame_buffer,
             scene: scene_gpu,
+            bounds: scene.bounds,
+            shadow_pass,
             gbuffer_pass,
             reference_pass,
             lighting_pass,
@@ -228,12 +238,19 @@ impl Renderer {
     }
 
     fn bind_all(&mut self, device: &wgpu::Device) {
+        self.shadow_pass
+            .bind(device, &self.frame_buffer, &self.scene);
         self.gbuffer_pass
             .bind(device, &self.frame_buffer, &self.scene);
         self.reference_pass
             .bind(device, &self.frame_buffer, &self.scene, &self.gbuffer);
-        self.lighting_pass
-            .bind(device, &self.frame_buffer, &self.gbuffer, &self.materials);
+        self.lighting_pass.bind(
+            device,
+            &self.frame_buffer,
+            &self.gbuffer,
+            &self.materials,
+            &self.shadow_pass,
+        );
         self.tonemap_pass.bind(
             device,
             &self.frame_buffer,
@@ -260,12 +277,15 @@ impl Renderer {
                 .unwrap_or(clip_from_world)
                 .to_cols_array_2d(),
             view_from_world: view.to_cols_array_2d(),
+            light_clip_from_world: passes::shadow::light_clip_from_world(&self.bounds, sun)
+                .to_cols_array_2d(),
             camera_position: settings.camera.position.extend(1.0).into(),
             sun_direction: sun.extend(0.0).into(),
             sun_irradiance: irr.extend(0.0).into(),
             sky_radiance: v4(l.sky_color),
             ground_radiance: v4(l.ground_color),
             viewport: [w, h, 1.0 / w, 1.0 / h],
+            shadow_params: passes::shadow::shadow_params(&self.bounds, l.shadows),
             frame_index: self.frame_index,
             aov: settings.aov as u32,
             exposure: l.exposure,
@@ -285,6 +305,8 @@ impl Renderer {
         let uniform = self.frame_uniform(settings);
         ctx.queue
             .write_buffer(&self.frame_buffer, 0, bytemuck::bytes_of(&uniform));
+        self.shadow_pass
+            .record(encoder, &self.scene, settings.lighting.shadows, timer);
         self.gbuffer_pass
             .record(encoder, &self.gbuffer, &self.scene, timer);
         self.reference_pass

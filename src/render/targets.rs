@@ -20,6 +20,8 @@ pub mod format {
     pub const MATERIAL_TARGET: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
     /// Linear HDR radiance.
     pub const HDR: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
+    /// Sun shadow map.
+    pub const SHADOW: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
     /// Material ids as depth (reference material pass).
     pub const MATERIAL_DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 }

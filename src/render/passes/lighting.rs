@@ -1,9 +1,11 @@
 //! Lighting pass: reads depth and the material targets, writes linear HDR radiance
-//! (`shaders/lighting.wgsl`: GGX sun, hemisphere ambient with occlusion, emissive, sky).
+//! (`shaders/lighting.wgsl`: GGX sun shadowed by the [`ShadowPass`] map, hemisphere
+//! ambient with occlusion, emissive, sky).
 
 use crate::gpu::{GpuContext, GpuTimer, ShaderError};
 use crate::render::passes::fullscreen::FullscreenPass;
 use crate::render::passes::layout;
+use crate::render::passes::shadow::ShadowPass;
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
 
 /// The lighting pass.
@@ -24,6 +26,8 @@ impl LightingPass {
             layout::float_texture(2),
             layout::float_texture(3),
             layout::float_texture(4),
+            layout::depth_texture(5),
+            layout::comparison_sampler(6),
         ];
         Ok(Self {
             pass: FullscreenPass::new(ctx, Self::LABEL, "lighting.wgsl", &entries, format::HDR)?,
@@ -37,6 +41,7 @@ impl LightingPass {
         frame: &wgpu::Buffer,
         gbuffer: &GBuffer,
         materials: &MaterialTargets,
+        shadow: &ShadowPass,
     ) {
         self.pass.bind(
             device,
@@ -55,6 +60,8 @@ impl LightingPass {
                     4,
                     wgpu::BindingResource::TextureView(&materials.emissive_ao.view),
                 ),
+                (5, wgpu::BindingResource::TextureView(&shadow.map.view)),
+                (6, wgpu::BindingResource::Sampler(&shadow.sampler)),
             ],
         );
     }

@@ -6,6 +6,8 @@ pub mod fullscreen;
 pub mod gbuffer;
 pub mod lighting;
 pub mod reference;
+pub mod scene_draw;
+pub mod shadow;
 pub mod tonemap;
 
 /// Helpers shared by the passes' bind-group layouts.
@@ -66,6 +68,16 @@ pub(crate) mod layout {
     /// A `u32` texture.
     pub fn uint_texture(binding: u32) -> wgpu::BindGroupLayoutEntry {
         texture(binding, wgpu::TextureSampleType::Uint)
+    }
+
+    /// A comparison sampler.
+    pub fn comparison_sampler(binding: u32) -> wgpu::BindGroupLayoutEntry {
+        wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::FRAGMENT,
+            ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Comparison),
+            count: None,
+        }
     }
 
     /// A depth texture.

@@ -1,0 +1,44 @@
+// Sun shadow map: depth of every draw from the sun's orthographic view
+// (`Frame.light_clip_from_world`). Masked and blended materials are alpha-tested
+// (variant ALPHA_TEST; blended ones keep texels with alpha ≥ 0.5).
+//
+// variants: | ALPHA_TEST
+
+#import "common/frame.wgsl"
+
+@group(0) @binding(0) var<uniform> frame: Frame;
+@group(0) @binding(1) var<storage, read> instances: array<InstanceData>;
+@group(0) @binding(2) var<storage, read> materials: array<MaterialData>;
+
+#ifdef ALPHA_TEST
+@group(1) @binding(0) var base_color_tex: texture_2d<f32>;
+@group(1) @binding(3) var material_sampler: sampler;
+#endif
+
+struct VertexOut {
+    @builtin(position) clip: vec4f,
+    @location(0) uv: vec2f,
+    @location(1) @interpolate(flat) material: u32,
+}
+
+@vertex
+fn vs_main(@location(0) position: vec3f, @location(3) uv: vec2f, @builtin(instance_index) instance_index: u32) -> VertexOut {
+    let inst = instances[instance_index];
+    var out: VertexOut;
+    out.clip = frame.light_clip_from_world * (inst.world_from_local * vec4f(position, 1.0));
+    out.uv = material_uv(materials[inst.material], uv);
+    out.material = inst.material;
+    return out;
+}
+
+#ifdef ALPHA_TEST
+@fragment
+fn fs_main(in: VertexOut) {
+    let m = materials[in.material];
+    let alpha = textureSample(base_color_tex, material_sampler, in.uv).a * m.base_color_factor.a;
+    let cutoff = select(0.5, m.alpha_cutoff, m.alpha_mode == ALPHA_MASK);
+    if alpha < cutoff {
+        discard;
+    }
+}
+#endif
