@@ -16,7 +16,9 @@
 //! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests.
 //! - [`render`]: the deferred renderer, one struct per pass.
 
+pub mod app;
 pub mod gpu;
 pub mod render;
 pub mod scene;
 pub mod texture;
+pub mod ui;

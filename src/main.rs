@@ -17,12 +17,15 @@ use neurotex::texture;
 #[derive(Parser, Debug)]
 #[command(version, about, long_about = None)]
 struct Cli {
+    /// What to do. Without a subcommand: `view` on the built-in toy shop.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Open the interactive viewer (the default without a subcommand).
+    View(ViewArgs),
     /// Render one frame headless into a PNG.
     Render(RenderArgs),
     /// Write a procedural scene (glTF + textures) into a folder.
@@ -36,6 +39,39 @@ struct SceneArg {
     /// Scene: a description (.toml), a .gltf or a .glb. Default: the built-in toy shop.
     #[arg(long)]
     scene: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct ViewArgs {
+    #[command(flatten)]
+    scene: SceneArg,
+    /// Window size, WIDTHxHEIGHT (physical pixels). Default: 1280x720.
+    #[arg(long, value_parser = parse_size)]
+    size: Option<(u32, u32)>,
+    /// Scripted run: render this many frames once the scene is ready, then exit.
+    #[arg(long)]
+    frames: Option<u32>,
+    /// Scripted run: save the last frame, overlay included, to this PNG (needs --frames).
+    #[arg(long, requires = "frames")]
+    screenshot: Option<PathBuf>,
+    /// Play this camera path of the scene description from its start.
+    #[arg(long)]
+    camera_path: Option<String>,
+    /// Start without vsync (mailbox or immediate presentation where supported).
+    #[arg(long)]
+    no_vsync: bool,
+    /// Internal resolution over window resolution, 0.25–1.0.
+    #[arg(long, default_value_t = 1.0)]
+    render_scale: f32,
+    /// Render with material constants where an image is missing.
+    #[arg(long)]
+    allow_missing_textures: bool,
+    /// Downscale textures so that no side exceeds this many texels.
+    #[arg(long)]
+    max_texture_size: Option<u32>,
+    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
+    anisotropy: Option<u16>,
 }
 
 #[derive(Args, Debug)]
@@ -69,6 +105,8 @@ struct RenderArgs {
 enum Generator {
     /// The toy shop: ≥ 24 procedural PBR materials.
     Toyshop,
+    /// A Bistro-style street using every set of a texture-set manifest (`--textures`).
+    Street,
 }
 
 #[derive(Args, Debug)]
@@ -79,9 +117,12 @@ struct GenSceneArgs {
     /// Output folder.
     #[arg(long)]
     out: PathBuf,
-    /// Side of every generated texture (a power of two).
+    /// Side of every generated texture (a power of two; toy shop).
     #[arg(long, default_value_t = 512)]
     texture_size: u32,
+    /// Texture-set manifest (CSV) whose sets the street uses (street).
+    #[arg(long, required_if_eq("kind", "street"))]
+    textures: Option<PathBuf>,
     /// Seed of the procedural content.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -124,9 +165,11 @@ fn main() -> ExitCode {
     .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Render(a) => render(a),
-        Command::GenScene(a) => gen_scene(a),
-        Command::Import(a) => import(a),
+        None => default_view_args().and_then(view),
+        Some(Command::View(a)) => view(a),
+        Some(Command::Render(a)) => render(a),
+        Some(Command::GenScene(a)) => gen_scene(a),
+        Some(Command::Import(a)) => import(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -152,6 +195,31 @@ fn report_scene(opened: &OpenedScene) {
         sets.len(),
         s.cameras.len()
     );
+}
+
+/// `view` with every option at its default (what `neurotex` without arguments runs).
+fn default_view_args() -> Result<ViewArgs> {
+    use clap::FromArgMatches;
+    let matches = ViewArgs::augment_args(clap::Command::new("view")).get_matches_from(["view"]);
+    Ok(ViewArgs::from_arg_matches(&matches)?)
+}
+
+fn view(a: ViewArgs) -> Result<()> {
+    neurotex::app::run(neurotex::app::ViewerOptions {
+        scene: a.scene.scene,
+        size: a.size,
+        frames: a.frames,
+        screenshot: a.screenshot,
+        camera_path: a.camera_path,
+        vsync: !a.no_vsync,
+        render_scale: a.render_scale,
+        upload: UploadOptions {
+            allow_missing_textures: a.allow_missing_textures,
+            max_texture_size: a.max_texture_size,
+            anisotropy: a.anisotropy,
+        },
+    })?;
+    Ok(())
 }
 
 fn render(a: RenderArgs) -> Result<()> {
@@ -208,6 +276,17 @@ fn gen_scene(a: GenSceneArgs) -> Result<()> {
             };
             let path = neurotex::scene::toyshop::generate(&a.out, &opts)?;
             println!("wrote {}", path.display());
+        }
+        Generator::Street => {
+            let manifest = a.textures.ok_or_else(|| {
+                anyhow::anyhow!("gen-scene street needs --textures <manifest.csv>")
+            })?;
+            let opts = neurotex::scene::street::StreetOptions {
+                manifest,
+                seed: a.seed,
+            };
+            let path = neurotex::scene::street::generate(&a.out, &opts)?;
+            println!("wrote {} (and street.gltf beside it)", path.display());
         }
     }
     Ok(())

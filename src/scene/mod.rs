@@ -6,11 +6,13 @@
 //! scenes. It does not decode images (that is `texture`) and never touches the GPU.
 
 pub mod auto_camera;
+pub mod camera_control;
 pub mod description;
 pub mod gltf_builder;
 pub mod gltf_import;
 pub mod open;
 pub mod procedural;
+pub mod street;
 pub mod tangents;
 pub mod toyshop;
 

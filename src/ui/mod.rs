@@ -1,0 +1,836 @@
+//! The viewer's egui overlay: the controls panel (scene, view, lighting, camera, camera
+//! paths, device), the GPU timing panel (per-pass medians and a rolling frame-time
+//! graph), the help panel, the loading indicator and the scene error panel.
+//!
+//! The overlay reads facts ([`OverlayInfo`]), edits settings in place
+//! ([`OverlayControls`]) and returns what the viewer must do ([`UiAction`]); it owns no
+//! GPU resources besides the egui renderer in [`painter`] and never loads scenes itself.
+//!
+//! - [`timings`]: timing history and the per-pass table rows (pure).
+//! - [`help`]: the shortcut list.
+//! - [`painter`]: draws egui's output with `egui-wgpu`.
+
+pub mod help;
+pub mod painter;
+pub mod timings;
+
+use std::ops::RangeInclusive;
+
+use egui::{Align2, Color32, CornerRadius, FontId, RichText, Stroke, Vec2, pos2, vec2};
+
+use crate::gpu::GrantedFeatures;
+use crate::render::{Aov, Lighting};
+use crate::scene::Scene;
+use crate::scene::camera_control::{
+    CameraMode, CameraState, PATH_SPEED_RANGE, PathPlayer, PathRecorder, SPEED_RANGE,
+};
+use timings::PerfHistory;
+
+/// Allowed render scales: the renderer's internal size over the window size.
+pub const RENDER_SCALE_RANGE: RangeInclusive<f32> = 0.25..=1.0;
+
+/// Every AOV with its UI name, in shortcut order (keys 1–8).
+pub const AOVS: [(Aov, &str); 8] = [
+    (Aov::Final, "Final"),
+    (Aov::Albedo, "Albedo"),
+    (Aov::Normal, "Normal"),
+    (Aov::Roughness, "Roughness"),
+    (Aov::Metallic, "Metallic"),
+    (Aov::Occlusion, "Occlusion"),
+    (Aov::Emissive, "Emissive"),
+    (Aov::MaterialId, "Material id"),
+];
+
+/// The UI name of `aov`.
+pub fn aov_name(aov: Aov) -> &'static str {
+    AOVS.iter().find(|(a, _)| *a == aov).map_or("?", |(_, n)| n)
+}
+
+/// Sun azimuth and elevation in degrees of a direction towards the sun (+Y up; azimuth 0
+/// = +Z, 90 = +X).
+pub fn sun_angles(direction: [f32; 3]) -> (f32, f32) {
+    let d = glam::Vec3::from(direction).normalize_or(glam::Vec3::Y);
+    (
+        d.x.atan2(d.z).to_degrees(),
+        d.y.clamp(-1.0, 1.0).asin().to_degrees(),
+    )
+}
+
+/// The unit direction towards a sun at `azimuth_deg`, `elevation_deg` (see [`sun_angles`]).
+pub fn sun_direction(azimuth_deg: f32, elevation_deg: f32) -> [f32; 3] {
+    let (sa, ca) = azimuth_deg.to_radians().sin_cos();
+    let (se, ce) = elevation_deg.to_radians().sin_cos();
+    [sa * ce, se, ca * ce]
+}
+
+/// What the viewer shows and how; edited by the overlay and by shortcuts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewSettings {
+    /// The image shown.
+    pub aov: Aov,
+    /// Sun, ambient and exposure.
+    pub lighting: Lighting,
+    /// Present with vsync (FIFO) or without (mailbox / immediate where supported).
+    pub vsync: bool,
+    /// Internal resolution over window resolution, within [`RENDER_SCALE_RANGE`].
+    pub render_scale: f32,
+    /// The overlay is drawn (F1).
+    pub show_overlay: bool,
+    /// The help panel is drawn (F2).
+    pub show_help: bool,
+}
+
+/// Scene figures for the overlay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SceneStats {
+    /// What was opened (file name or "built-in toy shop").
+    pub name: String,
+    /// Meshes.
+    pub meshes: usize,
+    /// Placed instances.
+    pub instances: usize,
+    /// Triangles over all instances.
+    pub triangles: usize,
+    /// Materials.
+    pub materials: usize,
+    /// Distinct texture sets uploaded.
+    pub texture_sets: usize,
+    /// Bytes of texture memory uploaded.
+    pub texture_bytes: u64,
+    /// Images replaced by constants.
+    pub missing_textures: usize,
+}
+
+impl SceneStats {
+    /// Figures of `scene` as uploaded (`texture_sets`, `texture_bytes` and
+    /// `missing_textures` come from the renderer's upload).
+    pub fn new(
+        name: String,
+        scene: &Scene,
+        texture_sets: usize,
+        texture_bytes: u64,
+        missing_textures: usize,
+    ) -> Self {
+        Self {
+            name,
+            meshes: scene.meshes.len(),
+            instances: scene.instances.len(),
+            triangles: scene.triangle_count(),
+            materials: scene.materials.len(),
+            texture_sets,
+            texture_bytes,
+            missing_textures,
+        }
+    }
+}
+
+/// Read-only facts the overlay shows.
+#[derive(Debug)]
+pub struct OverlayInfo<'a> {
+    /// `GpuContext::describe()`.
+    pub adapter: &'a str,
+    /// Granted optional features.
+    pub features: GrantedFeatures,
+    /// The scene on screen, if any.
+    pub scene: Option<&'a SceneStats>,
+    /// What is being loaded, while a load runs.
+    pub loading: Option<&'a str>,
+    /// The last scene load error, until dismissed.
+    pub error: Option<&'a str>,
+    /// Timing history.
+    pub perf: &'a PerfHistory,
+    /// Names of the scene's camera paths.
+    pub path_names: &'a [String],
+    /// Duration of the selected path in seconds.
+    pub path_duration: f32,
+    /// The recording in progress.
+    pub recording: Option<&'a PathRecorder>,
+    /// A finished recording waits to be saved.
+    pub can_save_recording: bool,
+    /// The last status message (screenshot written, path saved…).
+    pub status: &'a str,
+    /// Window (surface) size in pixels.
+    pub surface_size: (u32, u32),
+    /// Renderer (internal) size in pixels, while a scene is on screen.
+    pub render_size: Option<(u32, u32)>,
+    /// The present mode in use.
+    pub present_mode: wgpu::PresentMode,
+    /// Whether the surface offers a present mode without vsync.
+    pub vsync_off_supported: bool,
+    /// wgpu errors logged by the uncaptured-error handler so far.
+    pub gpu_errors: u64,
+}
+
+/// Settings the overlay edits in place.
+#[derive(Debug)]
+pub struct OverlayControls<'a> {
+    /// View settings.
+    pub settings: &'a mut ViewSettings,
+    /// The interactive camera (mode, speed).
+    pub camera: &'a mut CameraState,
+    /// Camera path playback.
+    pub player: &'a mut PathPlayer,
+    /// Index of the selected camera path.
+    pub selected_path: &'a mut Option<usize>,
+}
+
+/// Something the viewer must do in response to the overlay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UiAction {
+    /// Reload the scene from disk.
+    Reload,
+    /// Save a screenshot after this frame.
+    Screenshot,
+    /// Back to the scene's start camera.
+    ResetCamera,
+    /// Play the selected camera path from its start.
+    PlayPath,
+    /// Start or stop recording a camera path.
+    ToggleRecording,
+    /// Save the finished recording into a scene description.
+    SaveRecording,
+    /// Hide the scene error panel.
+    DismissError,
+}
+
+const PANEL_FILL: Color32 = Color32::from_rgba_premultiplied(14, 16, 20, 225);
+const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
+const DIM: Color32 = Color32::from_rgb(150, 156, 168);
+const GPU_COLOR: Color32 = Color32::from_rgb(255, 170, 60);
+const FRAME_COLOR: Color32 = Color32::from_rgb(110, 200, 255);
+
+/// Sets the overlay's look once (dark, compact, semi-transparent panels).
+pub fn install_style(ctx: &egui::Context) {
+    ctx.set_visuals(egui::Visuals::dark());
+    ctx.all_styles_mut(|style| {
+        style.spacing.item_spacing = vec2(6.0, 4.0);
+        style.spacing.slider_width = 130.0;
+        style.visuals.window_fill = PANEL_FILL;
+        style.visuals.window_stroke = Stroke::new(1.0, Color32::from_gray(60));
+        style.visuals.window_corner_radius = CornerRadius::same(6);
+        style.visuals.window_shadow = egui::epaint::Shadow::NONE;
+    });
+}
+
+/// Draws the overlay for one frame and returns the actions the user asked for.
+pub fn show(ctx: &egui::Context, info: &OverlayInfo<'_>, c: OverlayControls<'_>) -> Vec<UiAction> {
+    let mut actions = Vec::new();
+    if c.settings.show_overlay {
+        controls_window(
+            ctx,
+            info,
+            c.settings,
+            c.camera,
+            c.player,
+            c.selected_path,
+            &mut actions,
+        );
+        timings_window(ctx, info);
+        status_bar(ctx, info);
+    }
+    if c.settings.show_help {
+        help_window(ctx, &mut c.settings.show_help);
+    }
+    if let Some(what) = info.loading {
+        egui::Area::new(egui::Id::unique("loading"))
+            .anchor(Align2::CENTER_CENTER, Vec2::ZERO)
+            .show(ctx, |ui| {
+                egui::Frame::window(ui.style()).show(ui, |ui| {
+                    ui.horizontal(|ui| {
+                        ui.add(egui::Spinner::new());
+                        ui.label(RichText::new(format!("Loading {what}…")).size(16.0));
+                    });
+                });
+            });
+    }
+    if let Some(error) = info.error {
+        error_window(ctx, error, &mut actions);
+    }
+    actions
+}
+
+fn section(ui: &mut egui::Ui, title: &str, open: bool, body: impl FnOnce(&mut egui::Ui)) {
+    egui::CollapsingHeader::new(RichText::new(title).strong().color(ACCENT))
+        .default_open(open)
+        .show(ui, body);
+}
+
+fn kv(ui: &mut egui::Ui, key: &str, value: impl Into<String>) {
+    ui.label(RichText::new(key).color(DIM));
+    ui.label(RichText::new(value.into()).monospace());
+    ui.end_row();
+}
+
+/// Bytes as KiB / MiB / GiB.
+pub fn format_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / (1024.0 * 1024.0))
+    } else {
+        format!("{:.1} KiB", b / 1024.0)
+    }
+}
+
+/// A count with thin-space thousands separators.
+fn format_count(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push('\u{2009}');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn controls_window(
+    ctx: &egui::Context,
+    info: &OverlayInfo<'_>,
+    settings: &mut ViewSettings,
+    camera: &mut CameraState,
+    player: &mut PathPlayer,
+    selected: &mut Option<usize>,
+    actions: &mut Vec<UiAction>,
+) {
+    egui::Window::new(RichText::new("neurotex").strong())
+        .id(egui::Id::unique("controls"))
+        .anchor(Align2::LEFT_TOP, vec2(8.0, 8.0))
+        .default_size([300.0, ctx.content_rect().height() - 60.0])
+        .max_height(ctx.content_rect().height() - 60.0)
+        // Small windows start with the controls folded so the timings stay visible.
+        .default_open(ctx.content_rect().width() >= 900.0)
+        .resizable(false)
+        .collapsible(true)
+        .show(ctx, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                scene_section(ui, info, actions);
+                view_section(ui, info, settings);
+                lighting_section(ui, &mut settings.lighting);
+                camera_section(ui, camera, actions);
+                paths_section(ui, info, player, selected, actions);
+                device_section(ui, info);
+            });
+        });
+}
+
+fn scene_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>, actions: &mut Vec<UiAction>) {
+    section(ui, "Scene", true, |ui| {
+        match info.scene {
+            Some(s) => {
+                egui::Grid::new("scene_stats")
+                    .num_columns(2)
+                    .show(ui, |ui| {
+                        kv(ui, "scene", s.name.clone());
+                        kv(
+                            ui,
+                            "meshes",
+                            format!("{} ({} instances)", s.meshes, s.instances),
+                        );
+                        kv(ui, "triangles", format_count(s.triangles));
+                        kv(ui, "materials", s.materials.to_string());
+                        kv(ui, "texture sets", s.texture_sets.to_string());
+                        kv(ui, "texture memory", format_bytes(s.texture_bytes));
+                        if s.missing_textures > 0 {
+                            kv(ui, "missing images", s.missing_textures.to_string());
+                        }
+                    });
+            }
+            None => {
+                ui.label(RichText::new("no scene loaded").color(DIM));
+            }
+        }
+        ui.horizontal(|ui| {
+            if ui
+                .add_enabled(info.loading.is_none(), egui::Button::new("Reload (F5)"))
+                .clicked()
+            {
+                actions.push(UiAction::Reload);
+            }
+            if ui.button("Screenshot (F12)").clicked() {
+                actions.push(UiAction::Screenshot);
+            }
+        });
+    });
+}
+
+fn view_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>, settings: &mut ViewSettings) {
+    section(ui, "View", true, |ui| {
+        egui::Grid::new("view").num_columns(2).show(ui, |ui| {
+            ui.label(RichText::new("output").color(DIM));
+            egui::ComboBox::from_id_salt("aov")
+                .selected_text(aov_name(settings.aov))
+                .show_ui(ui, |ui| {
+                    for (i, (aov, name)) in AOVS.iter().enumerate() {
+                        ui.selectable_value(&mut settings.aov, *aov, format!("{}  {name}", i + 1));
+                    }
+                });
+            ui.end_row();
+            ui.label(RichText::new("render scale").color(DIM));
+            ui.add(
+                egui::Slider::new(&mut settings.render_scale, RENDER_SCALE_RANGE)
+                    .step_by(0.05)
+                    .fixed_decimals(2),
+            );
+            ui.end_row();
+            ui.label(RichText::new("vsync").color(DIM));
+            ui.add_enabled(
+                info.vsync_off_supported,
+                egui::Checkbox::new(&mut settings.vsync, format!("{:?}", info.present_mode)),
+            )
+            .on_disabled_hover_text("the surface offers only FIFO presentation");
+            ui.end_row();
+            let (sw, sh) = info.surface_size;
+            let resolution = match info.render_size {
+                Some((w, h)) => format!("{w}×{h} → {sw}×{sh}"),
+                None => format!("{sw}×{sh}"),
+            };
+            kv(ui, "resolution", resolution);
+        });
+    });
+}
+
+fn lighting_section(ui: &mut egui::Ui, lighting: &mut Lighting) {
+    section(ui, "Lighting", false, |ui| {
+        let (mut azimuth, mut elevation) = sun_angles(lighting.sun_direction);
+        egui::Grid::new("lighting").num_columns(2).show(ui, |ui| {
+            ui.label(RichText::new("sun azimuth").color(DIM));
+            let a = ui.add(egui::Slider::new(&mut azimuth, -180.0..=180.0).suffix("°"));
+            ui.end_row();
+            ui.label(RichText::new("sun elevation").color(DIM));
+            let e = ui.add(egui::Slider::new(&mut elevation, -10.0..=90.0).suffix("°"));
+            ui.end_row();
+            if a.changed() || e.changed() {
+                lighting.sun_direction = sun_direction(azimuth, elevation);
+            }
+            ui.label(RichText::new("sun intensity").color(DIM));
+            ui.add(egui::Slider::new(&mut lighting.sun_intensity, 0.0..=20.0).logarithmic(true));
+            ui.end_row();
+            ui.label(RichText::new("exposure").color(DIM));
+            ui.add(egui::Slider::new(&mut lighting.exposure, 0.05..=16.0).logarithmic(true));
+            ui.end_row();
+        });
+    });
+}
+
+fn camera_section(ui: &mut egui::Ui, camera: &mut CameraState, actions: &mut Vec<UiAction>) {
+    section(ui, "Camera", true, |ui| {
+        egui::Grid::new("camera").num_columns(2).show(ui, |ui| {
+            ui.label(RichText::new("mode (Tab)").color(DIM));
+            ui.horizontal(|ui| {
+                ui.selectable_value(&mut camera.mode, CameraMode::Fly, CameraMode::Fly.name());
+                ui.selectable_value(
+                    &mut camera.mode,
+                    CameraMode::Orbit,
+                    CameraMode::Orbit.name(),
+                );
+            });
+            ui.end_row();
+            ui.label(RichText::new("speed").color(DIM));
+            ui.add(
+                egui::Slider::new(&mut camera.speed, SPEED_RANGE)
+                    .logarithmic(true)
+                    .suffix(" m/s")
+                    .max_decimals(2),
+            );
+            ui.end_row();
+            let p = camera.position;
+            kv(ui, "position", format!("{:.2} {:.2} {:.2}", p.x, p.y, p.z));
+            kv(
+                ui,
+                "yaw / pitch",
+                format!(
+                    "{:.1}° / {:.1}°",
+                    camera.yaw.to_degrees(),
+                    camera.pitch.to_degrees()
+                ),
+            );
+        });
+        if ui.button("Reset camera (R)").clicked() {
+            actions.push(UiAction::ResetCamera);
+        }
+    });
+}
+
+fn paths_section(
+    ui: &mut egui::Ui,
+    info: &OverlayInfo<'_>,
+    player: &mut PathPlayer,
+    selected: &mut Option<usize>,
+    actions: &mut Vec<UiAction>,
+) {
+    section(ui, "Camera paths", true, |ui| {
+        if info.path_names.is_empty() {
+            ui.label(RichText::new("the scene has no camera paths").color(DIM));
+        } else {
+            let current = selected
+                .and_then(|i| info.path_names.get(i))
+                .map_or("(none)", String::as_str);
+            egui::ComboBox::from_id_salt("path")
+                .selected_text(current)
+                .show_ui(ui, |ui| {
+                    for (i, name) in info.path_names.iter().enumerate() {
+                        if ui.selectable_label(*selected == Some(i), name).clicked() {
+                            *selected = Some(i);
+                            player.time = 0.0;
+                        }
+                    }
+                });
+            ui.horizontal(|ui| {
+                if ui.button("Play (P)").clicked() {
+                    actions.push(UiAction::PlayPath);
+                }
+                let label = if player.playing {
+                    "Pause (Space)"
+                } else {
+                    "Resume (Space)"
+                };
+                if ui
+                    .add_enabled(selected.is_some(), egui::Button::new(label))
+                    .clicked()
+                {
+                    player.playing = !player.playing;
+                }
+                ui.checkbox(&mut player.looping, "loop");
+            });
+            ui.add(
+                egui::Slider::new(&mut player.speed, PATH_SPEED_RANGE)
+                    .logarithmic(true)
+                    .text("speed")
+                    .suffix("×"),
+            );
+            let duration = info.path_duration.max(0.0);
+            ui.add_enabled(
+                selected.is_some() && duration > 0.0,
+                egui::Slider::new(&mut player.time, 0.0..=duration)
+                    .text("time")
+                    .suffix(" s")
+                    .fixed_decimals(1),
+            );
+        }
+        ui.separator();
+        ui.horizontal(|ui| {
+            let recording = info.recording.is_some();
+            let label = if recording {
+                RichText::new("Stop recording (F9)").color(Color32::from_rgb(255, 90, 90))
+            } else {
+                RichText::new("Record (F9)").color(Color32::from_rgb(255, 120, 120))
+            };
+            if ui.button(label).clicked() {
+                actions.push(UiAction::ToggleRecording);
+            }
+            if ui
+                .add_enabled(info.can_save_recording, egui::Button::new("Save (F10)"))
+                .clicked()
+            {
+                actions.push(UiAction::SaveRecording);
+            }
+            if let Some(rec) = info.recording {
+                ui.label(
+                    RichText::new(format!(
+                        "REC {:.1} s, {} keys",
+                        rec.elapsed(),
+                        rec.keys().len()
+                    ))
+                    .color(Color32::from_rgb(255, 90, 90))
+                    .monospace(),
+                );
+            }
+        });
+    });
+}
+
+fn device_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>) {
+    section(ui, "Device", false, |ui| {
+        ui.label(RichText::new(info.adapter).monospace());
+        ui.horizontal_wrapped(|ui| {
+            for (name, on) in info.features.flags() {
+                let color = if on {
+                    Color32::from_rgb(120, 220, 120)
+                } else {
+                    Color32::from_gray(90)
+                };
+                ui.label(RichText::new(name).monospace().small().color(color));
+            }
+        });
+        if info.gpu_errors > 0 {
+            ui.label(
+                RichText::new(format!("{} wgpu errors logged", info.gpu_errors))
+                    .color(Color32::from_rgb(255, 90, 90)),
+            );
+        }
+    });
+}
+
+fn timings_window(ctx: &egui::Context, info: &OverlayInfo<'_>) {
+    egui::Window::new(RichText::new("GPU timings").strong())
+        .id(egui::Id::unique("timings"))
+        .anchor(Align2::RIGHT_TOP, vec2(-8.0, 8.0))
+        .resizable(false)
+        .collapsible(true)
+        .show(ctx, |ui| {
+            let perf = info.perf;
+            let frame = perf.frame_median_ms();
+            let fps = if frame > 0.0 { 1000.0 / frame } else { 0.0 };
+            ui.horizontal(|ui| {
+                ui.label(
+                    RichText::new(format!("{fps:5.1} fps"))
+                        .size(18.0)
+                        .strong()
+                        .monospace(),
+                );
+                ui.label(
+                    RichText::new(format!(
+                        "frame {frame:.2} ms · CPU {:.2} ms",
+                        perf.cpu_median_ms()
+                    ))
+                    .monospace()
+                    .color(DIM),
+                );
+            });
+            let rows = perf.rows();
+            if rows.is_empty() {
+                let why = if info.scene.is_none() {
+                    "no scene on screen"
+                } else if info.features.timestamps {
+                    "waiting for timestamp queries…"
+                } else {
+                    "no timestamp queries on this adapter"
+                };
+                ui.label(RichText::new(why).color(DIM));
+            } else {
+                let total = perf.gpu_median_ms();
+                egui::Grid::new("timing_rows")
+                    .num_columns(4)
+                    .striped(true)
+                    .spacing(vec2(10.0, 2.0))
+                    .show(ui, |ui| {
+                        ui.label(RichText::new("pass").color(DIM));
+                        ui.label(RichText::new("median").color(DIM));
+                        ui.label(RichText::new("last").color(DIM));
+                        ui.label(RichText::new("share").color(DIM));
+                        ui.end_row();
+                        for row in &rows {
+                            ui.label(RichText::new(&row.label).monospace());
+                            ui.label(
+                                RichText::new(format!("{:7.3} ms", row.median_ms)).monospace(),
+                            );
+                            ui.label(
+                                RichText::new(format!("{:7.3}", row.last_ms))
+                                    .monospace()
+                                    .color(DIM),
+                            );
+                            share_bar(
+                                ui,
+                                if total > 0.0 {
+                                    row.median_ms / total
+                                } else {
+                                    0.0
+                                },
+                            );
+                            ui.end_row();
+                        }
+                        ui.label(RichText::new("GPU total").monospace().strong());
+                        ui.label(
+                            RichText::new(format!("{total:7.3} ms"))
+                                .monospace()
+                                .strong()
+                                .color(GPU_COLOR),
+                        );
+                        ui.label("");
+                        ui.label("");
+                        ui.end_row();
+                    });
+                ui.label(
+                    RichText::new(format!(
+                        "median of the last {} frames",
+                        timings::TABLE_FRAMES
+                    ))
+                    .small()
+                    .color(DIM),
+                );
+            }
+            frame_graph(ui, perf);
+        });
+}
+
+fn share_bar(ui: &mut egui::Ui, fraction: f64) {
+    let (rect, _) = ui.allocate_exact_size(vec2(70.0, 10.0), egui::Sense::hover());
+    let painter = ui.painter();
+    painter.rect_filled(rect, CornerRadius::same(2), Color32::from_gray(40));
+    let mut filled = rect;
+    filled.set_width(rect.width() * fraction.clamp(0.0, 1.0) as f32);
+    painter.rect_filled(filled, CornerRadius::same(2), GPU_COLOR.gamma_multiply(0.8));
+}
+
+/// Rolling frame-time graph: frame interval and GPU total, with 60 / 30 fps guides.
+fn frame_graph(ui: &mut egui::Ui, perf: &PerfHistory) {
+    let (rect, _) = ui.allocate_exact_size(vec2(320.0, 90.0), egui::Sense::hover());
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, CornerRadius::same(3), Color32::from_black_alpha(150));
+    let frames = perf.frame_series();
+    let gpu = perf.gpu_series();
+    let peak = frames.iter().chain(gpu).copied().fold(0.0f64, f64::max);
+    let top = if peak <= 20.0 {
+        20.0
+    } else if peak <= 40.0 {
+        40.0
+    } else {
+        (peak * 1.1 / 50.0).ceil() * 50.0
+    };
+    let y_of =
+        |ms: f64| rect.bottom() - (ms / top).clamp(0.0, 1.0) as f32 * (rect.height() - 4.0) - 2.0;
+    let font = FontId::monospace(10.0);
+    // Guides: 60 and 30 fps on a fast adapter; the half-scale line on a slow one.
+    let guides = if top <= 40.0 {
+        vec![
+            (1000.0 / 60.0, "60 fps".to_owned()),
+            (1000.0 / 30.0, "30 fps".to_owned()),
+        ]
+    } else {
+        vec![(top * 0.5, format!("{:.0} ms", top * 0.5))]
+    };
+    for (ms, label) in guides {
+        let y = y_of(ms);
+        painter.hline(rect.x_range(), y, Stroke::new(1.0, Color32::from_gray(70)));
+        painter.text(
+            pos2(rect.right() - 3.0, y - 1.0),
+            Align2::RIGHT_BOTTOM,
+            label,
+            font.clone(),
+            DIM,
+        );
+    }
+    painter.text(
+        pos2(rect.left() + 3.0, rect.top() + 2.0),
+        Align2::LEFT_TOP,
+        format!("{top:.0} ms"),
+        font.clone(),
+        DIM,
+    );
+    let n = timings::GRAPH_FRAMES as f32;
+    let series = |values: &[f64], color: Color32| {
+        if values.len() < 2 {
+            return;
+        }
+        let start = n - values.len() as f32;
+        let points: Vec<egui::Pos2> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                pos2(
+                    rect.left() + (start + i as f32) / (n - 1.0) * rect.width(),
+                    y_of(v),
+                )
+            })
+            .collect();
+        painter.line(points, Stroke::new(1.5, color));
+    };
+    series(frames, FRAME_COLOR);
+    series(gpu, GPU_COLOR);
+    ui.horizontal(|ui| {
+        ui.label(RichText::new("frame time").color(FRAME_COLOR).small());
+        ui.label(RichText::new("GPU total").color(GPU_COLOR).small());
+        ui.label(
+            RichText::new(format!("last {} frames", timings::GRAPH_FRAMES))
+                .color(DIM)
+                .small(),
+        );
+    });
+}
+
+fn status_bar(ctx: &egui::Context, info: &OverlayInfo<'_>) {
+    egui::Area::new(egui::Id::unique("status"))
+        .anchor(Align2::LEFT_BOTTOM, vec2(8.0, -6.0))
+        .interactable(false)
+        .show(ctx, |ui| {
+            egui::Frame::new()
+                .fill(PANEL_FILL)
+                .corner_radius(CornerRadius::same(4))
+                .inner_margin(egui::Margin::symmetric(8, 4))
+                .show(ui, |ui| {
+                    ui.horizontal(|ui| {
+                        if !info.status.is_empty() {
+                            ui.label(RichText::new(info.status).color(ACCENT));
+                            ui.separator();
+                        }
+                        ui.label(
+                            RichText::new("F1 overlay · F2 help · F12 screenshot · Tab fly/orbit")
+                                .color(DIM)
+                                .small(),
+                        );
+                    });
+                });
+        });
+}
+
+fn help_window(ctx: &egui::Context, open: &mut bool) {
+    egui::Window::new(RichText::new("Shortcuts").strong())
+        .id(egui::Id::unique("help"))
+        .open(open)
+        .anchor(Align2::CENTER_CENTER, Vec2::ZERO)
+        .resizable(false)
+        .collapsible(false)
+        .show(ctx, |ui| {
+            egui::Grid::new("shortcuts")
+                .num_columns(2)
+                .striped(true)
+                .show(ui, |ui| {
+                    for (keys, what) in help::SHORTCUTS {
+                        ui.label(RichText::new(*keys).monospace().strong().color(ACCENT));
+                        ui.label(*what);
+                        ui.end_row();
+                    }
+                });
+        });
+}
+
+fn error_window(ctx: &egui::Context, error: &str, actions: &mut Vec<UiAction>) {
+    egui::Window::new(
+        RichText::new("Scene failed to load")
+            .strong()
+            .color(Color32::WHITE),
+    )
+    .id(egui::Id::unique("scene_error"))
+    .anchor(Align2::CENTER_CENTER, Vec2::ZERO)
+    .resizable(false)
+    .collapsible(false)
+    .frame(
+        egui::Frame::window(&ctx.global_style())
+            .fill(Color32::from_rgba_premultiplied(90, 16, 16, 235))
+            .stroke(Stroke::new(1.0, Color32::from_rgb(255, 90, 90))),
+    )
+    .show(ctx, |ui| {
+        ui.set_max_width(560.0);
+        ui.label(RichText::new(error).monospace().color(Color32::WHITE));
+        ui.horizontal(|ui| {
+            if ui.button("Reload (F5)").clicked() {
+                actions.push(UiAction::Reload);
+            }
+            if ui.button("Dismiss").clicked() {
+                actions.push(UiAction::DismissError);
+            }
+        });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sun_angles_round_trip() {
+        for (az, el) in [(0.0f32, 45.0f32), (120.0, 10.0), (-60.0, 80.0)] {
+            let (a, e) = sun_angles(sun_direction(az, el));
+            assert!((a - az).abs() < 1e-3 && (e - el).abs() < 1e-3, "{a} {e}");
+        }
+    }
+
+    #[test]
+    fn bytes_and_counts_read_well() {
+        assert_eq!(format_bytes(3 * 1024 * 1024 / 2), "1.5 MiB");
+        assert_eq!(format_count(1234567), "1\u{2009}234\u{2009}567");
+    }
+}
