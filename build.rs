@@ -17,6 +17,11 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // intel_tex_2's prebuilt ISPC kernels include C++ objects; on Linux the C++ runtime
+    // must be linked explicitly (it provides `__gxx_personality_v0`).
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!("cargo:rustc-link-lib=stdc++");
+    }
     let manifest_dir = PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );

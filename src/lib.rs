@@ -17,7 +17,9 @@
 //! - [`render`]: the deferred renderer, one struct per pass.
 
 pub mod app;
+pub mod cluster;
 pub mod gpu;
+pub mod ntc;
 pub mod render;
 pub mod scene;
 pub mod texture;

@@ -11,7 +11,7 @@ use neurotex::render::headless::render_frame;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{Aov, FrameSettings, Renderer};
 use neurotex::scene::open::{OpenedScene, open, select_camera};
-use neurotex::texture;
+use neurotex::{cluster, ntc, texture};
 
 /// Neural texture compression with shared decoders, rendered in real time.
 #[derive(Parser, Debug)]
@@ -32,6 +32,93 @@ enum Command {
     GenScene(GenSceneArgs),
     /// Import a scene or a texture-set manifest and report what it holds.
     Import(ImportArgs),
+    /// Embed texture sets and group them into shared-decoder groups (a plan).
+    Cluster(ClusterArgs),
+    /// Summarise a .ntc package.
+    Inspect(InspectArgs),
+    /// Decode a .ntc package back into PNG textures.
+    Decompress(DecompressArgs),
+}
+
+/// Scenes and manifests whose texture sets an offline command reads (at least one).
+#[derive(Args, Debug)]
+struct InputsArg {
+    /// A scene (.toml, .gltf, .glb); repeatable.
+    #[arg(long = "scene")]
+    scenes: Vec<PathBuf>,
+    /// A texture-set manifest (.csv); repeatable.
+    #[arg(long = "manifest")]
+    manifests: Vec<PathBuf>,
+    /// Downscale textures so that no side exceeds this many texels.
+    #[arg(long)]
+    max_texture_size: Option<u32>,
+}
+
+impl InputsArg {
+    fn sources(&self) -> Result<Vec<texture::inputs::InputSource>> {
+        use texture::inputs::InputSource;
+        let mut v: Vec<InputSource> = self.scenes.iter().cloned().map(InputSource::Scene).collect();
+        v.extend(self.manifests.iter().cloned().map(InputSource::Manifest));
+        if v.is_empty() {
+            anyhow::bail!("give at least one --scene or --manifest");
+        }
+        Ok(v)
+    }
+
+    fn load_options(&self) -> texture::LoadOptions {
+        texture::LoadOptions {
+            allow_missing: false,
+            max_size: self.max_texture_size,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct ClusterArgs {
+    #[command(flatten)]
+    inputs: InputsArg,
+    /// Number of groups (clustered, random).
+    #[arg(long, default_value_t = 10)]
+    m: usize,
+    /// Grouping strategy.
+    #[arg(long, value_enum, default_value_t = cluster::Strategy::Clustered)]
+    strategy: cluster::Strategy,
+    /// Texture embedder.
+    #[arg(long, value_enum, default_value_t = cluster::EmbedderKind::Stats)]
+    embedder: cluster::EmbedderKind,
+    /// CLIP ViT-B/32 weights (safetensors) for `--embedder clip`.
+    #[arg(long)]
+    clip_weights: Option<PathBuf>,
+    /// Seed of k-means and of the random strategy.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output plan (JSON).
+    #[arg(long)]
+    out: PathBuf,
+    /// Contact sheet PNG (default: next to the plan, `<plan>.png`).
+    #[arg(long)]
+    contact_sheet: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct InspectArgs {
+    /// The package.
+    package: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct DecompressArgs {
+    /// The package.
+    package: PathBuf,
+    /// Output folder.
+    #[arg(long)]
+    out: PathBuf,
+    /// Write every mip level, not just mip 0.
+    #[arg(long)]
+    mips: bool,
 }
 
 #[derive(Args, Debug)]
@@ -170,6 +257,9 @@ fn main() -> ExitCode {
         Some(Command::Render(a)) => render(a),
         Some(Command::GenScene(a)) => gen_scene(a),
         Some(Command::Import(a)) => import(a),
+        Some(Command::Cluster(a)) => cluster_cmd(a),
+        Some(Command::Inspect(a)) => inspect(a),
+        Some(Command::Decompress(a)) => decompress(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -334,5 +424,44 @@ fn import(a: ImportArgs) -> Result<()> {
         )?;
         println!("wrote {}", csv.display());
     }
+    Ok(())
+}
+
+fn cluster_cmd(a: ClusterArgs) -> Result<()> {
+    let sources = a.inputs.sources()?;
+    let inputs = texture::inputs::InputSets::open(&sources)?;
+    let sets = inputs.load_sets(&a.inputs.load_options())?;
+    let embedder = cluster::EmbedderChoice::new(a.embedder, a.clip_weights.as_deref())?;
+    let embeddings = cluster::embed_sets(&sets, &embedder)?;
+    let categories = (a.strategy == cluster::Strategy::Category).then_some(inputs.categories.as_slice());
+    let mut plan = cluster::make_plan(a.strategy, &embeddings, a.m, a.seed, categories)?;
+    plan.input = sources
+        .iter()
+        .map(|s| s.path().display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    plan.write(&a.out)?;
+    let sheet = a.contact_sheet.unwrap_or_else(|| a.out.with_extension("png"));
+    cluster::write_contact_sheet(&sheet, &sets, &plan)?;
+    println!("{}", cluster::plan_summary(&plan, &embeddings)?);
+    println!("wrote {} and {}", a.out.display(), sheet.display());
+    Ok(())
+}
+
+fn inspect(a: InspectArgs) -> Result<()> {
+    let package = ntc::NtcPackage::read(&a.package)?;
+    let summary = ntc::tools::summarize(&package, &a.package);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{summary}");
+    }
+    Ok(())
+}
+
+fn decompress(a: DecompressArgs) -> Result<()> {
+    let package = ntc::NtcPackage::read(&a.package)?;
+    let files = ntc::tools::decompress(&package, &a.out, a.mips)?;
+    println!("wrote {} PNGs into {}", files.len(), a.out.display());
     Ok(())
 }

@@ -109,7 +109,7 @@ impl SceneGpu {
             allow_missing: opts.allow_missing_textures,
             max_size: opts.max_texture_size,
         };
-        let loaded = load_sets_parallel(&sets, &load)?;
+        let loaded = texture::inputs::load_parallel(&sets, &load)?;
         let mut missing_textures = Vec::new();
         let mut texture_bytes = 0u64;
         let mut set_textures = Vec::with_capacity(loaded.len());
@@ -283,40 +283,6 @@ pub fn material_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayou
             },
         ],
     })
-}
-
-/// Decode sets on all cores, keeping the order.
-fn load_sets_parallel(
-    sets: &[TextureSetDesc],
-    opts: &LoadOptions,
-) -> Result<Vec<texture::LoadedSet>, TextureError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(sets.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<texture::LoadedSet, TextureError>>> =
-        (0..sets.len()).map(|_| None).collect();
-    let slots: Vec<std::sync::Mutex<&mut Option<_>>> =
-        results.iter_mut().map(std::sync::Mutex::new).collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(desc) = sets.get(i) else { break };
-                    let r = desc.load(opts);
-                    if let Ok(mut slot) = slots[i].lock() {
-                        **slot = Some(r);
-                    }
-                }
-            });
-        }
-    });
-    drop(slots);
-    results
-        .into_iter()
-        .map(|r| r.expect("every set index is claimed by exactly one worker"))
-        .collect()
 }
 
 /// Upload one set as three mipmapped textures; returns their views and the byte count.

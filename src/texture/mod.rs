@@ -26,8 +26,11 @@
 //! - [`mips`]: mip chains (linear-light colour, renormalised normals).
 //! - [`manifest`]: Bistro-style manifest CSVs and the `texture_sets.csv` report.
 
+pub mod bcn;
 pub mod image_io;
+pub mod inputs;
 pub mod manifest;
+pub mod metrics;
 pub mod mips;
 pub mod set;
 

@@ -1,0 +1,27 @@
+//! Neural texture compression with decoders shared across materials: the codec core.
+//!
+//! - [`model`]: configuration ([`NtcConfig`]), latent pyramids and the mip → grid-pair
+//!   layout ([`LatentLayout`]), decoder weights, and the input-vector pieces every
+//!   implementation must compute alike.
+//! - [`quant`]: latent quantisation and packing, f16 decoder weights.
+//! - [`train`]: training settings, batch sampling, quality, the schedules (gradual
+//!   decoder freezing, cosine decay, fine-tuning) and the CPU reference trainer that the
+//!   GPU trainer is tested against.
+//! - [`format`](mod@format): the `.ntc` package (materials, decoders, latents, checksums).
+//! - [`tools`]: package summaries (`inspect`) and decoding back to PNGs (`decompress`).
+//!
+//! A *group* is a set of materials sharing one decoder: its model ([`GroupModel`]) is one
+//! latent pyramid per material plus one decoder. A package holds any number of groups.
+
+pub mod format;
+pub mod model;
+pub mod quant;
+pub mod tools;
+pub mod train;
+
+pub use format::{NtcFormatError, NtcMaterial, NtcPackage};
+pub use model::{
+    Activation, ConfigError, DecoderWeights, GroupModel, LatentBits, LatentLayout, LatentPyramid,
+    NtcConfig, Preset,
+};
+pub use train::{Quality, TrainConfig, TrainError, TrainedGroup, train_cpu};

@@ -1,0 +1,203 @@
+//! Package tools behind `neurotex inspect` and `neurotex decompress`: a serialisable
+//! summary of a `.ntc` package, and decoding it back into PNG textures (one per material,
+//! channel group and, optionally, mip level).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::format::NtcPackage;
+use super::train::{QUALITY_GROUPS, TrainError, cpu::decode_mip};
+use super::{NtcConfig, NtcFormatError};
+use crate::texture::metrics::ChannelGroup;
+use crate::texture::{CHANNELS, TextureError, quantize_u8, write_png_rgba8};
+
+/// Errors of the package tools.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The package is invalid.
+    #[error(transparent)]
+    Format(#[from] NtcFormatError),
+    /// Decoding failed.
+    #[error(transparent)]
+    Decode(#[from] TrainError),
+    /// Writing a PNG failed.
+    #[error(transparent)]
+    Texture(#[from] TextureError),
+    /// The output folder is unusable.
+    #[error("cannot create {path}: {source}")]
+    Io {
+        /// The folder.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// One material of a package summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct MaterialSummary {
+    /// Material (texture set) name.
+    pub name: String,
+    /// Decoder index.
+    pub decoder: u32,
+    /// Present channels.
+    pub channels: String,
+    /// Size of mip 0.
+    pub width: u32,
+    /// Size of mip 0.
+    pub height: u32,
+    /// Colour mips.
+    pub mips: usize,
+    /// Latent grids (width × height).
+    pub grids: Vec<(u32, u32)>,
+    /// Latent bits per mip-0 texel (whole pyramid).
+    pub bits_per_texel: f64,
+    /// Latent bits per mip-0 texel per present channel.
+    pub bits_per_texel_per_channel: f64,
+    /// PSNR measured at compression, per quality group (dB).
+    pub psnr: Vec<(String, f32)>,
+}
+
+/// A package summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct PackageSummary {
+    /// The file.
+    pub file: String,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// Model configuration.
+    pub config: NtcConfig,
+    /// Decoders.
+    pub decoders: usize,
+    /// Parameters per decoder.
+    pub decoder_params: usize,
+    /// Materials.
+    pub materials: Vec<MaterialSummary>,
+}
+
+/// Summarise `package` (read from `path`).
+pub fn summarize(package: &NtcPackage, path: &Path) -> PackageSummary {
+    let bits = package.config.latent_bits;
+    PackageSummary {
+        file: path.display().to_string(),
+        bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+        config: package.config.clone(),
+        decoders: package.decoders.len(),
+        decoder_params: package.config.decoder_param_count(),
+        materials: package
+            .materials
+            .iter()
+            .map(|m| MaterialSummary {
+                name: m.name.clone(),
+                decoder: m.decoder,
+                channels: m.present.to_string(),
+                width: m.layout.width(),
+                height: m.layout.height(),
+                mips: m.layout.mips(),
+                grids: m.layout.grids().iter().map(|g| (g.width, g.height)).collect(),
+                bits_per_texel: m.layout.bits_per_texel(bits),
+                bits_per_texel_per_channel: m.layout.bits_per_texel_per_channel(bits, m.present.count()),
+                psnr: QUALITY_GROUPS
+                    .iter()
+                    .zip(m.quality.psnr)
+                    .filter_map(|((_, name), p)| p.map(|p| (name.to_string(), p)))
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+impl std::fmt::Display for PackageSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.config;
+        writeln!(f, "{}: {} bytes", self.file, self.bytes)?;
+        writeln!(
+            f,
+            "model: {} features/texel at {:?}, preset {:?}, MLP {} → {:?} → 16 ({:?}), {} params/decoder",
+            c.features,
+            c.latent_bits,
+            c.preset,
+            c.input_width(),
+            c.hidden,
+            c.activation,
+            self.decoder_params
+        )?;
+        writeln!(f, "{} decoders, {} materials", self.decoders, self.materials.len())?;
+        writeln!(f, "{:<40} {:>3} {:>11} {:>4} {:>7} {:>8}  psnr (dB)", "material", "dec", "size", "mips", "bpt", "bpt/ch")?;
+        for m in &self.materials {
+            let psnr: Vec<String> = m.psnr.iter().map(|(g, p)| format!("{g} {p:.2}")).collect();
+            writeln!(
+                f,
+                "{:<40} {:>3} {:>11} {:>4} {:>7.3} {:>8.3}  {}",
+                m.name,
+                m.decoder,
+                format!("{}x{}", m.width, m.height),
+                m.mips,
+                m.bits_per_texel,
+                m.bits_per_texel_per_channel,
+                psnr.join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A file-system-safe version of a material name.
+fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect()
+}
+
+/// Canonical decoded values (`CHANNELS` per texel, unclamped) → RGBA8 of one group.
+fn group_rgba(decoded: &[f32], group: ChannelGroup) -> Vec<u8> {
+    let q = |v: f32| quantize_u8(v.clamp(0.0, 1.0));
+    decoded
+        .chunks_exact(CHANNELS)
+        .flat_map(|t| match group {
+            ChannelGroup::BaseColor => [q(t[0]), q(t[1]), q(t[2]), q(t[3])],
+            ChannelGroup::Normal => {
+                // Rebuild Z for a viewable normal map.
+                let (x, y) = (t[4] * 2.0 - 1.0, t[5] * 2.0 - 1.0);
+                let z = (1.0 - x * x - y * y).max(0.0).sqrt();
+                [q(t[4]), q(t[5]), q(z * 0.5 + 0.5), 255]
+            }
+            ChannelGroup::Orm => [q(t[6]), q(t[7]), q(t[8]), 255],
+            ChannelGroup::Emissive => [q(t[9]), q(t[10]), q(t[11]), 255],
+        })
+        .collect()
+}
+
+/// Decode every material of `package` into `out_dir`: `<material>_<group>.png` for each
+/// present channel group (and `_mip<N>` files for every level when `mips`). Returns the
+/// files written.
+pub fn decompress(package: &NtcPackage, out_dir: &Path, mips: bool) -> Result<Vec<PathBuf>, ToolError> {
+    std::fs::create_dir_all(out_dir).map_err(|source| ToolError::Io {
+        path: out_dir.to_path_buf(),
+        source,
+    })?;
+    let mut written = Vec::new();
+    for decoder in 0..package.decoders.len() as u32 {
+        let (model, indices) = package.group_model(decoder)?;
+        for (local, &index) in indices.iter().enumerate() {
+            let m = &package.materials[index];
+            let levels = if mips { m.layout.mips() } else { 1 };
+            for level in 0..levels {
+                let decoded = decode_mip(&model, local, level)?;
+                let Some((w, h)) = m.layout.mip_size(level) else { continue };
+                for group in ChannelGroup::ALL {
+                    if !m.present.intersects(group.mask()) {
+                        continue;
+                    }
+                    let suffix = if mips { format!("_mip{level}") } else { String::new() };
+                    let path = out_dir.join(format!("{}_{}{suffix}.png", file_stem(&m.name), group.name()));
+                    write_png_rgba8(&path, w, h, &group_rgba(&decoded, group))?;
+                    written.push(path);
+                }
+            }
+        }
+    }
+    Ok(written)
+}
+

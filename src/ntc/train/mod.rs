@@ -1,0 +1,522 @@
+//! Training: settings, loss weights, batch sampling and quality measurement shared by
+//! every trainer, the schedules ([`schedule`]) and the CPU reference trainer ([`cpu`]).
+//!
+//! A *group* is `k` texture sets that share one decoder; training a group fits `k`
+//! latent pyramids and one decoder together, every batch mixing texels of all `k` sets.
+//! The recipe (see [`schedule`]): Adam with separate latent and decoder learning rates
+//! and cosine decay, QAT noise on the latents, gradual decoder freezing for shared
+//! decoders, then quantised latents and a short decoder fine-tune.
+
+pub mod cpu;
+pub mod schedule;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ntc::model::{ConfigError, GroupModel, NtcConfig, OUTPUTS, SplitMix64};
+use crate::ntc::quant::QuantError;
+use crate::texture::{CHANNELS, ChannelMask, SetMip};
+
+pub use cpu::{AdamParams, train_cpu};
+pub use schedule::{FreezeSchedule, Schedule};
+
+/// Largest accepted batch size.
+pub const MAX_BATCH: u32 = 1 << 24;
+
+/// Errors of training and of evaluating a model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TrainError {
+    /// The model configuration is out of range or inconsistent.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Quantisation failed (a decoder weight beyond f16).
+    #[error(transparent)]
+    Quant(#[from] QuantError),
+    /// A training setting is out of range.
+    #[error("invalid training setting `{name}`: {reason}")]
+    Setting {
+        /// The setting's name.
+        name: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A group without texture sets.
+    #[error("a group needs at least one texture set")]
+    EmptyGroup,
+    /// A texture set whose mips do not match its size.
+    #[error("texture set `{name}`: {reason}")]
+    BadSet {
+        /// The set's name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A sample outside the group's materials, mips or texels.
+    #[error("sample {0:?} lies outside the group")]
+    SampleOutOfRange(Sample),
+    /// Buffers (latents, gradients, optimiser state) whose sizes do not match the model.
+    #[error("{what}: expected {expected} values, found {found}")]
+    Size {
+        /// What was measured.
+        what: String,
+        /// The size the model implies.
+        expected: usize,
+        /// The size given.
+        found: usize,
+    },
+}
+
+/// One training texel: a texel of colour mip `mip` of material `material` of a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Sample {
+    /// Material index within the group.
+    pub material: u32,
+    /// Colour mip.
+    pub mip: u32,
+    /// Texel column.
+    pub x: u32,
+    /// Texel row.
+    pub y: u32,
+}
+
+/// Per-channel L2 loss weights by channel group. A channel that the set's `present` mask
+/// lacks always gets weight 0 (the shader uses the material's constant there).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LossWeights {
+    /// Base colour RGB (default 2.0).
+    pub base_color: f64,
+    /// Alpha (default 1.0).
+    pub alpha: f64,
+    /// Normal X, Y (default 1.0).
+    pub normal: f64,
+    /// Occlusion (default 0.35).
+    pub occlusion: f64,
+    /// Roughness (default 0.35).
+    pub roughness: f64,
+    /// Metallic (default 0.35).
+    pub metallic: f64,
+    /// Emissive RGB (default 1.0).
+    pub emissive: f64,
+}
+
+impl Default for LossWeights {
+    fn default() -> Self {
+        LossWeights {
+            base_color: 2.0,
+            alpha: 1.0,
+            normal: 1.0,
+            occlusion: 0.35,
+            roughness: 0.35,
+            metallic: 0.35,
+            emissive: 1.0,
+        }
+    }
+}
+
+impl LossWeights {
+    /// The weight of every decoder output for a set with channels `present`: the group
+    /// weight for present channels, 0 for absent ones and for the padding outputs 12–15.
+    pub fn per_output(&self, present: ChannelMask) -> [f64; OUTPUTS] {
+        let groups = [
+            (ChannelMask::BASE_COLOR, self.base_color),
+            (ChannelMask::ALPHA, self.alpha),
+            (ChannelMask::NORMAL, self.normal),
+            (ChannelMask::OCCLUSION, self.occlusion),
+            (ChannelMask::ROUGHNESS, self.roughness),
+            (ChannelMask::METALLIC, self.metallic),
+            (ChannelMask::EMISSIVE, self.emissive),
+        ];
+        let mut w = [0.0; OUTPUTS];
+        for (mask, weight) in groups {
+            for c in (mask & present).channels() {
+                w[c.index()] = weight;
+            }
+        }
+        w
+    }
+
+    /// All weights, named, for validation.
+    fn named(&self) -> [(&'static str, f64); 7] {
+        [
+            ("loss_weights.base_color", self.base_color),
+            ("loss_weights.alpha", self.alpha),
+            ("loss_weights.normal", self.normal),
+            ("loss_weights.occlusion", self.occlusion),
+            ("loss_weights.roughness", self.roughness),
+            ("loss_weights.metallic", self.metallic),
+            ("loss_weights.emissive", self.emissive),
+        ]
+    }
+}
+
+/// Everything a training run needs besides the data, the step count and the seed.
+/// Serialised with serde (unknown keys are errors); defaults below.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// The model's shape.
+    pub model: NtcConfig,
+    /// Initial latent learning rate (default 1e-2, the Metal implementation's).
+    pub lr_latents: f64,
+    /// Initial decoder learning rate (default 5e-3, the Metal implementation's).
+    pub lr_decoder: f64,
+    /// Texels per batch (default 32768).
+    pub batch_size: u32,
+    /// Per-channel loss weights.
+    pub loss_weights: LossWeights,
+    /// Add uniform ±q/2 noise to the latents in the main phase (default true).
+    pub qat: bool,
+    /// Gradual decoder freezing, used for groups of 2 or more sets.
+    pub freeze: FreezeSchedule,
+    /// Also freeze the decoder of a single-set group (default false: λ ≡ 1 for k = 1).
+    pub freeze_single: bool,
+    /// Fine-tuning steps as a fraction of the main steps (default 0.05).
+    pub finetune_fraction: f64,
+    /// Decoder learning rate while fine-tuning, relative to `lr_decoder` (default 0.1).
+    pub finetune_lr_scale: f64,
+    /// Adam's hyper-parameters.
+    pub adam: AdamParams,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            model: NtcConfig::default(),
+            lr_latents: 1e-2,
+            lr_decoder: 5e-3,
+            batch_size: 32768,
+            loss_weights: LossWeights::default(),
+            qat: true,
+            freeze: FreezeSchedule::default(),
+            freeze_single: false,
+            finetune_fraction: 0.05,
+            finetune_lr_scale: 0.1,
+            adam: AdamParams::default(),
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Check every setting.
+    pub fn validate(&self) -> Result<(), TrainError> {
+        self.model.validate()?;
+        let setting = |name, reason: String| Err(TrainError::Setting { name, reason });
+        let non_negative = [
+            ("lr_latents", self.lr_latents),
+            ("lr_decoder", self.lr_decoder),
+            ("finetune_lr_scale", self.finetune_lr_scale),
+        ];
+        for (name, v) in non_negative.into_iter().chain(self.loss_weights.named()) {
+            if !(v.is_finite() && v >= 0.0) {
+                return setting(name, format!("must be finite and ≥ 0, got {v}"));
+            }
+        }
+        if !(1..=MAX_BATCH).contains(&self.batch_size) {
+            return setting(
+                "batch_size",
+                format!("must be in 1..={MAX_BATCH}, got {}", self.batch_size),
+            );
+        }
+        if !self.freeze.is_valid() {
+            return setting(
+                "freeze",
+                format!("fractions must be in [0, 1], got {:?}", self.freeze),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.finetune_fraction) {
+            return setting(
+                "finetune_fraction",
+                format!("must be in [0, 1], got {}", self.finetune_fraction),
+            );
+        }
+        let a = &self.adam;
+        if !((0.0..1.0).contains(&a.beta1)
+            && (0.0..1.0).contains(&a.beta2)
+            && a.epsilon.is_finite()
+            && a.epsilon > 0.0)
+        {
+            return setting(
+                "adam",
+                format!("betas must be in [0, 1) and epsilon > 0, got {a:?}"),
+            );
+        }
+        Ok(())
+    }
+
+    /// The schedule of a run of `main_steps` for a group of `group_size` sets: freezing
+    /// only when `group_size > 1` or [`freeze_single`](Self::freeze_single).
+    pub fn schedule(&self, main_steps: u64, group_size: usize) -> Schedule {
+        Schedule {
+            main_steps,
+            finetune_steps: schedule::finetune_steps(main_steps, self.finetune_fraction),
+            lr_latents: self.lr_latents,
+            lr_decoder: self.lr_decoder,
+            finetune_lr_scale: self.finetune_lr_scale,
+            freeze: (group_size > 1 || self.freeze_single).then_some(self.freeze),
+        }
+    }
+}
+
+/// Named channel groups that quality is reported for, in [`Quality::psnr`] order.
+pub const QUALITY_GROUPS: [(ChannelMask, &str); 7] = [
+    (ChannelMask::BASE_COLOR, "base_color"),
+    (ChannelMask::ALPHA, "alpha"),
+    (ChannelMask::NORMAL, "normal"),
+    (ChannelMask::OCCLUSION, "occlusion"),
+    (ChannelMask::ROUGHNESS, "roughness"),
+    (ChannelMask::METALLIC, "metallic"),
+    (ChannelMask::EMISSIVE, "emissive"),
+];
+
+/// Reconstruction quality of one material: PSNR in dB per [`QUALITY_GROUPS`] entry over
+/// mip 0 (values in \[0, 1\], decoded outputs clamped), `None` for groups the set does
+/// not have; infinite for an exact match.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Quality {
+    /// PSNR per channel group.
+    pub psnr: [Option<f32>; QUALITY_GROUPS.len()],
+}
+
+impl Quality {
+    /// Measure `decoded` (`CHANNELS` values per texel, row-major) against `reference`.
+    /// A group counts when all its channels are in `present`; `None` everywhere when the
+    /// sizes disagree.
+    pub fn measure(decoded: &[f32], reference: &SetMip, present: ChannelMask) -> Quality {
+        let mut quality = Quality::default();
+        if decoded.len() != reference.texels.len() || decoded.is_empty() {
+            return quality;
+        }
+        for (slot, (mask, _)) in quality.psnr.iter_mut().zip(QUALITY_GROUPS) {
+            if !present.contains(mask) {
+                continue;
+            }
+            let mut sum = 0.0f64;
+            let mut n = 0usize;
+            for (d, r) in decoded
+                .chunks_exact(CHANNELS)
+                .zip(reference.texels.chunks_exact(CHANNELS))
+            {
+                for c in mask.channels() {
+                    let i = c.index();
+                    let (dv, rv) = (d.get(i).copied(), r.get(i).copied());
+                    if let (Some(dv), Some(rv)) = (dv, rv) {
+                        let e = f64::from(dv.clamp(0.0, 1.0)) - f64::from(rv) / 255.0;
+                        sum += e * e;
+                        n += 1;
+                    }
+                }
+            }
+            *slot = (n > 0).then(|| psnr(sum / n as f64));
+        }
+        quality
+    }
+
+    /// Mean PSNR over the groups measured (`None` when none is).
+    pub fn mean(&self) -> Option<f32> {
+        let measured: Vec<f32> = self.psnr.iter().flatten().copied().collect();
+        (!measured.is_empty()).then(|| measured.iter().sum::<f32>() / measured.len() as f32)
+    }
+}
+
+/// PSNR in dB of a mean squared error on \[0, 1\] values: `10 · log10(1 / mse)`.
+pub fn psnr(mse: f64) -> f32 {
+    (-10.0 * mse.log10()) as f32
+}
+
+/// One trained material's identity and measured quality.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainedMaterial {
+    /// The texture set's name.
+    pub name: String,
+    /// The set's present channels.
+    pub present: ChannelMask,
+    /// Quality after quantisation and fine-tuning, decoder rounded to f16.
+    pub quality: Quality,
+}
+
+/// The result of training a group: the model (latents quantised, decoder rounded to
+/// f16, so that it decodes exactly like its `.ntc` package), one entry per material and
+/// the loss of every step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainedGroup {
+    /// The trained model.
+    pub model: GroupModel,
+    /// One entry per material, in group order.
+    pub materials: Vec<TrainedMaterial>,
+    /// Batch loss of every step, main phase then fine-tuning.
+    pub losses: Vec<f64>,
+}
+
+/// A batch of `batch_size` samples: each picks a material uniformly, then a texel
+/// uniformly among all texels of all the material's colour mips (so mip `m` is chosen
+/// with probability ∝ its area). Two [`SplitMix64::below`] draws per sample: material,
+/// then the texel's index in the concatenation of the mips, mip 0 first, each row-major.
+pub fn sample_batch(model: &GroupModel, batch_size: usize, rng: &mut SplitMix64) -> Vec<Sample> {
+    let areas: Vec<Vec<(u32, u32)>> = model
+        .pyramids()
+        .iter()
+        .map(|p| {
+            let l = p.layout();
+            (0..l.mips()).filter_map(|m| l.mip_size(m)).collect()
+        })
+        .collect();
+    let totals: Vec<u64> = areas
+        .iter()
+        .map(|mips| mips.iter().map(|&(w, h)| u64::from(w) * u64::from(h)).sum())
+        .collect();
+    let mut batch = Vec::with_capacity(batch_size);
+    if areas.is_empty() {
+        return batch;
+    }
+    for _ in 0..batch_size {
+        let material = rng.below(areas.len() as u64) as usize;
+        let (Some(mips), Some(&total)) = (areas.get(material), totals.get(material)) else {
+            continue;
+        };
+        let mut r = rng.below(total);
+        for (mip, &(w, h)) in mips.iter().enumerate() {
+            let area = u64::from(w) * u64::from(h);
+            if r < area {
+                batch.push(Sample {
+                    material: material as u32,
+                    mip: mip as u32,
+                    x: (r % u64::from(w)) as u32,
+                    y: (r / u64::from(w)) as u32,
+                });
+                break;
+            }
+            r -= area;
+        }
+    }
+    batch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ntc::model::{LatentLayout, Preset};
+
+    #[test]
+    fn absent_channels_weigh_nothing() {
+        let w = LossWeights::default().per_output(ChannelMask::BASE_COLOR | ChannelMask::ROUGHNESS);
+        assert_eq!(&w[..4], &[2.0, 2.0, 2.0, 0.0]);
+        assert_eq!(w[7], 0.35);
+        assert_eq!(w[6], 0.0);
+        assert!(w[8..].iter().all(|&x| x == 0.0));
+        let all = LossWeights::default().per_output(ChannelMask::ALL);
+        assert_eq!(
+            &all[..12],
+            &[
+                2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 0.35, 0.35, 0.35, 1.0, 1.0, 1.0
+            ]
+        );
+        assert!(all[12..].iter().all(|&x| x == 0.0));
+    }
+
+    #[test]
+    fn train_config_validation_and_schedule() {
+        let c = TrainConfig::default();
+        c.validate().expect("defaults are valid");
+        assert!(c.schedule(1000, 1).freeze.is_none());
+        assert!(c.schedule(1000, 3).freeze.is_some());
+        assert_eq!(c.schedule(1000, 3).finetune_steps, 50);
+        let single = TrainConfig {
+            freeze_single: true,
+            ..c.clone()
+        };
+        assert!(single.schedule(10, 1).freeze.is_some());
+        let bad = TrainConfig {
+            lr_latents: -1.0,
+            ..c.clone()
+        };
+        let err = bad.validate().expect_err("negative rate");
+        assert!(err.to_string().contains("lr_latents"), "{err}");
+        assert!(
+            TrainConfig {
+                batch_size: 0,
+                ..c.clone()
+            }
+            .validate()
+            .is_err()
+        );
+        let parsed: TrainConfig = toml::from_str(
+            "lr_decoder = 4e-4\n[model]\nhidden = [64, 64, 64]\nactivation = \"leaky-relu\"",
+        )
+        .expect("parse");
+        assert_eq!(parsed.model.hidden, [64, 64, 64]);
+        assert_eq!(parsed.lr_latents, 1e-2);
+    }
+
+    #[test]
+    fn batches_mix_materials_and_weight_mips_by_area() {
+        let config = NtcConfig {
+            features: 4,
+            hidden: vec![8],
+            ..NtcConfig::default()
+        };
+        let layouts = vec![
+            LatentLayout::new(8, 8, 4, Preset::High, 4).expect("layout"),
+            LatentLayout::new(4, 2, 3, Preset::High, 4).expect("layout"),
+        ];
+        let model = GroupModel::init(&config, layouts, 1).expect("model");
+        let mut rng = SplitMix64::new(5);
+        let batch = sample_batch(&model, 20000, &mut rng);
+        assert_eq!(batch.len(), 20000);
+        let mut per_mip = [0usize; 4];
+        let mut per_material = [0usize; 2];
+        for s in &batch {
+            per_material[s.material as usize] += 1;
+            let l = model.pyramids()[s.material as usize].layout();
+            let (w, h) = l.mip_size(s.mip as usize).expect("mip");
+            assert!(s.x < w && s.y < h);
+            if s.material == 0 {
+                per_mip[s.mip as usize] += 1;
+            }
+        }
+        assert!((9000..11000).contains(&per_material[0]), "{per_material:?}");
+        // Areas 64, 16, 4, 1 of 85.
+        let n0 = per_material[0] as f64;
+        for (m, area) in [64.0, 16.0, 4.0, 1.0].iter().enumerate() {
+            let share = per_mip[m] as f64 / n0;
+            assert!((share - area / 85.0).abs() < 0.02, "mip {m}: {share}");
+        }
+        // Deterministic for a seed.
+        assert_eq!(
+            sample_batch(&model, 50, &mut SplitMix64::new(9)),
+            sample_batch(&model, 50, &mut SplitMix64::new(9))
+        );
+    }
+
+    #[test]
+    fn quality_measures_present_groups_only() {
+        let reference = SetMip {
+            width: 2,
+            height: 1,
+            texels: vec![255; 2 * CHANNELS],
+        };
+        let mut decoded = vec![1.0f32; 2 * CHANNELS];
+        let q = Quality::measure(&decoded, &reference, ChannelMask::BASE_COLOR);
+        assert_eq!(q.psnr[0], Some(f32::INFINITY));
+        assert!(q.psnr[1..].iter().all(Option::is_none));
+        decoded[0] = 0.9; // one of 6 base colour values off by 0.1
+        let q = Quality::measure(
+            &decoded,
+            &reference,
+            ChannelMask::BASE_COLOR | ChannelMask::ALPHA,
+        );
+        let expected = psnr(0.01 / 6.0);
+        assert!((q.psnr[0].expect("base") - expected).abs() < 1e-4);
+        assert_eq!(q.psnr[1], Some(f32::INFINITY));
+        // Clamping: values above 1 count as 1.
+        decoded[0] = 7.0;
+        assert_eq!(
+            Quality::measure(&decoded, &reference, ChannelMask::BASE_COLOR).psnr[0],
+            Some(f32::INFINITY)
+        );
+        assert_eq!(
+            Quality::measure(&decoded[..3], &reference, ChannelMask::ALL),
+            Quality::default()
+        );
+        assert!((psnr(1e-4) - 40.0).abs() < 1e-4);
+    }
+}

@@ -1,0 +1,263 @@
+//! Block-compression baselines for quality reports: each texture set encoded the way a
+//! game would ship it, decoded again, and measured with the same PSNR as NTC.
+//!
+//! Two baselines over the full mip chain, only for the channel groups a set has:
+//! - `BC1/BC5` (≈ 4–8 bpp per texture): base colour BC1 (BC3 when it has alpha),
+//!   normal X/Y BC5, ORM BC1, emissive BC1;
+//! - `BC7/BC5` (8 bpp per texture): base colour BC7, normal BC5, ORM BC7, emissive BC7.
+//!
+//! Encoding uses Intel's ISPC texture compressor (`intel_tex_2`), decoding a pure-Rust
+//! decoder (`texture2ddecoder`).
+
+use super::metrics::{ChannelGroup, ErrorAccumulator, GroupPsnr};
+use super::{CHANNELS, ChannelMask, SetMip, TextureSet};
+
+/// A block format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum BlockFormat {
+    /// RGB, 4 bpp.
+    Bc1,
+    /// RGBA (interpolated alpha), 8 bpp.
+    Bc3,
+    /// Two channels, 8 bpp.
+    Bc5,
+    /// RGBA, 8 bpp, high quality.
+    Bc7,
+}
+
+impl BlockFormat {
+    /// Bytes per 4×4 block.
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            Self::Bc1 => 8,
+            _ => 16,
+        }
+    }
+}
+
+/// One baseline's result for one texture set.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BcnResult {
+    /// Baseline name (`BC1/BC5`, `BC7/BC5`).
+    pub name: &'static str,
+    /// Compressed bytes over the whole mip chain.
+    pub bytes: u64,
+    /// Bits per mip-0 texel (whole chain, all textures of the set).
+    pub bits_per_texel: f64,
+    /// PSNR of mip 0.
+    pub psnr_mip0: GroupPsnr,
+    /// PSNR over every mip level.
+    pub psnr_chain: GroupPsnr,
+}
+
+/// The two baselines' formats per group: (name, [base colour, normal, ORM, emissive]).
+fn baselines(has_alpha: bool) -> [(&'static str, [BlockFormat; 4]); 2] {
+    let bc1_base = if has_alpha {
+        BlockFormat::Bc3
+    } else {
+        BlockFormat::Bc1
+    };
+    [
+        (
+            "BC1/BC5",
+            [
+                bc1_base,
+                BlockFormat::Bc5,
+                BlockFormat::Bc1,
+                BlockFormat::Bc1,
+            ],
+        ),
+        (
+            "BC7/BC5",
+            [
+                BlockFormat::Bc7,
+                BlockFormat::Bc5,
+                BlockFormat::Bc7,
+                BlockFormat::Bc7,
+            ],
+        ),
+    ]
+}
+
+/// Canonical channels of each group, in the order they go into the block texture.
+fn group_channels(group: ChannelGroup) -> &'static [usize] {
+    match group {
+        ChannelGroup::BaseColor => &[0, 1, 2, 3],
+        ChannelGroup::Normal => &[4, 5],
+        ChannelGroup::Orm => &[6, 7, 8],
+        ChannelGroup::Emissive => &[9, 10, 11],
+    }
+}
+
+/// Encode and decode `channels` of `mip` with `format`; writes the decoded values into
+/// `out` (12 interleaved channels per texel). Returns the compressed byte count.
+fn round_trip(mip: &SetMip, channels: &[usize], format: BlockFormat, out: &mut [u8]) -> usize {
+    let (w, h) = (mip.width as usize, mip.height as usize);
+    let (pw, ph) = (w.div_ceil(4) * 4, h.div_ceil(4) * 4);
+    // Edge-replicated padding to whole blocks.
+    let mut rgba = vec![0u8; pw * ph * 4];
+    for y in 0..ph {
+        for x in 0..pw {
+            let src = (y.min(h - 1) * w + x.min(w - 1)) * CHANNELS;
+            let dst = (y * pw + x) * 4;
+            rgba[dst + 3] = 255;
+            for (k, &c) in channels.iter().enumerate() {
+                rgba[dst + k] = mip.texels[src + c];
+            }
+        }
+    }
+    let surface = intel_tex_2::RgbaSurface {
+        data: &rgba,
+        width: pw as u32,
+        height: ph as u32,
+        stride: (pw * 4) as u32,
+    };
+    let mut decoded = vec![0u32; pw * ph];
+    // The decoder returns Err only for short buffers, which the encoder's sizes rule out.
+    let blocks = match format {
+        BlockFormat::Bc1 => {
+            let b = intel_tex_2::bc1::compress_blocks(&surface);
+            texture2ddecoder::decode_bc1(&b, pw, ph, &mut decoded).map(|_| b)
+        }
+        BlockFormat::Bc3 => {
+            let b = intel_tex_2::bc3::compress_blocks(&surface);
+            texture2ddecoder::decode_bc3(&b, pw, ph, &mut decoded).map(|_| b)
+        }
+        BlockFormat::Bc7 => {
+            let settings = if channels.len() == 4 {
+                intel_tex_2::bc7::alpha_basic_settings()
+            } else {
+                intel_tex_2::bc7::opaque_basic_settings()
+            };
+            let b = intel_tex_2::bc7::compress_blocks(&settings, &surface);
+            texture2ddecoder::decode_bc7(&b, pw, ph, &mut decoded).map(|_| b)
+        }
+        BlockFormat::Bc5 => {
+            let rg: Vec<u8> = rgba.chunks_exact(4).flat_map(|p| [p[0], p[1]]).collect();
+            let rg_surface = intel_tex_2::RgSurface {
+                data: &rg,
+                width: pw as u32,
+                height: ph as u32,
+                stride: (pw * 2) as u32,
+            };
+            let b = intel_tex_2::bc5::compress_blocks(&rg_surface);
+            texture2ddecoder::decode_bc5(&b, pw, ph, &mut decoded).map(|_| b)
+        }
+    }
+    .expect("decode buffers are sized from the encoder's own output");
+    for y in 0..h {
+        for x in 0..w {
+            // texture2ddecoder packs pixels as little-endian [b, g, r, a].
+            let [b, g, r, a] = decoded[y * pw + x].to_le_bytes();
+            let px = [r, g, b, a];
+            let dst = (y * w + x) * CHANNELS;
+            for (k, &c) in channels.iter().enumerate() {
+                out[dst + c] = px[k];
+            }
+        }
+    }
+    blocks.len()
+}
+
+/// Encode `set` with both baselines and measure them.
+pub fn bcn_baselines(set: &TextureSet) -> Vec<BcnResult> {
+    let present = set.present;
+    let has_alpha = present.contains(ChannelMask::ALPHA);
+    let texels0 = (set.width as f64) * (set.height as f64);
+    baselines(has_alpha)
+        .into_iter()
+        .map(|(name, formats)| {
+            let mut bytes = 0u64;
+            let mut chain = ErrorAccumulator::default();
+            let mut mip0 = ErrorAccumulator::default();
+            for (level, mip) in set.mips.iter().enumerate() {
+                let mut decoded = mip.texels.clone();
+                for (group, format) in ChannelGroup::ALL.into_iter().zip(formats) {
+                    if present.intersects(group.mask()) {
+                        bytes +=
+                            round_trip(mip, group_channels(group), format, &mut decoded) as u64;
+                    }
+                }
+                chain.add_u8(&mip.texels, &decoded, present);
+                if level == 0 {
+                    mip0.add_u8(&mip.texels, &decoded, present);
+                }
+            }
+            BcnResult {
+                name,
+                bytes,
+                bits_per_texel: bytes as f64 * 8.0 / texels0.max(1.0),
+                psnr_mip0: mip0.group_psnr(),
+                psnr_chain: chain.group_psnr(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::texture::build_mip_chain;
+
+    fn test_set(w: u32, h: u32) -> TextureSet {
+        let mut texels = Vec::with_capacity((w * h) as usize * CHANNELS);
+        for y in 0..h {
+            for x in 0..w {
+                let v = ((x * 255) / w.max(1)) as u8;
+                let u = ((y * 255) / h.max(1)) as u8;
+                texels.extend_from_slice(&[v, u, 128, 255, 128, 128, 255, u, 0, 255, 255, 255]);
+            }
+        }
+        let present = ChannelMask(
+            ChannelMask::BASE_COLOR.0 | ChannelMask::NORMAL.0 | ChannelMask::ROUGHNESS.0,
+        );
+        TextureSet {
+            name: "gradient".into(),
+            width: w,
+            height: h,
+            present,
+            mips: build_mip_chain(SetMip {
+                width: w,
+                height: h,
+                texels,
+            }),
+        }
+    }
+
+    #[test]
+    fn baselines_have_expected_rates_and_quality() {
+        let set = test_set(64, 64);
+        let results = bcn_baselines(&set);
+        assert_eq!(results.len(), 2);
+        // Mip chain of 64²: 1365 texels → 1366 blocks-worth rounded up per level.
+        let blocks: u64 = set
+            .mips
+            .iter()
+            .map(|m| (m.width.div_ceil(4) * m.height.div_ceil(4)) as u64)
+            .sum();
+        let bc1 = &results[0];
+        // Base BC1 (8) + normal BC5 (16) + ORM BC1 (8) bytes per block.
+        assert_eq!(bc1.bytes, blocks * (8 + 16 + 8));
+        let bc7 = &results[1];
+        assert_eq!(bc7.bytes, blocks * (16 + 16 + 16));
+        // Smooth gradients compress well: both above 35 dB, and no emissive group.
+        for r in &results {
+            assert!(
+                r.psnr_mip0.base_color.unwrap() > 35.0,
+                "{}: {:?}",
+                r.name,
+                r.psnr_mip0
+            );
+            assert!(r.psnr_mip0.normal.unwrap() > 40.0);
+            assert!(r.psnr_mip0.emissive.is_none());
+        }
+        assert!(bc7.psnr_mip0.base_color >= bc1.psnr_mip0.base_color);
+    }
+
+    #[test]
+    fn odd_sizes_round_trip() {
+        let set = test_set(13, 7);
+        let r = bcn_baselines(&set);
+        assert!(r[1].psnr_chain.all.unwrap() > 30.0);
+    }
+}

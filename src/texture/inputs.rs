@@ -1,0 +1,266 @@
+//! What the offline tools (compress, cluster, eval) read: the distinct texture sets of
+//! one or more inputs — scenes (`.toml`, `.gltf`, `.glb`) and texture-set manifests
+//! (`.csv`) — concatenated in order, with a category label per set where one is known
+//! (a manifest's `paper_category`, or the `texture_sets.csv` beside a scene).
+
+use std::path::{Path, PathBuf};
+
+use super::{LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
+use crate::scene::Material;
+
+/// One input of an offline run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputSource {
+    /// A scene: description, glTF or GLB.
+    Scene(PathBuf),
+    /// A texture-set manifest (CSV).
+    Manifest(PathBuf),
+}
+
+impl InputSource {
+    /// The file.
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::Scene(p) | Self::Manifest(p) => p,
+        }
+    }
+}
+
+/// Errors while opening inputs.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// A scene failed to load.
+    #[error(transparent)]
+    Scene(#[from] crate::scene::SceneError),
+    /// A manifest or image failed to load.
+    #[error(transparent)]
+    Texture(#[from] TextureError),
+    /// Nothing to compress.
+    #[error("{inputs}: no textured material found")]
+    Empty {
+        /// The inputs, joined.
+        inputs: String,
+    },
+}
+
+/// The distinct texture sets of the inputs (not yet decoded).
+#[derive(Clone, Debug)]
+pub struct InputSets {
+    /// The inputs, for reports.
+    pub sources: Vec<InputSource>,
+    /// Per set: its identity (image sources).
+    pub descs: Vec<TextureSetDesc>,
+    /// Per set: a unique, readable name.
+    pub names: Vec<String>,
+    /// Per set: a category label ("" when unknown).
+    pub categories: Vec<String>,
+    /// Every material of every input, in order.
+    pub materials: Vec<Material>,
+    /// Per material: its set (None for constant-only materials).
+    pub material_sets: Vec<Option<usize>>,
+}
+
+impl InputSets {
+    /// Open every input and deduplicate texture sets within and across inputs.
+    pub fn open(sources: &[InputSource]) -> Result<Self, InputError> {
+        let mut materials = Vec::new();
+        let mut labels: Vec<String> = Vec::new();
+        for src in sources {
+            match src {
+                InputSource::Scene(path) => {
+                    let opened = crate::scene::open::open(Some(path))?;
+                    let csv = path.with_file_name("texture_sets.csv");
+                    let (descs, _) = super::scene_texture_sets(&opened.scene.materials);
+                    let names: Vec<String> = descs.iter().map(TextureSetDesc::name).collect();
+                    let cats = if csv.exists() {
+                        category_column(&csv, "paper_category", &names)?
+                    } else {
+                        vec![String::new(); names.len()]
+                    };
+                    for m in &opened.scene.materials {
+                        let label = TextureSetDesc::from_material(m)
+                            .and_then(|d| descs.iter().position(|x| *x == d))
+                            .map(|i| cats[i].clone())
+                            .unwrap_or_default();
+                        materials.push(m.clone());
+                        labels.push(label);
+                    }
+                }
+                InputSource::Manifest(path) => {
+                    for e in super::read_manifest(path)? {
+                        materials.push(e.material);
+                        labels.push(e.paper_category);
+                    }
+                }
+            }
+        }
+        let (descs, material_sets) = super::scene_texture_sets(&materials);
+        if descs.is_empty() {
+            return Err(InputError::Empty {
+                inputs: sources
+                    .iter()
+                    .map(|s| s.path().display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let mut categories = vec![String::new(); descs.len()];
+        for (m, set) in material_sets.iter().enumerate() {
+            if let Some(s) = *set {
+                if categories[s].is_empty() {
+                    categories[s] = labels[m].clone();
+                }
+            }
+        }
+        Ok(Self {
+            sources: sources.to_vec(),
+            names: unique_names(&descs),
+            descs,
+            categories,
+            materials,
+            material_sets,
+        })
+    }
+
+    /// Decode every set (in parallel), downscaled to `opts.max_size` when given; sets get
+    /// their unique names.
+    pub fn load(&self, opts: &LoadOptions) -> Result<Vec<LoadedSet>, TextureError> {
+        let mut loaded = load_parallel(&self.descs, opts)?;
+        for (l, name) in loaded.iter_mut().zip(&self.names) {
+            l.set.name = name.clone();
+        }
+        Ok(loaded)
+    }
+
+    /// Decode every set and keep only the texture data.
+    pub fn load_sets(&self, opts: &LoadOptions) -> Result<Vec<TextureSet>, TextureError> {
+        Ok(self.load(opts)?.into_iter().map(|l| l.set).collect())
+    }
+}
+
+/// A category column of a `texture_sets.csv`-style file, per set name ("" when absent).
+fn category_column(
+    csv_path: &Path,
+    column: &str,
+    names: &[String],
+) -> Result<Vec<String>, TextureError> {
+    let bad = |message: String| TextureError::Csv {
+        path: csv_path.to_path_buf(),
+        message,
+    };
+    let mut reader = csv::Reader::from_path(csv_path).map_err(|e| bad(e.to_string()))?;
+    let headers = reader.headers().map_err(|e| bad(e.to_string()))?.clone();
+    let (Some(id_col), Some(cat_col)) = (
+        headers.iter().position(|h| h == "set_id"),
+        headers.iter().position(|h| h == column),
+    ) else {
+        return Ok(vec![String::new(); names.len()]);
+    };
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let r = record.map_err(|e| bad(e.to_string()))?;
+        rows.push((
+            r.get(id_col).unwrap_or("").to_string(),
+            r.get(cat_col).unwrap_or("").to_string(),
+        ));
+    }
+    Ok(names
+        .iter()
+        .map(|n| {
+            rows.iter()
+                .find(|(id, _)| id == n || id.rsplit('/').next() == Some(n.as_str()))
+                .map(|(_, c)| c.clone())
+                .unwrap_or_default()
+        })
+        .collect())
+}
+
+/// Set names made unique by suffixing `#2`, `#3`, … to repeats.
+fn unique_names(descs: &[TextureSetDesc]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(descs.len());
+    for d in descs {
+        let base = d.name();
+        let mut name = base.clone();
+        let mut n = 2;
+        while out.contains(&name) {
+            name = format!("{base}#{n}");
+            n += 1;
+        }
+        out.push(name);
+    }
+    out
+}
+
+/// Decode sets on all cores, keeping the order.
+pub fn load_parallel(
+    sets: &[TextureSetDesc],
+    opts: &LoadOptions,
+) -> Result<Vec<LoadedSet>, TextureError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(sets.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<LoadedSet, TextureError>>>> =
+        sets.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(desc) = sets.get(i) else { break };
+                    let r = desc.load(opts);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .ok()
+                .flatten()
+                .expect("every set index is claimed by exactly one worker")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn living_room_and_bistro_combine() {
+        let sources = [
+            InputSource::Scene("../shared/assets/ntc_living_room/scene.gltf".into()),
+            InputSource::Manifest("../shared/assets/bistro_texture_sets/manifest.csv".into()),
+        ];
+        let inputs = InputSets::open(&sources).unwrap();
+        assert_eq!(inputs.descs.len(), 27 + 36);
+        assert_eq!(inputs.names.len(), inputs.descs.len());
+        let mut sorted = inputs.names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), inputs.names.len(), "names are unique");
+        // Every Bistro set has a paper category; the living room's come from texture_sets.csv.
+        let labelled = inputs.categories.iter().filter(|c| !c.is_empty()).count();
+        assert!(labelled >= 36 + 20, "labelled sets: {labelled}");
+    }
+
+    #[test]
+    fn empty_input_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("neurotex-inputs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let m = dir.join("empty.csv");
+        std::fs::write(&m, "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n").unwrap();
+        let e = InputSets::open(&[InputSource::Manifest(m)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("empty.csv") && e.contains("no textured material"),
+            "{e}"
+        );
+    }
+}
