@@ -57,7 +57,12 @@ struct InputsArg {
 impl InputsArg {
     fn sources(&self) -> Result<Vec<texture::inputs::InputSource>> {
         use texture::inputs::InputSource;
-        let mut v: Vec<InputSource> = self.scenes.iter().cloned().map(InputSource::Scene).collect();
+        let mut v: Vec<InputSource> = self
+            .scenes
+            .iter()
+            .cloned()
+            .map(InputSource::Scene)
+            .collect();
         v.extend(self.manifests.iter().cloned().map(InputSource::Manifest));
         if v.is_empty() {
             anyhow::bail!("give at least one --scene or --manifest");
@@ -433,7 +438,8 @@ fn cluster_cmd(a: ClusterArgs) -> Result<()> {
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let embedder = cluster::EmbedderChoice::new(a.embedder, a.clip_weights.as_deref())?;
     let embeddings = cluster::embed_sets(&sets, &embedder)?;
-    let categories = (a.strategy == cluster::Strategy::Category).then_some(inputs.categories.as_slice());
+    let categories =
+        (a.strategy == cluster::Strategy::Category).then_some(inputs.categories.as_slice());
     let mut plan = cluster::make_plan(a.strategy, &embeddings, a.m, a.seed, categories)?;
     plan.input = sources
         .iter()
@@ -441,7 +447,9 @@ fn cluster_cmd(a: ClusterArgs) -> Result<()> {
         .collect::<Vec<_>>()
         .join(" + ");
     plan.write(&a.out)?;
-    let sheet = a.contact_sheet.unwrap_or_else(|| a.out.with_extension("png"));
+    let sheet = a
+        .contact_sheet
+        .unwrap_or_else(|| a.out.with_extension("png"));
     cluster::write_contact_sheet(&sheet, &sets, &plan)?;
     println!("{}", cluster::plan_summary(&plan, &embeddings)?);
     println!("wrote {} and {}", a.out.display(), sheet.display());

@@ -95,9 +95,16 @@ pub fn summarize(package: &NtcPackage, path: &Path) -> PackageSummary {
                 width: m.layout.width(),
                 height: m.layout.height(),
                 mips: m.layout.mips(),
-                grids: m.layout.grids().iter().map(|g| (g.width, g.height)).collect(),
+                grids: m
+                    .layout
+                    .grids()
+                    .iter()
+                    .map(|g| (g.width, g.height))
+                    .collect(),
                 bits_per_texel: m.layout.bits_per_texel(bits),
-                bits_per_texel_per_channel: m.layout.bits_per_texel_per_channel(bits, m.present.count()),
+                bits_per_texel_per_channel: m
+                    .layout
+                    .bits_per_texel_per_channel(bits, m.present.count()),
                 psnr: QUALITY_GROUPS
                     .iter()
                     .zip(m.quality.psnr)
@@ -123,8 +130,17 @@ impl std::fmt::Display for PackageSummary {
             c.activation,
             self.decoder_params
         )?;
-        writeln!(f, "{} decoders, {} materials", self.decoders, self.materials.len())?;
-        writeln!(f, "{:<40} {:>3} {:>11} {:>4} {:>7} {:>8}  psnr (dB)", "material", "dec", "size", "mips", "bpt", "bpt/ch")?;
+        writeln!(
+            f,
+            "{} decoders, {} materials",
+            self.decoders,
+            self.materials.len()
+        )?;
+        writeln!(
+            f,
+            "{:<40} {:>3} {:>11} {:>4} {:>7} {:>8}  psnr (dB)",
+            "material", "dec", "size", "mips", "bpt", "bpt/ch"
+        )?;
         for m in &self.materials {
             let psnr: Vec<String> = m.psnr.iter().map(|(g, p)| format!("{g} {p:.2}")).collect();
             writeln!(
@@ -146,7 +162,13 @@ impl std::fmt::Display for PackageSummary {
 /// A file-system-safe version of a material name.
 fn file_stem(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -172,7 +194,11 @@ fn group_rgba(decoded: &[f32], group: ChannelGroup) -> Vec<u8> {
 /// Decode every material of `package` into `out_dir`: `<material>_<group>.png` for each
 /// present channel group (and `_mip<N>` files for every level when `mips`). Returns the
 /// files written.
-pub fn decompress(package: &NtcPackage, out_dir: &Path, mips: bool) -> Result<Vec<PathBuf>, ToolError> {
+pub fn decompress(
+    package: &NtcPackage,
+    out_dir: &Path,
+    mips: bool,
+) -> Result<Vec<PathBuf>, ToolError> {
     std::fs::create_dir_all(out_dir).map_err(|source| ToolError::Io {
         path: out_dir.to_path_buf(),
         source,
@@ -185,13 +211,23 @@ pub fn decompress(package: &NtcPackage, out_dir: &Path, mips: bool) -> Result<Ve
             let levels = if mips { m.layout.mips() } else { 1 };
             for level in 0..levels {
                 let decoded = decode_mip(&model, local, level)?;
-                let Some((w, h)) = m.layout.mip_size(level) else { continue };
+                let Some((w, h)) = m.layout.mip_size(level) else {
+                    continue;
+                };
                 for group in ChannelGroup::ALL {
                     if !m.present.intersects(group.mask()) {
                         continue;
                     }
-                    let suffix = if mips { format!("_mip{level}") } else { String::new() };
-                    let path = out_dir.join(format!("{}_{}{suffix}.png", file_stem(&m.name), group.name()));
+                    let suffix = if mips {
+                        format!("_mip{level}")
+                    } else {
+                        String::new()
+                    };
+                    let path = out_dir.join(format!(
+                        "{}_{}{suffix}.png",
+                        file_stem(&m.name),
+                        group.name()
+                    ));
                     write_png_rgba8(&path, w, h, &group_rgba(&decoded, group))?;
                     written.push(path);
                 }
@@ -200,4 +236,3 @@ pub fn decompress(package: &NtcPackage, out_dir: &Path, mips: bool) -> Result<Ve
     }
     Ok(written)
 }
-
