@@ -34,6 +34,8 @@ enum Command {
     Import(ImportArgs),
     /// Embed texture sets and group them into shared-decoder groups (a plan).
     Cluster(ClusterArgs),
+    /// Compress texture sets into a .ntc package (trains on the GPU).
+    Compress(CompressArgs),
     /// Summarise a .ntc package.
     Inspect(InspectArgs),
     /// Decode a .ntc package back into PNG textures.
@@ -103,6 +105,57 @@ struct ClusterArgs {
     /// Contact sheet PNG (default: next to the plan, `<plan>.png`).
     #[arg(long)]
     contact_sheet: Option<PathBuf>,
+}
+
+/// Training recipes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum Recipe {
+    /// The defaults of `ntc::TrainConfig` (latents 1e-2, decoder 5e-3, batch 32K).
+    Default,
+    /// The paper's: encoder lr 4e-3, decoder lr 4e-4, batch 32K, freezing from 50 %.
+    Paper,
+}
+
+#[derive(Args, Debug)]
+struct CompressArgs {
+    #[command(flatten)]
+    inputs: InputsArg,
+    /// Output package.
+    #[arg(long)]
+    out: PathBuf,
+    /// Quality preset (latent grid scale source/8, /6, /4, /3).
+    #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
+    preset: ntc::Preset,
+    /// Main training steps per group.
+    #[arg(long, default_value_t = 4000)]
+    steps: u64,
+    /// Texels per training batch.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Training recipe.
+    #[arg(long, value_enum, default_value_t = Recipe::Default)]
+    recipe: Recipe,
+    /// How materials share decoders.
+    #[arg(long, value_enum, default_value_t = cluster::Strategy::Baseline)]
+    strategy: cluster::Strategy,
+    /// Groups for clustered / random.
+    #[arg(long, default_value_t = 10)]
+    m: usize,
+    /// Use the groups of a plan from `neurotex cluster` instead of --strategy.
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Quality report (JSON; a Markdown table and the loss curves CSV go beside it).
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Continue an interrupted run (from `<out>.partial/`).
+    #[arg(long)]
+    resume: bool,
+    /// Skip the BCn baselines in the report.
+    #[arg(long)]
+    no_bcn: bool,
 }
 
 #[derive(Args, Debug)]
@@ -263,13 +316,26 @@ fn main() -> ExitCode {
         Some(Command::GenScene(a)) => gen_scene(a),
         Some(Command::Import(a)) => import(a),
         Some(Command::Cluster(a)) => cluster_cmd(a),
+        Some(Command::Compress(a)) => compress(a),
         Some(Command::Inspect(a)) => inspect(a),
         Some(Command::Decompress(a)) => decompress(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // One line: the chain of causes, leaving out a cause whose text the message
+            // before it already contains (thiserror messages often embed their source).
+            let mut line = String::new();
+            for cause in e.chain() {
+                let text = cause.to_string();
+                if !line.contains(&text) {
+                    if !line.is_empty() {
+                        line.push_str(": ");
+                    }
+                    line.push_str(&text);
+                }
+            }
+            eprintln!("error: {line}");
             ExitCode::FAILURE
         }
     }
@@ -456,8 +522,14 @@ fn cluster_cmd(a: ClusterArgs) -> Result<()> {
     Ok(())
 }
 
+/// Read a package; errors name the file.
+fn read_package(path: &std::path::Path) -> Result<ntc::NtcPackage> {
+    use anyhow::Context as _;
+    ntc::NtcPackage::read(path).with_context(|| path.display().to_string())
+}
+
 fn inspect(a: InspectArgs) -> Result<()> {
-    let package = ntc::NtcPackage::read(&a.package)?;
+    let package = read_package(&a.package)?;
     let summary = ntc::tools::summarize(&package, &a.package);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -468,8 +540,122 @@ fn inspect(a: InspectArgs) -> Result<()> {
 }
 
 fn decompress(a: DecompressArgs) -> Result<()> {
-    let package = ntc::NtcPackage::read(&a.package)?;
+    let package = read_package(&a.package)?;
     let files = ntc::tools::decompress(&package, &a.out, a.mips)?;
     println!("wrote {} PNGs into {}", files.len(), a.out.display());
+    Ok(())
+}
+
+fn compress(a: CompressArgs) -> Result<()> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let sources = a.inputs.sources()?;
+    let inputs = texture::inputs::InputSets::open(&sources)?;
+    let sets = inputs.load_sets(&a.inputs.load_options())?;
+    let mut train = ntc::TrainConfig::default();
+    train.model.preset = a.preset;
+    if a.recipe == Recipe::Paper {
+        train.lr_latents = 4e-3;
+        train.lr_decoder = 4e-4;
+        train.batch_size = 32768;
+        train.freeze.start_fraction = 0.5;
+    }
+    if let Some(b) = a.batch {
+        train.batch_size = b;
+    }
+    train.validate()?;
+    let plan = match &a.plan {
+        Some(plan_path) => {
+            let plan = cluster::Plan::read(plan_path)?;
+            plan.validate(&sets)?;
+            plan
+        }
+        None => {
+            let embeddings = cluster::embed_sets(&sets, &cluster::EmbedderChoice::Stats)?;
+            cluster::make_plan(
+                a.strategy,
+                &embeddings,
+                a.m,
+                a.seed,
+                Some(&inputs.categories),
+            )?
+        }
+    };
+    let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.indices.clone()).collect();
+    let constants =
+        ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    let ctx = GpuContext::headless()?;
+    eprintln!("{}", ctx.describe());
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed))?;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}",
+        )?
+        .progress_chars("=> "),
+    );
+    let options = ntc::compress::CompressOptions {
+        train,
+        steps: a.steps,
+        seed: a.seed,
+        resume: a.resume,
+        skip_bcn: a.no_bcn,
+    };
+    let input_names = sources
+        .iter()
+        .map(|s| s.path().display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let (package, report) = ntc::compress::compress(
+        &ctx,
+        &sets,
+        &constants,
+        &groups,
+        &options,
+        &input_names,
+        &a.out,
+        &cancel,
+        &mut |g, n, p| {
+            bar.set_prefix(format!("group {}/{n}", g + 1));
+            bar.set_length(p.total);
+            bar.set_position(p.step);
+            bar.set_message(format!(
+                "loss {:.5}  ≈{:.2} dB  {:.1} Mtexel/s",
+                p.loss,
+                p.psnr_estimate,
+                p.texels_per_second / 1e6
+            ));
+        },
+    )?;
+    bar.finish_and_clear();
+    println!(
+        "wrote {}: {} materials, {} decoders, mean PSNR {}, mean {:.3} bits/texel, {:.1} s",
+        a.out.display(),
+        package.materials.len(),
+        package.decoders.len(),
+        report
+            .mean_psnr
+            .map_or("–".into(), |p| format!("{p:.2} dB")),
+        report.mean_bits_per_texel,
+        report.seconds
+    );
+    if let Some(path) = &a.report {
+        let write = |p: &std::path::Path, bytes: &[u8]| {
+            neurotex::scene::gltf_builder::write_atomic(p, bytes)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
+        };
+        write(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        write(&path.with_extension("md"), report.markdown().as_bytes())?;
+        write(
+            &path.with_extension("curves.csv"),
+            report.curves_csv().as_bytes(),
+        )?;
+        println!("wrote {} (+ .md, .curves.csv)", path.display());
+    }
     Ok(())
 }

@@ -274,3 +274,57 @@ fn renders_a_textured_quad() {
     let img = image::open(&out).unwrap().to_rgba8();
     assert_eq!(img.dimensions(), (32, 24));
 }
+
+#[test]
+fn compress_inspect_decompress_round_trip() {
+    let dir = temp_dir("codec");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let ntc = dir.join("quad.ntc");
+    let report = dir.join("report.json");
+    let (ok, stdout, stderr) = run(&[
+        "compress",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&ntc),
+        "--steps",
+        "60",
+        "--batch",
+        "512",
+        "--report",
+        s(&report),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("1 materials, 1 decoders"), "{stdout}");
+    for side in ["report.json", "report.md", "report.curves.csv"] {
+        assert!(dir.join(side).exists(), "{side} missing");
+    }
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(
+        json["materials"][0]["bcn"].as_array().map(Vec::len),
+        Some(2),
+        "BCn baselines in the report"
+    );
+    let (ok, stdout, stderr) = run(&["inspect", s(&ntc), "--json"]);
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["materials"][0]["name"], "checker");
+    assert!(summary["materials"][0]["bits_per_texel"].as_f64().unwrap() > 0.0);
+    let out = dir.join("decoded");
+    let (ok, _, stderr) = run(&["decompress", s(&ntc), "--out", s(&out), "--mips"]);
+    assert!(ok, "{stderr}");
+    let mip0 = image::open(out.join("checker_base_color_mip0.png")).unwrap();
+    assert_eq!((mip0.width(), mip0.height()), (16, 16));
+
+    // A damaged package: one clear error naming the file, never a panic.
+    let mut bytes = std::fs::read(&ntc).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x5a;
+    let bad = dir.join("bad.ntc");
+    std::fs::write(&bad, &bytes).unwrap();
+    expect_error(&["inspect", s(&bad)], &["bad.ntc", "checksum"]);
+    std::fs::write(&bad, &bytes[..n / 3]).unwrap();
+    expect_error(&["inspect", s(&bad)], &["bad.ntc", "truncated"]);
+    expect_error(&["inspect", s(&dir.join("missing.ntc"))], &["missing.ntc"]);
+}

@@ -8,11 +8,13 @@
 //!   decoder freezing, cosine decay, fine-tuning) and the CPU reference trainer that the
 //!   GPU trainer is tested against.
 //! - [`format`](mod@format): the `.ntc` package (materials, decoders, latents, checksums).
+//! - [`compress`]: many sets → one package, group by group on the GPU, with the report.
 //! - [`tools`]: package summaries (`inspect`) and decoding back to PNGs (`decompress`).
 //!
 //! A *group* is a set of materials sharing one decoder: its model ([`GroupModel`]) is one
 //! latent pyramid per material plus one decoder. A package holds any number of groups.
 
+pub mod compress;
 pub mod format;
 pub mod model;
 pub mod quant;

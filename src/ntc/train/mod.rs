@@ -8,6 +8,7 @@
 //! decoders, then quantised latents and a short decoder fine-tune.
 
 pub mod cpu;
+pub mod gpu;
 pub mod schedule;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,125 @@
+// The NTC decoder MLP's forward pass in f32, shared by the trainer and the decode pass.
+//
+// The importer defines `fn ntc_weight(index: u32) -> f32`, the decoder parameter at
+// `index` in DecoderWeights::params order (per layer: row-major [out][in] weights, then
+// the biases), so the weights may live in any buffer and format. The evaluation's values
+// live in the per-thread `ntc_state` (address space `private`: on llvmpipe, function-local
+// arrays indexed by loop counters run several times slower; GPUs treat both alike).
+// Every layer width is a multiple of 4, and so is every layer's first parameter.
+//
+// Defines (set from NtcConfig by the host):
+//   NTC_INPUT_WIDTH  input vector width (2F + 4W + 1 rounded up to a multiple of 16)
+//   NTC_LAYERS       number of layers (hidden layers + the linear output layer)
+//   NTC_HIDDEN_0..3  hidden widths, 0 for the layers the config does not have
+//   NTC_LEAKY_SLOPE  model::LEAKY_SLOPE
+//   NTC_LEAKY_RELU   (flag) LeakyReLU instead of the default hard-GELU
+//   NTC_TRAINING     (flag) also record act'(z) of every hidden unit for the backward pass
+
+const NTC_OUTPUTS: u32 = 16u;
+const NTC_INPUT_WIDTH: u32 = ${NTC_INPUT_WIDTH}u;
+const NTC_LAYERS: u32 = ${NTC_LAYERS}u;
+const NTC_HIDDEN_TOTAL: u32 = ${NTC_HIDDEN_0}u + ${NTC_HIDDEN_1}u + ${NTC_HIDDEN_2}u + ${NTC_HIDDEN_3}u;
+const NTC_MAX_HIDDEN: u32 = max(max(${NTC_HIDDEN_0}u, ${NTC_HIDDEN_1}u), max(${NTC_HIDDEN_2}u, ${NTC_HIDDEN_3}u));
+// Widths of the input and the hidden layers; layer l reads width l and writes width l + 1,
+// except the last layer, which writes NTC_OUTPUTS.
+const NTC_WIDTHS = array<u32, 5>(
+    NTC_INPUT_WIDTH, ${NTC_HIDDEN_0}u, ${NTC_HIDDEN_1}u, ${NTC_HIDDEN_2}u, ${NTC_HIDDEN_3}u,
+);
+
+// Per-thread values of one decoder evaluation, four per vec4 (every width is a multiple
+// of 4), so that the inner loops load four inputs at once and keep four independent sums.
+struct NtcState {
+    // The input vector (entries past the used ones stay 0), then every hidden layer's
+    // activations, first hidden layer first.
+    values: array<vec4f, (NTC_INPUT_WIDTH + NTC_HIDDEN_TOTAL) / 4u>,
+#ifdef NTC_TRAINING
+    // act'(z) of every hidden unit, in the order of the hidden activations.
+    slopes: array<vec4f, NTC_HIDDEN_TOTAL / 4u>,
+#endif
+    // The decoder's outputs (the last layer is linear).
+    outputs: array<vec4f, NTC_OUTPUTS / 4u>,
+}
+
+// This thread's decoder evaluation. Entries of `values` past the used inputs must stay 0.
+var<private> ntc_state: NtcState;
+
+fn ntc_layer_inputs(layer: u32) -> u32 {
+    return NTC_WIDTHS[layer];
+}
+
+fn ntc_layer_outputs(layer: u32) -> u32 {
+    return select(NTC_WIDTHS[layer + 1u], NTC_OUTPUTS, layer + 1u == NTC_LAYERS);
+}
+
+// Index in NtcState::values (in vec4s) of the first input of `layer`.
+fn ntc_layer_input_offset(layer: u32) -> u32 {
+    var offset = 0u;
+    for (var l = 0u; l < layer; l++) {
+        offset += NTC_WIDTHS[l] / 4u;
+    }
+    return offset;
+}
+
+// Decoder parameters index .. index + 3.
+fn ntc_weights4(index: u32) -> vec4f {
+    return vec4f(ntc_weight(index), ntc_weight(index + 1u), ntc_weight(index + 2u), ntc_weight(index + 3u));
+}
+
+// model::Activation::apply.
+fn ntc_activation(x: vec4f) -> vec4f {
+#ifdef NTC_LEAKY_RELU
+    return select(${NTC_LEAKY_SLOPE} * x, x, x > vec4f(0.0));
+#else
+    return x * clamp((x + 1.5) / 3.0, vec4f(0.0), vec4f(1.0));
+#endif
+}
+
+// model::Activation::derivative (at a kink, the slope of the piece `ntc_activation` uses).
+fn ntc_activation_slope(x: vec4f) -> vec4f {
+#ifdef NTC_LEAKY_RELU
+    return select(vec4f(${NTC_LEAKY_SLOPE}), vec4f(1.0), x > vec4f(0.0));
+#else
+    let middle = select((2.0 * x + 1.5) / 3.0, vec4f(1.0), x > vec4f(1.5));
+    return select(middle, vec4f(0.0), x < vec4f(-1.5));
+#endif
+}
+
+// Runs the MLP on `ntc_state.values` (the input vector), filling the hidden activations
+// (and, when training, their slopes) and `ntc_state.outputs`. Four outputs at a time:
+// each vec4 of inputs is loaded once for four rows of weights.
+fn ntc_forward() {
+    var params = 0u;
+    var input = 0u;
+    for (var layer = 0u; layer < NTC_LAYERS; layer++) {
+        let n_in = ntc_layer_inputs(layer);
+        let n_out = ntc_layer_outputs(layer);
+        let biases = params + n_in * n_out;
+        let output = input + n_in / 4u;
+        let last = layer + 1u == NTC_LAYERS;
+        for (var o = 0u; o < n_out; o += 4u) {
+            let rows = params + o * n_in;
+            var z = vec4f(0.0);
+            for (var i = 0u; i < n_in / 4u; i++) {
+                let x = ntc_state.values[input + i];
+                let at = rows + 4u * i;
+                z += vec4f(
+                    dot(ntc_weights4(at), x),
+                    dot(ntc_weights4(at + n_in), x),
+                    dot(ntc_weights4(at + 2u * n_in), x),
+                    dot(ntc_weights4(at + 3u * n_in), x),
+                );
+            }
+            z += ntc_weights4(biases + o);
+            if last {
+                ntc_state.outputs[o / 4u] = z;
+            } else {
+                ntc_state.values[output + o / 4u] = ntc_activation(z);
+#ifdef NTC_TRAINING
+                ntc_state.slopes[output - NTC_INPUT_WIDTH / 4u + o / 4u] = ntc_activation_slope(z);
+#endif
+            }
+        }
+        params = biases + n_out;
+        input = output;
+    }
+}

@@ -1,0 +1,139 @@
+// What every NTC training kernel shares: the per-step parameters, the group's mip table,
+// the one bind group all kernels use, gradient accumulation and small helpers. Mirrored in
+// src/ntc/train/gpu.rs (StepParams, MipEntry, the binding table); a unit test there checks
+// the struct sizes against this file.
+//
+// Defines:
+//   FIXED_POINT_GRADIENTS  (flag) accumulate gradients in atomic<i32> fixed point instead
+//                          of atomic<f32> (SHADER_FLOAT32_ATOMIC)
+//   GRAD_SCALE_DECODER     fixed-point scale of decoder gradients (f32 literal)
+//   GRAD_SCALE_LATENTS     fixed-point scale of latent gradients (f32 literal)
+
+// Per-step parameters; one 256-byte-aligned slot per step, bound with a dynamic offset.
+struct StepParams {
+    // Global step index (QAT noise and batch sampling hash it).
+    step: u32,
+    // Samples in the batch.
+    batch_size: u32,
+    // FLAG_* bits.
+    flags: u32,
+    // Seed of the QAT noise (cpu::qat_noise's `seed`).
+    noise_seed: u32,
+    // Seed of the batch sampling hash.
+    sample_seed: u32,
+    // Entries in `mips`.
+    entry_count: u32,
+    // Texels of all mips of all materials (the sampling range).
+    total_texels: u32,
+    // Slot of `losses` that this step's mean loss goes to.
+    loss_slot: u32,
+    // Workgroups of forward_backward this step (entries of `wg_loss` to reduce).
+    loss_groups: u32,
+    // Decoder parameters: `params[0 .. decoder_count]`; latents follow.
+    decoder_count: u32,
+    // Parameters Adam updates this step: `params[0 .. update_count]`.
+    update_count: u32,
+    // Entry of `mips` that `evaluate` decodes.
+    eval_entry: u32,
+    // 1 / batch_size.
+    inv_batch: f32,
+    // Latent quantisation step q (QAT noise is uniform in [-q/2, q/2)).
+    quant_step: f32,
+    // Adam's β1, β2, 1 − β1, 1 − β2 (rounded from f64, not computed in f32) and ε.
+    beta1: f32,
+    beta2: f32,
+    one_minus_beta1: f32,
+    one_minus_beta2: f32,
+    epsilon: f32,
+    // Decoder block: learning rate (λ included) and the bias corrections 1 − β^t.
+    lr_decoder: f32,
+    bc1_decoder: f32,
+    bc2_decoder: f32,
+    // Latent block: learning rate and bias corrections (clamped to [-1, 1] after the step).
+    lr_latents: f32,
+    bc1_latents: f32,
+    bc2_latents: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+// Add QAT noise to the latents this step.
+const FLAG_QAT: u32 = 1u;
+// Scatter latent gradients (off while fine-tuning, when only the decoder learns).
+const FLAG_LATENT_GRADIENTS: u32 = 2u;
+
+// One colour mip of one material: where its targets and latents are, its grid pair and
+// loss weights.
+struct MipEntry {
+    width: u32,
+    height: u32,
+    // First texel of the mip in `targets` and in the group's sampling order (entries in
+    // order, each row-major): the entry covers [texel_start, texel_start + width · height).
+    texel_start: u32,
+    material: u32,
+    // Index in `params` of the material's first latent value.
+    latent_base: u32,
+    // Grid pair: offsets (latent values, relative to latent_base) and sizes.
+    fine_offset: u32,
+    fine_width: u32,
+    fine_height: u32,
+    coarse_offset: u32,
+    coarse_width: u32,
+    coarse_height: u32,
+    // model::lod_input of this mip.
+    lod: f32,
+    // Loss weight of every decoder output (LossWeights::per_output of the set's mask).
+    loss_weights: array<vec4f, 4>,
+}
+
+@group(0) @binding(0) var<uniform> step_params: StepParams;
+@group(0) @binding(1) var<storage, read> mips: array<MipEntry>;
+// Target texels of all mips of all materials, 12 bytes (3 words) per texel, channel c in
+// byte c % 4 of word c / 4.
+@group(0) @binding(2) var<storage, read> targets: array<u32>;
+// Decoder parameters, then the latents of every material.
+@group(0) @binding(3) var<storage, read_write> params: array<f32>;
+// Gradients of the mean batch loss, laid out like `params`.
+#ifdef FIXED_POINT_GRADIENTS
+@group(0) @binding(4) var<storage, read_write> grads: array<atomic<i32>>;
+#else
+@group(0) @binding(4) var<storage, read_write> grads: array<atomic<f32>>;
+#endif
+// Adam's (m, v) per parameter.
+@group(0) @binding(5) var<storage, read_write> moments: array<vec2f>;
+// Samples: (entry of `mips`, x | y << 16).
+@group(0) @binding(6) var<storage, read_write> batch: array<vec2u>;
+// Per-workgroup partial sums (losses, or per-channel squared errors of `evaluate`).
+@group(0) @binding(7) var<storage, read_write> wg_partials: array<f32>;
+// Mean batch loss of every step.
+@group(0) @binding(8) var<storage, read_write> losses: array<f32>;
+
+// Adds `value` to gradient `index` (decoder block when index < decoder_count).
+fn grad_add(index: u32, value: f32) {
+#ifdef FIXED_POINT_GRADIENTS
+    let scale = select(${GRAD_SCALE_LATENTS}, ${GRAD_SCALE_DECODER}, index < step_params.decoder_count);
+    atomicAdd(&grads[index], i32(round(value * scale)));
+#else
+    atomicAdd(&grads[index], value);
+#endif
+}
+
+// Reads gradient `index` and resets it to 0.
+fn grad_take(index: u32) -> f32 {
+#ifdef FIXED_POINT_GRADIENTS
+    let scale = select(${GRAD_SCALE_LATENTS}, ${GRAD_SCALE_DECODER}, index < step_params.decoder_count);
+    let value = f32(atomicLoad(&grads[index])) / scale;
+    atomicStore(&grads[index], 0);
+#else
+    let value = atomicLoad(&grads[index]);
+    atomicStore(&grads[index], 0.0);
+#endif
+    return value;
+}
+
+// The linear index of a workgroup of a 2D dispatch (x first), so that more than 65535
+// workgroups fit one dispatch.
+fn linear_workgroup(id: vec3u, count: vec3u) -> u32 {
+    return id.x + id.y * count.x;
+}

@@ -1,0 +1,452 @@
+//! Compression of many texture sets into one package: group by group on the GPU, with
+//! progress, interruption and resume, a quality report per material next to BCn
+//! baselines, and the loss curves.
+//!
+//! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc` and an
+//! interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`; `resume`
+//! continues from there. The package is written (temp file + rename) only when every
+//! group is done, then the partial folder is removed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::format::NtcPackage;
+use super::train::gpu::{Checkpoint, GpuTrainError, TrainOptions, TrainProgress, train_gpu};
+use super::train::{QUALITY_GROUPS, TrainConfig};
+use super::{NtcFormatError, TrainError};
+use crate::gpu::GpuContext;
+use crate::scene::Material;
+use crate::texture::bcn::{BcnResult, bcn_baselines};
+use crate::texture::{CHANNELS, TextureSet};
+
+/// Errors of a compression run.
+#[derive(Debug, thiserror::Error)]
+pub enum CompressError {
+    /// Training failed (or was cancelled: the checkpoint is saved and named).
+    #[error(transparent)]
+    Train(#[from] GpuTrainError),
+    /// The training settings are invalid.
+    #[error(transparent)]
+    Settings(#[from] TrainError),
+    /// The package could not be built or written.
+    #[error(transparent)]
+    Format(#[from] NtcFormatError),
+    /// A file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The groups do not cover the sets exactly once.
+    #[error("invalid grouping: {0}")]
+    Groups(String),
+    /// Interrupted: progress is saved for `--resume`.
+    #[error(
+        "interrupted; progress saved in {partial} — run the same command with --resume to continue"
+    )]
+    Interrupted {
+        /// The partial folder.
+        partial: PathBuf,
+    },
+}
+
+/// How to compress.
+#[derive(Clone, Debug)]
+pub struct CompressOptions {
+    /// Model and training recipe.
+    pub train: TrainConfig,
+    /// Main training steps per group (fine-tuning adds its fraction on top).
+    pub steps: u64,
+    /// Seed of initialisation, batches and noise (group `g` uses `seed + g`).
+    pub seed: u64,
+    /// Continue from `<out>.partial/`.
+    pub resume: bool,
+    /// Skip the BCn baselines in the report.
+    pub skip_bcn: bool,
+}
+
+/// One material's line of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct MaterialReport {
+    /// Texture set name.
+    pub name: String,
+    /// Group (= decoder index).
+    pub group: usize,
+    /// Mip-0 size.
+    pub width: u32,
+    /// Mip-0 size.
+    pub height: u32,
+    /// Present channels.
+    pub channels: String,
+    /// Latent bits per mip-0 texel (whole pyramid, all channels).
+    pub bits_per_texel: f64,
+    /// NTC PSNR per quality group at mip 0 (dB).
+    pub psnr: Vec<(String, f32)>,
+    /// Mean of `psnr`.
+    pub psnr_mean: Option<f32>,
+    /// BCn baselines for the same set.
+    pub bcn: Vec<BcnResult>,
+}
+
+/// One group's training.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupReport {
+    /// Materials (set indices) in the group.
+    pub sets: Vec<usize>,
+    /// Wall-clock seconds of training (incl. fine-tuning and evaluation).
+    pub seconds: f64,
+    /// Mean training throughput (batch texels per second).
+    pub texels_per_second: f64,
+    /// Final reported loss.
+    pub final_loss: f64,
+}
+
+/// The report of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompressReport {
+    /// The adapter that trained.
+    pub adapter: String,
+    /// Inputs (files).
+    pub inputs: String,
+    /// Main steps per group.
+    pub steps: u64,
+    /// Seed.
+    pub seed: u64,
+    /// Recipe.
+    pub train: TrainConfig,
+    /// Per group.
+    pub groups: Vec<GroupReport>,
+    /// Per material.
+    pub materials: Vec<MaterialReport>,
+    /// Mean over materials of the mean PSNR.
+    pub mean_psnr: Option<f64>,
+    /// Mean bits per texel over materials.
+    pub mean_bits_per_texel: f64,
+    /// Total wall-clock seconds.
+    pub seconds: f64,
+    /// Loss curves: (group, step, loss, psnr estimate).
+    #[serde(skip)]
+    pub curves: Vec<(usize, u64, f64, f64)>,
+}
+
+/// The constants a package stores per set: the factors of the first material using it
+/// (glTF semantics; the shader uses them for absent channels and multiplies otherwise).
+pub fn set_constants(
+    materials: &[Material],
+    material_sets: &[Option<usize>],
+    sets: usize,
+) -> Vec<[f32; CHANNELS]> {
+    let mut out = vec![[1.0; CHANNELS]; sets];
+    let mut seen = vec![false; sets];
+    for (m, s) in materials.iter().zip(material_sets) {
+        let Some(s) = *s else { continue };
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let b = m.base_color_factor;
+        let e = m.emissive_factor;
+        out[s] = [
+            b[0],
+            b[1],
+            b[2],
+            b[3],
+            m.normal_scale,
+            m.normal_scale,
+            m.occlusion_strength,
+            m.roughness_factor,
+            m.metallic_factor,
+            e[0],
+            e[1],
+            e[2],
+        ];
+    }
+    out
+}
+
+/// Check that `groups` covers `0..n` exactly once.
+pub fn check_groups(groups: &[Vec<usize>], n: usize) -> Result<(), CompressError> {
+    let mut seen = vec![false; n];
+    for g in groups {
+        if g.is_empty() {
+            return Err(CompressError::Groups("an empty group".into()));
+        }
+        for &s in g {
+            match seen.get_mut(s) {
+                Some(x) if !*x => *x = true,
+                Some(_) => return Err(CompressError::Groups(format!("set {s} is in two groups"))),
+                None => {
+                    return Err(CompressError::Groups(format!(
+                        "set {s} does not exist ({n} sets)"
+                    )));
+                }
+            }
+        }
+    }
+    match seen.iter().position(|s| !s) {
+        Some(s) => Err(CompressError::Groups(format!("set {s} is in no group"))),
+        None => Ok(()),
+    }
+}
+
+/// Append `other`'s decoders and materials to `package`.
+fn append(package: &mut NtcPackage, other: NtcPackage) {
+    let offset = package.decoders.len() as u32;
+    package.decoders.extend(other.decoders);
+    package
+        .materials
+        .extend(other.materials.into_iter().map(|mut m| {
+            m.decoder += offset;
+            m
+        }));
+}
+
+/// The partial folder of a run writing `out`.
+pub fn partial_dir(out: &Path) -> PathBuf {
+    let mut name = out
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".partial");
+    out.with_file_name(name)
+}
+
+/// Compress `sets` in `groups` (indices into `sets`), writing the package to `out`.
+/// `progress(group, groups, &TrainProgress)` is called as training advances.
+#[allow(clippy::too_many_arguments)]
+pub fn compress(
+    ctx: &GpuContext,
+    sets: &[TextureSet],
+    constants: &[[f32; CHANNELS]],
+    groups: &[Vec<usize>],
+    opts: &CompressOptions,
+    inputs: &str,
+    out: &Path,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+) -> Result<(NtcPackage, CompressReport), CompressError> {
+    opts.train.validate()?;
+    check_groups(groups, sets.len())?;
+    let start = Instant::now();
+    let partial = partial_dir(out);
+    if !opts.resume && partial.exists() {
+        std::fs::remove_dir_all(&partial).map_err(|source| CompressError::Io {
+            path: partial.clone(),
+            source,
+        })?;
+    }
+    std::fs::create_dir_all(&partial).map_err(|source| CompressError::Io {
+        path: partial.clone(),
+        source,
+    })?;
+    let mut package = NtcPackage::new(opts.train.model.clone())?;
+    let mut group_reports = Vec::new();
+    let mut curves = Vec::new();
+    for (g, members) in groups.iter().enumerate() {
+        let done = partial.join(format!("group{g}.ntc"));
+        let ckpt = partial.join(format!("group{g}.ckpt"));
+        if opts.resume && done.exists() {
+            append(&mut package, NtcPackage::read(&done)?);
+            group_reports.push(GroupReport {
+                sets: members.clone(),
+                seconds: 0.0,
+                texels_per_second: 0.0,
+                final_loss: f64::NAN,
+            });
+            continue;
+        }
+        let group_sets: Vec<TextureSet> = members.iter().map(|&i| sets[i].clone()).collect();
+        let resume = if opts.resume && ckpt.exists() {
+            Some(Checkpoint::load(&ckpt)?)
+        } else {
+            None
+        };
+        let t0 = Instant::now();
+        let mut last = None;
+        let mut rates = Vec::new();
+        let result = train_gpu(
+            ctx,
+            &group_sets,
+            &opts.train,
+            opts.steps,
+            opts.seed.wrapping_add(g as u64),
+            TrainOptions {
+                log_every: 100,
+                cancel: Some(cancel),
+                resume,
+                ..Default::default()
+            },
+            &mut |p| {
+                curves.push((g, p.step, p.loss, p.psnr_estimate));
+                if p.texels_per_second.is_finite() && p.texels_per_second > 0.0 {
+                    rates.push(p.texels_per_second);
+                }
+                last = Some(*p);
+                progress(g, groups.len(), p);
+            },
+        );
+        let trained = match result {
+            Ok(t) => t,
+            Err(GpuTrainError::Cancelled(checkpoint)) => {
+                checkpoint.save(&ckpt)?;
+                return Err(CompressError::Interrupted { partial });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut one = NtcPackage::new(opts.train.model.clone())?;
+        let group_constants: Vec<[f32; CHANNELS]> = members.iter().map(|&i| constants[i]).collect();
+        one.add_group(&trained, &group_constants)?;
+        one.write(&done)?;
+        let _ = std::fs::remove_file(&ckpt);
+        append(&mut package, one);
+        group_reports.push(GroupReport {
+            sets: members.clone(),
+            seconds: t0.elapsed().as_secs_f64(),
+            texels_per_second: if rates.is_empty() {
+                0.0
+            } else {
+                rates.iter().sum::<f64>() / rates.len() as f64
+            },
+            final_loss: last.map_or(f64::NAN, |p| p.loss),
+        });
+    }
+    package.write(out)?;
+    let _ = std::fs::remove_dir_all(&partial);
+
+    // The report: package order is group order, members in group order.
+    let bits = opts.train.model.latent_bits;
+    let order: Vec<(usize, usize)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, members)| members.iter().map(move |&s| (g, s)))
+        .collect();
+    let materials: Vec<MaterialReport> = order
+        .iter()
+        .zip(&package.materials)
+        .map(|(&(g, s), m)| {
+            let psnr: Vec<(String, f32)> = QUALITY_GROUPS
+                .iter()
+                .zip(m.quality.psnr)
+                .filter_map(|((_, name), p)| p.map(|p| (name.to_string(), p)))
+                .collect();
+            MaterialReport {
+                name: m.name.clone(),
+                group: g,
+                width: m.layout.width(),
+                height: m.layout.height(),
+                channels: m.present.to_string(),
+                bits_per_texel: m.layout.bits_per_texel(bits),
+                psnr_mean: m.quality.mean(),
+                psnr,
+                bcn: if opts.skip_bcn {
+                    Vec::new()
+                } else {
+                    bcn_baselines(&sets[s])
+                },
+            }
+        })
+        .collect();
+    let means: Vec<f64> = materials
+        .iter()
+        .filter_map(|m| m.psnr_mean.map(f64::from))
+        .collect();
+    let report = CompressReport {
+        adapter: ctx.describe(),
+        inputs: inputs.to_string(),
+        steps: opts.steps,
+        seed: opts.seed,
+        train: opts.train.clone(),
+        groups: group_reports,
+        mean_psnr: (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64),
+        mean_bits_per_texel: materials.iter().map(|m| m.bits_per_texel).sum::<f64>()
+            / materials.len().max(1) as f64,
+        materials,
+        seconds: start.elapsed().as_secs_f64(),
+        curves,
+    };
+    Ok((package, report))
+}
+
+impl CompressReport {
+    /// The loss curves as CSV: `group,step,loss,psnr_estimate`.
+    pub fn curves_csv(&self) -> String {
+        let mut s = String::from("group,step,loss,psnr_estimate\n");
+        for (g, step, loss, psnr) in &self.curves {
+            s.push_str(&format!("{g},{step},{loss},{psnr}\n"));
+        }
+        s
+    }
+
+    /// A Markdown table: one row per material, NTC next to the BCn baselines.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        s.push_str("| material | size | NTC bpt | NTC PSNR | BC1/BC5 bpt | BC1/BC5 PSNR | BC7/BC5 bpt | BC7/BC5 PSNR |\n");
+        s.push_str("|---|---|---|---|---|---|---|---|\n");
+        let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.2}"));
+        for m in &self.materials {
+            let bc = |i: usize| {
+                m.bcn
+                    .get(i)
+                    .map(|b| (Some(b.bits_per_texel), b.psnr_mip0.all))
+                    .unwrap_or((None, None))
+            };
+            let (b1, p1) = bc(0);
+            let (b7, p7) = bc(1);
+            s.push_str(&format!(
+                "| {} | {}×{} | {:.2} | {} | {} | {} | {} | {} |\n",
+                m.name,
+                m.width,
+                m.height,
+                m.bits_per_texel,
+                f(m.psnr_mean.map(f64::from)),
+                f(b1),
+                f(p1),
+                f(b7),
+                f(p7)
+            ));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_must_cover_sets_once() {
+        assert!(check_groups(&[vec![0, 2], vec![1]], 3).is_ok());
+        assert!(
+            check_groups(&[vec![0], vec![0, 1]], 2)
+                .unwrap_err()
+                .to_string()
+                .contains("two groups")
+        );
+        assert!(
+            check_groups(&[vec![0]], 2)
+                .unwrap_err()
+                .to_string()
+                .contains("no group")
+        );
+        assert!(
+            check_groups(&[vec![5]], 2)
+                .unwrap_err()
+                .to_string()
+                .contains("does not exist")
+        );
+        assert!(check_groups(&[vec![]], 0).is_err());
+    }
+
+    #[test]
+    fn partial_dir_sits_next_to_the_output() {
+        assert_eq!(
+            partial_dir(Path::new("/a/b/room.ntc")),
+            Path::new("/a/b/room.ntc.partial")
+        );
+    }
+}

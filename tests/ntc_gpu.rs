@@ -1,0 +1,721 @@
+//! The GPU trainer against the CPU reference (`neurotex::ntc::train::cpu`): gradients of a
+//! fixed batch with and without QAT noise, on both gradient-accumulation paths; one Adam
+//! step; short training runs that must land in a PSNR band; checkpoints and cancellation.
+//! Everything is tiny so that the file runs in well under a minute on lavapipe.
+//!
+//! Tolerances. The GPU evaluates in f32 what the CPU evaluates in f64, so every gradient
+//! carries f32 rounding from the forward pass (~1e-7 relative per operation, a few dozen
+//! operations deep) and from summing up to 170 samples' contributions; with `|g|max` the
+//! largest gradient of a block, errors of `1e-5 · |g|max` leave a margin of ×10 or more
+//! over what was measured (see each test). The fixed-point path adds at most half a
+//! quantum per atomic add: `adds / (2 S)` with one add per workgroup for a decoder
+//! parameter and one per tapping sample for a latent (S = 2^24 and 2^26).
+
+mod common;
+
+use std::sync::atomic::AtomicBool;
+
+use neurotex::ntc::model::{
+    Activation, DecoderWeights, GridShape, GroupModel, LatentLayout, LatentPyramid, MipPair,
+    NtcConfig, SplitMix64,
+};
+use neurotex::ntc::train::cpu::{self, AdamState, Gradients};
+use neurotex::ntc::train::gpu::{
+    Checkpoint, GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer,
+    GpuTrainerOptions, GradientAtomics, QatNoise, TrainOptions, train_gpu,
+};
+use neurotex::ntc::train::schedule::Phase;
+use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
+use neurotex::texture::{CHANNELS, ChannelMask, SetMip, TextureSet, build_mip_chain};
+
+/// A texture set whose mip 0 is `f(x, y)`, with its mip chain.
+fn set_from_fn(
+    name: &str,
+    size: u32,
+    present: ChannelMask,
+    f: impl Fn(u32, u32) -> [u8; CHANNELS],
+) -> TextureSet {
+    let texels = (0..size)
+        .flat_map(|y| (0..size).map(move |x| (x, y)))
+        .flat_map(|(x, y)| f(x, y))
+        .collect();
+    TextureSet {
+        name: name.into(),
+        width: size,
+        height: size,
+        present,
+        mips: build_mip_chain(SetMip {
+            width: size,
+            height: size,
+            texels,
+        }),
+    }
+}
+
+/// A smooth colour pattern with period `period` texels, a normal map and some roughness.
+fn pattern(period: f64, phase: f64) -> impl Fn(u32, u32) -> [u8; CHANNELS] {
+    move |x, y| {
+        let (fx, fy) = (x as f64 / period, y as f64 / period);
+        let c = |v: f64| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+        let s = |a: f64| 0.5 + 0.4 * (a * std::f64::consts::TAU + phase).sin();
+        [
+            c(s(fx)),
+            c(s(fy)),
+            c(0.3 + 0.4 * fx * fy),
+            255,
+            c(s(fx + fy)),
+            c(0.5),
+            255,
+            c(s(fx - fy)),
+            0,
+            0,
+            0,
+            0,
+        ]
+    }
+}
+
+/// The gradient-check group: F = 4, hidden [8], two 8×8 sets (4 mips each) sharing the
+/// decoder, with odd grid sizes (3×3, 2×2, 2×1, 1×1) so that wrap addressing matters, and
+/// different channel masks so that the loss weights differ per material.
+fn tiny_group(activation: Activation, seed: u64) -> (TrainConfig, GroupModel, Vec<TextureSet>) {
+    let config = TrainConfig {
+        model: NtcConfig {
+            features: 4,
+            hidden: vec![8],
+            activation,
+            ..NtcConfig::default()
+        },
+        batch_size: 256,
+        ..TrainConfig::default()
+    };
+    let sets = vec![
+        set_from_fn(
+            "a",
+            8,
+            ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
+            pattern(8.0, 0.3),
+        ),
+        set_from_fn(
+            "b",
+            8,
+            ChannelMask::BASE_COLOR | ChannelMask::ROUGHNESS,
+            pattern(4.0, 1.7),
+        ),
+    ];
+    let grid = |width, height| GridShape { width, height };
+    let pair = |fine, coarse| MipPair { fine, coarse };
+    let layout = LatentLayout::from_parts(
+        8,
+        8,
+        4,
+        vec![grid(3, 3), grid(2, 2), grid(2, 1), grid(1, 1)],
+        vec![pair(0, 1), pair(0, 1), pair(2, 3), pair(2, 3)],
+    )
+    .expect("layout");
+    let mut rng = SplitMix64::new(seed);
+    let mut decoder = DecoderWeights::init(&config.model, &mut rng).expect("decoder");
+    // Non-zero biases, so that every bias gradient flows through every layer. The padding
+    // inputs' weights stay 0.
+    let first_layer = config.model.input_width() * 8;
+    for (i, p) in decoder.params_mut().iter_mut().enumerate() {
+        if *p == 0.0 && (i >= first_layer || i % config.model.input_width() < 21) {
+            *p = rng.uniform(-0.2, 0.2) as f32;
+        }
+    }
+    let pyramids = (0..2)
+        .map(|_| LatentPyramid::init(layout.clone(), &mut rng))
+        .collect();
+    let model = GroupModel::from_parts(config.model.clone(), decoder, pyramids).expect("model");
+    (config, model, sets)
+}
+
+/// Every texel of every mip of every set.
+fn all_samples(sets: &[TextureSet]) -> Vec<Sample> {
+    let mut batch = Vec::new();
+    for (material, set) in sets.iter().enumerate() {
+        for (mip, level) in set.mips.iter().enumerate() {
+            for y in 0..level.height {
+                for x in 0..level.width {
+                    batch.push(Sample {
+                        material: material as u32,
+                        mip: mip as u32,
+                        x,
+                        y,
+                    });
+                }
+            }
+        }
+    }
+    batch
+}
+
+/// A trainer for a given model.
+fn trainer(
+    config: &TrainConfig,
+    model: GroupModel,
+    sets: &[TextureSet],
+    atomics: GradientAtomics,
+) -> GpuTrainer {
+    let start = Checkpoint::new(config, model, 10, 0);
+    let options = GpuTrainerOptions {
+        atomics,
+        ..GpuTrainerOptions::default()
+    };
+    GpuTrainer::new(common::ctx(), sets, start, &options).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Largest |gpu − cpu| and largest |cpu| of a block.
+fn block_error(gpu: &[f64], cpu: &[f64]) -> (f64, f64) {
+    assert_eq!(gpu.len(), cpu.len());
+    gpu.iter()
+        .zip(cpu)
+        .fold((0.0f64, 0.0f64), |(err, max), (g, c)| {
+            (err.max((g - c).abs()), max.max(c.abs()))
+        })
+}
+
+/// Compare GPU and CPU gradients: every value within `tolerance · |g|max` of its block
+/// plus `quantum` (absolute); returns the largest relative error of each block.
+fn assert_gradients_close(
+    what: &str,
+    gpu: &Gradients,
+    cpu: &Gradients,
+    tolerance: f64,
+    quantum: (f64, f64),
+) -> (f64, f64) {
+    let (err, max) = block_error(&gpu.decoder, &cpu.decoder);
+    assert!(
+        max > 1e-3,
+        "{what}: decoder gradients too small to test ({max})"
+    );
+    assert!(
+        err <= tolerance * max + quantum.0,
+        "{what}: decoder gradient error {err:e} (largest gradient {max:e})"
+    );
+    let decoder = err / max;
+    let mut latent = 0.0f64;
+    assert_eq!(gpu.latents.len(), cpu.latents.len());
+    for (m, (g, c)) in gpu.latents.iter().zip(&cpu.latents).enumerate() {
+        let (err, max) = block_error(g, c);
+        assert!(
+            max > 1e-4,
+            "{what}: latent gradients of material {m} too small ({max})"
+        );
+        assert!(
+            err <= tolerance * max + quantum.1,
+            "{what}: latent gradient error {err:e} of material {m} (largest {max:e})"
+        );
+        latent = latent.max(err / max);
+    }
+    (decoder, latent)
+}
+
+#[test]
+fn gpu_gradients_match_the_cpu_reference() {
+    for activation in [Activation::HardGelu, Activation::LeakyRelu] {
+        let (config, model, sets) = tiny_group(activation, 5);
+        let batch = all_samples(&sets);
+        assert_eq!(batch.len(), 2 * (64 + 16 + 4 + 1));
+        let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto);
+        let bits = config.model.latent_bits;
+        for noise in [None, Some(QatNoise { seed: 77, step: 3 })] {
+            let latents: Vec<Vec<f32>> = model
+                .pyramids()
+                .iter()
+                .enumerate()
+                .map(|(m, p)| match noise {
+                    Some(n) => cpu::noisy_latents(p.values(), bits, n.seed, n.step, m as u32),
+                    None => p.values().to_vec(),
+                })
+                .collect();
+            let (cpu_loss, cpu_grads) =
+                cpu::batch_gradients(&model, &sets, &latents, &batch, &config.loss_weights)
+                    .expect("cpu gradients");
+            let (gpu_loss, gpu_grads) = gpu.gradients(&batch, noise).expect("gpu gradients");
+            let what = format!("{activation:?}, noise {noise:?}");
+            // Measured on lavapipe: loss within 2e-7 relative, gradients within 4e-7 of
+            // the block's largest gradient.
+            assert!(
+                (gpu_loss - cpu_loss).abs() <= 1e-5 * cpu_loss,
+                "{what}: loss {gpu_loss} vs {cpu_loss}"
+            );
+            let (d, l) = assert_gradients_close(&what, &gpu_grads, &cpu_grads, 1e-5, (0.0, 0.0));
+            println!(
+                "{what}: loss rel err {:.1e}, decoder {d:.1e}, latents {l:.1e} (of |g|max)",
+                (gpu_loss - cpu_loss).abs() / cpu_loss
+            );
+        }
+        // Noise changes the gradients (so the comparison above tested the noise).
+        let (_, plain) = gpu.gradients(&batch, None).expect("gradients");
+        let (_, noisy) = gpu
+            .gradients(&batch, Some(QatNoise { seed: 77, step: 3 }))
+            .expect("gradients");
+        assert!(block_error(&plain.decoder, &noisy.decoder).0 > 1e-5);
+    }
+}
+
+#[test]
+fn fixed_point_gradients_are_within_their_quantum() {
+    let (config, model, sets) = tiny_group(Activation::HardGelu, 9);
+    let batch = all_samples(&sets);
+    let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::FixedPoint);
+    assert!(gpu.fixed_point());
+    let noise = QatNoise { seed: 1, step: 0 };
+    let latents: Vec<Vec<f32>> = model
+        .pyramids()
+        .iter()
+        .enumerate()
+        .map(|(m, p)| {
+            cpu::noisy_latents(
+                p.values(),
+                config.model.latent_bits,
+                noise.seed,
+                noise.step,
+                m as u32,
+            )
+        })
+        .collect();
+    let (_, cpu_grads) =
+        cpu::batch_gradients(&model, &sets, &latents, &batch, &config.loss_weights).expect("cpu");
+    let (_, gpu_grads) = gpu.gradients(&batch, Some(noise)).expect("gpu");
+    // One add per workgroup for a decoder parameter; a latent is tapped by at most every
+    // sample of the batch, 4 taps each (the 1×1 grid).
+    let workgroups = batch.len().div_ceil(gpu.workgroup_size() as usize) as f64;
+    let quantum = (
+        workgroups * 0.5 / f64::from(GRAD_SCALE_DECODER),
+        4.0 * batch.len() as f64 * 0.5 / f64::from(GRAD_SCALE_LATENTS),
+    );
+    let (d, l) = assert_gradients_close("fixed point", &gpu_grads, &cpu_grads, 1e-5, quantum);
+    println!("fixed point: decoder {d:.1e}, latents {l:.1e} of |g|max; quanta {quantum:?}");
+}
+
+#[test]
+fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
+    let config = TrainConfig {
+        model: NtcConfig {
+            features: 4,
+            hidden: vec![8],
+            ..NtcConfig::default()
+        },
+        batch_size: 20000,
+        ..TrainConfig::default()
+    };
+    let sets = vec![
+        set_from_fn("big", 16, ChannelMask::BASE_COLOR, pattern(8.0, 0.0)),
+        set_from_fn("small", 8, ChannelMask::BASE_COLOR, pattern(8.0, 0.0)),
+    ];
+    let start = Checkpoint::fresh(&sets, &config, 10, 3).expect("fresh");
+    let mut gpu = GpuTrainer::new(common::ctx(), &sets, start, &GpuTrainerOptions::default())
+        .expect("trainer");
+    let batch = gpu.draw_batch(5).expect("batch");
+    assert_eq!(batch.len(), 20000);
+    assert_eq!(
+        batch,
+        gpu.draw_batch(5).expect("batch"),
+        "deterministic per step"
+    );
+    assert_ne!(batch, gpu.draw_batch(6).expect("batch"));
+    // Mip chains of 341 and 85 texels: 16², 8², 4², 2², 1² and 8², 4², 2², 1².
+    let mut per_mip = [[0usize; 5]; 2];
+    for s in &batch {
+        let level = &sets[s.material as usize].mips[s.mip as usize];
+        assert!(s.x < level.width && s.y < level.height, "{s:?}");
+        per_mip[s.material as usize][s.mip as usize] += 1;
+    }
+    let n = batch.len() as f64;
+    let big: usize = per_mip[0].iter().sum();
+    assert!((big as f64 / n - 341.0 / 426.0).abs() < 0.02, "{per_mip:?}");
+    for (m, area) in [256.0, 64.0, 16.0, 4.0, 1.0].iter().enumerate() {
+        let share = per_mip[0][m] as f64 / n;
+        assert!((share - area / 426.0).abs() < 0.015, "big mip {m}: {share}");
+    }
+    // Every texel of the small set's mip 0 is drawn about equally often (64 / 426 of
+    // the batch over 64 texels: 47 each on average).
+    let mut counts = [0usize; 64];
+    for s in batch.iter().filter(|s| s.material == 1 && s.mip == 0) {
+        counts[(s.y * 8 + s.x) as usize] += 1;
+    }
+    assert!(counts.iter().all(|&c| (15..90).contains(&c)), "{counts:?}");
+}
+
+#[test]
+fn one_adam_step_matches_the_cpu() {
+    let (config, model, sets) = tiny_group(Activation::HardGelu, 21);
+    let batch = all_samples(&sets);
+    let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto);
+    let (_, grads) = gpu.gradients(&batch, None).expect("gradients");
+    let (lr_latents, lr_decoder) = (0.05, 0.01);
+    gpu.apply_adam(Some(lr_latents), lr_decoder).expect("adam");
+    // A second step exercises the bias corrections and the stored moments; it
+    // reapplies nothing: apply_adam consumed the gradients, so this one sees zeros.
+    gpu.apply_adam(Some(lr_latents), lr_decoder).expect("adam");
+    let after = gpu.checkpoint().expect("checkpoint");
+
+    let mut expected = model.clone();
+    let mut decoder_state = AdamState::new(model.decoder().params().len());
+    let zeros = |n: usize| vec![0.0; n];
+    for g in [&grads.decoder, &zeros(grads.decoder.len())] {
+        cpu::adam_step(
+            expected.decoder_mut().params_mut(),
+            g,
+            &mut decoder_state,
+            lr_decoder,
+            &config.adam,
+            None,
+        )
+        .expect("cpu adam");
+    }
+    let mut latent_states = Vec::new();
+    for (m, pyramid) in expected.pyramids_mut().iter_mut().enumerate() {
+        let mut state = AdamState::new(pyramid.values().len());
+        for g in [&grads.latents[m], &zeros(grads.latents[m].len())] {
+            cpu::adam_step(
+                pyramid.values_mut(),
+                g,
+                &mut state,
+                lr_latents,
+                &config.adam,
+                Some((-1.0, 1.0)),
+            )
+            .expect("cpu adam");
+        }
+        latent_states.push(state);
+    }
+    // f32 Adam against f64 Adam: the update lr · m̂ / (√v̂ + ε) is ~lr in size and
+    // carries a few f32 roundings; measured within 2e-8 of the parameter.
+    let close = |a: &[f32], b: &[f32], tol: f32, what: &str| {
+        let err = a
+            .iter()
+            .zip(b)
+            .fold(0.0f32, |e, (x, y)| e.max((x - y).abs()));
+        assert!(err <= tol, "{what}: max error {err:e}");
+        err
+    };
+    let e = close(
+        after.model.decoder().params(),
+        expected.decoder().params(),
+        1e-6,
+        "decoder",
+    );
+    let mut el = 0.0f32;
+    for (m, (g, c)) in after
+        .model
+        .pyramids()
+        .iter()
+        .zip(expected.pyramids())
+        .enumerate()
+    {
+        el = el.max(close(g.values(), c.values(), 1e-6, &format!("latents {m}")));
+        assert!(g.values().iter().all(|v| (-1.0..=1.0).contains(v)));
+    }
+    close(&after.adam.decoder.m, &decoder_state.m, 1e-7, "decoder m");
+    close(&after.adam.decoder.v, &decoder_state.v, 1e-8, "decoder v");
+    for (g, c) in after.adam.latents.iter().zip(&latent_states) {
+        close(&g.m, &c.m, 1e-7, "latent m");
+        close(&g.v, &c.v, 1e-8, "latent v");
+        assert_eq!(g.step, c.step);
+    }
+    assert_eq!(after.adam.decoder.step, 2);
+    println!("adam: parameter error decoder {e:.1e}, latents {el:.1e}");
+}
+
+/// The training-run settings: a small model, small batches, fast rates.
+fn run_config(features: u32) -> TrainConfig {
+    TrainConfig {
+        model: NtcConfig {
+            features,
+            hidden: vec![32, 32],
+            ..NtcConfig::default()
+        },
+        lr_latents: 3e-2,
+        lr_decoder: 1e-2,
+        batch_size: 512,
+        ..TrainConfig::default()
+    }
+}
+
+#[test]
+fn training_reaches_the_psnr_band_for_one_and_two_sets() {
+    let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
+    let one = vec![set_from_fn("one", 32, present, pattern(16.0, 0.0))];
+    let two = vec![
+        set_from_fn("a", 32, present, pattern(16.0, 0.0)),
+        set_from_fn("b", 32, present, pattern(8.0, 2.0)),
+    ];
+    let config = run_config(8);
+    for (sets, steps) in [(&one, 300u64), (&two, 300)] {
+        let untrained = Checkpoint::fresh(sets, &config, steps, 42)
+            .expect("init")
+            .model;
+        let before = cpu::evaluate(&untrained, sets).expect("evaluate")[0].psnr[0].expect("base");
+        let mut reports = Vec::new();
+        let trained = train_gpu(
+            common::ctx(),
+            sets,
+            &config,
+            steps,
+            42,
+            TrainOptions {
+                log_every: 50,
+                ..TrainOptions::default()
+            },
+            &mut |p| reports.push(*p),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let total = config.schedule(steps, sets.len()).total_steps();
+        assert_eq!(trained.losses.len() as u64, total);
+        let last = reports.last().expect("a final report");
+        assert_eq!(
+            (last.step, last.total, last.phase),
+            (total, total, Phase::FineTune)
+        );
+        assert!(reports.windows(2).all(|w| w[0].step < w[1].step));
+        assert!(
+            reports
+                .iter()
+                .all(|r| r.texels_per_second > 0.0 && r.loss.is_finite())
+        );
+        // Quality measured on the GPU equals the CPU reference's evaluation of the
+        // returned model (f32 against f64 decoding: measured within 0.001 dB).
+        let cpu_quality = cpu::evaluate(&trained.model, sets).expect("evaluate");
+        for (material, expected) in trained.materials.iter().zip(&cpu_quality) {
+            for (gpu, cpu) in material.quality.psnr.iter().zip(&expected.psnr) {
+                match (gpu, cpu) {
+                    (Some(g), Some(c)) => assert!((g - c).abs() < 0.01, "{g} vs {c}"),
+                    (g, c) => assert_eq!(g, c),
+                }
+            }
+        }
+        for material in &trained.materials {
+            let base = material.quality.psnr[0].expect("base colour");
+            let normal = material.quality.psnr[2].expect("normal");
+            println!(
+                "{} of {}: {before:.1} dB untrained → base colour {base:.1} dB, normal {normal:.1} dB",
+                material.name,
+                sets.len()
+            );
+            // A learnt texture is far above the untrained decoder; 4-bit latents on a
+            // 32² smooth pattern cannot be near-lossless, so a value above 45 dB would
+            // mean the measurement compares the wrong things.
+            assert!(base > before + 10.0, "{}: {before} → {base}", material.name);
+            assert!(
+                (24.0..45.0).contains(&base),
+                "{}: base colour {base}",
+                material.name
+            );
+            assert!(
+                (22.0..45.0).contains(&normal),
+                "{}: normal {normal}",
+                material.name
+            );
+        }
+        let first: f64 = trained.losses[..20].iter().sum();
+        let last: f64 = trained.losses[steps as usize - 20..steps as usize]
+            .iter()
+            .sum();
+        assert!(last < first * 0.2, "loss {first} → {last}");
+    }
+}
+
+#[test]
+fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
+    let present = ChannelMask::BASE_COLOR;
+    let sets = vec![
+        set_from_fn("a", 16, present, pattern(8.0, 0.0)),
+        set_from_fn("b", 16, present, pattern(4.0, 1.0)),
+    ];
+    let config = TrainConfig {
+        batch_size: 128,
+        ..run_config(4)
+    };
+    // Fixed-point atomics add integers, so runs are deterministic and a resumed run
+    // must equal an uninterrupted one exactly, across the switch to fine-tuning
+    // (main steps 40, fine-tuning 2).
+    let options = GpuTrainerOptions {
+        atomics: GradientAtomics::FixedPoint,
+        ..GpuTrainerOptions::default()
+    };
+    let ctx = common::ctx();
+    let steps = 40;
+    let fresh = || Checkpoint::fresh(&sets, &config, steps, 7).expect("fresh");
+    let mut straight = GpuTrainer::new(ctx, &sets, fresh(), &options).expect("trainer");
+    assert_eq!(straight.step(1000).expect("steps"), 42);
+    let expected = straight.checkpoint().expect("checkpoint");
+
+    let mut first = GpuTrainer::new(ctx, &sets, fresh(), &options).expect("trainer");
+    assert_eq!(first.step(25).expect("steps"), 25);
+    let saved = first.checkpoint().expect("checkpoint");
+    assert_eq!(saved.step, 25);
+    let path = common::temp_dir("ntc_checkpoint").join("run.ckpt");
+    saved.save(&path).expect("save");
+    let loaded = Checkpoint::load(&path).expect("load");
+    assert!(loaded == saved, "the saved checkpoint reads back unchanged");
+    let mut second = GpuTrainer::new(ctx, &sets, loaded, &options).expect("trainer");
+    assert_eq!(second.step(1000).expect("steps"), 17);
+    let resumed = second.checkpoint().expect("checkpoint");
+    assert_eq!(resumed.step, expected.step);
+    assert_eq!(resumed.losses, expected.losses);
+    assert!(resumed.adam == expected.adam, "Adam moments differ");
+    assert!(resumed.model == expected.model, "models differ");
+
+    // Damaged files are errors, never panics.
+    let bytes = saved.to_bytes().expect("bytes");
+    for cut in [0, 7, 20, bytes.len() / 2, bytes.len() - 1] {
+        assert!(
+            Checkpoint::from_bytes(&bytes[..cut]).is_err(),
+            "cut at {cut}"
+        );
+    }
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 2] ^= 1;
+    assert!(Checkpoint::from_bytes(&flipped).is_err());
+
+    // A raised cancel flag stops before the first chunk with the run's start.
+    let cancel = AtomicBool::new(true);
+    let result = train_gpu(
+        ctx,
+        &sets,
+        &config,
+        steps,
+        7,
+        TrainOptions {
+            cancel: Some(&cancel),
+            gpu: options,
+            ..TrainOptions::default()
+        },
+        &mut |_| {},
+    );
+    match result {
+        Err(GpuTrainError::Cancelled(checkpoint)) => assert_eq!(checkpoint.step, 0),
+        other => panic!("expected a cancellation, got {other:?}"),
+    }
+    // Resuming needs the same run.
+    let result = train_gpu(
+        ctx,
+        &sets,
+        &config,
+        steps + 1,
+        7,
+        TrainOptions {
+            resume: Some(saved),
+            ..TrainOptions::default()
+        },
+        &mut |_| {},
+    );
+    assert!(
+        matches!(result, Err(GpuTrainError::Checkpoint(_))),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let (config, model, sets) = tiny_group(Activation::HardGelu, 1);
+    let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto);
+    let bad = Sample {
+        material: 0,
+        mip: 1,
+        x: 4,
+        y: 0,
+    };
+    assert!(matches!(
+        gpu.gradients(&[bad], None),
+        Err(GpuTrainError::Train(TrainError::SampleOutOfRange(s))) if s == bad
+    ));
+    let too_many = vec![
+        Sample {
+            material: 1,
+            mip: 0,
+            x: 0,
+            y: 0
+        };
+        300
+    ];
+    assert!(matches!(
+        gpu.gradients(&too_many, None),
+        Err(GpuTrainError::BatchTooLarge { .. })
+    ));
+    let mut broken = sets.clone();
+    broken[1].mips[2].texels.pop();
+    let start = Checkpoint::new(&config, model.clone(), 10, 0);
+    let err = GpuTrainer::new(common::ctx(), &broken, start, &GpuTrainerOptions::default())
+        .err()
+        .expect("broken set");
+    assert!(err.to_string().contains("`b`"), "{err}");
+    let start = Checkpoint::new(&config, model, 10, 0);
+    assert!(
+        GpuTrainer::new(
+            common::ctx(),
+            &sets[..1],
+            start,
+            &GpuTrainerOptions::default()
+        )
+        .is_err()
+    );
+    assert_eq!(common::ctx().uncaptured_error_count(), 0);
+}
+
+/// `name` from the environment, or `default`.
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Training throughput of the default model (F = 16, 48→64→64→16) on one procedural set,
+/// both gradient paths. Run in release:
+/// `cargo test --release --test ntc_gpu -- --ignored --nocapture`; on a big GPU raise the
+/// sizes with `NTC_BENCH_SIZE` (texture side, default 256), `NTC_BENCH_BATCH` (default
+/// 32768), `NTC_BENCH_STEPS` (timed steps, default 8) and `NTC_BENCH_WORKGROUP` (largest
+/// workgroup, default 64).
+#[test]
+#[ignore = "benchmark; prints texels per second"]
+fn throughput_of_the_default_model() {
+    let size = env_or("NTC_BENCH_SIZE", 256) as u32;
+    let batch = env_or("NTC_BENCH_BATCH", 32768) as u32;
+    let steps = env_or("NTC_BENCH_STEPS", 8);
+    let sets = vec![set_from_fn(
+        "bench",
+        size,
+        ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
+        pattern(32.0, 0.0),
+    )];
+    let config = TrainConfig {
+        batch_size: batch,
+        ..TrainConfig::default()
+    };
+    let ctx = common::ctx();
+    for atomics in [GradientAtomics::Auto, GradientAtomics::FixedPoint] {
+        let start = Checkpoint::fresh(&sets, &config, 10 * steps, 1).expect("fresh");
+        let options = GpuTrainerOptions {
+            atomics,
+            max_workgroup: env_or("NTC_BENCH_WORKGROUP", 64) as u32,
+        };
+        let mut gpu = GpuTrainer::new(ctx, &sets, start, &options).expect("trainer");
+        gpu.step(2).expect("warm-up");
+        gpu.checkpoint().expect("sync");
+        let t0 = std::time::Instant::now();
+        gpu.step(steps).expect("steps");
+        gpu.checkpoint().expect("sync");
+        let seconds = t0.elapsed().as_secs_f64();
+        let t1 = std::time::Instant::now();
+        gpu.evaluate().expect("evaluate");
+        let eval_seconds = t1.elapsed().as_secs_f64();
+        println!(
+            "{}: {size}² set, batch {batch}, workgroup {}, {} atomics: {:.3e} texels/s \
+             ({:.2} ms per step); evaluate {:.3e} texels/s",
+            ctx.describe(),
+            gpu.workgroup_size(),
+            if gpu.fixed_point() {
+                "fixed-point"
+            } else {
+                "f32"
+            },
+            steps as f64 * f64::from(batch) / seconds,
+            seconds * 1e3 / steps as f64,
+            f64::from(size * size) / eval_seconds,
+        );
+    }
+}
