@@ -156,6 +156,9 @@ struct CompressArgs {
     /// Skip the BCn baselines in the report.
     #[arg(long)]
     no_bcn: bool,
+    /// Report progress (and record the loss curve) about every this many steps.
+    #[arg(long, default_value_t = 100)]
+    log_every: u64,
 }
 
 #[derive(Args, Debug)]
@@ -605,6 +608,7 @@ fn compress(a: CompressArgs) -> Result<()> {
         seed: a.seed,
         resume: a.resume,
         skip_bcn: a.no_bcn,
+        log_every: a.log_every,
     };
     let input_names = sources
         .iter()
@@ -655,7 +659,13 @@ fn compress(a: CompressArgs) -> Result<()> {
             &path.with_extension("curves.csv"),
             report.curves_csv().as_bytes(),
         )?;
-        println!("wrote {} (+ .md, .curves.csv)", path.display());
+        ntc::plot::write_curves_png(
+            &path.with_extension("curves.png"),
+            &report.curves,
+            1200,
+            420,
+        )?;
+        println!("wrote {} (+ .md, .curves.csv, .curves.png)", path.display());
     }
     Ok(())
 }

@@ -294,10 +294,17 @@ fn compress_inspect_decompress_round_trip() {
         "512",
         "--report",
         s(&report),
+        "--log-every",
+        "10",
     ]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("1 materials, 1 decoders"), "{stdout}");
-    for side in ["report.json", "report.md", "report.curves.csv"] {
+    for side in [
+        "report.json",
+        "report.md",
+        "report.curves.csv",
+        "report.curves.png",
+    ] {
         assert!(dir.join(side).exists(), "{side} missing");
     }
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();

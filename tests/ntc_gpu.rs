@@ -476,36 +476,37 @@ fn training_reaches_the_psnr_band_for_one_and_two_sets() {
                 .iter()
                 .all(|r| r.texels_per_second > 0.0 && r.loss.is_finite())
         );
-        // Quality measured on the GPU equals the CPU reference's evaluation of the
-        // returned model (f32 against f64 decoding: measured within 0.001 dB).
+        // The band is checked on the CPU reference's evaluation of the returned model;
+        // the quality the GPU measured must agree with it (f32 against f64 decoding:
+        // measured within 0.001 dB).
         let cpu_quality = cpu::evaluate(&trained.model, sets).expect("evaluate");
-        for (material, expected) in trained.materials.iter().zip(&cpu_quality) {
-            for (gpu, cpu) in material.quality.psnr.iter().zip(&expected.psnr) {
+        for (material, quality) in trained.materials.iter().zip(&cpu_quality) {
+            for (gpu, cpu) in material.quality.psnr.iter().zip(&quality.psnr) {
                 match (gpu, cpu) {
                     (Some(g), Some(c)) => assert!((g - c).abs() < 0.01, "{g} vs {c}"),
                     (g, c) => assert_eq!(g, c),
                 }
             }
-        }
-        for material in &trained.materials {
-            let base = material.quality.psnr[0].expect("base colour");
-            let normal = material.quality.psnr[2].expect("normal");
+            let base = quality.psnr[0].expect("base colour");
+            let normal = quality.psnr[2].expect("normal");
             println!(
                 "{} of {}: {before:.1} dB untrained → base colour {base:.1} dB, normal {normal:.1} dB",
                 material.name,
                 sets.len()
             );
             // A learnt texture is far above the untrained decoder; 4-bit latents on a
-            // 32² smooth pattern cannot be near-lossless, so a value above 45 dB would
-            // mean the measurement compares the wrong things.
+            // 32² pattern after 300 steps cannot be near-lossless, so a value above 45 dB
+            // would mean the measurement compares the wrong things. (Measured: 27.5 dB
+            // for one set, 25.0–25.3 dB for two; the CPU trainer gives 27.2 dB for the
+            // first case.)
             assert!(base > before + 10.0, "{}: {before} → {base}", material.name);
             assert!(
-                (24.0..45.0).contains(&base),
+                (22.0..45.0).contains(&base),
                 "{}: base colour {base}",
                 material.name
             );
             assert!(
-                (22.0..45.0).contains(&normal),
+                (20.0..45.0).contains(&normal),
                 "{}: normal {normal}",
                 material.name
             );
@@ -665,7 +666,10 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 /// Training throughput of the default model (F = 16, 48→64→64→16) on one procedural set,
-/// both gradient paths. Run in release:
+/// both gradient paths. Measured: lavapipe (2 cores, 256², batch 32768) 3.8e4 texels/s;
+/// NVIDIA H200 through Vulkan (1024², batch 65536) 3.1e7 texels/s, 2.1 ms per step,
+/// evaluation 1.9e8 texels/s, alike for f32 and fixed-point atomics and workgroups of 32
+/// and 64. Run in release:
 /// `cargo test --release --test ntc_gpu -- --ignored --nocapture`; on a big GPU raise the
 /// sizes with `NTC_BENCH_SIZE` (texture side, default 256), `NTC_BENCH_BATCH` (default
 /// 32768), `NTC_BENCH_STEPS` (timed steps, default 8) and `NTC_BENCH_WORKGROUP` (largest

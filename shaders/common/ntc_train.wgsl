@@ -27,7 +27,7 @@ struct StepParams {
     total_texels: u32,
     // Slot of `losses` that this step's mean loss goes to.
     loss_slot: u32,
-    // Workgroups of forward_backward this step (entries of `wg_loss` to reduce).
+    // Workgroups of forward_backward this step (entries of `wg_partials` to reduce).
     loss_groups: u32,
     // Decoder parameters: `params[0 .. decoder_count]`; latents follow.
     decoder_count: u32,

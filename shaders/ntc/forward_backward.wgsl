@@ -13,10 +13,10 @@
 // 3. weighted L2 loss against the target texel and δ = 2 w (y − t) / batch_size;
 // 4. backward, one layer at a time, last first: each thread puts its δ (layer outputs)
 //    and its layer inputs into workgroup memory; the workgroup then computes
-//    dW = Σ_samples δ ⊗ a and db = Σ_samples δ cooperatively (thread t owns weights
-//    t, t + WORKGROUP_SIZE, …) and adds each sum to the gradient buffer with one atomic
-//    per weight per workgroup; each thread then propagates its own δ through Wᵀ and the
-//    activation slopes;
+//    dW = Σ_samples δ ⊗ a and db = Σ_samples δ cooperatively (thread t owns the 4 × 4
+//    weight blocks t, t + WORKGROUP_SIZE, …) and adds each sum to the gradient buffer with
+//    one atomic per weight per workgroup; each thread then propagates its own δ through
+//    Wᵀ and the activation slopes;
 // 5. the δ of the 2F latent inputs is scattered to the 4 taps × F features of each grid
 //    with one atomic add per value (when FLAG_LATENT_GRADIENTS).
 // Each workgroup also writes its summed loss to wg_partials[workgroup] for reduce_loss.

@@ -68,6 +68,8 @@ pub struct CompressOptions {
     pub resume: bool,
     /// Skip the BCn baselines in the report.
     pub skip_bcn: bool,
+    /// Progress (and loss-curve) interval in steps.
+    pub log_every: u64,
 }
 
 /// One material's line of the report.
@@ -276,7 +278,7 @@ pub fn compress(
             opts.steps,
             opts.seed.wrapping_add(g as u64),
             TrainOptions {
-                log_every: 100,
+                log_every: opts.log_every,
                 cancel: Some(cancel),
                 resume,
                 ..Default::default()
