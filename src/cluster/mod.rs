@@ -35,15 +35,13 @@ use std::path::PathBuf;
 
 use crate::texture::TextureError;
 
+pub use crate::texture::inputs::categories_from_csv;
 pub use clip::{CLIP_MEAN, CLIP_STD, ClipArch, ClipOptions, clip_pixels};
 pub use contact_sheet::{ContactSheet, render_contact_sheet, write_contact_sheet};
 pub use embed::{EmbedderChoice, EmbedderKind, EmbeddingBlock, Embeddings, embed_sets};
 pub use kmeans::{KMEANS_RESTARTS, kmeans_assign};
 pub use stats::{STATS_ANALYSIS_SIZE, STATS_BLOCKS, STATS_DIM, STATS_VERSION};
-pub use strategy::{
-    GroupSummary, Plan, PlanGroup, PlanSummary, Strategy, categories_from_csv, make_plan,
-    plan_summary,
-};
+pub use strategy::{GroupSummary, Plan, PlanGroup, PlanSummary, Strategy, make_plan, plan_summary};
 
 /// Errors of embedding, clustering, plan handling and contact sheets. Each message names
 /// the file or texture set involved and what is wrong with it.
@@ -120,14 +118,6 @@ pub enum ClusterError {
         path: PathBuf,
         /// serde_json's message (with line and column).
         message: String,
-    },
-    /// A category CSV is malformed or lacks a column.
-    #[error("{path}: {reason}")]
-    Csv {
-        /// The CSV file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
     },
     /// Reading or writing a texture file failed.
     #[error(transparent)]

@@ -3,6 +3,7 @@
 //! (`.csv`) — concatenated in order, with a category label per set where one is known
 //! (a manifest's `paper_category`, or the `texture_sets.csv` beside a scene).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
@@ -73,7 +74,7 @@ impl InputSets {
                     let (descs, _) = super::scene_texture_sets(&opened.scene.materials);
                     let names: Vec<String> = descs.iter().map(TextureSetDesc::name).collect();
                     let cats = if csv.exists() {
-                        category_column(&csv, "paper_category", &names)?
+                        categories_from_csv(&csv, "paper_category", &names)?
                     } else {
                         vec![String::new(); names.len()]
                     };
@@ -138,38 +139,64 @@ impl InputSets {
     }
 }
 
-/// A category column of a `texture_sets.csv`-style file, per set name ("" when absent).
-fn category_column(
-    csv_path: &Path,
+/// One category label per set name from a CSV with a `set_id` column and `column`
+/// (`category` or `paper_category` in the Bistro manifest and the living room's
+/// `texture_sets.csv`).
+///
+/// A set matches the first row whose `set_id` equals its name or, failing that, the
+/// first whose `set_id` ends in `/name` (Bistro ids are `bistro/fabric/MASTER_Awning_Beams`,
+/// the loaded set is `MASTER_Awning_Beams`). Sets without a row get an empty label (a
+/// group of their own under the `category` strategy).
+pub fn categories_from_csv(
+    path: &Path,
     column: &str,
-    names: &[String],
+    set_names: &[String],
 ) -> Result<Vec<String>, TextureError> {
     let bad = |message: String| TextureError::Csv {
-        path: csv_path.to_path_buf(),
+        path: path.to_path_buf(),
         message,
     };
-    let mut reader = csv::Reader::from_path(csv_path).map_err(|e| bad(e.to_string()))?;
-    let headers = reader.headers().map_err(|e| bad(e.to_string()))?.clone();
-    let (Some(id_col), Some(cat_col)) = (
-        headers.iter().position(|h| h == "set_id"),
-        headers.iter().position(|h| h == column),
-    ) else {
-        return Ok(vec![String::new(); names.len()]);
+    let bytes = std::fs::read(path).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(&bytes[..]);
+    let headers = reader
+        .headers()
+        .map_err(|e| bad(format!("invalid CSV: {e}")))?
+        .clone();
+    let col = |name: &str| {
+        headers.iter().position(|h| h == name).ok_or_else(|| {
+            bad(format!(
+                "required column `{name}` is missing from the header"
+            ))
+        })
     };
-    let mut rows = Vec::new();
+    let (c_id, c_cat) = (col("set_id")?, col(column)?);
+    let mut by_id: HashMap<String, String> = HashMap::new();
+    let mut by_last: HashMap<String, String> = HashMap::new();
     for record in reader.records() {
-        let r = record.map_err(|e| bad(e.to_string()))?;
-        rows.push((
-            r.get(id_col).unwrap_or("").to_string(),
-            r.get(cat_col).unwrap_or("").to_string(),
-        ));
+        let record = record.map_err(|e| bad(format!("invalid CSV: {e}")))?;
+        let id = record.get(c_id).unwrap_or("");
+        let cat = record.get(c_cat).unwrap_or("");
+        by_id
+            .entry(id.to_string())
+            .or_insert_with(|| cat.to_string());
+        if let Some((_, last)) = id.rsplit_once('/') {
+            by_last
+                .entry(last.to_string())
+                .or_insert_with(|| cat.to_string());
+        }
     }
-    Ok(names
+    Ok(set_names
         .iter()
         .map(|n| {
-            rows.iter()
-                .find(|(id, _)| id == n || id.rsplit('/').next() == Some(n.as_str()))
-                .map(|(_, c)| c.clone())
+            by_id
+                .get(n)
+                .or_else(|| by_last.get(n))
+                .cloned()
                 .unwrap_or_default()
         })
         .collect())
