@@ -107,10 +107,10 @@ impl InputSets {
         }
         let mut categories = vec![String::new(); descs.len()];
         for (m, set) in material_sets.iter().enumerate() {
-            if let Some(s) = *set {
-                if categories[s].is_empty() {
-                    categories[s] = labels[m].clone();
-                }
+            if let Some(s) = *set
+                && categories[s].is_empty()
+            {
+                categories[s] = labels[m].clone();
             }
         }
         Ok(Self {

@@ -134,7 +134,7 @@ mod tests {
     fn psnr_of_known_error() {
         // Every present value off by 0.1 → MSE 0.01 → 20 dB.
         let mut acc = ErrorAccumulator::default();
-        let r = vec![0.5f32; CHANNELS * 4];
+        let r = [0.5f32; CHANNELS * 4];
         let d: Vec<f32> = r.iter().map(|v| v + 0.1).collect();
         acc.add(
             r.iter().copied(),
