@@ -1561,19 +1561,11 @@ impl GpuTrainer {
             step: step as u32,
             ..self.base_params()
         };
-        self.ctx
-            .queue
-            .write_buffer(&self.buffers.step, 0, bytemuck::bytes_of(&params));
-        self.submit(|encoder, trainer| {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_bind_group(0, &trainer.bind_group, &[0]);
-            pass.set_pipeline(&trainer.kernels.sample);
-            dispatch(
-                &mut pass,
-                trainer.batch_capacity.div_ceil(SAMPLE_WORKGROUP),
-                trainer.max_dispatch,
-            );
-        })?;
+        self.run_kernel(
+            &params,
+            &self.kernels.sample,
+            self.batch_capacity.div_ceil(SAMPLE_WORKGROUP),
+        )?;
         let bytes = read_buffer(
             &self.ctx,
             &self.buffers.batch,
@@ -1612,19 +1604,11 @@ impl GpuTrainer {
         lr_decoder: f64,
     ) -> Result<(), GpuTrainError> {
         let params = self.adam_params(lr_latents, lr_decoder);
-        self.ctx
-            .queue
-            .write_buffer(&self.buffers.step, 0, bytemuck::bytes_of(&params));
-        self.submit(|encoder, trainer| {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_bind_group(0, &trainer.bind_group, &[0]);
-            pass.set_pipeline(&trainer.kernels.adam);
-            dispatch(
-                &mut pass,
-                params.update_count.div_ceil(ADAM_WORKGROUP),
-                trainer.max_dispatch,
-            );
-        })?;
+        self.run_kernel(
+            &params,
+            &self.kernels.adam,
+            params.update_count.div_ceil(ADAM_WORKGROUP),
+        )?;
         self.grads_dirty = lr_latents.is_none();
         Ok(())
     }
@@ -1718,15 +1702,7 @@ impl GpuTrainer {
                 eval_entry: first as u32,
                 ..self.base_params()
             };
-            self.ctx
-                .queue
-                .write_buffer(&self.buffers.step, 0, bytemuck::bytes_of(&params));
-            self.submit(|encoder, trainer| {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_bind_group(0, &trainer.bind_group, &[0]);
-                pass.set_pipeline(&trainer.kernels.evaluate);
-                pass.dispatch_workgroups(groups, 1, 1);
-            })?;
+            self.run_kernel(&params, &self.kernels.evaluate, groups)?;
             let sums = f32s(&read_buffer(
                 &self.ctx,
                 &self.buffers.partials,
@@ -1920,6 +1896,26 @@ impl GpuTrainer {
                     .map_err(|e| GpuError::Readback(format!("device poll failed: {e}")))?;
             }
         }
+        Ok(())
+    }
+
+    /// Write `params` to the step uniform and run `kernel` over `groups` workgroups in one
+    /// submit (validation errors returned as values).
+    fn run_kernel(
+        &self,
+        params: &StepParams,
+        kernel: &wgpu::ComputePipeline,
+        groups: u32,
+    ) -> Result<(), GpuTrainError> {
+        self.ctx
+            .queue
+            .write_buffer(&self.buffers.step, 0, bytemuck::bytes_of(params));
+        self.submit(|encoder, trainer| {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_bind_group(0, &trainer.bind_group, &[0]);
+            pass.set_pipeline(kernel);
+            dispatch(&mut pass, groups, trainer.max_dispatch);
+        })?;
         Ok(())
     }
 
