@@ -6,16 +6,7 @@
 // variants: | ALPHA_TEST
 
 #import "common/math.wgsl"
-#import "common/frame.wgsl"
-
-@group(0) @binding(0) var<uniform> frame: Frame;
-@group(0) @binding(1) var<storage, read> instances: array<InstanceData>;
-@group(0) @binding(2) var<storage, read> materials: array<MaterialData>;
-
-#ifdef ALPHA_TEST
-@group(1) @binding(0) var base_color_tex: texture_2d<f32>;
-@group(1) @binding(3) var material_sampler: sampler;
-#endif
+#import "common/scene_draw.wgsl"
 
 struct VertexIn {
     @location(0) position: vec3f,
