@@ -1,0 +1,1014 @@
+//! The shared-decoder study on our data (`neurotex eval`): the paper's Table 2 (mean
+//! PSNR per grouping strategy, overall and per category), the gradual-freezing ablation
+//! (its Figures 5–6) and a sweep over the number of decoders, clustered against random.
+//!
+//! ```text
+//! sets + categories ──plan_eval──► EvalPlan: a plan per strategy, the distinct runs
+//!                                  (sections share identical trainings), which run
+//!                                  answers which table cell
+//!                   ──evaluate───► per run: ntc::compress ─► runs/<name>.json
+//!                                  (loaded instead of retrained on --resume)
+//!                                  ─► EvalReport ─► the out folder (below)
+//! ```
+//!
+//! The out folder: `table2.{csv,md}`, `plans/<strategy>.json` and the clustered plan's
+//! contact sheet `plans/clustered.png`; `freezing.{csv,md}`, `freezing_curves.{csv,png}`;
+//! `m_sweep.{csv,md,png}`; `summary.json` (setup and every run) and `report.md`; and
+//! `runs/<name>.json` (`.ntc` too with `keep_packages`). Every file is written through a
+//! temporary file and a rename.
+//!
+//! Sub-modules: `runs` (freezing settings, run names, sharing, run records), `tables`
+//! (the tables and the report) and `plot` (the charts). This module trains only through
+//! [`ntc::compress`](crate::ntc::compress::compress) and renders nothing.
+
+mod plot;
+mod runs;
+mod tables;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use crate::cluster::{
+    ClusterError, EmbedderChoice, Plan, Strategy, embed_sets, make_plan, write_contact_sheet,
+};
+use crate::gpu::GpuContext;
+use crate::ntc::TrainConfig;
+use crate::ntc::compress::{CompressError, CompressOptions, compress};
+use crate::ntc::plot::{PlotError, write_panels_png};
+use crate::ntc::train::gpu::TrainProgress;
+use crate::ntc::train::schedule::finetune_steps;
+use crate::texture::{CHANNELS, TextureSet};
+
+pub use plot::{CHART_SIZE, freezing_panel, sweep_panel};
+pub use runs::{
+    CurvePoint, Freeze, GroupResult, MaterialResult, RunList, RunRecord, RunSpec, default_sweep,
+    run_name,
+};
+pub use tables::{
+    EvalReport, FreezingRow, FreezingTable, NO_CATEGORY, RunSummary, SweepRow, SweepTable, Table2,
+    Table2Row, category_columns, mean_curve,
+};
+
+/// The strategies of Table 2, in the paper's order (the default list).
+pub const STRATEGIES: [Strategy; 5] = [
+    Strategy::Baseline,
+    Strategy::Single,
+    Strategy::Clustered,
+    Strategy::Random,
+    Strategy::Category,
+];
+
+/// The default freezing settings of the ablation: none, and from 25, 50 and 75 % of
+/// the main steps.
+pub const DEFAULT_FREEZE: [Freeze; 4] = [
+    Freeze::Off,
+    Freeze::At(0.25),
+    Freeze::At(0.5),
+    Freeze::At(0.75),
+];
+
+/// Errors of an evaluation. Each names the file, run or input involved.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// `category` was asked for, but no set has a category label.
+    #[error(
+        "strategy `category` needs category labels, but no texture set of {inputs} has one (labels come from a manifest's `paper_category` column, or a `texture_sets.csv` beside a scene); leave `category` out of --strategies"
+    )]
+    NoCategories {
+        /// The inputs.
+        inputs: String,
+    },
+    /// The inputs disagree with each other (one category and one constant per set).
+    #[error("evaluation inputs: {reason}")]
+    Inputs {
+        /// What is wrong.
+        reason: String,
+    },
+    /// Embedding the sets or building a plan failed.
+    #[error("{what}: {source}")]
+    Plan {
+        /// Which plan (or the embedding).
+        what: String,
+        /// The cause.
+        source: ClusterError,
+    },
+    /// Writing a plan or the contact sheet failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The out folder holds files and `resume` is off.
+    #[error(
+        "{dir} is not empty; pass --resume to continue the evaluation there, or choose an empty folder"
+    )]
+    OutNotEmpty {
+        /// The out folder.
+        dir: PathBuf,
+    },
+    /// A training run failed.
+    #[error("run `{run}`: {source}")]
+    Compress {
+        /// The run's name.
+        run: String,
+        /// The cause (boxed: it is large).
+        source: Box<CompressError>,
+    },
+    /// Interrupted: finished runs and the current run's progress are kept.
+    #[error(
+        "interrupted; finished runs are kept in {runs} — run the same command with --resume to continue"
+    )]
+    Interrupted {
+        /// The runs folder.
+        runs: PathBuf,
+    },
+    /// A run record cannot be read or does not match the evaluation.
+    #[error("{path}: {reason}")]
+    RunFile {
+        /// The record.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A file or folder could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A chart could not be drawn or written.
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+}
+
+/// The texture sets an evaluation reads, decoded once by the caller.
+#[derive(Clone, Copy, Debug)]
+pub struct EvalInputs<'a> {
+    /// The sets.
+    pub sets: &'a [TextureSet],
+    /// One category label per set (empty when unknown).
+    pub categories: &'a [String],
+    /// Per set: the material constants the packages store (see
+    /// [`set_constants`](crate::ntc::compress::set_constants)).
+    pub constants: &'a [[f32; CHANNELS]],
+    /// The input files, for plans and reports.
+    pub description: &'a str,
+}
+
+impl EvalInputs<'_> {
+    fn check(&self) -> Result<(), EvalError> {
+        let n = self.sets.len();
+        let bad = |what: &str, len: usize| EvalError::Inputs {
+            reason: format!("{len} {what} for {n} texture sets"),
+        };
+        if n == 0 {
+            return Err(EvalError::Inputs {
+                reason: "no texture sets".into(),
+            });
+        }
+        if self.categories.len() != n {
+            return Err(bad("category labels", self.categories.len()));
+        }
+        if self.constants.len() != n {
+            return Err(bad("constant sets", self.constants.len()));
+        }
+        Ok(())
+    }
+}
+
+/// How to evaluate.
+#[derive(Clone, Debug)]
+pub struct EvalOptions {
+    /// Strategies of Table 2; `None`: all of [`STRATEGIES`], `category` left out (with a
+    /// note) when no set has a category. Asking for `category` explicitly without
+    /// categories is an error.
+    pub strategies: Option<Vec<Strategy>>,
+    /// Groups of `clustered` and `random` in Table 2 and the ablation.
+    pub m: usize,
+    /// The embedder of the clustered plans.
+    pub embedder: EmbedderChoice,
+    /// The training settings; their freezing start is the default freezing setting
+    /// (Table 2 and the sweep use it).
+    pub train: TrainConfig,
+    /// The recipe's name, for the reports.
+    pub recipe: String,
+    /// Main training steps per group.
+    pub steps: u64,
+    /// Seed of k-means, the random grouping and training.
+    pub seed: u64,
+    /// Progress and loss-curve interval in steps.
+    pub log_every: u64,
+    /// Freezing settings of the ablation.
+    pub freeze: Vec<Freeze>,
+    /// Decoder counts of the sweep; `None`: [`default_sweep`].
+    pub m_sweep: Option<Vec<usize>>,
+    /// Run the freezing ablation.
+    pub ablation: bool,
+    /// Run the decoder-count sweep.
+    pub sweep: bool,
+    /// Load finished runs from the out folder instead of retraining them (and continue
+    /// an interrupted one); without it the out folder must be empty.
+    pub resume: bool,
+    /// Keep each run's `.ntc` package next to its record.
+    pub keep_packages: bool,
+    /// The command line, for the summary.
+    pub command_line: String,
+}
+
+/// One point of the sweep: the run of `strategy` at `m` groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SweepPoint {
+    /// Requested groups.
+    pub m: usize,
+    /// `clustered` or `random`.
+    pub strategy: Strategy,
+    /// Index into [`EvalPlan::runs`].
+    pub run: usize,
+}
+
+/// What an evaluation will train, and which run answers which table cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalPlan {
+    /// The embedder (name and version).
+    pub embedder: String,
+    /// Number of texture sets.
+    pub sets: usize,
+    /// The plan of each Table 2 strategy, in order.
+    pub plans: Vec<Plan>,
+    /// The clustered plan at `m` (Table 2's, the ablation's), when either uses it.
+    pub clustered: Option<Plan>,
+    /// The distinct runs, in training order.
+    pub runs: Vec<RunSpec>,
+    /// Table 2: each strategy's run (index into `runs`).
+    pub table2: Vec<(Strategy, usize)>,
+    /// The ablation: each freezing setting's run.
+    pub freezing: Vec<(Freeze, usize)>,
+    /// The sweep's points.
+    pub sweep: Vec<SweepPoint>,
+    /// The run whose decoders are all unshared (the sweep's reference), if any.
+    pub baseline: Option<usize>,
+    /// The default freezing setting.
+    pub default_freeze: Freeze,
+    /// Steps of one group's training: main steps plus fine-tuning.
+    pub steps_per_group: u64,
+    /// Things left out and why.
+    pub notes: Vec<String>,
+}
+
+impl EvalPlan {
+    /// Group trainings over all runs (the cost of the evaluation is about proportional).
+    pub fn group_trainings(&self) -> usize {
+        self.runs.iter().map(RunSpec::decoders).sum()
+    }
+
+    /// Where run `i` is used: `Table 2 clustered`, `freezing none`, `sweep m=4 random`.
+    fn uses(&self, i: usize) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .table2
+            .iter()
+            .filter(|t| t.1 == i)
+            .map(|(s, _)| format!("Table 2 {s}"))
+            .collect();
+        v.extend(
+            self.freezing
+                .iter()
+                .filter(|f| f.1 == i)
+                .map(|(f, _)| format!("freezing {f}")),
+        );
+        v.extend(
+            self.sweep
+                .iter()
+                .filter(|p| p.run == i)
+                .map(|p| format!("sweep m={} {}", p.m, p.strategy)),
+        );
+        v
+    }
+}
+
+impl std::fmt::Display for EvalPlan {
+    /// A header with the totals, then one line per run with its uses.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let trainings = self.group_trainings();
+        writeln!(
+            f,
+            "{} texture sets, embedder {}: {} runs, {} group trainings of {} steps ({} steps in all)",
+            self.sets,
+            self.embedder,
+            self.runs.len(),
+            trainings,
+            self.steps_per_group,
+            trainings as u64 * self.steps_per_group
+        )?;
+        let width = self.runs.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        for (i, r) in self.runs.iter().enumerate() {
+            writeln!(
+                f,
+                "  {:<width$}  decoders {:>4}  freeze {:<5}  {}",
+                r.name,
+                r.decoders(),
+                r.freeze.to_string(),
+                self.uses(i).join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Plan an evaluation: embed the sets, build the plans of every section and the
+/// distinct runs. Errors: `category` without categories, `m` (or a sweep point) outside
+/// 1..=number of sets, an embedder failure.
+pub fn plan_eval(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalPlan, EvalError> {
+    inputs.check()?;
+    let n = inputs.sets.len();
+    let labelled = inputs.categories.iter().any(|c| !c.trim().is_empty());
+    let mut notes = Vec::new();
+    let mut strategies: Vec<Strategy> = Vec::new();
+    match &opts.strategies {
+        Some(list) => {
+            if list.contains(&Strategy::Category) && !labelled {
+                return Err(EvalError::NoCategories {
+                    inputs: inputs.description.to_string(),
+                });
+            }
+            for &s in list {
+                if !strategies.contains(&s) {
+                    strategies.push(s);
+                }
+            }
+        }
+        None => {
+            strategies = STRATEGIES.to_vec();
+            if !labelled {
+                strategies.retain(|&s| s != Strategy::Category);
+                notes.push(format!(
+                    "strategy `category` left out: no texture set of {} has a category label",
+                    inputs.description
+                ));
+            }
+        }
+    }
+    let embeddings = embed_sets(inputs.sets, &opts.embedder).map_err(|source| EvalError::Plan {
+        what: "embedding the texture sets".into(),
+        source,
+    })?;
+    let plan = |strategy: Strategy, m: usize, what: String| {
+        make_plan(strategy, &embeddings, m, opts.seed, Some(inputs.categories))
+            .map(|mut p| {
+                p.input = inputs.description.to_string();
+                p
+            })
+            .map_err(|source| EvalError::Plan { what, source })
+    };
+    let groups =
+        |p: &Plan| -> Vec<Vec<usize>> { p.groups.iter().map(|g| g.indices.clone()).collect() };
+    let default_freeze = Freeze::of(&opts.train);
+    let name = |s: Strategy, m: usize, f: Freeze| run_name(s, m, f, default_freeze);
+    let mut list = RunList::new(opts.train.freeze_single);
+
+    let mut plans = Vec::new();
+    let mut table2 = Vec::new();
+    for &s in &strategies {
+        let p = plan(
+            s,
+            opts.m,
+            format!("Table 2 strategy `{s}` (--m {})", opts.m),
+        )?;
+        table2.push((
+            s,
+            list.request(
+                name(s, opts.m, default_freeze),
+                s,
+                groups(&p),
+                default_freeze,
+            ),
+        ));
+        plans.push(p);
+    }
+    let clustered = match plans.iter().find(|p| p.strategy == Strategy::Clustered) {
+        Some(p) => Some(p.clone()),
+        None if opts.ablation => Some(plan(
+            Strategy::Clustered,
+            opts.m,
+            format!("the freezing ablation's clustered plan (--m {})", opts.m),
+        )?),
+        None => None,
+    };
+    let mut freezing = Vec::new();
+    if let (true, Some(p)) = (opts.ablation, &clustered) {
+        for &f in &opts.freeze {
+            if freezing.iter().any(|&(g, _)| g == f) {
+                continue;
+            }
+            let s = Strategy::Clustered;
+            freezing.push((f, list.request(name(s, opts.m, f), s, groups(p), f)));
+        }
+    }
+    let mut sweep = Vec::new();
+    if opts.sweep {
+        let mut ms = opts
+            .m_sweep
+            .clone()
+            .unwrap_or_else(|| default_sweep(n, opts.m));
+        ms.sort_unstable();
+        ms.dedup();
+        for m in ms {
+            for s in [Strategy::Clustered, Strategy::Random] {
+                let p = plan(s, m, format!("sweep point m = {m}"))?;
+                let run = list.request(name(s, m, default_freeze), s, groups(&p), default_freeze);
+                sweep.push(SweepPoint {
+                    m,
+                    strategy: s,
+                    run,
+                });
+            }
+        }
+    }
+    let baseline = list.runs.iter().position(|r| r.decoders() == n);
+    Ok(EvalPlan {
+        embedder: format!("{} v{}", embeddings.embedder, embeddings.embedder_version),
+        sets: n,
+        plans,
+        clustered,
+        runs: list.runs,
+        table2,
+        freezing,
+        sweep,
+        baseline,
+        default_freeze,
+        steps_per_group: opts.steps + finetune_steps(opts.steps, opts.train.finetune_fraction),
+        notes,
+    })
+}
+
+/// What [`evaluate`] reports as it goes. `run` counts from 0 to `runs - 1`.
+#[derive(Debug)]
+pub enum EvalEvent<'a> {
+    /// A run starts training.
+    RunStarted {
+        /// Its index.
+        run: usize,
+        /// Number of runs.
+        runs: usize,
+        /// The run.
+        spec: &'a RunSpec,
+    },
+    /// Training progress of one group of the current run.
+    Training {
+        /// The run's index.
+        run: usize,
+        /// Number of runs.
+        runs: usize,
+        /// The run.
+        spec: &'a RunSpec,
+        /// The group (decoder) in training.
+        group: usize,
+        /// Groups of the run.
+        groups: usize,
+        /// The trainer's progress.
+        progress: &'a TrainProgress,
+    },
+    /// A run is done: trained now, or `loaded` from the record of an earlier invocation.
+    RunFinished {
+        /// Its index.
+        run: usize,
+        /// Number of runs.
+        runs: usize,
+        /// Its record.
+        record: &'a RunRecord,
+        /// Where the record is.
+        path: &'a Path,
+        /// Loaded rather than trained.
+        loaded: bool,
+    },
+}
+
+/// Write `text` to `path` through a temporary file and a rename.
+fn write_text(path: &Path, text: &str) -> Result<(), EvalError> {
+    crate::scene::gltf_builder::write_atomic(path, text.as_bytes()).map_err(|source| {
+        EvalError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// Create `dir` (and parents); refuse a non-empty one unless `resume`.
+fn prepare_out_dir(dir: &Path, resume: bool) -> Result<(), EvalError> {
+    let io = |source| EvalError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if !resume && entries.next().is_some() {
+                return Err(EvalError::OutNotEmpty {
+                    dir: dir.to_path_buf(),
+                });
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(io)
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// Run the evaluation `plan` (from [`plan_eval`] with the same inputs and options) into
+/// the folder `out`, and write every table, chart and summary there.
+/// `progress` hears of every run and of training progress; setting `cancel` stops
+/// after the current training chunk with [`EvalError::Interrupted`].
+pub fn evaluate(
+    ctx: &GpuContext,
+    inputs: &EvalInputs,
+    plan: &EvalPlan,
+    opts: &EvalOptions,
+    out: &Path,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&EvalEvent),
+) -> Result<EvalReport, EvalError> {
+    inputs.check()?;
+    prepare_out_dir(out, opts.resume)?;
+    let runs_dir = out.join("runs");
+    let plans_dir = out.join("plans");
+    for dir in [&runs_dir, &plans_dir] {
+        std::fs::create_dir_all(dir).map_err(|source| EvalError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    for p in &plan.plans {
+        p.write(&plans_dir.join(format!("{}.json", p.strategy)))?;
+    }
+    if let Some(p) = &plan.clustered {
+        p.write(&plans_dir.join("clustered.json"))?;
+        write_contact_sheet(&plans_dir.join("clustered.png"), inputs.sets, p)?;
+    }
+
+    let runs = plan.runs.len();
+    let mut records: Vec<(RunRecord, bool)> = Vec::with_capacity(runs);
+    for (run, spec) in plan.runs.iter().enumerate() {
+        let path = runs_dir.join(format!("{}.json", spec.name));
+        let train = spec.freeze.apply(&opts.train);
+        if opts.resume && path.exists() {
+            let record = RunRecord::read(&path)?;
+            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train) {
+                return Err(EvalError::RunFile {
+                    path,
+                    reason: format!(
+                        "{reason}; delete it to retrain that run, or evaluate into an empty folder"
+                    ),
+                });
+            }
+            progress(&EvalEvent::RunFinished {
+                run,
+                runs,
+                record: &record,
+                path: &path,
+                loaded: true,
+            });
+            records.push((record, true));
+            continue;
+        }
+        progress(&EvalEvent::RunStarted { run, runs, spec });
+        let package = runs_dir.join(format!("{}.ntc", spec.name));
+        let options = CompressOptions {
+            train: train.clone(),
+            steps: opts.steps,
+            seed: opts.seed,
+            resume: opts.resume,
+            skip_bcn: true,
+            log_every: opts.log_every,
+        };
+        let result = compress(
+            ctx,
+            inputs.sets,
+            inputs.constants,
+            &spec.groups,
+            &options,
+            inputs.description,
+            &package,
+            cancel,
+            &mut |group, groups, p| {
+                progress(&EvalEvent::Training {
+                    run,
+                    runs,
+                    spec,
+                    group,
+                    groups,
+                    progress: p,
+                })
+            },
+        );
+        let report = match result {
+            Ok((_, report)) => report,
+            Err(CompressError::Interrupted { .. }) => {
+                return Err(EvalError::Interrupted { runs: runs_dir });
+            }
+            Err(source) => {
+                return Err(EvalError::Compress {
+                    run: spec.name.clone(),
+                    source: Box::new(source),
+                });
+            }
+        };
+        let record = RunRecord::new(spec, &train, &report);
+        record.write(&path)?;
+        if !opts.keep_packages {
+            std::fs::remove_file(&package).map_err(|source| EvalError::Io {
+                path: package.clone(),
+                source,
+            })?;
+        }
+        progress(&EvalEvent::RunFinished {
+            run,
+            runs,
+            record: &record,
+            path: &path,
+            loaded: false,
+        });
+        records.push((record, false));
+    }
+
+    let report = build_report(&ctx.describe(), inputs, plan, opts, &records);
+    write_outputs(out, &report)?;
+    Ok(report)
+}
+
+/// The report of `plan` over its finished runs (`records[i]` is run `i`, with whether it
+/// was loaded).
+pub fn build_report(
+    adapter: &str,
+    inputs: &EvalInputs,
+    plan: &EvalPlan,
+    opts: &EvalOptions,
+    records: &[(RunRecord, bool)],
+) -> EvalReport {
+    let rec = |i: usize| &records[i].0;
+    let table2: Vec<(Strategy, &RunRecord)> =
+        plan.table2.iter().map(|&(s, i)| (s, rec(i))).collect();
+    let freezing: Vec<(Freeze, &RunRecord)> =
+        plan.freezing.iter().map(|&(f, i)| (f, rec(i))).collect();
+    let sweep: Vec<(usize, Strategy, &RunRecord)> = plan
+        .sweep
+        .iter()
+        .map(|p| (p.m, p.strategy, rec(p.run)))
+        .collect();
+    EvalReport {
+        adapter: adapter.to_string(),
+        command_line: opts.command_line.clone(),
+        inputs: inputs.description.to_string(),
+        sets: plan.sets,
+        embedder: plan.embedder.clone(),
+        seed: opts.seed,
+        recipe: opts.recipe.clone(),
+        steps: opts.steps,
+        train: opts.train.clone(),
+        table2: Table2::new(&table2, inputs.categories),
+        freezing: (!freezing.is_empty()).then(|| {
+            FreezingTable::new(plan.clustered.as_ref().map_or(opts.m, |p| p.m), &freezing)
+        }),
+        sweep: (!sweep.is_empty())
+            .then(|| SweepTable::new(&sweep, plan.baseline.and_then(|i| rec(i).mean_psnr))),
+        runs: records
+            .iter()
+            .map(|(r, loaded)| RunSummary::new(r, *loaded))
+            .collect(),
+        notes: plan.notes.clone(),
+    }
+}
+
+/// Write the tables, charts, `summary.json` and `report.md` of `report` into `out`.
+pub fn write_outputs(out: &Path, report: &EvalReport) -> Result<(), EvalError> {
+    let file = |name: &str| out.join(name);
+    write_text(&file("table2.csv"), &report.table2.csv())?;
+    write_text(&file("table2.md"), &report.table2.markdown())?;
+    let (w, h) = CHART_SIZE;
+    if let Some(f) = &report.freezing {
+        write_text(&file("freezing.csv"), &f.csv())?;
+        write_text(&file("freezing.md"), &f.markdown())?;
+        write_text(&file("freezing_curves.csv"), &f.curves_csv())?;
+        write_panels_png(&file("freezing_curves.png"), &[freezing_panel(f)], w, h)?;
+    }
+    if let Some(s) = &report.sweep {
+        write_text(&file("m_sweep.csv"), &s.csv())?;
+        write_text(&file("m_sweep.md"), &s.markdown())?;
+        write_panels_png(&file("m_sweep.png"), &[sweep_panel(s)], w, h)?;
+    }
+    let json = serde_json::to_string_pretty(report).map_err(|e| EvalError::RunFile {
+        path: file("summary.json"),
+        reason: e.to_string(),
+    })?;
+    write_text(&file("summary.json"), &json)?;
+    write_text(&file("report.md"), &report.markdown())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::texture::{ChannelMask, SetMip, build_mip_chain};
+
+    /// A 16² set: warm noise (family 0) or cool stripes (family 1).
+    fn set(i: usize) -> TextureSet {
+        let n = 16u32;
+        let family = i % 2;
+        let mut texels = Vec::new();
+        let mut state = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..n {
+            for x in 0..n {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let v = (state >> 58) as u8;
+                let rgb = if family == 0 {
+                    [180 + v, 40 + v, 30]
+                } else {
+                    let on = (x + i as u32) % 6 < 3;
+                    [30, 60, if on { 220 } else { 120 } - v]
+                };
+                texels.extend([
+                    rgb[0], rgb[1], rgb[2], 255, 128, 128, 255, 255, 255, 255, 255, 255,
+                ]);
+            }
+        }
+        TextureSet {
+            name: format!("s{i}"),
+            width: n,
+            height: n,
+            present: ChannelMask::BASE_COLOR,
+            mips: build_mip_chain(SetMip {
+                width: n,
+                height: n,
+                texels,
+            }),
+        }
+    }
+
+    struct Fixture {
+        sets: Vec<TextureSet>,
+        categories: Vec<String>,
+        constants: Vec<[f32; CHANNELS]>,
+    }
+
+    impl Fixture {
+        fn new(labelled: bool) -> Fixture {
+            let sets: Vec<TextureSet> = (0..6).map(set).collect();
+            let categories = (0..6)
+                .map(|i| match (labelled, i % 2) {
+                    (false, _) => String::new(),
+                    (true, 0) => "brick".into(),
+                    (true, _) => "fabric".into(),
+                })
+                .collect();
+            Fixture {
+                constants: vec![[1.0; CHANNELS]; sets.len()],
+                sets,
+                categories,
+            }
+        }
+
+        fn inputs(&self) -> EvalInputs<'_> {
+            EvalInputs {
+                sets: &self.sets,
+                categories: &self.categories,
+                constants: &self.constants,
+                description: "fixture.csv",
+            }
+        }
+    }
+
+    fn options() -> EvalOptions {
+        EvalOptions {
+            strategies: None,
+            m: 2,
+            embedder: EmbedderChoice::Stats,
+            train: TrainConfig::default(),
+            recipe: "default".into(),
+            steps: 20,
+            seed: 1,
+            log_every: 5,
+            freeze: vec![Freeze::Off, Freeze::At(0.5)],
+            m_sweep: Some(vec![2, 1, 2]),
+            ablation: true,
+            sweep: true,
+            resume: false,
+            keep_packages: false,
+            command_line: "neurotex eval".into(),
+        }
+    }
+
+    fn names(plan: &EvalPlan) -> Vec<&str> {
+        plan.runs.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    #[test]
+    fn sections_share_runs() {
+        let f = Fixture::new(true);
+        let plan = plan_eval(&f.inputs(), &options()).unwrap();
+        // Category groups = the two families = the clustered plan: one run. The sweep's
+        // m = 1 points are `single`, its m = 2 points Table 2's runs.
+        assert_eq!(
+            names(&plan),
+            vec![
+                "baseline",
+                "single",
+                "clustered-m2",
+                "random-m2",
+                "clustered-m2-freeze-none"
+            ]
+        );
+        let strategies: Vec<Strategy> = plan.table2.iter().map(|t| t.0).collect();
+        assert_eq!(strategies, STRATEGIES.to_vec());
+        let run_of = |s| plan.table2.iter().find(|t| t.0 == s).unwrap().1;
+        assert_eq!(run_of(Strategy::Category), run_of(Strategy::Clustered));
+        assert_eq!(plan.freezing, vec![(Freeze::Off, 4), (Freeze::At(0.5), 2)]);
+        let sweep: Vec<(usize, usize)> = plan.sweep.iter().map(|p| (p.m, p.run)).collect();
+        assert_eq!(sweep, vec![(1, 1), (1, 1), (2, 2), (2, 3)]);
+        assert_eq!(plan.baseline, Some(0));
+        assert_eq!(plan.group_trainings(), 6 + 1 + 2 + 2 + 2);
+        assert_eq!(plan.steps_per_group, 21);
+        // Clustering keeps the families apart.
+        let groups = &plan.runs[2].groups;
+        assert!(
+            groups.iter().all(|g| g.iter().all(|&s| s % 2 == g[0] % 2)),
+            "{groups:?}"
+        );
+        assert_eq!(plan.clustered.as_ref().map(|p| p.m), Some(2));
+        assert_eq!(plan.plans.len(), 5);
+        assert!(plan.plans.iter().all(|p| p.input == "fixture.csv"));
+        let text = plan.to_string();
+        assert!(
+            text.contains("5 runs, 13 group trainings of 21 steps (273 steps in all)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Table 2 clustered, Table 2 category, freezing 0.5, sweep m=2 clustered"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn default_sweep_and_switches() {
+        let f = Fixture::new(true);
+        let opts = EvalOptions {
+            m_sweep: None,
+            ablation: false,
+            strategies: Some(vec![Strategy::Single, Strategy::Single]),
+            ..options()
+        };
+        let plan = plan_eval(&f.inputs(), &opts).unwrap();
+        let ms: Vec<usize> = plan.sweep.iter().map(|p| p.m).collect();
+        assert_eq!(ms, vec![1, 1, 2, 2, 4, 4, 6, 6]);
+        assert!(plan.freezing.is_empty() && plan.clustered.is_none());
+        assert_eq!(plan.table2.len(), 1);
+        // m = 6 of 6 sets is one decoder per set: the sweep's reference.
+        assert_eq!(plan.baseline.map(|i| plan.runs[i].decoders()), Some(6));
+        let none = plan_eval(
+            &f.inputs(),
+            &EvalOptions {
+                sweep: false,
+                ..opts
+            },
+        )
+        .unwrap();
+        assert_eq!(names(&none), vec!["single"]);
+        assert_eq!(none.baseline, None);
+    }
+
+    #[test]
+    fn category_needs_labels() {
+        let f = Fixture::new(false);
+        let plan = plan_eval(&f.inputs(), &options()).unwrap();
+        assert!(plan.table2.iter().all(|t| t.0 != Strategy::Category));
+        assert_eq!(plan.notes.len(), 1);
+        assert!(plan.notes[0].contains("category") && plan.notes[0].contains("fixture.csv"));
+        let explicit = EvalOptions {
+            strategies: Some(vec![Strategy::Baseline, Strategy::Category]),
+            ..options()
+        };
+        let e = plan_eval(&f.inputs(), &explicit).unwrap_err().to_string();
+        assert!(e.contains("fixture.csv") && e.contains("category"), "{e}");
+    }
+
+    #[test]
+    fn bad_m_and_inputs_are_errors() {
+        let f = Fixture::new(true);
+        let e = plan_eval(&f.inputs(), &EvalOptions { m: 7, ..options() })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--m 7") && e.contains("6 texture sets"), "{e}");
+        let e = plan_eval(
+            &f.inputs(),
+            &EvalOptions {
+                m_sweep: Some(vec![1, 9]),
+                ..options()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("sweep point m = 9"), "{e}");
+        let short = EvalInputs {
+            categories: &f.categories[..2],
+            ..f.inputs()
+        };
+        let e = plan_eval(&short, &options()).unwrap_err().to_string();
+        assert!(e.contains("2 category labels for 6 texture sets"), "{e}");
+    }
+
+    #[test]
+    fn report_from_records_and_outputs() {
+        let f = Fixture::new(true);
+        let opts = options();
+        let plan = plan_eval(&f.inputs(), &opts).unwrap();
+        let records: Vec<(RunRecord, bool)> = plan
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let materials: Vec<MaterialResult> = (0..6)
+                    .map(|set| MaterialResult {
+                        set,
+                        name: format!("s{set}"),
+                        group: spec.groups.iter().position(|g| g.contains(&set)).unwrap(),
+                        psnr: Some(30.0 + spec.decoders() as f64 + (set % 2) as f64),
+                        bits_per_texel: 2.0,
+                    })
+                    .collect();
+                let record = RunRecord {
+                    name: spec.name.clone(),
+                    strategy: spec.strategy,
+                    freeze: spec.freeze,
+                    groups: spec.groups.clone(),
+                    steps: 20,
+                    seed: 1,
+                    train: spec.freeze.apply(&opts.train),
+                    adapter: "test".into(),
+                    mean_psnr: Some(30.5 + spec.decoders() as f64),
+                    materials,
+                    group_results: spec
+                        .groups
+                        .iter()
+                        .map(|g| GroupResult {
+                            sets: g.len(),
+                            seconds: 0.5,
+                            final_loss: Some(0.01),
+                        })
+                        .collect(),
+                    mean_bits_per_texel: 2.0,
+                    seconds: 0.5 * spec.decoders() as f64,
+                    curves: (1..=4)
+                        .map(|k| CurvePoint {
+                            group: 0,
+                            step: 5 * k,
+                            loss: 0.1 / k as f64,
+                        })
+                        .collect(),
+                };
+                (record, i == 0)
+            })
+            .collect();
+        let report = build_report("test adapter", &f.inputs(), &plan, &opts, &records);
+        assert_eq!(report.table2.categories, vec!["brick", "fabric"]);
+        let base = &report.table2.rows[0];
+        assert_eq!((base.decoders, base.mean_psnr), (6, Some(36.5)));
+        assert_eq!(base.category_psnr, vec![Some(36.0), Some(37.0)]);
+        let sweep = report.sweep.as_ref().unwrap();
+        assert_eq!(sweep.baseline, Some(36.5));
+        assert_eq!(sweep.rows.len(), 4);
+        let freezing = report.freezing.as_ref().unwrap();
+        assert_eq!(freezing.m, 2);
+        assert_eq!(freezing.rows[0].run, "clustered-m2-freeze-none");
+        assert_eq!(report.runs.len(), 5);
+        assert!(report.runs[0].loaded && !report.runs[1].loaded);
+
+        let dir = std::env::temp_dir().join(format!("neurotex-eval-out-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        prepare_out_dir(&dir, false).unwrap();
+        write_outputs(&dir, &report).unwrap();
+        for name in [
+            "table2.csv",
+            "table2.md",
+            "freezing.csv",
+            "freezing.md",
+            "freezing_curves.csv",
+            "freezing_curves.png",
+            "m_sweep.csv",
+            "m_sweep.md",
+            "m_sweep.png",
+            "summary.json",
+            "report.md",
+        ] {
+            assert!(dir.join(name).is_file(), "{name}");
+        }
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(summary["command_line"], "neurotex eval");
+        assert_eq!(summary["runs"].as_array().map(Vec::len), Some(5));
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(md.contains("## Table 2") && md.contains("freezing_curves.png"));
+        // A non-empty folder needs resume.
+        let e = prepare_out_dir(&dir, false).unwrap_err().to_string();
+        assert!(e.contains("not empty") && e.contains("--resume"), "{e}");
+        prepare_out_dir(&dir, true).unwrap();
+    }
+}

@@ -1,0 +1,133 @@
+//! The evaluation's charts as [`Panel`]s for [`write_panels_png`]: loss against step per
+//! freezing setting (the paper's Figures 5–6) and mean PSNR against the number of
+//! decoders per strategy, with the baseline as a reference line.
+//!
+//! [`write_panels_png`]: crate::ntc::plot::write_panels_png
+
+use super::runs::Freeze;
+use super::tables::{FreezingTable, SweepTable};
+use crate::ntc::plot::{Panel, Series, SeriesLabelPosition};
+
+/// Size of both charts in pixels.
+pub const CHART_SIZE: (u32, u32) = (900, 560);
+
+/// The legend entry of a freezing setting.
+fn freeze_label(f: Freeze) -> String {
+    match f {
+        Freeze::Off => "no freezing".into(),
+        Freeze::At(x) => format!("freezing from {:.0} %", x * 100.0),
+    }
+}
+
+/// Loss (log scale) against step, one line per freezing setting.
+pub fn freezing_panel(table: &FreezingTable) -> Panel {
+    Panel {
+        title: format!(
+            "training loss, clustered ({} decoders), mean over groups",
+            table.m
+        ),
+        x_label: "step".into(),
+        y_label: "loss".into(),
+        log_y: true,
+        series: table
+            .rows
+            .iter()
+            .map(|r| Series {
+                label: freeze_label(r.freeze),
+                points: r.curve.iter().map(|&(s, l)| (s as f64, l)).collect(),
+            })
+            .collect(),
+        legend: Some(SeriesLabelPosition::UpperRight),
+        ..Panel::default()
+    }
+}
+
+/// Mean PSNR against decoders (log scale), one line per strategy, the baseline dashed.
+pub fn sweep_panel(table: &SweepTable) -> Panel {
+    Panel {
+        title: "mean PSNR against the number of decoders".into(),
+        x_label: "decoders".into(),
+        y_label: "PSNR (dB)".into(),
+        log_x: true,
+        series: table
+            .strategies()
+            .into_iter()
+            .map(|st| Series {
+                label: st.to_string(),
+                points: table
+                    .rows
+                    .iter()
+                    .filter(|r| r.strategy == st)
+                    .filter_map(|r| Some((r.decoders as f64, r.mean_psnr?)))
+                    .collect(),
+            })
+            .collect(),
+        references: table
+            .baseline
+            .map(|b| ("baseline".to_string(), b))
+            .into_iter()
+            .collect(),
+        legend: Some(SeriesLabelPosition::LowerRight),
+        markers: true,
+        ..Panel::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Strategy;
+    use crate::eval::tables::{FreezingRow, SweepRow};
+
+    #[test]
+    fn freezing_lines_per_setting() {
+        let row = |freeze, k: f64| FreezingRow {
+            freeze,
+            run: String::new(),
+            mean_psnr: None,
+            final_loss: None,
+            curve: vec![(10, 0.1 * k), (20, 0.05 * k)],
+        };
+        let t = FreezingTable {
+            m: 3,
+            rows: vec![row(Freeze::Off, 1.0), row(Freeze::At(0.25), 0.5)],
+        };
+        let p = freezing_panel(&t);
+        assert!(p.log_y && !p.log_x);
+        assert_eq!(p.series.len(), 2);
+        assert_eq!(p.series[0].label, "no freezing");
+        assert_eq!(p.series[1].label, "freezing from 25 %");
+        assert_eq!(p.series[1].points, vec![(10.0, 0.05), (20.0, 0.025)]);
+    }
+
+    #[test]
+    fn sweep_lines_per_strategy_with_baseline() {
+        let row = |m, strategy, psnr| SweepRow {
+            m,
+            strategy,
+            run: String::new(),
+            decoders: m,
+            mean_psnr: psnr,
+            seconds: 0.0,
+        };
+        let t = SweepTable {
+            rows: vec![
+                row(1, Strategy::Clustered, Some(30.0)),
+                row(1, Strategy::Random, Some(30.0)),
+                row(4, Strategy::Clustered, Some(33.0)),
+                row(4, Strategy::Random, None),
+            ],
+            baseline: Some(35.0),
+        };
+        let p = sweep_panel(&t);
+        assert_eq!(p.series.len(), 2);
+        assert_eq!(p.series[0].points, vec![(1.0, 30.0), (4.0, 33.0)]);
+        assert_eq!(p.series[1].points, vec![(1.0, 30.0)]);
+        assert_eq!(p.references, vec![("baseline".to_string(), 35.0)]);
+        let none = sweep_panel(&SweepTable {
+            baseline: None,
+            ..t
+        });
+        assert!(none.references.is_empty());
+    }
+}

@@ -1,0 +1,800 @@
+//! The evaluation's tables, built from run records: Table 2 (one row per strategy, PSNR
+//! per category), the freezing ablation (with its mean loss curves) and the decoder-count
+//! sweep, each rendered as CSV and Markdown; and the combined report.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::runs::{Freeze, RunRecord};
+use crate::cluster::Strategy;
+use crate::ntc::TrainConfig;
+
+/// The column of sets without a category, when other sets have one.
+pub const NO_CATEGORY: &str = "(none)";
+
+/// One cell of a rendered table.
+#[derive(Clone, Debug, PartialEq)]
+enum Cell {
+    /// Text as is.
+    Text(String),
+    /// A count.
+    Count(usize),
+    /// A value with 4 decimals in CSV, 2 in Markdown; empty / `–` when absent.
+    Fixed(Option<f64>),
+    /// A value in scientific notation (losses); empty / `–` when absent.
+    Sci(Option<f64>),
+}
+
+impl Cell {
+    fn csv(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Count(n) => n.to_string(),
+            Cell::Fixed(v) => v.map_or(String::new(), |v| format!("{v:.4}")),
+            Cell::Sci(v) => v.map_or(String::new(), |v| format!("{v:.4e}")),
+        }
+    }
+
+    fn markdown(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Count(n) => n.to_string(),
+            Cell::Fixed(v) => v.map_or("–".into(), |v| format!("{v:.2}")),
+            Cell::Sci(v) => v.map_or("–".into(), |v| format!("{v:.3e}")),
+        }
+    }
+}
+
+/// A header and rows of cells, rendered as CSV or Markdown.
+#[derive(Clone, Debug, PartialEq)]
+struct Grid {
+    header: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Grid {
+    fn csv(&self) -> String {
+        let line = |cells: Vec<String>| {
+            let quoted: Vec<Cow<str>> = cells.iter().map(|c| csv_field(c)).collect();
+            quoted.join(",") + "\n"
+        };
+        let mut s = line(self.header.clone());
+        for row in &self.rows {
+            s.push_str(&line(row.iter().map(Cell::csv).collect()));
+        }
+        s
+    }
+
+    fn markdown(&self) -> String {
+        let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+        let mut s = line(self.header.clone());
+        s.push_str(&line(vec!["---".into(); self.header.len()]));
+        for row in &self.rows {
+            s.push_str(&line(row.iter().map(Cell::markdown).collect()));
+        }
+        s
+    }
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// Mean of the present values (`None` when there are none).
+fn mean(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = values.flatten().collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The category columns of `categories` (one label per set): the distinct labels,
+/// sorted, then [`NO_CATEGORY`] when some sets have none; empty when no set has one.
+pub fn category_columns(categories: &[String]) -> Vec<String> {
+    let mut labels: Vec<String> = categories
+        .iter()
+        .map(|c| c.trim())
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    labels.sort();
+    labels.dedup();
+    if !labels.is_empty() && categories.iter().any(|c| c.trim().is_empty()) {
+        labels.push(NO_CATEGORY.into());
+    }
+    labels
+}
+
+/// One strategy's row of Table 2.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Table2Row {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// The run its numbers come from (shared runs appear under several strategies).
+    pub run: String,
+    /// Number of decoders.
+    pub decoders: usize,
+    /// Mean PSNR over all materials (dB).
+    pub mean_psnr: Option<f64>,
+    /// Mean PSNR per category column (dB).
+    pub category_psnr: Vec<Option<f64>>,
+    /// Mean latent bits per texel.
+    pub bits_per_texel: f64,
+    /// Training seconds of the run.
+    pub seconds: f64,
+}
+
+/// Table 2 of the paper on our data.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Table2 {
+    /// The category columns (see [`category_columns`]).
+    pub categories: Vec<String>,
+    /// One row per strategy, in the order requested.
+    pub rows: Vec<Table2Row>,
+}
+
+impl Table2 {
+    /// Rows for `(strategy, record)` pairs; `categories` has one label per set.
+    pub fn new(rows: &[(Strategy, &RunRecord)], categories: &[String]) -> Table2 {
+        let columns = category_columns(categories);
+        let label_of = |set: usize| {
+            let c = categories.get(set).map_or("", |c| c.trim());
+            if c.is_empty() { NO_CATEGORY } else { c }
+        };
+        Table2 {
+            rows: rows
+                .iter()
+                .map(|&(strategy, r)| Table2Row {
+                    strategy,
+                    run: r.name.clone(),
+                    decoders: r.groups.len(),
+                    mean_psnr: r.mean_psnr,
+                    category_psnr: columns
+                        .iter()
+                        .map(|c| {
+                            mean(
+                                r.materials
+                                    .iter()
+                                    .filter(|m| label_of(m.set) == c)
+                                    .map(|m| m.psnr),
+                            )
+                        })
+                        .collect(),
+                    bits_per_texel: r.mean_bits_per_texel,
+                    seconds: r.seconds,
+                })
+                .collect(),
+            categories: columns,
+        }
+    }
+
+    fn grid(&self, csv: bool) -> Grid {
+        let mut header: Vec<String> = ["strategy", "decoders", "mean_psnr_db"]
+            .map(String::from)
+            .to_vec();
+        header.extend(self.categories.iter().map(|c| {
+            if csv {
+                format!("psnr_db_{c}")
+            } else {
+                c.clone()
+            }
+        }));
+        header.extend(["bits_per_texel", "train_seconds", "run"].map(String::from));
+        Grid {
+            header,
+            rows: self
+                .rows
+                .iter()
+                .map(|r| {
+                    let mut row = vec![
+                        Cell::Text(r.strategy.to_string()),
+                        Cell::Count(r.decoders),
+                        Cell::Fixed(r.mean_psnr),
+                    ];
+                    row.extend(r.category_psnr.iter().map(|&p| Cell::Fixed(p)));
+                    row.extend([
+                        Cell::Fixed(Some(r.bits_per_texel)),
+                        Cell::Fixed(Some(r.seconds)),
+                        Cell::Text(r.run.clone()),
+                    ]);
+                    row
+                })
+                .collect(),
+        }
+    }
+
+    /// CSV: `strategy,decoders,mean_psnr_db,psnr_db_<category>…,bits_per_texel,
+    /// train_seconds,run`.
+    pub fn csv(&self) -> String {
+        self.grid(true).csv()
+    }
+
+    /// Markdown: the CSV's columns, categories by name.
+    pub fn markdown(&self) -> String {
+        self.grid(false).markdown()
+    }
+}
+
+/// One freezing setting of the ablation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FreezingRow {
+    /// The setting.
+    pub freeze: Freeze,
+    /// Its run.
+    pub run: String,
+    /// Final mean PSNR over all materials (dB).
+    pub mean_psnr: Option<f64>,
+    /// Mean over groups of the final loss.
+    pub final_loss: Option<f64>,
+    /// Loss vs step, averaged over the run's groups.
+    #[serde(skip)]
+    pub curve: Vec<(u64, f64)>,
+}
+
+/// The freezing ablation on the clustered plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FreezingTable {
+    /// Decoders of the clustered plan.
+    pub m: usize,
+    /// One row per setting, in the order requested.
+    pub rows: Vec<FreezingRow>,
+}
+
+/// A run's loss vs step, averaged over its groups at each reported step.
+pub fn mean_curve(record: &RunRecord) -> Vec<(u64, f64)> {
+    let mut sums: BTreeMap<u64, (f64, usize)> = BTreeMap::new();
+    for p in &record.curves {
+        let e = sums.entry(p.step).or_default();
+        e.0 += p.loss;
+        e.1 += 1;
+    }
+    sums.into_iter()
+        .map(|(step, (sum, n))| (step, sum / n as f64))
+        .collect()
+}
+
+impl FreezingTable {
+    /// Rows for `(setting, record)` pairs on the clustered plan with `m` decoders.
+    pub fn new(m: usize, rows: &[(Freeze, &RunRecord)]) -> FreezingTable {
+        FreezingTable {
+            m,
+            rows: rows
+                .iter()
+                .map(|&(freeze, r)| FreezingRow {
+                    freeze,
+                    run: r.name.clone(),
+                    mean_psnr: r.mean_psnr,
+                    final_loss: r.final_loss(),
+                    curve: mean_curve(r),
+                })
+                .collect(),
+        }
+    }
+
+    /// CSV: `freeze,mean_psnr_db,final_loss,run`.
+    pub fn csv(&self) -> String {
+        self.grid().csv()
+    }
+
+    /// Markdown of the CSV's columns.
+    pub fn markdown(&self) -> String {
+        self.grid().markdown()
+    }
+
+    fn grid(&self) -> Grid {
+        Grid {
+            header: ["freeze", "mean_psnr_db", "final_loss", "run"]
+                .map(String::from)
+                .to_vec(),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        Cell::Text(r.freeze.to_string()),
+                        Cell::Fixed(r.mean_psnr),
+                        Cell::Sci(r.final_loss),
+                        Cell::Text(r.run.clone()),
+                    ]
+                })
+                .collect(),
+        }
+    }
+
+    /// The curves as CSV: `freeze,step,loss` (loss averaged over groups).
+    pub fn curves_csv(&self) -> String {
+        Grid {
+            header: ["freeze", "step", "loss"].map(String::from).to_vec(),
+            rows: self
+                .rows
+                .iter()
+                .flat_map(|r| {
+                    r.curve.iter().map(|&(step, loss)| {
+                        vec![
+                            Cell::Text(r.freeze.to_string()),
+                            Cell::Text(step.to_string()),
+                            Cell::Sci(Some(loss)),
+                        ]
+                    })
+                })
+                .collect(),
+        }
+        .csv()
+    }
+}
+
+/// One point of the decoder-count sweep.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepRow {
+    /// The requested number of groups.
+    pub m: usize,
+    /// `clustered` or `random`.
+    pub strategy: Strategy,
+    /// Its run.
+    pub run: String,
+    /// Number of decoders.
+    pub decoders: usize,
+    /// Mean PSNR over all materials (dB).
+    pub mean_psnr: Option<f64>,
+    /// Training seconds of the run.
+    pub seconds: f64,
+}
+
+/// PSNR against the number of decoders, clustered and random at the same `m`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepTable {
+    /// The points, by `m`, then strategy.
+    pub rows: Vec<SweepRow>,
+    /// Mean PSNR of the baseline (one decoder per set), the reference line.
+    pub baseline: Option<f64>,
+}
+
+impl SweepTable {
+    /// Rows for `(m, strategy, record)` triples; `baseline` is the reference.
+    pub fn new(points: &[(usize, Strategy, &RunRecord)], baseline: Option<f64>) -> SweepTable {
+        SweepTable {
+            rows: points
+                .iter()
+                .map(|&(m, strategy, r)| SweepRow {
+                    m,
+                    strategy,
+                    run: r.name.clone(),
+                    decoders: r.groups.len(),
+                    mean_psnr: r.mean_psnr,
+                    seconds: r.seconds,
+                })
+                .collect(),
+            baseline,
+        }
+    }
+
+    /// CSV: `m,strategy,decoders,mean_psnr_db,train_seconds,run`.
+    pub fn csv(&self) -> String {
+        Grid {
+            header: [
+                "m",
+                "strategy",
+                "decoders",
+                "mean_psnr_db",
+                "train_seconds",
+                "run",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        Cell::Count(r.m),
+                        Cell::Text(r.strategy.to_string()),
+                        Cell::Count(r.decoders),
+                        Cell::Fixed(r.mean_psnr),
+                        Cell::Fixed(Some(r.seconds)),
+                        Cell::Text(r.run.clone()),
+                    ]
+                })
+                .collect(),
+        }
+        .csv()
+    }
+
+    /// The strategies of the sweep, in order of first appearance.
+    pub fn strategies(&self) -> Vec<Strategy> {
+        let mut v: Vec<Strategy> = Vec::new();
+        for r in &self.rows {
+            if !v.contains(&r.strategy) {
+                v.push(r.strategy);
+            }
+        }
+        v
+    }
+
+    /// Markdown: one row per `m`, one PSNR column per strategy, then the baseline.
+    pub fn markdown(&self) -> String {
+        let strategies = self.strategies();
+        let mut ms: Vec<usize> = self.rows.iter().map(|r| r.m).collect();
+        ms.dedup();
+        let mut header = vec!["m".to_string()];
+        header.extend(strategies.iter().map(|s| format!("{s} (dB)")));
+        let mut s = Grid {
+            header,
+            rows: ms
+                .iter()
+                .map(|&m| {
+                    let mut row = vec![Cell::Count(m)];
+                    row.extend(strategies.iter().map(|&st| {
+                        Cell::Fixed(
+                            self.rows
+                                .iter()
+                                .find(|r| r.m == m && r.strategy == st)
+                                .and_then(|r| r.mean_psnr),
+                        )
+                    }));
+                    row
+                })
+                .collect(),
+        }
+        .markdown();
+        if let Some(b) = self.baseline {
+            s.push_str(&format!("\nBaseline (one decoder per set): {b:.2} dB.\n"));
+        }
+        s
+    }
+}
+
+/// One run in the summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Name (`runs/<name>.json`).
+    pub name: String,
+    /// Strategy of its first request.
+    pub strategy: Strategy,
+    /// Freezing setting.
+    pub freeze: Freeze,
+    /// Number of decoders.
+    pub decoders: usize,
+    /// Set indices per group.
+    pub groups: Vec<Vec<usize>>,
+    /// Mean PSNR over all materials (dB).
+    pub mean_psnr: Option<f64>,
+    /// Mean latent bits per texel.
+    pub mean_bits_per_texel: f64,
+    /// Mean over groups of the final loss.
+    pub final_loss: Option<f64>,
+    /// Training seconds.
+    pub seconds: f64,
+    /// Loaded from an earlier invocation (`--resume`) rather than trained now.
+    pub loaded: bool,
+}
+
+impl RunSummary {
+    /// The summary of `record`.
+    pub fn new(record: &RunRecord, loaded: bool) -> RunSummary {
+        RunSummary {
+            name: record.name.clone(),
+            strategy: record.strategy,
+            freeze: record.freeze,
+            decoders: record.groups.len(),
+            groups: record.groups.clone(),
+            mean_psnr: record.mean_psnr,
+            mean_bits_per_texel: record.mean_bits_per_texel,
+            final_loss: record.final_loss(),
+            seconds: record.seconds,
+            loaded,
+        }
+    }
+}
+
+/// Everything an evaluation found: the setup, the three sections and every run
+/// (`summary.json`; `report.md` renders it).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EvalReport {
+    /// The adapter that trained.
+    pub adapter: String,
+    /// The command line.
+    pub command_line: String,
+    /// The inputs (files).
+    pub inputs: String,
+    /// Number of texture sets.
+    pub sets: usize,
+    /// The embedder of the clustered plans (name and version).
+    pub embedder: String,
+    /// Seed of k-means, the random grouping and training.
+    pub seed: u64,
+    /// The training recipe's name.
+    pub recipe: String,
+    /// Main steps per group.
+    pub steps: u64,
+    /// The training settings (freezing at the recipe's default).
+    pub train: TrainConfig,
+    /// Table 2.
+    pub table2: Table2,
+    /// The freezing ablation (absent with `--no-ablation`).
+    pub freezing: Option<FreezingTable>,
+    /// The decoder-count sweep (absent with `--no-sweep`).
+    pub sweep: Option<SweepTable>,
+    /// Every run, in training order.
+    pub runs: Vec<RunSummary>,
+    /// Notes (strategies left out and why).
+    pub notes: Vec<String>,
+}
+
+impl EvalReport {
+    /// The report as Markdown: setup, Table 2, the ablation and the sweep (with their
+    /// plots), notes and the run list.
+    pub fn markdown(&self) -> String {
+        let mut s = String::from("# Shared-decoder evaluation\n\n");
+        s.push_str(&format!(
+            "- command: `{}`\n- adapter: {}\n- inputs: {} ({} texture sets)\n- embedder: {}\n- recipe: {}, {} main steps per group, batch {}, preset {:?}, seed {}\n- default freezing: from {} of the main steps\n",
+            self.command_line,
+            self.adapter,
+            self.inputs,
+            self.sets,
+            self.embedder,
+            self.recipe,
+            self.steps,
+            self.train.batch_size,
+            self.train.model.preset,
+            self.seed,
+            Freeze::of(&self.train),
+        ));
+        s.push_str("\n## Table 2: mean PSNR per strategy\n\n");
+        s.push_str(&self.table2.markdown());
+        if let Some(f) = &self.freezing {
+            s.push_str(&format!(
+                "\n## Decoder freezing (clustered, {} decoders)\n\n",
+                f.m
+            ));
+            s.push_str(&f.markdown());
+            s.push_str("\n![loss curves](freezing_curves.png)\n");
+        }
+        if let Some(sw) = &self.sweep {
+            s.push_str("\n## Number of decoders\n\n");
+            s.push_str(&sw.markdown());
+            s.push_str("\n![PSNR vs decoders](m_sweep.png)\n");
+        }
+        if !self.notes.is_empty() {
+            s.push_str("\n## Notes\n\n");
+            for n in &self.notes {
+                s.push_str(&format!("- {n}\n"));
+            }
+        }
+        s.push_str("\n## Runs\n\n");
+        s.push_str(
+            &Grid {
+                header: [
+                    "run",
+                    "decoders",
+                    "freeze",
+                    "mean_psnr_db",
+                    "final_loss",
+                    "train_seconds",
+                    "loaded",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows: self
+                    .runs
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            Cell::Text(r.name.clone()),
+                            Cell::Count(r.decoders),
+                            Cell::Text(r.freeze.to_string()),
+                            Cell::Fixed(r.mean_psnr),
+                            Cell::Sci(r.final_loss),
+                            Cell::Fixed(Some(r.seconds)),
+                            Cell::Text(if r.loaded { "yes" } else { "no" }.into()),
+                        ]
+                    })
+                    .collect(),
+            }
+            .markdown(),
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::runs::{CurvePoint, GroupResult, MaterialResult};
+
+    /// A record over 4 sets with the given per-set PSNRs and groups.
+    fn record(name: &str, psnr: [Option<f64>; 4], groups: Vec<Vec<usize>>) -> RunRecord {
+        let group_of = |s: usize| groups.iter().position(|g| g.contains(&s)).unwrap();
+        RunRecord {
+            name: name.into(),
+            strategy: Strategy::Clustered,
+            freeze: Freeze::At(0.5),
+            materials: (0..4)
+                .map(|set| MaterialResult {
+                    set,
+                    name: format!("s{set}"),
+                    group: group_of(set),
+                    psnr: psnr[set],
+                    bits_per_texel: 1.5,
+                })
+                .collect(),
+            group_results: groups
+                .iter()
+                .enumerate()
+                .map(|(g, m)| GroupResult {
+                    sets: m.len(),
+                    seconds: 1.0,
+                    final_loss: Some(0.001 * (g + 1) as f64),
+                })
+                .collect(),
+            curves: groups
+                .iter()
+                .enumerate()
+                .flat_map(|(g, _)| {
+                    [10, 20].map(|step| CurvePoint {
+                        group: g,
+                        step,
+                        loss: 0.1 * (g + 1) as f64 / step as f64,
+                    })
+                })
+                .collect(),
+            groups,
+            steps: 20,
+            seed: 1,
+            train: TrainConfig::default(),
+            adapter: "test".into(),
+            mean_psnr: mean(psnr.into_iter()),
+            mean_bits_per_texel: 1.5,
+            seconds: 2.5,
+        }
+    }
+
+    fn cats() -> Vec<String> {
+        ["wood", "metal, painted", "wood", ""]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn category_columns_are_sorted_with_unlabelled_last() {
+        assert_eq!(
+            category_columns(&cats()),
+            vec!["metal, painted", "wood", NO_CATEGORY]
+        );
+        assert!(category_columns(&["".into(), " ".into()]).is_empty());
+        assert_eq!(category_columns(&["b".into(), "a".into()]), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn table2_rows_category_means_csv_and_markdown() {
+        let base = record(
+            "baseline",
+            [Some(40.0), Some(30.0), Some(36.0), None],
+            vec![vec![0], vec![1], vec![2], vec![3]],
+        );
+        let clus = record(
+            "clustered-m2",
+            [Some(34.0), Some(28.0), Some(32.0), Some(20.0)],
+            vec![vec![0, 2], vec![1, 3]],
+        );
+        let t = Table2::new(
+            &[
+                (Strategy::Baseline, &base),
+                (Strategy::Clustered, &clus),
+                (Strategy::Category, &clus),
+            ],
+            &cats(),
+        );
+        assert_eq!(t.rows.len(), 3);
+        assert_eq!(t.rows[0].decoders, 4);
+        assert_eq!(t.rows[0].category_psnr, vec![Some(30.0), Some(38.0), None]);
+        assert_eq!(
+            t.rows[1].category_psnr,
+            vec![Some(28.0), Some(33.0), Some(20.0)]
+        );
+        assert_eq!(t.rows[2].run, "clustered-m2");
+        let csv = t.csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "strategy,decoders,mean_psnr_db,\"psnr_db_metal, painted\",psnr_db_wood,psnr_db_(none),bits_per_texel,train_seconds,run"
+        );
+        assert_eq!(
+            lines[1],
+            "baseline,4,35.3333,30.0000,38.0000,,1.5000,2.5000,baseline"
+        );
+        assert_eq!(lines.len(), 4);
+        let md = t.markdown();
+        assert!(md.starts_with(
+            "| strategy | decoders | mean_psnr_db | metal, painted | wood | (none) |"
+        ));
+        assert!(
+            md.contains("| baseline | 4 | 35.33 | 30.00 | 38.00 | – | 1.50 | 2.50 | baseline |"),
+            "{md}"
+        );
+        // No categories: no category columns.
+        let plain = Table2::new(&[(Strategy::Single, &base)], &vec![String::new(); 4]);
+        assert!(
+            plain
+                .csv()
+                .starts_with("strategy,decoders,mean_psnr_db,bits_per_texel,")
+        );
+    }
+
+    #[test]
+    fn freezing_table_and_mean_curves() {
+        let on = record(
+            "clustered-m2",
+            [Some(30.0); 4],
+            vec![vec![0, 2], vec![1, 3]],
+        );
+        let off = record(
+            "clustered-m2-freeze-none",
+            [Some(29.0); 4],
+            vec![vec![0, 2], vec![1, 3]],
+        );
+        // Groups 0 and 1 at step 10: 0.01 and 0.02, mean 0.015.
+        let curve = mean_curve(&on);
+        assert_eq!(curve.iter().map(|p| p.0).collect::<Vec<_>>(), vec![10, 20]);
+        assert!((curve[0].1 - 0.015).abs() < 1e-12 && (curve[1].1 - 0.0075).abs() < 1e-12);
+        let t = FreezingTable::new(2, &[(Freeze::Off, &off), (Freeze::At(0.5), &on)]);
+        assert_eq!(t.rows[0].final_loss, Some(0.0015));
+        let csv = t.csv();
+        assert_eq!(
+            csv.lines().collect::<Vec<_>>(),
+            vec![
+                "freeze,mean_psnr_db,final_loss,run",
+                "none,29.0000,1.5000e-3,clustered-m2-freeze-none",
+                "0.5,30.0000,1.5000e-3,clustered-m2",
+            ]
+        );
+        let curves = t.curves_csv();
+        assert_eq!(curves.lines().count(), 1 + 2 * 2);
+        assert!(curves.contains("\nnone,10,1.5000e-2\n"), "{curves}");
+        assert!(t.markdown().contains("| none | 29.00 | 1.500e-3 |"));
+    }
+
+    #[test]
+    fn sweep_table_long_csv_and_wide_markdown() {
+        let single = record("single", [Some(25.0); 4], vec![vec![0, 1, 2, 3]]);
+        let c2 = record(
+            "clustered-m2",
+            [Some(30.0); 4],
+            vec![vec![0, 2], vec![1, 3]],
+        );
+        let r2 = record("random-m2", [Some(28.0); 4], vec![vec![0, 1], vec![2, 3]]);
+        let t = SweepTable::new(
+            &[
+                (1, Strategy::Clustered, &single),
+                (1, Strategy::Random, &single),
+                (2, Strategy::Clustered, &c2),
+                (2, Strategy::Random, &r2),
+            ],
+            Some(35.0),
+        );
+        assert_eq!(t.strategies(), vec![Strategy::Clustered, Strategy::Random]);
+        let csv = t.csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "m,strategy,decoders,mean_psnr_db,train_seconds,run"
+        );
+        assert_eq!(lines[1], "1,clustered,1,25.0000,2.5000,single");
+        assert_eq!(lines[4], "2,random,2,28.0000,2.5000,random-m2");
+        let md = t.markdown();
+        assert!(md.contains("| m | clustered (dB) | random (dB) |"));
+        assert!(md.contains("| 2 | 30.00 | 28.00 |"));
+        assert!(md.contains("35.00 dB"));
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_when_needed() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

@@ -1,0 +1,477 @@
+//! The offline study end to end through the real binary, on the shared adapter (lavapipe
+//! in CI): six tiny texture sets in two visually distinct families, listed in a manifest
+//! with a category per set, go through `cluster` → `compress --plan` → `inspect`, and
+//! through one small `eval` whose outputs, run sharing and `--resume` are checked.
+//!
+//! Step counts and batches are tiny (a few training chunks of 32 steps) so that the file
+//! runs in well under a minute and a half on two CPU cores; the PSNR bands are therefore
+//! wide, and only the structure of the results is asserted exactly.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::temp_dir;
+
+/// Run `neurotex` and return (success, stdout, stderr); never a panic inside it.
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(args)
+        .output()
+        .expect("run neurotex");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
+    (out.status.success(), stdout, stderr)
+}
+
+/// Run `neurotex`, which must succeed; its stdout.
+fn ok(args: &[&str]) -> String {
+    let (success, stdout, stderr) = run(args);
+    assert!(success, "{args:?} failed:\n{stdout}\n{stderr}");
+    stdout
+}
+
+/// Run `neurotex`, which must fail; its last `error:` line.
+fn error(args: &[&str]) -> String {
+    let (success, stdout, stderr) = run(args);
+    assert!(!success, "{args:?} succeeded:\n{stdout}");
+    stderr
+        .lines()
+        .rfind(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no `error:` line in {stderr}"))
+        .to_string()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// A deterministic byte stream (xorshift).
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> u8 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 56) as u8
+    }
+}
+
+/// The family of set `i`: even sets are warm, noisy "brick", odd sets cool, striped
+/// "fabric".
+fn family(i: usize) -> &'static str {
+    if i.is_multiple_of(2) { "Brick" } else { "Fabric" }
+}
+
+/// Write six base-colour PNGs (32², 32², 24², 24², 16², 16²) and a manifest whose
+/// `paper_category` is the family, or empty without `labelled`. Returns the manifest.
+fn fixture(dir: &Path, labelled: bool) -> PathBuf {
+    let mut csv = String::from(
+        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n",
+    );
+    for i in 0..6 {
+        let size = [32u32, 24, 16][i / 2];
+        let mut noise = Noise(0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1));
+        let mut px = Vec::new();
+        for _ in 0..size {
+            for x in 0..size {
+                let v = noise.next() / 3;
+                let rgb = if i.is_multiple_of(2) {
+                    [150 + v, 30 + v / 2, 25 + v / 3]
+                } else {
+                    let on = (x + i as u32) % 6 < 3;
+                    [30, 60, if on { 220 } else { 120 } - v / 4]
+                };
+                px.extend([rgb[0], rgb[1], rgb[2], 255]);
+            }
+        }
+        let file = format!("set{i}_basecolor.png");
+        image::save_buffer(
+            dir.join(&file),
+            &px,
+            size,
+            size,
+            image::ExtendedColorType::Rgba8,
+        )
+        .expect("write png");
+        let category = if labelled { family(i) } else { "" };
+        csv.push_str(&format!(
+            "tiny/set{i},{},{category},{file},,0,0.6,0\n",
+            family(i).to_lowercase()
+        ));
+    }
+    let manifest = dir.join("manifest.csv");
+    std::fs::write(&manifest, csv).expect("write manifest");
+    manifest
+}
+
+/// The set index of a set name (`set3` → 3).
+fn index_of(name: &str) -> usize {
+    name.trim_start_matches("set").parse().expect("set name")
+}
+
+/// Rows of a CSV file as header → value maps, and the header.
+fn read_csv(path: &Path) -> (Vec<String>, Vec<BTreeMap<String, String>>) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .expect("header")
+        .split(',')
+        .map(String::from)
+        .collect();
+    let rows = lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            assert_eq!(cells.len(), header.len(), "{}: row `{l}`", path.display());
+            header
+                .iter()
+                .cloned()
+                .zip(cells.into_iter().map(String::from))
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
+
+fn psnr(row: &BTreeMap<String, String>, column: &str) -> f64 {
+    let v: f64 = row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column}: {row:?}"));
+    // A few dozen steps on 16²–32² sets reach roughly 15–30 dB.
+    assert!((8.0..60.0).contains(&v), "{column} = {v} dB: {row:?}");
+    v
+}
+
+#[test]
+fn cluster_compress_inspect_share_decoders_by_family() {
+    let dir = temp_dir("eval-cluster");
+    let manifest = fixture(&dir, true);
+    let plan = dir.join("plan.json");
+    ok(&[
+        "cluster",
+        "--manifest",
+        s(&manifest),
+        "--m",
+        "2",
+        "--out",
+        s(&plan),
+    ]);
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan).expect("plan")).expect("plan JSON");
+    let groups = json["groups"].as_array().expect("groups");
+    assert_eq!(groups.len(), 2, "{json}");
+    for g in groups {
+        let members: Vec<usize> = g["sets"]
+            .as_array()
+            .expect("sets")
+            .iter()
+            .map(|n| index_of(n.as_str().expect("name")))
+            .collect();
+        assert_eq!(members.len(), 3, "{g}");
+        assert!(
+            members.iter().all(|&i| family(i) == family(members[0])),
+            "a group mixes families: {g}"
+        );
+    }
+    let sheet = image::open(dir.join("plan.png")).expect("contact sheet PNG");
+    assert!(sheet.width() > 0 && sheet.height() > 0);
+
+    let ntc = dir.join("tiny.ntc");
+    ok(&[
+        "compress",
+        "--manifest",
+        s(&manifest),
+        "--plan",
+        s(&plan),
+        "--out",
+        s(&ntc),
+        "--steps",
+        "32",
+        "--batch",
+        "256",
+        "--no-bcn",
+    ]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", s(&ntc), "--json"])).expect("inspect JSON");
+    assert_eq!(summary["decoders"], 2, "{summary}");
+    let materials = summary["materials"].as_array().expect("materials");
+    assert_eq!(materials.len(), 6);
+    let mut decoder_of = BTreeMap::new();
+    for m in materials {
+        let set = index_of(m["name"].as_str().expect("name"));
+        let decoder = m["decoder"].as_u64().expect("decoder");
+        assert!(decoder < 2, "{m}");
+        decoder_of.insert(set, decoder);
+    }
+    // Both decoders are used, each by exactly one family.
+    for i in 0..6 {
+        assert_eq!(
+            decoder_of[&i] == decoder_of[&0],
+            family(i) == family(0),
+            "{decoder_of:?}"
+        );
+    }
+}
+
+#[test]
+fn eval_writes_every_section_shares_runs_and_resumes() {
+    let dir = temp_dir("eval-study");
+    let manifest = fixture(&dir, true);
+    let out = dir.join("out");
+    let args = [
+        "eval",
+        "--manifest",
+        s(&manifest),
+        "--out",
+        s(&out),
+        "--m",
+        "2",
+        "--steps",
+        "64",
+        "--batch",
+        "256",
+        "--recipe",
+        "default",
+        "--m-sweep",
+        "1,2",
+        "--freeze",
+        "none,0.5",
+        "--log-every",
+        "32",
+    ];
+    let started = std::time::Instant::now();
+    let stdout = ok(&args);
+    eprintln!("eval: {:.1} s", started.elapsed().as_secs_f64());
+    // Five distinct trainings: the category plan is the clustered one (the families), the
+    // ablation's 0.5 is Table 2's clustered run, the sweep's points are Table 2's runs.
+    let trained: Vec<&str> = stdout.lines().filter(|l| l.contains(": trained")).collect();
+    assert_eq!(trained.len(), 5, "{stdout}");
+
+    for file in [
+        "table2.csv",
+        "table2.md",
+        "plans/baseline.json",
+        "plans/single.json",
+        "plans/clustered.json",
+        "plans/random.json",
+        "plans/category.json",
+        "plans/clustered.png",
+        "freezing.csv",
+        "freezing.md",
+        "freezing_curves.csv",
+        "freezing_curves.png",
+        "m_sweep.csv",
+        "m_sweep.md",
+        "m_sweep.png",
+        "summary.json",
+        "report.md",
+    ] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    for png in ["plans/clustered.png", "freezing_curves.png", "m_sweep.png"] {
+        image::open(out.join(png)).unwrap_or_else(|e| panic!("{png}: {e}"));
+    }
+    let mut runs: Vec<String> = std::fs::read_dir(out.join("runs"))
+        .expect("runs")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    runs.sort();
+    assert_eq!(
+        runs,
+        [
+            "baseline.json",
+            "clustered-m2-freeze-none.json",
+            "clustered-m2.json",
+            "random-m2.json",
+            "single.json"
+        ],
+        "one record per run, packages deleted"
+    );
+
+    // Table 2: one row per strategy, a PSNR column per category.
+    let (header, rows) = read_csv(&out.join("table2.csv"));
+    assert_eq!(
+        header,
+        [
+            "strategy",
+            "decoders",
+            "mean_psnr_db",
+            "psnr_db_Brick",
+            "psnr_db_Fabric",
+            "bits_per_texel",
+            "train_seconds",
+            "run"
+        ]
+    );
+    let strategies: Vec<&str> = rows.iter().map(|r| r["strategy"].as_str()).collect();
+    assert_eq!(
+        strategies,
+        ["baseline", "single", "clustered", "random", "category"]
+    );
+    let decoders: Vec<&str> = rows.iter().map(|r| r["decoders"].as_str()).collect();
+    assert_eq!(decoders, ["6", "1", "2", "2", "2"]);
+    for r in &rows {
+        let mean = psnr(r, "mean_psnr_db");
+        let (brick, fabric) = (psnr(r, "psnr_db_Brick"), psnr(r, "psnr_db_Fabric"));
+        // Three sets of each family: the mean over all is the mean of the two.
+        assert!((mean - (brick + fabric) / 2.0).abs() < 1e-3, "{r:?}");
+        assert!(r["bits_per_texel"].parse::<f64>().expect("bits") > 0.0);
+    }
+    assert_eq!(
+        rows[4]["run"], rows[2]["run"],
+        "category shares the clustered run"
+    );
+
+    // The ablation: one row per setting, curves with several points each.
+    let (header, rows) = read_csv(&out.join("freezing.csv"));
+    assert_eq!(header, ["freeze", "mean_psnr_db", "final_loss", "run"]);
+    let settings: Vec<&str> = rows.iter().map(|r| r["freeze"].as_str()).collect();
+    assert_eq!(settings, ["none", "0.5"]);
+    assert_eq!(rows[1]["run"], "clustered-m2");
+    for r in &rows {
+        psnr(r, "mean_psnr_db");
+        assert!(r["final_loss"].parse::<f64>().expect("loss") > 0.0);
+    }
+    let (header, rows) = read_csv(&out.join("freezing_curves.csv"));
+    assert_eq!(header, ["freeze", "step", "loss"]);
+    for setting in ["none", "0.5"] {
+        let points = rows.iter().filter(|r| r["freeze"] == setting).count();
+        assert!(points >= 2, "{setting}: {points} points");
+    }
+
+    // The sweep: clustered and random at each m.
+    let (header, rows) = read_csv(&out.join("m_sweep.csv"));
+    assert_eq!(
+        header,
+        [
+            "m",
+            "strategy",
+            "decoders",
+            "mean_psnr_db",
+            "train_seconds",
+            "run"
+        ]
+    );
+    let points: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["m"].as_str(),
+                r["strategy"].as_str(),
+                r["decoders"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        points,
+        [
+            ("1", "clustered", "1"),
+            ("1", "random", "1"),
+            ("2", "clustered", "2"),
+            ("2", "random", "2")
+        ]
+    );
+    assert_eq!(rows[0]["run"], "single");
+
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary"))
+            .expect("summary JSON");
+    assert_eq!(summary["runs"].as_array().map(Vec::len), Some(5));
+    assert_eq!(summary["steps"], 64);
+    assert!(
+        summary["command_line"]
+            .as_str()
+            .is_some_and(|c| c.contains("eval") && c.contains("--m-sweep 1,2")),
+        "{}",
+        summary["command_line"]
+    );
+    assert!(summary["adapter"].as_str().is_some_and(|a| !a.is_empty()));
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    for heading in ["## Table 2", "## Decoder freezing", "## Number of decoders"] {
+        assert!(report.contains(heading), "{heading}");
+    }
+
+    // A non-empty out folder needs --resume.
+    let line = error(&args);
+    assert!(
+        line.contains(s(&out)) && line.contains("--resume"),
+        "{line}"
+    );
+
+    // Resume after losing one record: only that run trains again.
+    let record = |name: &str| out.join("runs").join(format!("{name}.json"));
+    let modified = |name: &str| {
+        std::fs::metadata(record(name))
+            .and_then(|m| m.modified())
+            .expect("mtime")
+    };
+    let kept = [
+        "baseline",
+        "single",
+        "clustered-m2",
+        "clustered-m2-freeze-none",
+    ];
+    let before: Vec<_> = kept.iter().map(|n| modified(n)).collect();
+    std::fs::remove_file(record("random-m2")).expect("delete a record");
+    let resumed = ok(&[&args[..], &["--resume"]].concat());
+    let trained: Vec<&str> = resumed
+        .lines()
+        .filter(|l| l.contains(": trained"))
+        .collect();
+    assert_eq!(trained.len(), 1, "{resumed}");
+    assert!(trained[0].contains("random-m2"), "{resumed}");
+    assert_eq!(
+        resumed.lines().filter(|l| l.contains(": loaded")).count(),
+        4,
+        "{resumed}"
+    );
+    assert!(record("random-m2").is_file());
+    let after: Vec<_> = kept.iter().map(|n| modified(n)).collect();
+    assert_eq!(before, after, "loaded records are not rewritten");
+    let (_, rows) = read_csv(&out.join("table2.csv"));
+    assert_eq!(rows.len(), 5);
+    psnr(&rows[3], "mean_psnr_db");
+}
+
+#[test]
+fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
+    let dir = temp_dir("eval-nocat");
+    let manifest = fixture(&dir, false);
+    let out = dir.join("out");
+    let base = [
+        "eval",
+        "--manifest",
+        s(&manifest),
+        "--out",
+        s(&out),
+        "--m",
+        "2",
+        "--dry-run",
+    ];
+    // From the default list: left out, with a note.
+    let stdout = ok(&base);
+    assert!(
+        stdout.contains("note:") && stdout.contains("`category` left out"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("Table 2 category"), "{stdout}");
+    assert!(stdout.contains("Table 2 baseline"), "{stdout}");
+    // Asked for: an error naming the input.
+    let line = error(&[&base[..], &["--strategies", "baseline,category"]].concat());
+    assert!(
+        line.contains("manifest.csv") && line.contains("category"),
+        "{line}"
+    );
+    // Out-of-range decoder counts name the option.
+    let line = error(&[&base[..], &["--m-sweep", "1,7"]].concat());
+    assert!(
+        line.contains("m = 7") && line.contains("6 texture sets"),
+        "{line}"
+    );
+    assert!(!out.exists(), "a dry run writes nothing");
+}
