@@ -1,0 +1,367 @@
+//! Divergence pass (`shaders/divergence.wgsl`): per screen tile, the distinct materials
+//! and the distinct decoders under the current and the baseline material→decoder maps,
+//! written to a tile-resolution texture (for the heatmap) and reduced into the two `D`
+//! histograms (for [`DivergenceStats`]).
+//!
+//! The definitions and the CPU reference live in [`crate::render::divergence`]; this pass
+//! owns only the GPU side: the pipeline for one [`TileSize`], the tile texture, the
+//! histogram buffer, the map buffers and a small ring of staging buffers.
+//!
+//! Each histogram has a bin for every possible `D` (0 to the tile's pixel count), so the
+//! sums behind 𝒟 follow exactly from it ([`DivergenceStats::from_histograms`]) and are
+//! not accumulated separately: one atomic add per tile and histogram.
+//!
+//! **Reading the statistics without stalling.** [`DivergencePass::record`] clears the
+//! histograms, dispatches one workgroup per tile, then copies the histograms into a free
+//! staging buffer of the ring, mapped when the encoder is submitted. The viewer calls
+//! [`DivergencePass::try_stats`] once a frame and gets the newest finished frame (usually
+//! one or two frames old); headless code calls [`DivergencePass::stats_blocking`] after
+//! submitting. When every staging buffer is still in flight, that frame's statistics are
+//! dropped rather than waited for. A staging buffer whose encoder was dropped without
+//! being submitted is noticed (its map callback is gone) and reused.
+
+use std::sync::atomic::{AtomicU8, Ordering, fence};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use wgpu::util::DeviceExt as _;
+
+use crate::gpu::{GpuContext, GpuError, GpuTimer, ShaderError, create_shader_module, read_texture};
+use crate::render::divergence::{DivergenceStats, NO_DECODER, TileCounts};
+use crate::render::passes::layout;
+use crate::render::targets::{GBuffer, Target};
+use crate::render::tiles::TileSize;
+
+/// Format of the tile texture: one texel per tile, the [`TileCounts`] fields in order
+/// (r materials, g decoders, b baseline decoders, a pixels with geometry).
+pub const TILE_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Uint;
+
+/// Staging buffers in the readback ring.
+pub const STATS_RING: usize = 3;
+
+/// Map states of a staging buffer in flight.
+const MAP_PENDING: u8 = 0;
+const MAP_OK: u8 = 1;
+const MAP_FAILED: u8 = 2;
+
+/// One staging buffer and, while it is in flight, the frame it holds.
+#[derive(Debug)]
+struct Slot {
+    buffer: wgpu::Buffer,
+    /// (frame number, map state shared with the map callback).
+    in_flight: Option<(u64, Arc<AtomicU8>)>,
+}
+
+/// The readback ring: staging buffers plus the number of the next recorded frame.
+#[derive(Debug)]
+struct Ring {
+    slots: Vec<Slot>,
+    next_frame: u64,
+}
+
+/// The divergence pass for one tile size.
+#[derive(Debug)]
+pub struct DivergencePass {
+    tile: TileSize,
+    layout: wgpu::BindGroupLayout,
+    pipeline: wgpu::ComputePipeline,
+    /// One [`TILE_FORMAT`] texel per tile.
+    tiles: Target,
+    /// The two histograms of `tile.pixels() + 1` `u32` bins each.
+    histograms: wgpu::Buffer,
+    current_map: wgpu::Buffer,
+    baseline_map: wgpu::Buffer,
+    /// The G-buffer material view of the last [`Self::bind`], kept to rebind new maps.
+    material: Option<wgpu::TextureView>,
+    bind_group: Option<wgpu::BindGroup>,
+    ring: Mutex<Ring>,
+}
+
+impl DivergencePass {
+    /// Label of the pass, its timing row and its wgpu objects.
+    pub const LABEL: &'static str = "divergence";
+
+    /// Build the pipeline for `tile` and the tile texture for a `size` screen. Until
+    /// [`Self::set_maps`] is called no material has a decoder.
+    pub fn new(ctx: &GpuContext, tile: TileSize, size: (u32, u32)) -> Result<Self, ShaderError> {
+        let device = &ctx.device;
+        let compute = wgpu::ShaderStages::COMPUTE;
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(Self::LABEL),
+            entries: &[
+                layout::uint_texture(0),
+                layout::storage(1, compute),
+                layout::storage(2, compute),
+                wgpu::BindGroupLayoutEntry {
+                    binding: 3,
+                    visibility: compute,
+                    ty: wgpu::BindingType::StorageTexture {
+                        access: wgpu::StorageTextureAccess::WriteOnly,
+                        format: TILE_FORMAT,
+                        view_dimension: wgpu::TextureViewDimension::D2,
+                    },
+                    count: None,
+                },
+                wgpu::BindGroupLayoutEntry {
+                    binding: 4,
+                    visibility: compute,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only: false },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+            ],
+        });
+        let defines = tile.defines();
+        let defines: Vec<(&str, &str)> = defines.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let module = create_shader_module(ctx, "divergence.wgsl", &defines)?;
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(Self::LABEL),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(Self::LABEL),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some("count"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let histogram_bytes = Self::histogram_bytes(tile);
+        let histograms = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("divergence.histograms"),
+            size: histogram_bytes,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let slots = (0..STATS_RING)
+            .map(|i| Slot {
+                buffer: device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("divergence.staging {i}")),
+                    size: histogram_bytes,
+                    usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+                    mapped_at_creation: false,
+                }),
+                in_flight: None,
+            })
+            .collect();
+        Ok(Self {
+            tile,
+            layout,
+            pipeline,
+            tiles: Self::tile_target(device, tile, size),
+            histograms,
+            current_map: Self::map_buffer(device, "divergence.current_map", &[]),
+            baseline_map: Self::map_buffer(device, "divergence.baseline_map", &[]),
+            material: None,
+            bind_group: None,
+            ring: Mutex::new(Ring {
+                slots,
+                next_frame: 0,
+            }),
+        })
+    }
+
+    /// Bytes of the two histograms.
+    fn histogram_bytes(tile: TileSize) -> u64 {
+        2 * (u64::from(tile.pixels()) + 1) * 4
+    }
+
+    fn tile_target(device: &wgpu::Device, tile: TileSize, size: (u32, u32)) -> Target {
+        Target::new(
+            device,
+            "divergence.tiles",
+            tile.grid(size),
+            TILE_FORMAT,
+            wgpu::TextureUsages::STORAGE_BINDING,
+        )
+    }
+
+    /// A storage buffer holding `map`, padded with [`NO_DECODER`] to at least one entry
+    /// (bindings cannot be empty; the padding decodes nothing, like ids past the map).
+    fn map_buffer(device: &wgpu::Device, label: &str, map: &[u32]) -> wgpu::Buffer {
+        let padding = [NO_DECODER];
+        let contents = if map.is_empty() { &padding[..] } else { map };
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: bytemuck::cast_slice(contents),
+            usage: wgpu::BufferUsages::STORAGE,
+        })
+    }
+
+    /// The tile size the pass counts over.
+    pub fn tile(&self) -> TileSize {
+        self.tile
+    }
+
+    /// Reallocate the tile texture for a new screen size; call [`Self::bind`] after (the
+    /// pass records nothing until then).
+    pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
+        self.tiles = Self::tile_target(device, self.tile, size);
+        self.material = None;
+        self.bind_group = None;
+    }
+
+    /// Set the material→decoder maps: entry `i` is material `i`'s decoder, [`NO_DECODER`]
+    /// for a material that decodes nothing; ids past a map's end decode nothing. The bind
+    /// group is rebuilt when the pass is bound.
+    pub fn set_maps(&mut self, device: &wgpu::Device, current: &[u32], baseline: &[u32]) {
+        self.current_map = Self::map_buffer(device, "divergence.current_map", current);
+        self.baseline_map = Self::map_buffer(device, "divergence.baseline_map", baseline);
+        self.rebuild_bind_group(device);
+    }
+
+    /// Bind the G-buffer's material ids (a G-buffer of the size given to [`Self::new`] or
+    /// [`Self::resize`]).
+    pub fn bind(&mut self, device: &wgpu::Device, gbuffer: &GBuffer) {
+        self.material = Some(gbuffer.material.view.clone());
+        self.rebuild_bind_group(device);
+    }
+
+    fn rebuild_bind_group(&mut self, device: &wgpu::Device) {
+        let Some(material) = &self.material else {
+            return;
+        };
+        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(Self::LABEL),
+            layout: &self.layout,
+            entries: &layout::entries(&[
+                (0, wgpu::BindingResource::TextureView(material)),
+                (1, self.current_map.as_entire_binding()),
+                (2, self.baseline_map.as_entire_binding()),
+                (3, wgpu::BindingResource::TextureView(&self.tiles.view)),
+                (4, self.histograms.as_entire_binding()),
+            ]),
+        }));
+    }
+
+    /// The tile texture ([`TILE_FORMAT`], one texel per tile), for the heatmap.
+    pub fn tile_view(&self) -> &wgpu::TextureView {
+        &self.tiles.view
+    }
+
+    /// Record the count and the copy of the histograms into a free staging buffer. Does
+    /// nothing before [`Self::bind`].
+    pub fn record(&self, encoder: &mut wgpu::CommandEncoder, timer: &GpuTimer) {
+        let Some(bind_group) = &self.bind_group else {
+            return;
+        };
+        encoder.clear_buffer(&self.histograms, 0, None);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(Self::LABEL),
+                timestamp_writes: timer.compute_pass_writes(Self::LABEL),
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.dispatch_workgroups(self.tiles.texture.width(), self.tiles.texture.height(), 1);
+        }
+        let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
+        let frame = ring.next_frame;
+        ring.next_frame += 1;
+        let Some(slot) = ring.slots.iter_mut().find(|s| s.in_flight.is_none()) else {
+            log::debug!("divergence: every staging buffer in flight; frame {frame} dropped");
+            return;
+        };
+        encoder.copy_buffer_to_buffer(&self.histograms, 0, &slot.buffer, 0, None);
+        let state = Arc::new(AtomicU8::new(MAP_PENDING));
+        let callback_state = Arc::clone(&state);
+        encoder.map_buffer_on_submit(&slot.buffer, wgpu::MapMode::Read, .., move |result| {
+            let value = if result.is_ok() { MAP_OK } else { MAP_FAILED };
+            callback_state.store(value, Ordering::Release);
+        });
+        slot.in_flight = Some((frame, state));
+    }
+
+    /// Non-blocking: polls the device once and returns the statistics of the newest frame
+    /// whose readback has finished since the last call, if any.
+    pub fn try_stats(&mut self, device: &wgpu::Device) -> Option<DivergenceStats> {
+        if let Err(e) = device.poll(wgpu::PollType::Poll) {
+            log::warn!("divergence: device poll failed: {e}");
+        }
+        self.take_ready()
+    }
+
+    /// Blocking: after the encoder holding [`Self::record`] was submitted, waits for the
+    /// GPU and returns the newest frame's statistics. An error when nothing was recorded
+    /// and submitted since the last read, or the readback failed.
+    pub fn stats_blocking(&mut self, ctx: &GpuContext) -> Result<DivergenceStats, GpuError> {
+        ctx.wait_idle()?;
+        self.take_ready().ok_or_else(|| {
+            GpuError::Readback(
+                "no divergence statistics to read: record the divergence pass (after bind) \
+                 and submit its encoder first"
+                    .to_owned(),
+            )
+        })
+    }
+
+    /// Blocking: the per-tile counts of the last submitted frame, tiles in row-major
+    /// order (as [`crate::render::divergence::count_tiles`] returns them).
+    pub fn read_tiles(&self, ctx: &GpuContext) -> Result<Vec<TileCounts>, GpuError> {
+        let texels = read_texture(ctx, &self.tiles.texture, 0, 0)?.to_u32()?;
+        Ok(texels
+            .chunks_exact(4)
+            .map(|t| TileCounts {
+                materials: t[0],
+                decoders: t[1],
+                baseline_decoders: t[2],
+                pixels: t[3],
+            })
+            .collect())
+    }
+
+    /// Reads every mapped staging buffer, frees it, and returns the newest frame's stats.
+    fn take_ready(&mut self) -> Option<DivergenceStats> {
+        let tile = self.tile;
+        let ring = self.ring.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let mut newest: Option<(u64, DivergenceStats)> = None;
+        for slot in &mut ring.slots {
+            let Some((frame, state)) = &slot.in_flight else {
+                continue;
+            };
+            let frame = *frame;
+            // The map callback holds the other reference until it has run (after storing
+            // its result) or until its encoder is dropped without being submitted. The
+            // fence makes a result stored before that drop visible to the load below.
+            let callback_gone = Arc::strong_count(state) == 1;
+            fence(Ordering::Acquire);
+            match state.load(Ordering::Acquire) {
+                MAP_PENDING if !callback_gone => continue,
+                MAP_PENDING => log::debug!("divergence: frame {frame} was never submitted"),
+                MAP_FAILED => log::warn!("divergence: mapping frame {frame}'s statistics failed"),
+                _ => {
+                    let stats = read_histograms(&slot.buffer, tile);
+                    slot.buffer.unmap();
+                    if let Some(stats) = stats
+                        && newest.as_ref().is_none_or(|(f, _)| frame > *f)
+                    {
+                        newest = Some((frame, stats));
+                    }
+                }
+            }
+            slot.in_flight = None;
+        }
+        newest.map(|(_, stats)| stats)
+    }
+}
+
+/// The statistics in a mapped staging buffer: the current and the baseline histogram.
+fn read_histograms(buffer: &wgpu::Buffer, tile: TileSize) -> Option<DivergenceStats> {
+    let view = buffer
+        .slice(..)
+        .get_mapped_range()
+        .map_err(|e| log::warn!("divergence: reading mapped statistics failed: {e}"))
+        .ok()?;
+    let bins: Vec<u32> = bytemuck::pod_collect_to_vec(&view[..]);
+    let (current, baseline) = bins.split_at(bins.len() / 2);
+    Some(DivergenceStats::from_histograms(
+        tile,
+        current.to_vec(),
+        baseline.to_vec(),
+    ))
+}
