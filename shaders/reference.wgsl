@@ -7,6 +7,7 @@
 
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
+#import "common/material.wgsl"
 
 @group(0) @binding(0) var<uniform> frame: Frame;
 @group(0) @binding(1) var<storage, read> materials: array<MaterialData>;
@@ -58,17 +59,6 @@ struct MaterialOut {
     @location(1) normal_rm: vec4f,
     // Linear emissive radiance, occlusion.
     @location(2) emissive_ao: vec4f,
-}
-
-// Apply a tangent-space normal (OpenGL convention, X/Y in [0,1]) to the G-buffer frame.
-fn shading_normal(word: u32, normal_tangent: vec4f, xy01: vec2f, scale: f32) -> vec3f {
-    let n = oct_decode(normal_tangent.xy);
-    let t = oct_decode(normal_tangent.zw);
-    let sign = select(1.0, -1.0, (word & BITANGENT_NEGATIVE) != 0u);
-    let b = cross(n, t) * sign;
-    let xy = (xy01 * 2.0 - 1.0) * scale;
-    let z = sqrt(max(1.0 - dot(xy, xy), 0.0));
-    return normalize(t * xy.x + b * xy.y + n * z);
 }
 
 @fragment

@@ -1,6 +1,6 @@
 // The NTC decoder MLP's forward pass in f32, shared by the trainer and the decode pass.
 //
-// The importer defines `fn ntc_weight(index: u32) -> f32`, the decoder parameter at
+// The importer defines `fn ntc_weight(index: u32) -> NtcScalar`, the decoder parameter at
 // `index` in DecoderWeights::params order (per layer: row-major [out][in] weights, then
 // the biases), so the weights may live in any buffer and format. The evaluation's values
 // live in the per-thread `ntc_state` (address space `private`: on llvmpipe, function-local
@@ -14,6 +14,16 @@
 //   NTC_LEAKY_SLOPE  model::LEAKY_SLOPE
 //   NTC_LEAKY_RELU   (flag) LeakyReLU instead of the default hard-GELU
 //   NTC_TRAINING     (flag) also record act'(z) of every hidden unit for the backward pass
+//   NTC_F16          (flag) evaluate in f16 (`NtcScalar = f16`; the importer enables f16):
+//                    weights, activations, products and sums; the default is f32
+
+#ifdef NTC_F16
+alias NtcScalar = f16;
+#else
+alias NtcScalar = f32;
+#endif
+// Four values of the evaluation's scalar type.
+alias NtcVec4 = vec4<NtcScalar>;
 
 const NTC_OUTPUTS: u32 = 16u;
 const NTC_INPUT_WIDTH: u32 = ${NTC_INPUT_WIDTH}u;
@@ -31,13 +41,13 @@ const NTC_WIDTHS = array<u32, 5>(
 struct NtcState {
     // The input vector (entries past the used ones stay 0), then every hidden layer's
     // activations, first hidden layer first.
-    values: array<vec4f, (NTC_INPUT_WIDTH + NTC_HIDDEN_TOTAL) / 4u>,
+    values: array<NtcVec4, (NTC_INPUT_WIDTH + NTC_HIDDEN_TOTAL) / 4u>,
 #ifdef NTC_TRAINING
     // act'(z) of every hidden unit, in the order of the hidden activations.
-    slopes: array<vec4f, NTC_HIDDEN_TOTAL / 4u>,
+    slopes: array<NtcVec4, NTC_HIDDEN_TOTAL / 4u>,
 #endif
     // The decoder's outputs (the last layer is linear).
-    outputs: array<vec4f, NTC_OUTPUTS / 4u>,
+    outputs: array<NtcVec4, NTC_OUTPUTS / 4u>,
 }
 
 // This thread's decoder evaluation. Entries of `values` past the used inputs must stay 0.
@@ -61,26 +71,26 @@ fn ntc_layer_input_offset(layer: u32) -> u32 {
 }
 
 // Decoder parameters index .. index + 3.
-fn ntc_weights4(index: u32) -> vec4f {
-    return vec4f(ntc_weight(index), ntc_weight(index + 1u), ntc_weight(index + 2u), ntc_weight(index + 3u));
+fn ntc_weights4(index: u32) -> NtcVec4 {
+    return NtcVec4(ntc_weight(index), ntc_weight(index + 1u), ntc_weight(index + 2u), ntc_weight(index + 3u));
 }
 
 // model::Activation::apply.
-fn ntc_activation(x: vec4f) -> vec4f {
+fn ntc_activation(x: NtcVec4) -> NtcVec4 {
 #ifdef NTC_LEAKY_RELU
-    return select(${NTC_LEAKY_SLOPE} * x, x, x > vec4f(0.0));
+    return select(${NTC_LEAKY_SLOPE} * x, x, x > NtcVec4(0.0));
 #else
-    return x * clamp((x + 1.5) / 3.0, vec4f(0.0), vec4f(1.0));
+    return x * clamp((x + 1.5) / 3.0, NtcVec4(0.0), NtcVec4(1.0));
 #endif
 }
 
 // model::Activation::derivative (at a kink, the slope of the piece `ntc_activation` uses).
-fn ntc_activation_slope(x: vec4f) -> vec4f {
+fn ntc_activation_slope(x: NtcVec4) -> NtcVec4 {
 #ifdef NTC_LEAKY_RELU
-    return select(vec4f(${NTC_LEAKY_SLOPE}), vec4f(1.0), x > vec4f(0.0));
+    return select(NtcVec4(${NTC_LEAKY_SLOPE}), NtcVec4(1.0), x > NtcVec4(0.0));
 #else
-    let middle = select((2.0 * x + 1.5) / 3.0, vec4f(1.0), x > vec4f(1.5));
-    return select(middle, vec4f(0.0), x < vec4f(-1.5));
+    let middle = select((2.0 * x + 1.5) / 3.0, NtcVec4(1.0), x > NtcVec4(1.5));
+    return select(middle, NtcVec4(0.0), x < NtcVec4(-1.5));
 #endif
 }
 
@@ -98,11 +108,11 @@ fn ntc_forward() {
         let last = layer + 1u == NTC_LAYERS;
         for (var o = 0u; o < n_out; o += 4u) {
             let rows = params + o * n_in;
-            var z = vec4f(0.0);
+            var z = NtcVec4(0.0);
             for (var i = 0u; i < n_in / 4u; i++) {
                 let x = ntc_state.values[input + i];
                 let at = rows + 4u * i;
-                z += vec4f(
+                z += NtcVec4(
                     dot(ntc_weights4(at), x),
                     dot(ntc_weights4(at + n_in), x),
                     dot(ntc_weights4(at + 2u * n_in), x),

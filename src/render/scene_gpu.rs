@@ -3,6 +3,9 @@
 //! canonical channel groups), and one bind group per material.
 //!
 //! Texture sets are decoded on the CPU in parallel (one thread per core) before upload.
+//! A set's textures can be replaced afterwards ([`SceneGpu::replace_set_textures`], e.g.
+//! by NTC-decoded ones from `passes::ntc_bake`) and restored; the material bind groups
+//! follow.
 
 use wgpu::util::DeviceExt as _;
 
@@ -65,6 +68,14 @@ pub struct SceneGpu {
     pub missing_textures: Vec<String>,
     /// Bytes of texture memory uploaded.
     pub texture_bytes: u64,
+    /// The material sampler.
+    sampler: wgpu::Sampler,
+    /// Views of the neutral set (materials without textures).
+    neutral_views: [wgpu::TextureView; 3],
+    /// Per set, the views of its uploaded textures.
+    original_views: Vec<[wgpu::TextureView; 3]>,
+    /// Per set, the views its materials sample now.
+    current_views: Vec<[wgpu::TextureView; 3]>,
 }
 
 /// Errors while uploading a scene.
@@ -73,6 +84,14 @@ pub enum UploadError {
     /// A texture failed to load.
     #[error(transparent)]
     Texture(#[from] TextureError),
+    /// A texture-set index past the scene's sets.
+    #[error("texture set {set} does not exist: the scene has {count} sets")]
+    UnknownSet {
+        /// The index given.
+        set: usize,
+        /// Sets in the scene.
+        count: usize,
+    },
     /// The scene has more materials than the G-buffer's id field can hold.
     #[error("{path}: {count} materials exceed the renderer's limit of {limit}")]
     TooManyMaterials {
@@ -136,29 +155,8 @@ impl SceneGpu {
         let material_bind_groups = material_sets
             .iter()
             .map(|set| {
-                let t = set.map_or(&neutral, |s| &set_textures[s]);
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("material"),
-                    layout: &material_layout,
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: wgpu::BindingResource::TextureView(&t[0]),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: wgpu::BindingResource::TextureView(&t[1]),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: wgpu::BindingResource::TextureView(&t[2]),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 3,
-                            resource: wgpu::BindingResource::Sampler(&sampler),
-                        },
-                    ],
-                })
+                let views = set.map_or(&neutral, |s| &set_textures[s]);
+                material_bind_group(device, &material_layout, views, &sampler)
             })
             .collect();
 
@@ -253,8 +251,85 @@ impl SceneGpu {
             material_sets,
             missing_textures,
             texture_bytes,
+            sampler,
+            neutral_views: neutral,
+            current_views: set_textures.clone(),
+            original_views: set_textures,
         })
     }
+
+    /// Make every material of texture set `set` (an index into [`Self::sets`]) sample
+    /// `views` instead: three views in [`SET_FORMATS`] (group 0 `Rgba8UnormSrgb`,
+    /// groups 1–2 `Rgba8Unorm`) with mip chains. Rebuilds those materials' bind groups.
+    pub fn replace_set_textures(
+        &mut self,
+        device: &wgpu::Device,
+        set: usize,
+        views: [wgpu::TextureView; 3],
+    ) -> Result<(), UploadError> {
+        let count = self.current_views.len();
+        let slot = self
+            .current_views
+            .get_mut(set)
+            .ok_or(UploadError::UnknownSet { set, count })?;
+        *slot = views;
+        self.rebuild_bind_groups(device, Some(set));
+        Ok(())
+    }
+
+    /// Return every set to the textures uploaded from its images.
+    pub fn restore_set_textures(&mut self, device: &wgpu::Device) {
+        self.current_views.clone_from(&self.original_views);
+        self.rebuild_bind_groups(device, None);
+    }
+
+    /// Rebuild the bind groups of the materials of `set` (all materials when `None`).
+    fn rebuild_bind_groups(&mut self, device: &wgpu::Device, set: Option<usize>) {
+        for (bind_group, material_set) in self
+            .material_bind_groups
+            .iter_mut()
+            .zip(&self.material_sets)
+        {
+            if set.is_some() && *material_set != set {
+                continue;
+            }
+            let views = material_set
+                .and_then(|s| self.current_views.get(s))
+                .unwrap_or(&self.neutral_views);
+            *bind_group = material_bind_group(device, &self.material_layout, views, &self.sampler);
+        }
+    }
+}
+
+/// A material's bind group: its set's three channel-group views and the sampler.
+fn material_bind_group(
+    device: &wgpu::Device,
+    layout: &wgpu::BindGroupLayout,
+    views: &[wgpu::TextureView; 3],
+    sampler: &wgpu::Sampler,
+) -> wgpu::BindGroup {
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("material"),
+        layout,
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::TextureView(&views[0]),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: wgpu::BindingResource::TextureView(&views[1]),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: wgpu::BindingResource::TextureView(&views[2]),
+            },
+            wgpu::BindGroupEntry {
+                binding: 3,
+                resource: wgpu::BindingResource::Sampler(sampler),
+            },
+        ],
+    })
 }
 
 /// Layout of a material's bind group: three channel-group textures and a sampler.
@@ -285,17 +360,19 @@ pub fn material_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayou
     })
 }
 
+/// Formats of the three channel-group textures of a set.
+pub const SET_FORMATS: [wgpu::TextureFormat; 3] = [
+    wgpu::TextureFormat::Rgba8UnormSrgb,
+    wgpu::TextureFormat::Rgba8Unorm,
+    wgpu::TextureFormat::Rgba8Unorm,
+];
+
 /// Upload one set as three mipmapped textures; returns their views and the byte count.
 fn upload_set(
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     set: &TextureSet,
 ) -> ([wgpu::TextureView; 3], u64) {
-    let formats = [
-        wgpu::TextureFormat::Rgba8UnormSrgb,
-        wgpu::TextureFormat::Rgba8Unorm,
-        wgpu::TextureFormat::Rgba8Unorm,
-    ];
     let mut bytes = 0u64;
     let views = std::array::from_fn(|g| {
         let texture = device.create_texture(&wgpu::TextureDescriptor {
@@ -308,7 +385,7 @@ fn upload_set(
             mip_level_count: set.mips.len() as u32,
             sample_count: 1,
             dimension: wgpu::TextureDimension::D2,
-            format: formats[g],
+            format: SET_FORMATS[g],
             usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
             view_formats: &[],
         });

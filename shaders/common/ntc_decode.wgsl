@@ -1,0 +1,288 @@
+// NTC decoding shared by the real-time decode pass (ntc_decode.wgsl) and the bake on load
+// (ntc_bake.wgsl): the scene's NTC data (group 1), latent fetch and dequantisation, the
+// decoder's input vector for texel (x, y) of a mip (cpu::forward's, texel centre), the
+// decoder weights in workgroup memory, and the MLP evaluation of the chosen kernel. The
+// kernels differ only in `ntc_evaluate`. Mirrored on the host by render::ntc_gpu
+// (NtcMaterialGpu, NtcMipGpu, the binding table) and render::passes::ntc_decode (defines).
+//
+// Defines (set by the host from NtcConfig, see ntc_mlp.wgsl for the MLP's):
+//   NTC_FEATURES      features per grid texel F
+//   NTC_LATENT_BITS   bits per stored latent value (2, 4 or 8)
+//   NTC_PE_WAVES      positional-encoding waves W
+//   NTC_PARAMS        decoder parameters (a multiple of 4)
+//   NTC_THREADS       threads per workgroup (they copy the weights together)
+//   NTC_KERNEL_F32    f16 weights kept packed in workgroup memory, unpacked to f32, f32 FMA
+//   NTC_KERNEL_F16    (with NTC_F16) f16 weights, f16 products and sums
+//   NTC_KERNEL_COOP   (with NTC_F16) 16×16 f16 cooperative matrices, f32 accumulators
+
+#ifdef NTC_F16
+enable f16;
+#endif
+#ifdef NTC_KERNEL_COOP
+enable wgpu_cooperative_matrix;
+#endif
+
+#import "common/ntc_encoding.wgsl"
+#import "common/ntc_mlp.wgsl"
+
+const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
+const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
+const NTC_PARAMS: u32 = ${NTC_PARAMS}u;
+const NTC_THREADS: u32 = ${NTC_THREADS}u;
+const NTC_LATENT_BITS: u32 = ${NTC_LATENT_BITS}u;
+// The largest latent code L = 2^bits − 1 (also the mask of one code).
+const NTC_LATENT_LEVELS: u32 = (1u << NTC_LATENT_BITS) - 1u;
+// u32 words per grid texel: ⌈F · bits / 32⌉ (quant::words_per_texel).
+const NTC_WORDS_PER_TEXEL: u32 = (NTC_FEATURES * NTC_LATENT_BITS + 31u) / 32u;
+// A decoder index meaning "no NTC texture set: constants only".
+const NTC_NONE: u32 = 0xFFFFFFFFu;
+// Canonical channels (texture::CHANNELS) in three groups of four.
+const NTC_CHANNEL_GROUPS: u32 = 3u;
+// Neutral values of the canonical channels as the reference path samples them from
+// TextureSet::neutral (Channel::neutral_u8 / 255): 128/255 for normal X/Y, 1 elsewhere.
+const NTC_NEUTRAL = array<vec4f, 3>(
+    vec4f(1.0),
+    vec4f(128.0 / 255.0, 128.0 / 255.0, 1.0, 1.0),
+    vec4f(1.0),
+);
+
+// One scene material (render::ntc_gpu::NtcMaterialGpu).
+struct NtcMaterial {
+    // Index of its decoder, or NTC_NONE (untextured, or a set not in the package).
+    decoder: u32,
+    // First word of its latents in `ntc_latents`.
+    latent_offset: u32,
+    // Channel mask of the set (bit c = canonical channel c comes from the decoder).
+    present: u32,
+    // Colour mips.
+    mips: u32,
+    // Its mip 0 entry in `ntc_mips`; mip m is entry mip_base + m.
+    mip_base: u32,
+    // Size of mip 0 in texels.
+    width: u32,
+    height: u32,
+    _pad0: u32,
+}
+
+// One colour mip of one package material (render::ntc_gpu::NtcMipGpu).
+struct NtcMip {
+    // Size of the mip in texels.
+    width: u32,
+    height: u32,
+    // The fine grid of the mip's pair: first word in `ntc_latents`, size in texels.
+    fine_offset: u32,
+    fine_width: u32,
+    fine_height: u32,
+    // The coarse grid, likewise.
+    coarse_offset: u32,
+    coarse_width: u32,
+    coarse_height: u32,
+    // model::lod_input of this mip.
+    lod: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+// Every package material's latents, packed as in the package (quant module docs).
+@group(1) @binding(0) var<storage, read> ntc_latents: array<u32>;
+// Every decoder's parameters as f16 pairs (parameter 2i in the low half of word i),
+// decoder d at word d · NTC_PARAMS / 2.
+@group(1) @binding(1) var<storage, read> ntc_decoders: array<u32>;
+// One entry per scene material.
+@group(1) @binding(2) var<storage, read> ntc_materials: array<NtcMaterial>;
+// One entry per colour mip of every package material.
+@group(1) @binding(3) var<storage, read> ntc_mips: array<NtcMip>;
+
+// The decoder being evaluated, in workgroup memory.
+#ifdef NTC_F16
+var<workgroup> ntc_wg_weights: array<f16, NTC_PARAMS>;
+
+fn ntc_weight(index: u32) -> f16 {
+    return ntc_wg_weights[index];
+}
+#else
+// Kept as the package's f16 pairs: half the memory of f32 (the default 8,336-parameter
+// decoder fits 32 KiB of workgroup storage), and unpacking is exact.
+var<workgroup> ntc_wg_weights: array<u32, NTC_PARAMS / 2u>;
+
+fn ntc_weight(index: u32) -> f32 {
+    return unpack2x16float(ntc_wg_weights[index >> 1u])[index & 1u];
+}
+#endif
+
+// Every thread of the workgroup calls this (uniformly): copies decoder `decoder` into
+// workgroup memory. The caller puts a barrier between this and the first `ntc_weight`.
+fn ntc_load_decoder(decoder: u32, thread: u32) {
+    let base = decoder * (NTC_PARAMS / 2u);
+    for (var i = thread; i < NTC_PARAMS / 2u; i += NTC_THREADS) {
+        let word = ntc_decoders[base + i];
+#ifdef NTC_F16
+        let pair = vec2<f16>(unpack2x16float(word)); // exact: every f16 is an f32
+        ntc_wg_weights[2u * i] = pair.x;
+        ntc_wg_weights[2u * i + 1u] = pair.y;
+#else
+        ntc_wg_weights[i] = word;
+#endif
+    }
+}
+
+// Features 4g .. 4g + 3 of texel `texel` of the grid whose first word is `grid`,
+// dequantised exactly as quant::dequantize: (n / L) · 2 − 1 in f32.
+fn ntc_latent4(grid: u32, texel: u32, g: u32) -> vec4f {
+    let first = grid + texel * NTC_WORDS_PER_TEXEL;
+    var codes = vec4u(0u);
+    for (var k = 0u; k < 4u; k++) {
+        let bit = (4u * g + k) * NTC_LATENT_BITS;
+        codes[k] = (ntc_latents[first + bit / 32u] >> (bit % 32u)) & NTC_LATENT_LEVELS;
+    }
+    return (vec4f(codes) / f32(NTC_LATENT_LEVELS)) * 2.0 - 1.0;
+}
+
+// Fills `ntc_state.values` with the input vector of texel `texel` of mip `mip`, as
+// cpu::forward (texel centre u = (x + ½) / width): both grids bilinearly sampled (wrap),
+// the positional encoding (exact phases), the LOD input. In f32; the tap weights agree
+// with the CPU's f64 to about 1e-7.
+fn ntc_build_input(mip: NtcMip, texel: vec2u) {
+    let u = (f32(texel.x) + 0.5) / f32(mip.width);
+    let v = (f32(texel.y) + 0.5) / f32(mip.height);
+    let fine = ntc_bilinear_taps(u, v, mip.fine_width, mip.fine_height);
+    let coarse = ntc_bilinear_taps(u, v, mip.coarse_width, mip.coarse_height);
+    for (var g = 0u; g < NTC_FEATURES / 4u; g++) {
+        var a = vec4f(0.0);
+        var b = vec4f(0.0);
+        for (var t = 0u; t < 4u; t++) {
+            a += fine.weight[t] * ntc_latent4(mip.fine_offset, fine.texel[t], g);
+            b += coarse.weight[t] * ntc_latent4(mip.coarse_offset, coarse.texel[t], g);
+        }
+        ntc_state.values[g] = NtcVec4(a);
+        ntc_state.values[NTC_FEATURES / 4u + g] = NtcVec4(b);
+    }
+    let mip_size = vec2u(mip.width, mip.height);
+    let coarse_size = vec2u(mip.coarse_width, mip.coarse_height);
+    for (var w = 0u; w < NTC_PE_WAVES; w++) {
+        ntc_state.values[NTC_FEATURES / 2u + w] = NtcVec4(ntc_positional_encoding(texel, mip_size, coarse_size, w));
+    }
+    ntc_state.values[NTC_FEATURES / 2u + NTC_PE_WAVES] = NtcVec4(vec4f(mip.lod, 0.0, 0.0, 0.0));
+}
+
+// Channel group `group` (0–2) of the decoded texel: outputs clamped to [0, 1], channels
+// not in `present` replaced by their neutral values.
+fn ntc_channel_group(group: u32, present: u32) -> vec4f {
+    let bits = (vec4u(present) >> (4u * group + vec4u(0u, 1u, 2u, 3u))) & vec4u(1u);
+    let decoded = clamp(vec4f(ntc_state.outputs[group]), vec4f(0.0), vec4f(1.0));
+    return select(NTC_NEUTRAL[group], decoded, bits == vec4u(1u));
+}
+
+// Which thread of the workgroup this is.
+struct NtcThread {
+    // local_invocation_index.
+    index: u32,
+    // Subgroup of the thread and subgroups of the workgroup (cooperative-matrix kernel
+    // only; 0 and 1 otherwise).
+    subgroup: u32,
+    subgroups: u32,
+}
+
+#ifdef NTC_KERNEL_COOP
+// Rows (pixels) of one cooperative batch: the tile, at most 64 (16 × 16 tiles run in
+// batches), always a multiple of 16.
+const NTC_COOP_ROWS: u32 = min(NTC_THREADS, 64u);
+// Widest layer input or output.
+const NTC_COOP_WIDTH: u32 = max(NTC_INPUT_WIDTH, NTC_MAX_HIDDEN);
+// The current layer's inputs, one row per compacted pixel, row stride = the layer's
+// input width.
+var<workgroup> ntc_coop_x: array<f16, NTC_COOP_ROWS * NTC_COOP_WIDTH>;
+// The current layer's products (before bias), row stride = the layer's output width.
+var<workgroup> ntc_coop_y: array<f32, NTC_COOP_ROWS * NTC_COOP_WIDTH>;
+var<workgroup> ntc_coop_count: atomic<u32>;
+var<workgroup> ntc_coop_rows: u32;
+
+// Y = X · Wᵀ for layer inputs `n_in`, outputs `n_out`, weights from parameter `params`,
+// on `blocks` blocks of 16 rows: each subgroup takes 16 × 16 output tiles in turn.
+// W is row-major [out][in], so Wᵀ's column n is W's row n: a column-major B operand of
+// stride n_in.
+fn ntc_coop_layer(thread: NtcThread, blocks: u32, params: u32, n_in: u32, n_out: u32) {
+    let col_blocks = n_out / 16u;
+    for (var t = thread.subgroup; t < blocks * col_blocks; t += thread.subgroups) {
+        let rb = t / col_blocks;
+        let cb = t % col_blocks;
+        var acc = coop_mat16x16<f32, C>();
+        for (var k = 0u; k < n_in; k += 16u) {
+            let a = coopLoadT<coop_mat16x16<f16, A>>(&ntc_coop_x[rb * 16u * n_in + k], n_in);
+            let b = coopLoad<coop_mat16x16<f16, B>>(&ntc_wg_weights[params + cb * 16u * n_in + k], n_in);
+            acc = coopMultiplyAdd(a, b, acc);
+        }
+        coopStoreT(acc, &ntc_coop_y[rb * 16u * n_out + cb * 16u], n_out);
+    }
+}
+
+// Every thread calls this uniformly; threads with `selected` get their decoder outputs in
+// `ntc_state.outputs`. The active pixels are compacted into rows of `ntc_coop_x` (in
+// batches of NTC_COOP_ROWS), each layer is a sequence of 16 × 16 × 16 f16 matrix
+// multiply-adds with f32 accumulators; bias and activation are applied per element
+// (rounded to f16 for the next layer's inputs).
+fn ntc_evaluate(selected: bool, thread: NtcThread) {
+    if thread.index == 0u {
+        atomicStore(&ntc_coop_count, 0u);
+    }
+    workgroupBarrier();
+    var slot = 0u;
+    if selected {
+        slot = atomicAdd(&ntc_coop_count, 1u);
+    }
+    workgroupBarrier();
+    if thread.index == 0u {
+        ntc_coop_rows = atomicLoad(&ntc_coop_count);
+    }
+    let rows = workgroupUniformLoad(&ntc_coop_rows);
+    for (var first = 0u; first < rows; first += NTC_COOP_ROWS) {
+        let blocks = (min(rows - first, NTC_COOP_ROWS) + 15u) / 16u;
+        let mine = selected && slot >= first && slot < first + NTC_COOP_ROWS;
+        let row = slot - first;
+        if mine {
+            for (var i = 0u; i < NTC_INPUT_WIDTH / 4u; i++) {
+                let x = ntc_state.values[i];
+                for (var j = 0u; j < 4u; j++) {
+                    ntc_coop_x[row * NTC_INPUT_WIDTH + 4u * i + j] = x[j];
+                }
+            }
+        }
+        workgroupBarrier();
+        var params = 0u;
+        for (var layer = 0u; layer < NTC_LAYERS; layer++) {
+            let n_in = ntc_layer_inputs(layer);
+            let n_out = ntc_layer_outputs(layer);
+            let biases = params + n_in * n_out;
+            ntc_coop_layer(thread, blocks, params, n_in, n_out);
+            workgroupBarrier();
+            if layer + 1u < NTC_LAYERS {
+                for (var e = 4u * thread.index; e < blocks * 16u * n_out; e += 4u * NTC_THREADS) {
+                    let o = e % n_out;
+                    let z = vec4f(ntc_coop_y[e], ntc_coop_y[e + 1u], ntc_coop_y[e + 2u], ntc_coop_y[e + 3u]);
+                    let a = ntc_activation(NtcVec4(z + vec4f(ntc_weights4(biases + o))));
+                    for (var j = 0u; j < 4u; j++) {
+                        ntc_coop_x[e + j] = a[j];
+                    }
+                }
+            } else if mine {
+                for (var o = 0u; o < NTC_OUTPUTS; o += 4u) {
+                    let at = row * NTC_OUTPUTS + o;
+                    let z = vec4f(ntc_coop_y[at], ntc_coop_y[at + 1u], ntc_coop_y[at + 2u], ntc_coop_y[at + 3u]);
+                    ntc_state.outputs[o / 4u] = NtcVec4(z + vec4f(ntc_weights4(biases + o)));
+                }
+            }
+            workgroupBarrier();
+            params = biases + n_out;
+        }
+    }
+}
+#else
+// Every thread calls this uniformly; threads with `selected` get their decoder outputs in
+// `ntc_state.outputs` (one MLP evaluation per thread, ntc_mlp.wgsl).
+fn ntc_evaluate(selected: bool, thread: NtcThread) {
+    if selected {
+        ntc_forward();
+    }
+}
+#endif

@@ -1,0 +1,317 @@
+//! Inference on load (`shaders/ntc_bake.wgsl`): decode every texel of every mip of every
+//! package material on the GPU into the three RGBA8 channel-group textures the reference
+//! path samples, so that the reference pass renders NTC-decoded textures (trilinear and
+//! anisotropic filtering by the hardware, no per-frame decode cost).
+//!
+//! The input vector and the MLP are the real-time pass's (`shaders/common/ntc_decode.wgsl`,
+//! f32 kernel); outputs are clamped to \[0, 1\] and absent channels are neutral, as the
+//! original texture sets hold them. One dispatch per (material, mip), 8 × 8 texels per
+//! workgroup. Group 0 is written through a linear `Rgba8Unorm` view (storage) of a texture
+//! sampled as `Rgba8UnormSrgb`, so the sRGB-encoded values decode in the sampler like the
+//! originals.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::gpu::{GpuContext, create_shader_module};
+use crate::ntc::format::NtcPackage;
+use crate::ntc::model::NtcConfig;
+use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines, ntc_pipeline};
+use crate::render::scene_gpu::{SET_FORMATS, SceneGpu};
+
+/// Texels per workgroup side (`@workgroup_size(8, 8)` in `ntc_bake.wgsl`).
+const WORKGROUP_SIDE: u32 = 8;
+
+/// WGSL `BakeParams`: one dispatch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct BakeParams {
+    /// Entry of the mip table to decode.
+    pub mip: u32,
+    /// The material's decoder.
+    pub decoder: u32,
+    /// The material's channel mask.
+    pub present: u32,
+    /// Padding.
+    pub _pad0: u32,
+}
+
+/// One package material decoded into textures.
+#[derive(Debug)]
+pub struct BakedSet {
+    /// The package material's (texture set's) name.
+    pub name: String,
+    /// The three channel-group textures (`Rgba8Unorm`, full mip chains; group 0 is viewed
+    /// as sRGB). Usable as storage, sampled and copy source.
+    pub textures: [wgpu::Texture; 3],
+    /// Sampled views in [`SET_FORMATS`], for [`SceneGpu::replace_set_textures`].
+    pub views: [wgpu::TextureView; 3],
+}
+
+/// The bake pipeline.
+#[derive(Debug)]
+pub struct NtcBakePass {
+    layout: wgpu::BindGroupLayout,
+    ntc_layout: wgpu::BindGroupLayout,
+    pipeline: wgpu::ComputePipeline,
+}
+
+impl NtcBakePass {
+    /// Label of the pass and its wgpu objects.
+    pub const LABEL: &'static str = "ntc.bake";
+
+    /// Build the pipeline for decoders of shape `config`.
+    pub fn new(ctx: &GpuContext, config: &NtcConfig) -> Result<Self, NtcRenderError> {
+        let device = &ctx.device;
+        let needed = config.decoder_param_count() as u64 * 2;
+        let limit = u64::from(device.limits().max_compute_workgroup_storage_size);
+        if needed > limit {
+            return Err(NtcRenderError::TooLarge {
+                what: "the decoder in workgroup memory".into(),
+                bytes: needed,
+                limit,
+            });
+        }
+        let mut defines = model_defines(config, WORKGROUP_SIDE * WORKGROUP_SIDE);
+        defines.push(("NTC_KERNEL_F32".to_owned(), "1".to_owned()));
+        let define_refs: Vec<(&str, &str)> = defines
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let module = create_shader_module(ctx, "ntc_bake.wgsl", &define_refs)?;
+        let target = |binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::StorageTexture {
+                access: wgpu::StorageTextureAccess::WriteOnly,
+                format: wgpu::TextureFormat::Rgba8Unorm,
+                view_dimension: wgpu::TextureViewDimension::D2,
+            },
+            count: None,
+        };
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(Self::LABEL),
+            entries: &[
+                super::layout::uniform(0, wgpu::ShaderStages::COMPUTE),
+                target(1),
+                target(2),
+                target(3),
+            ],
+        });
+        let (ntc_layout, pipeline) = ntc_pipeline(
+            ctx,
+            Self::LABEL,
+            &layout,
+            &module,
+            "bake_mip",
+            "creating the bake pipeline".into(),
+        )?;
+        Ok(Self {
+            layout,
+            ntc_layout,
+            pipeline,
+        })
+    }
+
+    /// Decode every package material of `package` (uploaded as `ntc`) into textures, in
+    /// package order; the work is submitted before this returns.
+    pub fn bake(
+        &self,
+        ctx: &GpuContext,
+        package: &NtcPackage,
+        ntc: &NtcSceneGpu,
+    ) -> Result<Vec<BakedSet>, NtcRenderError> {
+        let device = &ctx.device;
+        let max_side = device.limits().max_texture_dimension_2d;
+        let align = u64::from(device.limits().min_uniform_buffer_offset_alignment)
+            .max(std::mem::size_of::<BakeParams>() as u64);
+        let mut params = Vec::new();
+        let mut sets = Vec::with_capacity(package.materials.len());
+        for (index, m) in package.materials.iter().enumerate() {
+            let (width, height) = (m.layout.width(), m.layout.height());
+            if width.max(height) > max_side {
+                return Err(NtcRenderError::TooLarge {
+                    what: format!("texture set `{}` ({width}×{height} texels)", m.name),
+                    bytes: u64::from(width) * u64::from(height) * 4,
+                    limit: u64::from(max_side) * u64::from(max_side) * 4,
+                });
+            }
+            for mip in 0..m.layout.mips() {
+                let entry = ntc
+                    .mip_entry(index, mip)
+                    .ok_or_else(|| NtcRenderError::Gpu {
+                        what: format!("baking `{}`", m.name),
+                        message: format!("no mip-table entry for mip {mip}"),
+                    })?;
+                params.push(BakeParams {
+                    mip: entry,
+                    decoder: m.decoder,
+                    present: u32::from(m.present.0),
+                    _pad0: 0,
+                });
+            }
+            sets.push(baked_set(
+                device,
+                &m.name,
+                width,
+                height,
+                m.layout.mips() as u32,
+            ));
+        }
+        let mut bytes = vec![0u8; (params.len() as u64 * align) as usize];
+        for (i, p) in params.iter().enumerate() {
+            let at = i * align as usize;
+            bytes[at..at + std::mem::size_of::<BakeParams>()]
+                .copy_from_slice(bytemuck::bytes_of(p));
+        }
+        if bytes.is_empty() {
+            return Ok(sets);
+        }
+        let params_buffer = wgpu::util::DeviceExt::create_buffer_init(
+            device,
+            &wgpu::util::BufferInitDescriptor {
+                label: Some(Self::LABEL),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            },
+        );
+        let ntc_bind_group = ntc.bind_group(device, &self.ntc_layout);
+        ctx.error_scope(|| {
+            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some(Self::LABEL),
+            });
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(Self::LABEL),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(1, &ntc_bind_group, &[]);
+                let mut slot = 0u64;
+                for (set, m) in sets.iter().zip(&package.materials) {
+                    for mip in 0..m.layout.mips() {
+                        let (w, h) = m.layout.mip_size(mip).unwrap_or((1, 1));
+                        let storage: Vec<wgpu::TextureView> = set
+                            .textures
+                            .iter()
+                            .map(|t| {
+                                t.create_view(&wgpu::TextureViewDescriptor {
+                                    format: Some(wgpu::TextureFormat::Rgba8Unorm),
+                                    usage: Some(wgpu::TextureUsages::STORAGE_BINDING),
+                                    base_mip_level: mip as u32,
+                                    mip_level_count: Some(1),
+                                    ..Default::default()
+                                })
+                            })
+                            .collect();
+                        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some(Self::LABEL),
+                            layout: &self.layout,
+                            entries: &super::layout::entries(&[
+                                (
+                                    0,
+                                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                        buffer: &params_buffer,
+                                        offset: slot * align,
+                                        size: wgpu::BufferSize::new(
+                                            std::mem::size_of::<BakeParams>() as u64,
+                                        ),
+                                    }),
+                                ),
+                                (1, wgpu::BindingResource::TextureView(&storage[0])),
+                                (2, wgpu::BindingResource::TextureView(&storage[1])),
+                                (3, wgpu::BindingResource::TextureView(&storage[2])),
+                            ]),
+                        });
+                        pass.set_bind_group(0, &bind_group, &[]);
+                        pass.dispatch_workgroups(
+                            w.div_ceil(WORKGROUP_SIDE),
+                            h.div_ceil(WORKGROUP_SIDE),
+                            1,
+                        );
+                        slot += 1;
+                    }
+                }
+            }
+            ctx.queue.submit([encoder.finish()]);
+        })
+        .map_err(|e| NtcRenderError::Gpu {
+            what: "baking the NTC package".into(),
+            message: e.to_string(),
+        })?;
+        Ok(sets)
+    }
+
+    /// Bake `package` and make every texture set of `scene` that the package holds (by
+    /// name) sample the baked textures. Returns how many sets were replaced.
+    pub fn bake_into_scene(
+        &self,
+        ctx: &GpuContext,
+        package: &NtcPackage,
+        ntc: &NtcSceneGpu,
+        scene: &mut SceneGpu,
+    ) -> Result<usize, NtcRenderError> {
+        let baked = self.bake(ctx, package, ntc)?;
+        let replacements: Vec<(usize, [wgpu::TextureView; 3])> = scene
+            .sets
+            .iter()
+            .enumerate()
+            .filter_map(|(set, desc)| {
+                let name = desc.name();
+                baked
+                    .iter()
+                    .find(|b| b.name == name)
+                    .map(|b| (set, b.views.clone()))
+            })
+            .collect();
+        let count = replacements.len();
+        for (set, views) in replacements {
+            scene
+                .replace_set_textures(&ctx.device, set, views)
+                .map_err(|e| NtcRenderError::Gpu {
+                    what: "using the baked textures".into(),
+                    message: e.to_string(),
+                })?;
+        }
+        Ok(count)
+    }
+}
+
+/// The three textures of one baked set and their sampled views.
+fn baked_set(device: &wgpu::Device, name: &str, width: u32, height: u32, mips: u32) -> BakedSet {
+    let textures: [wgpu::Texture; 3] = std::array::from_fn(|g| {
+        let srgb_view = [SET_FORMATS[g]];
+        device.create_texture(&wgpu::TextureDescriptor {
+            label: Some(&format!("ntc.baked.{name}.group{g}")),
+            size: wgpu::Extent3d {
+                width,
+                height,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: mips,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::Rgba8Unorm,
+            usage: wgpu::TextureUsages::STORAGE_BINDING
+                | wgpu::TextureUsages::TEXTURE_BINDING
+                | wgpu::TextureUsages::COPY_SRC,
+            view_formats: if SET_FORMATS[g] == wgpu::TextureFormat::Rgba8Unorm {
+                &[]
+            } else {
+                &srgb_view
+            },
+        })
+    });
+    let views = std::array::from_fn(|g| {
+        textures[g].create_view(&wgpu::TextureViewDescriptor {
+            format: Some(SET_FORMATS[g]),
+            // An sRGB view cannot be a storage binding: this one is only sampled.
+            usage: Some(wgpu::TextureUsages::TEXTURE_BINDING),
+            ..Default::default()
+        })
+    });
+    BakedSet {
+        name: name.to_owned(),
+        textures,
+        views,
+    }
+}
