@@ -17,9 +17,12 @@
 //! - [`render`]: the deferred renderer, one struct per pass.
 
 pub mod app;
+pub mod bench;
 pub mod cluster;
+pub mod eval;
 pub mod gpu;
 pub mod ntc;
+pub mod packages;
 pub mod render;
 pub mod scene;
 pub mod texture;

@@ -7,9 +7,13 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use neurotex::gpu::GpuContext;
-use neurotex::render::headless::render_frame;
+use neurotex::packages::{PackageRecipe, ScenePackages};
+use neurotex::render::headless::render_frames;
+use neurotex::render::passes::heatmap::HeatmapSettings;
+use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::{Aov, FrameSettings, Renderer};
+use neurotex::render::tiles::TileSize;
+use neurotex::render::{Aov, FrameOptions, FrameSettings, NtcOptions, RenderMode, Renderer};
 use neurotex::scene::open::{OpenedScene, open, select_camera};
 use neurotex::{cluster, ntc, texture};
 
@@ -36,10 +40,15 @@ enum Command {
     Cluster(ClusterArgs),
     /// Compress texture sets into a .ntc package (trains on the GPU).
     Compress(CompressArgs),
+    /// GPU timings of the render modes, kernels and tile sizes side by side along a camera
+    /// path (JSON, CSV, Markdown, PNG).
+    Bench(BenchArgs),
     /// Summarise a .ntc package.
     Inspect(InspectArgs),
     /// Decode a .ntc package back into PNG textures.
     Decompress(DecompressArgs),
+    /// Evaluate grouping strategies, decoder freezing and decoder counts (trains on the GPU).
+    Eval(EvalArgs),
 }
 
 /// Scenes and manifests whose texture sets an offline command reads (at least one).
@@ -162,6 +171,69 @@ struct CompressArgs {
 }
 
 #[derive(Args, Debug)]
+struct EvalArgs {
+    #[command(flatten)]
+    inputs: InputsArg,
+    /// Output folder: tables, charts, plans, runs/, summary.json, report.md.
+    #[arg(long)]
+    out: PathBuf,
+    /// Strategies of Table 2, comma-separated. Default: all five (`category` only when
+    /// the inputs have category labels).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    strategies: Option<Vec<cluster::Strategy>>,
+    /// Groups of `clustered` and `random` (Table 2 and the freezing ablation).
+    #[arg(long, default_value_t = 10)]
+    m: usize,
+    /// Texture embedder of the clustered plans.
+    #[arg(long, value_enum, default_value_t = cluster::EmbedderKind::Stats)]
+    embedder: cluster::EmbedderKind,
+    /// CLIP ViT-B/32 weights (safetensors) for `--embedder clip`.
+    #[arg(long)]
+    clip_weights: Option<PathBuf>,
+    /// Main training steps per group.
+    #[arg(long, default_value_t = 4000)]
+    steps: u64,
+    /// Quality preset (latent grid scale source/8, /6, /4, /3).
+    #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
+    preset: ntc::Preset,
+    /// Training recipe (its freezing start is the default freezing setting).
+    #[arg(long, value_enum, default_value_t = Recipe::Paper)]
+    recipe: Recipe,
+    /// Texels per training batch.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Seed of k-means, the random grouping and training.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Freezing settings of the ablation, comma-separated: `none` or the start as a
+    /// fraction of the main steps.
+    #[arg(long, value_delimiter = ',', default_value = "none,0.25,0.5,0.75")]
+    freeze: Vec<neurotex::eval::Freeze>,
+    /// Decoder counts of the sweep, comma-separated. Default: 1, 2, 4, … below the
+    /// number of sets, --m, and the number of sets.
+    #[arg(long, value_delimiter = ',')]
+    m_sweep: Option<Vec<usize>>,
+    /// Skip the freezing ablation.
+    #[arg(long)]
+    no_ablation: bool,
+    /// Skip the decoder-count sweep.
+    #[arg(long)]
+    no_sweep: bool,
+    /// Continue in a non-empty output folder: finished runs are loaded, not retrained.
+    #[arg(long)]
+    resume: bool,
+    /// Keep each run's .ntc package in runs/.
+    #[arg(long)]
+    keep_packages: bool,
+    /// Print the runs the evaluation would train, then stop.
+    #[arg(long)]
+    dry_run: bool,
+    /// Report progress (and record the loss curves) about every this many steps.
+    #[arg(long, default_value_t = 100)]
+    log_every: u64,
+}
+
+#[derive(Args, Debug)]
 struct InspectArgs {
     /// The package.
     package: PathBuf,
@@ -247,6 +319,114 @@ struct RenderArgs {
     /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
     anisotropy: Option<u16>,
+    #[command(flatten)]
+    ntc: NtcArgs,
+    /// Render this many frames of the static view and output the last (temporal
+    /// accumulation resolves the stochastic NTC filtering and transparency).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    accumulate: u32,
+    /// Also write the image with the heatmap of distinct decoders per tile, and print the
+    /// divergence score 𝒟 of this mode next to the baseline's.
+    #[arg(long)]
+    divergence_map: Option<PathBuf>,
+    /// Also render the reference and print the PSNR of the (accumulated) image against it.
+    #[arg(long)]
+    psnr: bool,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    #[command(flatten)]
+    scene: SceneArg,
+    /// Output folder (bench.json, bench.csv, bench.md, bench.png).
+    #[arg(long)]
+    out: PathBuf,
+    /// Image size, WIDTHxHEIGHT.
+    #[arg(long, value_parser = parse_size, default_value = "1920x1080")]
+    size: (u32, u32),
+    /// Follow this camera path of the scene description (default: its first path, else
+    /// the scene's camera, static).
+    #[arg(long)]
+    camera_path: Option<String>,
+    /// Timed frames per configuration.
+    #[arg(long, default_value_t = 60)]
+    frames: u32,
+    /// Untimed frames before each configuration.
+    #[arg(long, default_value_t = 10)]
+    warmup: u32,
+    /// Modes to measure.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
+    modes: Vec<RenderMode>,
+    /// Kernels to measure (default: every kernel the GPU runs).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    kernels: Vec<NtcKernel>,
+    /// Tile sizes to measure.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [TileSize::T8x8])]
+    tiles: Vec<TileSize>,
+    /// Downscale textures (and packages made here) so that no side exceeds this.
+    #[arg(long)]
+    max_texture_size: Option<u32>,
+    /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
+    #[arg(long)]
+    packages: Option<PathBuf>,
+    /// Training steps per group when a cached package has to be made.
+    #[arg(long, default_value_t = 4000)]
+    ntc_steps: u64,
+    /// Groups of the clustered and random strategies when a package has to be made.
+    #[arg(long, default_value_t = 10)]
+    ntc_m: usize,
+}
+
+/// How NTC modes get their packages and decode them.
+#[derive(Args, Debug, Clone)]
+struct NtcArgs {
+    /// Where material channels come from: the original textures or NTC packages of a
+    /// decoder-sharing strategy.
+    #[arg(long, value_enum, default_value_t = RenderMode::Reference)]
+    mode: RenderMode,
+    /// Render the mode with this package (e.g. from `neurotex compress --strategy …`)
+    /// instead of the scene's cached one.
+    #[arg(long)]
+    package: Option<PathBuf>,
+    /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
+    #[arg(long)]
+    packages: Option<PathBuf>,
+    /// Decode kernel (default: the fastest the GPU runs).
+    #[arg(long, value_enum)]
+    kernel: Option<NtcKernel>,
+    /// Screen tile of the decode pass.
+    #[arg(long, value_enum, default_value_t = TileSize::T8x8)]
+    tile: TileSize,
+    /// Nearest mip and texel instead of stochastic trilinear filtering.
+    #[arg(long)]
+    no_stochastic: bool,
+    /// Decode the package into mipmapped textures at load and render those.
+    #[arg(long)]
+    inference_on_load: bool,
+    /// Training steps per group when a cached package has to be made.
+    #[arg(long, default_value_t = 4000)]
+    ntc_steps: u64,
+    /// Groups of the clustered and random strategies when a package has to be made.
+    #[arg(long, default_value_t = 10)]
+    ntc_m: usize,
+}
+
+impl NtcArgs {
+    fn recipe(&self, max_texture_size: Option<u32>) -> PackageRecipe {
+        PackageRecipe {
+            steps: self.ntc_steps,
+            m: self.ntc_m,
+            max_texture_size,
+            ..PackageRecipe::default()
+        }
+    }
+
+    fn options(&self) -> FrameOptions {
+        let mut o = FrameOptions::default();
+        o.decode.stochastic = !self.no_stochastic;
+        o.inference_on_load = self.inference_on_load;
+        o
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -316,12 +496,14 @@ fn main() -> ExitCode {
         None => default_view_args().and_then(view),
         Some(Command::View(a)) => view(a),
         Some(Command::Render(a)) => render(a),
+        Some(Command::Bench(a)) => bench(a),
         Some(Command::GenScene(a)) => gen_scene(a),
         Some(Command::Import(a)) => import(a),
         Some(Command::Cluster(a)) => cluster_cmd(a),
         Some(Command::Compress(a)) => compress(a),
         Some(Command::Inspect(a)) => inspect(a),
         Some(Command::Decompress(a)) => decompress(a),
+        Some(Command::Eval(a)) => eval_cmd(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -411,23 +593,239 @@ fn render(a: RenderArgs) -> Result<()> {
     for m in &renderer.scene.missing_textures {
         println!("missing texture (constants used): {m}");
     }
-    let settings = FrameSettings {
+    let mode = a.ntc.mode;
+    if mode != RenderMode::Reference {
+        load_package(&ctx, &mut renderer, &opened, &a.ntc, a.max_texture_size)?;
+        renderer.set_ntc_options(
+            &ctx,
+            NtcOptions {
+                kernel: a.ntc.kernel,
+                tile: a.ntc.tile,
+            },
+        )?;
+    }
+    let mut settings = FrameSettings {
         camera,
         lighting: opened.description.lighting,
         aov: a.aov,
+        mode,
+        options: FrameOptions {
+            compare: a.psnr,
+            ..a.ntc.options()
+        },
     };
-    let frame = render_frame(&ctx, &mut renderer, &settings)?;
+    let frame = render_frames(&ctx, &mut renderer, &settings, a.accumulate)?;
     for t in &frame.timings {
         println!("  {:<28} {:8.3} ms", t.label, t.ms);
     }
+    if let Some(kernel) = renderer.kernel().filter(|_| mode != RenderMode::Reference) {
+        println!("mode {mode}, kernel {kernel}, tile {}", renderer.tile());
+    }
+    if a.psnr {
+        match renderer.psnr_blocking(&ctx)? {
+            Some(p) => println!("PSNR against the reference: {p:.2} dB"),
+            None => println!("PSNR against the reference: identical (or nothing compared)"),
+        }
+    }
     texture::write_png_rgba8(&a.out, frame.width, frame.height, &frame.rgba8)?;
     println!(
-        "wrote {} ({}x{}, {:?})",
+        "wrote {} ({}x{}, {:?}, {} frame(s))",
         a.out.display(),
         frame.width,
         frame.height,
-        a.aov
+        a.aov,
+        a.accumulate
     );
+    if let Some(path) = &a.divergence_map {
+        let heatmap = HeatmapSettings::default();
+        settings.options.heatmap = Some(heatmap);
+        let map = render_frames(&ctx, &mut renderer, &settings, 1)?;
+        let stats = renderer.divergence_blocking(&ctx)?;
+        texture::write_png_rgba8(path, map.width, map.height, &map.rgba8)?;
+        println!(
+            "wrote {} (distinct decoders per {} tile, colour bar {} … {})",
+            path.display(),
+            stats.tile,
+            heatmap.lo,
+            heatmap.hi
+        );
+        println!(
+            "divergence 𝒟: {mode} {:.3} (mean {:.2} decoders per covered tile), baseline {:.3} (mean {:.2}){}",
+            stats.score,
+            stats.mean_decoders,
+            stats.baseline_score,
+            stats.baseline_mean_decoders,
+            stats
+                .reduction()
+                .map(|r| format!(", {:.1} % less", 100.0 * r))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn bench(a: BenchArgs) -> Result<()> {
+    use neurotex::bench::{BenchOptions, BenchReport, run_bench};
+    let opened = open(a.scene.scene.as_deref())?;
+    report_scene(&opened);
+    let ctx = GpuContext::headless()?;
+    println!("{}", ctx.describe());
+    let upload = UploadOptions {
+        max_texture_size: a.max_texture_size,
+        ..UploadOptions::default()
+    };
+    let mut renderer = Renderer::new(
+        &ctx,
+        &opened.scene,
+        &upload,
+        a.size,
+        neurotex::render::headless::OUTPUT_FORMAT,
+    )?;
+    for &mode in a.modes.iter().filter(|m| m.strategy().is_some()) {
+        let args = NtcArgs {
+            mode,
+            package: None,
+            packages: a.packages.clone(),
+            kernel: None,
+            tile: TileSize::T8x8,
+            no_stochastic: false,
+            inference_on_load: false,
+            ntc_steps: a.ntc_steps,
+            ntc_m: a.ntc_m,
+        };
+        load_package(&ctx, &mut renderer, &opened, &args, a.max_texture_size)?;
+    }
+    let paths = &opened.description.camera_paths;
+    let path = match &a.camera_path {
+        Some(name) => Some(
+            paths
+                .iter()
+                .find(|p| &p.name == name)
+                .ok_or_else(|| anyhow::anyhow!("no camera path named `{name}` in the scene"))?,
+        ),
+        None => paths.first(),
+    };
+    let frames = a.frames.max(1);
+    let cameras: Vec<neurotex::scene::Camera> = match path {
+        Some(p) => (0..frames)
+            .filter_map(|i| p.sample(p.duration() * i as f32 / (frames.max(2) - 1) as f32))
+            .collect(),
+        None => vec![select_camera(&opened, None)?; frames as usize],
+    };
+    let kernels: Vec<NtcKernel> = if a.kernels.is_empty() {
+        NtcKernel::ALL
+            .into_iter()
+            .filter(|k| k.supported(&ctx.granted))
+            .collect()
+    } else {
+        a.kernels.clone()
+    };
+    let output = ctx.device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("bench.output"),
+        size: wgpu::Extent3d {
+            width: a.size.0,
+            height: a.size.1,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: neurotex::render::headless::OUTPUT_FORMAT,
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+        view_formats: &[],
+    });
+    let view = output.create_view(&wgpu::TextureViewDescriptor::default());
+    let options = BenchOptions {
+        modes: a.modes.clone(),
+        kernels,
+        tiles: a.tiles.clone(),
+        warmup: a.warmup,
+    };
+    let rows = run_bench(
+        &ctx,
+        &mut renderer,
+        &view,
+        &cameras,
+        opened.description.lighting,
+        &options,
+        &mut |line| eprintln!("{line}"),
+    )?;
+    let report = BenchReport {
+        adapter: ctx.describe(),
+        scene: opened.scene.source.display().to_string(),
+        size: a.size,
+        camera: path.map_or("static".into(), |p| p.name.clone()),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        rows,
+    };
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", a.out.display()))?;
+    let write = |name: &str, bytes: &[u8]| {
+        let p = a.out.join(name);
+        neurotex::scene::gltf_builder::write_atomic(&p, bytes)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
+    };
+    write(
+        "bench.json",
+        serde_json::to_string_pretty(&report)?.as_bytes(),
+    )?;
+    write("bench.csv", report.csv().as_bytes())?;
+    let md = report.markdown();
+    write("bench.md", md.as_bytes())?;
+    report.write_png(&a.out.join("bench.png"))?;
+    print!("{md}");
+    println!("wrote {}/bench.{{json,csv,md,png}}", a.out.display());
+    Ok(())
+}
+
+/// Give `renderer` the package of `args.mode`: `--package`, else the scene's (from
+/// `--packages` or the cache, compressed with a progress bar when missing or stale).
+fn load_package(
+    ctx: &GpuContext,
+    renderer: &mut Renderer,
+    opened: &OpenedScene,
+    args: &NtcArgs,
+    max_texture_size: Option<u32>,
+) -> Result<()> {
+    use anyhow::Context as _;
+    let mode = args.mode;
+    let strategy = mode
+        .strategy()
+        .ok_or_else(|| anyhow::anyhow!("the reference mode has no package"))?;
+    let packages = ScenePackages::open(&opened.scene.source, args.recipe(max_texture_size))?
+        .with_prebuilt(args.packages.clone());
+    let package = match &args.package {
+        Some(path) => read_package(path)?,
+        None => {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{prefix} [{bar:32}] {pos}/{len} steps  ETA {eta}",
+                )?
+                .progress_chars("=> "),
+            );
+            let cancel = std::sync::atomic::AtomicBool::new(false);
+            if !packages.is_fresh(strategy) {
+                eprintln!(
+                    "compressing the {strategy} package of {} into {}",
+                    opened.scene.source.display(),
+                    packages.path(strategy).display()
+                );
+            }
+            let package = packages.load_or_compress(ctx, strategy, &cancel, &mut |g, n, p| {
+                bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
+                bar.set_length(p.total);
+                bar.set_position(p.step);
+            })?;
+            bar.finish_and_clear();
+            package
+        }
+    };
+    let map = packages
+        .material_map(&package)
+        .map_err(|e| anyhow::anyhow!(e))
+        .with_context(|| format!("mode {mode}"))?;
+    renderer.set_package(ctx, mode, package, &map)?;
     Ok(())
 }
 
@@ -556,18 +954,7 @@ fn compress(a: CompressArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
     let inputs = texture::inputs::InputSets::open(&sources)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
-    let mut train = ntc::TrainConfig::default();
-    train.model.preset = a.preset;
-    if a.recipe == Recipe::Paper {
-        train.lr_latents = 4e-3;
-        train.lr_decoder = 4e-4;
-        train.batch_size = 32768;
-        train.freeze.start_fraction = 0.5;
-    }
-    if let Some(b) = a.batch {
-        train.batch_size = b;
-    }
-    train.validate()?;
+    let train = recipe_train_config(a.recipe, a.preset, a.batch)?;
     let plan = match &a.plan {
         Some(plan_path) => {
             let plan = cluster::Plan::read(plan_path)?;
@@ -667,5 +1054,173 @@ fn compress(a: CompressArgs) -> Result<()> {
         )?;
         println!("wrote {} (+ .md, .curves.csv, .curves.png)", path.display());
     }
+    Ok(())
+}
+
+/// The training settings of `recipe` with `preset` and an optional batch size.
+fn recipe_train_config(
+    recipe: Recipe,
+    preset: ntc::Preset,
+    batch: Option<u32>,
+) -> Result<ntc::TrainConfig> {
+    let mut train = ntc::TrainConfig::default();
+    train.model.preset = preset;
+    if recipe == Recipe::Paper {
+        train.lr_latents = 4e-3;
+        train.lr_decoder = 4e-4;
+        train.batch_size = 32768;
+        train.freeze.start_fraction = 0.5;
+    }
+    if let Some(b) = batch {
+        train.batch_size = b;
+    }
+    train.validate()?;
+    Ok(train)
+}
+
+fn eval_cmd(a: EvalArgs) -> Result<()> {
+    use neurotex::eval::{self, EvalEvent};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let command_line = std::env::args()
+        .map(|arg| {
+            if arg.is_empty() || arg.contains(|c: char| c.is_whitespace() || "'\"$\\".contains(c)) {
+                format!("'{}'", arg.replace('\'', "'\\''"))
+            } else {
+                arg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let sources = a.inputs.sources()?;
+    let inputs = texture::inputs::InputSets::open(&sources)?;
+    let sets = inputs.load_sets(&a.inputs.load_options())?;
+    let constants =
+        ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    let description = sources
+        .iter()
+        .map(|s| s.path().display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let eval_inputs = eval::EvalInputs {
+        sets: &sets,
+        categories: &inputs.categories,
+        constants: &constants,
+        description: &description,
+    };
+    let options = eval::EvalOptions {
+        strategies: a.strategies,
+        m: a.m,
+        embedder: cluster::EmbedderChoice::new(a.embedder, a.clip_weights.as_deref())?,
+        train: recipe_train_config(a.recipe, a.preset, a.batch)?,
+        recipe: a
+            .recipe
+            .to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_string()),
+        steps: a.steps,
+        seed: a.seed,
+        log_every: a.log_every,
+        freeze: a.freeze,
+        m_sweep: a.m_sweep,
+        ablation: !a.no_ablation,
+        sweep: !a.no_sweep,
+        resume: a.resume,
+        keep_packages: a.keep_packages,
+        command_line,
+    };
+    let plan = eval::plan_eval(&eval_inputs, &options)?;
+    print!("{plan}");
+    for note in &plan.notes {
+        println!("note: {note}");
+    }
+    if a.dry_run {
+        return Ok(());
+    }
+    let ctx = GpuContext::headless()?;
+    eprintln!("{}", ctx.describe());
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed))?;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}",
+        )?
+        .progress_chars("=> "),
+    );
+    let report = eval::evaluate(
+        &ctx,
+        &eval_inputs,
+        &plan,
+        &options,
+        &a.out,
+        &cancel,
+        &mut |event| match event {
+            EvalEvent::RunStarted { run, runs, spec } => bar.suspend(|| {
+                let n = spec.decoders();
+                let groups = if n == 1 { "group" } else { "groups" };
+                println!("[{}/{runs}] {}: training {n} {groups}", run + 1, spec.name)
+            }),
+            EvalEvent::Training {
+                run,
+                runs,
+                spec,
+                group,
+                groups,
+                progress: p,
+            } => {
+                bar.set_prefix(format!(
+                    "run {}/{runs} {} group {}/{groups}",
+                    run + 1,
+                    spec.name,
+                    group + 1
+                ));
+                bar.set_length(p.total);
+                bar.set_position(p.step);
+                bar.set_message(format!("loss {:.5}  ≈{:.2} dB", p.loss, p.psnr_estimate));
+                // Without a terminal the bar is hidden: one line per finished group.
+                if bar.is_hidden() && p.step == p.total {
+                    println!(
+                        "  group {}/{groups}: loss {:.5} after {} steps",
+                        group + 1,
+                        p.loss,
+                        p.total
+                    );
+                }
+            }
+            EvalEvent::RunFinished {
+                run,
+                runs,
+                record,
+                path,
+                loaded,
+            } => bar.suspend(|| {
+                let psnr = record
+                    .mean_psnr
+                    .map_or("–".into(), |p| format!("{p:.2} dB"));
+                if *loaded {
+                    println!(
+                        "[{}/{runs}] {}: loaded {} (mean PSNR {psnr})",
+                        run + 1,
+                        record.name,
+                        path.display()
+                    );
+                } else {
+                    println!(
+                        "[{}/{runs}] {}: trained, mean PSNR {psnr}, {:.1} s",
+                        run + 1,
+                        record.name,
+                        record.seconds
+                    );
+                }
+            }),
+        },
+    )?;
+    bar.finish_and_clear();
+    print!("{}", report.table2.markdown());
+    println!("wrote the evaluation into {}", a.out.display());
     Ok(())
 }

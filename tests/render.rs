@@ -105,6 +105,8 @@ fn gbuffer_matches_cpu_expectations() {
         camera,
         lighting: Lighting::default(),
         aov: Aov::Final,
+        mode: neurotex::render::RenderMode::Reference,
+        options: Default::default(),
     };
     render_frame(ctx, &mut renderer, &settings).unwrap();
     let g = &renderer.gbuffer;
@@ -250,6 +252,8 @@ fn render_png(
         camera,
         lighting: opened.description.lighting,
         aov,
+        mode: neurotex::render::RenderMode::Reference,
+        options: Default::default(),
     };
     render_frame(ctx, &mut renderer, &settings).unwrap().rgba8
 }

@@ -27,6 +27,17 @@ pub fn render_frame(
     renderer: &mut Renderer,
     settings: &FrameSettings,
 ) -> Result<Frame, GpuError> {
+    render_frames(ctx, renderer, settings, 1)
+}
+
+/// Render `frames` frames of `settings` (at least one; temporal accumulation converges
+/// over them on a static view), reading back only the last, with its pass timings.
+pub fn render_frames(
+    ctx: &GpuContext,
+    renderer: &mut Renderer,
+    settings: &FrameSettings,
+    frames: u32,
+) -> Result<Frame, GpuError> {
     let (width, height) = renderer.size();
     let output = ctx.device.create_texture(&wgpu::TextureDescriptor {
         label: Some("headless.output"),
@@ -43,16 +54,26 @@ pub fn render_frame(
         view_formats: &[],
     });
     let view = output.create_view(&wgpu::TextureViewDescriptor::default());
-    let mut timer = GpuTimer::new(ctx, 16);
-    timer.begin_frame();
-    let mut encoder = ctx
-        .device
-        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("headless.frame"),
-        });
-    ctx.error_scope(|| renderer.record(ctx, &mut encoder, &view, settings, &timer))?;
-    timer.resolve(&mut encoder);
-    ctx.queue.submit([encoder.finish()]);
+    let mut timer = GpuTimer::new(ctx, 32);
+    let frames = frames.max(1);
+    for i in 0..frames {
+        let last = i + 1 == frames;
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("headless.frame"),
+            });
+        timer.begin_frame();
+        ctx.error_scope(|| renderer.record(ctx, &mut encoder, &view, settings, &timer))?;
+        if last {
+            timer.resolve(&mut encoder);
+        }
+        ctx.queue.submit([encoder.finish()]);
+        if !last && i % 8 == 7 {
+            // Keep the queue short on slow adapters.
+            ctx.wait_idle()?;
+        }
+    }
     let timings = timer.collect(ctx);
     let data = read_texture(ctx, &output, 0, 0)?;
     Ok(Frame {

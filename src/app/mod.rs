@@ -21,6 +21,8 @@
 //! panel itself (that is `ui`) and contains no camera rules (that is
 //! `scene::camera_control`).
 
+pub mod packages;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -1217,7 +1219,9 @@ impl Viewer {
             camera: self.camera.camera(),
             lighting: self.settings.lighting,
             aov: self.settings.aov,
-        };
+        mode: crate::render::RenderMode::Reference,
+        options: Default::default(),
+    };
         let jobs = self.egui_ctx.tessellate(shapes, pixels_per_point);
         let screen = egui_wgpu::ScreenDescriptor {
             size_in_pixels: [w, h],

@@ -1,0 +1,407 @@
+//! `neurotex bench`: GPU timings of the render modes side by side in one run — the
+//! reference path and every NTC mode, under each decode kernel and tile size — along a
+//! camera path, with the divergence of each mode, written as JSON, CSV, Markdown and a
+//! PNG chart. Speed claims come from here (and `eval`), measured on one adapter in one
+//! process, and are reported as ratios to the baseline of the same kernel and tile.
+//!
+//! Each configuration renders `warmup` frames (not timed) and then `frames` frames along
+//! the path, each submitted and timed on its own with timestamp queries; the report keeps
+//! the median and the 10th/90th percentiles of the material pass (`ntc.decode`, or the
+//! reference's classify + material-depth + material draw) and of the whole frame (the sum
+//! of every timed pass). Divergence is counted on the path's middle frame.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::gpu::{GpuContext, GpuError, GpuTimer, PassTiming};
+use crate::ntc::plot::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
+use crate::render::divergence::DivergenceStats;
+use crate::render::passes::ntc_decode::NtcKernel;
+use crate::render::tiles::TileSize;
+use crate::render::{
+    FrameOptions, FrameSettings, Lighting, NtcOptions, RenderError, RenderMode, Renderer,
+};
+use crate::scene::Camera;
+
+/// Errors of a benchmark run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Rendering failed.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    /// A mode or kernel could not be set up.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// The adapter has no timestamp queries.
+    #[error("adapter `{0}` has no timestamp queries; GPU timings cannot be measured")]
+    NoTimestamps(String),
+    /// Nothing to render.
+    #[error("a benchmark needs at least one frame")]
+    NoFrames,
+    /// The chart could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+    /// An output could not be written.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// Median and spread of a set of timings, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+}
+
+impl Spread {
+    /// The spread of `values` (nearest-rank percentiles); zeros when empty.
+    pub fn of(values: &[f64]) -> Self {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return Self::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+        Self {
+            median: at(0.5),
+            p10: at(0.1),
+            p90: at(0.9),
+        }
+    }
+}
+
+/// One configuration's measurements.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchRow {
+    /// The mode.
+    pub mode: RenderMode,
+    /// The decode kernel (None for the reference).
+    pub kernel: Option<NtcKernel>,
+    /// The decode tile (None for the reference).
+    pub tile: Option<TileSize>,
+    /// Decoders in the mode's package.
+    pub decoders: Option<usize>,
+    /// The material pass (decode, or the reference material passes), per frame.
+    pub material_ms: Spread,
+    /// Every timed pass of the frame, summed, per frame.
+    pub frame_ms: Spread,
+    /// Divergence on the middle frame.
+    pub divergence: DivergenceStats,
+    /// Timed frames.
+    pub frames: u32,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// `GpuContext::describe()`.
+    pub adapter: String,
+    /// The scene.
+    pub scene: String,
+    /// Render size.
+    pub size: (u32, u32),
+    /// The camera path (or "static").
+    pub camera: String,
+    /// The command line.
+    pub command: String,
+    /// The rows.
+    pub rows: Vec<BenchRow>,
+}
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Modes, in report order (modes without a package in the renderer are skipped).
+    pub modes: Vec<RenderMode>,
+    /// Kernels (ones the device cannot run are skipped with a note).
+    pub kernels: Vec<NtcKernel>,
+    /// Tile sizes.
+    pub tiles: Vec<TileSize>,
+    /// Untimed frames before each configuration.
+    pub warmup: u32,
+}
+
+/// The material pass's time in a frame's timings.
+fn material_ms(timings: &[PassTiming]) -> f64 {
+    timings
+        .iter()
+        .filter(|t| t.label == "ntc.decode" || t.label.starts_with("reference"))
+        .map(|t| t.ms)
+        .sum()
+}
+
+/// Measure every configuration of `opts` along `cameras` (one per timed frame).
+/// `note` receives progress lines.
+pub fn run_bench(
+    ctx: &GpuContext,
+    renderer: &mut Renderer,
+    output: &wgpu::TextureView,
+    cameras: &[Camera],
+    lighting: Lighting,
+    opts: &BenchOptions,
+    note: &mut dyn FnMut(&str),
+) -> Result<Vec<BenchRow>, BenchError> {
+    if !ctx.granted.timestamps {
+        return Err(BenchError::NoTimestamps(ctx.describe()));
+    }
+    let mut rows = Vec::new();
+    for &mode in &opts.modes {
+        if !renderer.has_mode(mode) {
+            note(&format!("{mode}: no package, skipped"));
+            continue;
+        }
+        let configs: Vec<(Option<NtcKernel>, Option<TileSize>)> = if mode == RenderMode::Reference {
+            vec![(None, None)]
+        } else {
+            opts.kernels
+                .iter()
+                .flat_map(|&k| opts.tiles.iter().map(move |&t| (Some(k), Some(t))))
+                .collect()
+        };
+        for (kernel, tile) in configs {
+            if let (Some(k), Some(t)) = (kernel, tile) {
+                if let Err(e) = renderer.set_ntc_options(
+                    ctx,
+                    NtcOptions {
+                        kernel: Some(k),
+                        tile: t,
+                    },
+                ) {
+                    note(&format!("{mode} {k} {t}: skipped ({e})"));
+                    continue;
+                }
+            }
+            let label = match (kernel, tile) {
+                (Some(k), Some(t)) => format!("{mode} {k} {t}"),
+                _ => mode.to_string(),
+            };
+            note(&format!("{label}: measuring"));
+            let row = measure(ctx, renderer, output, cameras, lighting, mode, opts.warmup)?;
+            let row = BenchRow {
+                kernel: kernel.and(renderer.kernel()),
+                tile,
+                decoders: renderer.decoder_count(mode),
+                ..row
+            };
+            note(&format!(
+                "{label}: material {:.3} ms, frame {:.3} ms, 𝒟 {:.3}",
+                row.material_ms.median, row.frame_ms.median, row.divergence.score
+            ));
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+fn measure(
+    ctx: &GpuContext,
+    renderer: &mut Renderer,
+    output: &wgpu::TextureView,
+    cameras: &[Camera],
+    lighting: Lighting,
+    mode: RenderMode,
+    warmup: u32,
+) -> Result<BenchRow, BenchError> {
+    let mut timer = GpuTimer::new(ctx, 32);
+    let settings = |camera: &Camera| FrameSettings {
+        camera: camera.clone(),
+        lighting,
+        aov: crate::render::Aov::Final,
+        mode,
+        options: FrameOptions::default(),
+    };
+    let frame = |renderer: &mut Renderer,
+                 camera: &Camera,
+                 timer: &mut GpuTimer|
+     -> Result<Vec<PassTiming>, GpuError> {
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("bench.frame"),
+            });
+        timer.begin_frame();
+        ctx.error_scope(|| renderer.record(ctx, &mut encoder, output, &settings(camera), timer))?;
+        timer.resolve(&mut encoder);
+        ctx.queue.submit([encoder.finish()]);
+        Ok(timer.collect(ctx))
+    };
+    let first = cameras.first().cloned().ok_or(BenchError::NoFrames)?;
+    for _ in 0..warmup {
+        frame(renderer, &first, &mut timer)?;
+    }
+    let mut material = Vec::new();
+    let mut total = Vec::new();
+    let mut divergence = None;
+    for (i, camera) in cameras.iter().enumerate() {
+        let timings = frame(renderer, camera, &mut timer)?;
+        material.push(material_ms(&timings));
+        total.push(timings.iter().map(|t| t.ms).sum());
+        if i == cameras.len() / 2 {
+            divergence = Some(renderer.divergence_blocking(ctx)?);
+        }
+    }
+    let divergence = match divergence {
+        Some(d) => d,
+        None => renderer.divergence_blocking(ctx)?,
+    };
+    Ok(BenchRow {
+        mode,
+        kernel: None,
+        tile: None,
+        decoders: None,
+        material_ms: Spread::of(&material),
+        frame_ms: Spread::of(&total),
+        divergence,
+        frames: cameras.len() as u32,
+    })
+}
+
+impl BenchReport {
+    /// The baseline row of the same kernel and tile as `row`.
+    fn baseline_of(&self, row: &BenchRow) -> Option<&BenchRow> {
+        self.rows.iter().find(|r| {
+            r.mode == RenderMode::Baseline && r.kernel == row.kernel && r.tile == row.tile
+        })
+    }
+
+    /// CSV: one row per configuration.
+    pub fn csv(&self) -> String {
+        let mut s = String::from(
+            "mode,kernel,tile,decoders,material_ms_median,material_ms_p10,material_ms_p90,frame_ms_median,frame_ms_p10,frame_ms_p90,divergence,baseline_divergence,mean_decoders_per_tile,material_ratio_to_baseline,frames\n",
+        );
+        for r in &self.rows {
+            let ratio = self
+                .baseline_of(r)
+                .filter(|b| b.material_ms.median > 0.0)
+                .map(|b| format!("{:.4}", r.material_ms.median / b.material_ms.median))
+                .unwrap_or_default();
+            s.push_str(&format!(
+                "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.3},{},{}\n",
+                r.mode,
+                r.kernel.map(|k| k.to_string()).unwrap_or_default(),
+                r.tile.map(|t| t.to_string()).unwrap_or_default(),
+                r.decoders.map(|d| d.to_string()).unwrap_or_default(),
+                r.material_ms.median,
+                r.material_ms.p10,
+                r.material_ms.p90,
+                r.frame_ms.median,
+                r.frame_ms.p10,
+                r.frame_ms.p90,
+                r.divergence.score,
+                r.divergence.baseline_score,
+                r.divergence.mean_decoders,
+                ratio,
+                r.frames
+            ));
+        }
+        s
+    }
+
+    /// A Markdown table with ratios to the baseline of the same kernel and tile.
+    pub fn markdown(&self) -> String {
+        let mut s = format!(
+            "Adapter: {}  \nScene: {}, {}×{}, camera {}  \nCommand: `{}`\n\n",
+            self.adapter, self.scene, self.size.0, self.size.1, self.camera, self.command
+        );
+        s.push_str("| mode | kernel | tile | decoders | material pass ms (p10–p90) | × baseline | frame ms | 𝒟 | mean D |\n");
+        s.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        for r in &self.rows {
+            let ratio = self
+                .baseline_of(r)
+                .filter(|b| b.material_ms.median > 0.0)
+                .map_or("–".into(), |b| {
+                    format!("{:.2}", r.material_ms.median / b.material_ms.median)
+                });
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {:.3} ({:.3}–{:.3}) | {} | {:.3} | {:.3} | {:.2} |\n",
+                r.mode,
+                r.kernel.map_or("–".into(), |k| k.to_string()),
+                r.tile.map_or("–".into(), |t| t.to_string()),
+                r.decoders.map_or("–".into(), |d| d.to_string()),
+                r.material_ms.median,
+                r.material_ms.p10,
+                r.material_ms.p90,
+                ratio,
+                r.frame_ms.median,
+                r.divergence.score,
+                r.divergence.mean_decoders
+            ));
+        }
+        s
+    }
+
+    /// A chart: material-pass time per mode, one line per kernel × tile.
+    pub fn write_png(&self, path: &Path) -> Result<(), BenchError> {
+        let modes: Vec<RenderMode> = RenderMode::ALL
+            .into_iter()
+            .filter(|m| *m != RenderMode::Reference && self.rows.iter().any(|r| r.mode == *m))
+            .collect();
+        let mut configs: Vec<(Option<NtcKernel>, Option<TileSize>)> = Vec::new();
+        for r in &self.rows {
+            if r.mode != RenderMode::Reference && !configs.contains(&(r.kernel, r.tile)) {
+                configs.push((r.kernel, r.tile));
+            }
+        }
+        let series: Vec<Series> = configs
+            .iter()
+            .map(|&(k, t)| Series {
+                label: format!(
+                    "{} {}",
+                    k.map_or("?".into(), |k| k.to_string()),
+                    t.map_or("?".into(), |t| t.to_string())
+                ),
+                points: modes
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, m)| {
+                        self.rows
+                            .iter()
+                            .find(|r| r.mode == *m && r.kernel == k && r.tile == t)
+                            .map(|r| (i as f64 + 1.0, r.material_ms.median))
+                    })
+                    .collect(),
+            })
+            .collect();
+        let reference = self
+            .rows
+            .iter()
+            .find(|r| r.mode == RenderMode::Reference)
+            .map(|r| r.material_ms.median);
+        let names: Vec<String> = modes.iter().map(|m| m.to_string()).collect();
+        let panel = Panel {
+            title: format!(
+                "material pass (median ms) — modes: {} {}",
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| format!("{}={n}", i + 1))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                reference.map_or(String::new(), |r| format!("(reference {r:.3} ms)"))
+            ),
+            x_label: "mode".into(),
+            y_label: "ms".into(),
+            series,
+            log_x: false,
+            log_y: false,
+            references: reference
+                .map(|r| ("reference".to_string(), r))
+                .into_iter()
+                .collect(),
+            legend: Some(SeriesLabelPosition::UpperLeft),
+            markers: true,
+        };
+        write_panels_png(path, &[panel], 1100, 520)?;
+        Ok(())
+    }
+}

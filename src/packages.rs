@@ -1,0 +1,338 @@
+//! The NTC packages a scene is rendered with: one per sharing strategy, compressed on
+//! demand from the scene's own texture sets and cached, so that the viewer and
+//! `neurotex render --mode …` can switch between per-material, clustered, single,
+//! random and category decoders without a separate compression step.
+//!
+//! A cached package sits in `<cache>/packages/<scene>-<hash>/<strategy>.ntc` beside a
+//! `<strategy>.key` text file that lists everything its content depends on: the
+//! package format, the recipe (preset, steps, m, seed, texture size limit) and, per
+//! texture set, each image file with its size and modification time. A package whose key
+//! file differs is stale and is compressed again.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use crate::cluster::{self, ClusterError, Plan, Strategy};
+use crate::gpu::GpuContext;
+use crate::ntc::compress::{CompressError, CompressOptions, compress, set_constants};
+use crate::ntc::train::gpu::TrainProgress;
+use crate::ntc::{NtcFormatError, NtcPackage, Preset, TrainConfig};
+use crate::scene::ImageSource;
+use crate::scene::open::cache_dir;
+use crate::texture::inputs::{InputError, InputSets, InputSource};
+use crate::texture::{LoadOptions, TextureError, TextureSet};
+
+/// Errors while finding or making a scene's packages.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    /// The scene or its texture sets could not be opened.
+    #[error(transparent)]
+    Inputs(#[from] InputError),
+    /// A texture failed to decode.
+    #[error(transparent)]
+    Texture(#[from] TextureError),
+    /// Grouping failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// Compression failed or was interrupted.
+    #[error(transparent)]
+    Compress(#[from] CompressError),
+    /// A cached package could not be read.
+    #[error(transparent)]
+    Format(#[from] NtcFormatError),
+    /// A cache file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// How the packages of a scene are made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PackageRecipe {
+    /// Latent grid scale.
+    pub preset: Preset,
+    /// Main training steps per group.
+    pub steps: u64,
+    /// Groups of the clustered and random strategies (clamped to the number of sets).
+    pub m: usize,
+    /// Seed of k-means, of the random grouping and of training.
+    pub seed: u64,
+    /// Downscale textures so that no side exceeds this.
+    pub max_texture_size: Option<u32>,
+}
+
+impl Default for PackageRecipe {
+    fn default() -> Self {
+        Self {
+            preset: Preset::High,
+            steps: 4000,
+            m: 10,
+            seed: 1,
+            max_texture_size: None,
+        }
+    }
+}
+
+impl PackageRecipe {
+    /// The training configuration: the default recipe at `preset` (gradual decoder
+    /// freezing for every group of two or more sets).
+    pub fn train_config(&self) -> TrainConfig {
+        let mut train = TrainConfig::default();
+        train.model.preset = self.preset;
+        train
+    }
+}
+
+/// The groups of `strategy` over `sets` (stats embeddings for clustered and random; the
+/// inputs' category labels for category). `m` is clamped to the number of sets.
+pub fn plan_for(
+    inputs: &InputSets,
+    sets: &[TextureSet],
+    strategy: Strategy,
+    m: usize,
+    seed: u64,
+) -> Result<Plan, ClusterError> {
+    let embeddings = cluster::embed_sets(sets, &cluster::EmbedderChoice::Stats)?;
+    let m = m.clamp(1, sets.len().max(1));
+    cluster::make_plan(strategy, &embeddings, m, seed, Some(&inputs.categories))
+}
+
+/// The packages of one scene.
+#[derive(Clone, Debug)]
+pub struct ScenePackages {
+    scene: PathBuf,
+    inputs: InputSets,
+    recipe: PackageRecipe,
+    dir: PathBuf,
+    sets_key: String,
+    prebuilt: Option<PathBuf>,
+}
+
+impl ScenePackages {
+    /// The packages of the scene file `scene` (`.toml`, `.gltf`, `.glb`), cached under
+    /// the default cache folder.
+    pub fn open(scene: &Path, recipe: PackageRecipe) -> Result<Self, PackageError> {
+        Self::open_in(scene, recipe, &cache_dir().join("packages"))
+    }
+
+    /// As [`open`](Self::open), caching under `root`.
+    pub fn open_in(scene: &Path, recipe: PackageRecipe, root: &Path) -> Result<Self, PackageError> {
+        let inputs = InputSets::open(&[InputSource::Scene(scene.to_path_buf())])?;
+        let canonical = scene.canonicalize().unwrap_or_else(|_| scene.to_path_buf());
+        let stem = scene
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scene".into());
+        let dir = root.join(format!(
+            "{stem}-{:08x}",
+            crc32fast::hash(canonical.to_string_lossy().as_bytes())
+        ));
+        let sets_key = sets_key(&inputs);
+        Ok(Self {
+            scene: scene.to_path_buf(),
+            inputs,
+            recipe,
+            dir,
+            sets_key,
+            prebuilt: None,
+        })
+    }
+
+    /// Prefer `<dir>/<strategy>.ntc` where it exists (packages made elsewhere, e.g. by
+    /// `neurotex compress --strategy …`) over the cache.
+    pub fn with_prebuilt(mut self, dir: Option<PathBuf>) -> Self {
+        self.prebuilt = dir;
+        self
+    }
+
+    /// The prebuilt package of `strategy`, if one was given and exists.
+    pub fn prebuilt(&self, strategy: Strategy) -> Option<PathBuf> {
+        self.prebuilt
+            .as_ref()
+            .map(|d| d.join(format!("{}.ntc", strategy.name())))
+            .filter(|p| p.is_file())
+    }
+
+    /// The scene's distinct texture sets.
+    pub fn inputs(&self) -> &InputSets {
+        &self.inputs
+    }
+
+    /// The recipe.
+    pub fn recipe(&self) -> &PackageRecipe {
+        &self.recipe
+    }
+
+    /// Where the package of `strategy` is cached.
+    pub fn path(&self, strategy: Strategy) -> PathBuf {
+        self.dir.join(format!("{}.ntc", strategy.name()))
+    }
+
+    fn key_path(&self, strategy: Strategy) -> PathBuf {
+        self.dir.join(format!("{}.key", strategy.name()))
+    }
+
+    /// Everything the package of `strategy` depends on, as text.
+    pub fn key(&self, strategy: Strategy) -> String {
+        let r = &self.recipe;
+        format!(
+            "neurotex scene package\nformat {}\nscene {}\nstrategy {}\npreset {:?}\nsteps {}\nm {}\nseed {}\nmax_texture_size {:?}\n{}",
+            crate::ntc::format::VERSION,
+            self.scene.display(),
+            strategy.name(),
+            r.preset,
+            r.steps,
+            r.m,
+            r.seed,
+            r.max_texture_size,
+            self.sets_key
+        )
+    }
+
+    /// True when a prebuilt package of `strategy` is given or the cached one exists and was made from the current
+    /// textures with the current recipe.
+    pub fn is_fresh(&self, strategy: Strategy) -> bool {
+        self.prebuilt(strategy).is_some()
+            || self.path(strategy).is_file()
+                && std::fs::read_to_string(self.key_path(strategy))
+                    .is_ok_and(|k| k == self.key(strategy))
+    }
+
+    /// The package of `strategy`: read from the cache when fresh, else compressed on
+    /// `ctx` (`progress(group, groups, progress)` as training advances; `cancel` stops
+    /// it, keeping partial progress for the next call) and cached.
+    pub fn load_or_compress(
+        &self,
+        ctx: &GpuContext,
+        strategy: Strategy,
+        cancel: &AtomicBool,
+        progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+    ) -> Result<NtcPackage, PackageError> {
+        if let Some(prebuilt) = self.prebuilt(strategy) {
+            return Ok(NtcPackage::read(&prebuilt)?);
+        }
+        let path = self.path(strategy);
+        if self.is_fresh(strategy) {
+            return Ok(NtcPackage::read(&path)?);
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|source| PackageError::Io {
+            path: self.dir.clone(),
+            source,
+        })?;
+        let sets = self.inputs.load_sets(&LoadOptions {
+            allow_missing: false,
+            max_size: self.recipe.max_texture_size,
+        })?;
+        let plan = plan_for(
+            &self.inputs,
+            &sets,
+            strategy,
+            self.recipe.m,
+            self.recipe.seed,
+        )?;
+        let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.indices.clone()).collect();
+        let constants = set_constants(
+            &self.inputs.materials,
+            &self.inputs.material_sets,
+            sets.len(),
+        );
+        let options = CompressOptions {
+            train: self.recipe.train_config(),
+            steps: self.recipe.steps,
+            seed: self.recipe.seed,
+            // An interrupted compression of the same key continues where it stopped.
+            resume: std::fs::read_to_string(self.key_path(strategy))
+                .is_ok_and(|k| k == self.key(strategy)),
+            skip_bcn: true,
+            log_every: 100,
+        };
+        // The key is written first: it marks the partial folder as belonging to it, and
+        // the package (written last, by rename) is what makes the pair fresh.
+        let key_path = self.key_path(strategy);
+        crate::scene::gltf_builder::write_atomic(&key_path, self.key(strategy).as_bytes())
+            .map_err(|source| PackageError::Io {
+                path: key_path,
+                source,
+            })?;
+        let (package, _) = compress(
+            ctx,
+            &sets,
+            &constants,
+            &groups,
+            &options,
+            &self.scene.display().to_string(),
+            &path,
+            cancel,
+            progress,
+        )?;
+        Ok(package)
+    }
+
+    /// Per scene material, the index of the package material holding its texture set
+    /// (None for materials without textures). Sets are matched by name; a set missing
+    /// from the package is an error naming it.
+    pub fn material_map(&self, package: &NtcPackage) -> Result<Vec<Option<u32>>, String> {
+        material_map(&self.inputs, package)
+    }
+}
+
+/// Per material of `inputs`, the index of the package material with its set's name.
+pub fn material_map(inputs: &InputSets, package: &NtcPackage) -> Result<Vec<Option<u32>>, String> {
+    inputs
+        .material_sets
+        .iter()
+        .map(|set| {
+            let Some(s) = *set else { return Ok(None) };
+            let name = &inputs.names[s];
+            package
+                .materials
+                .iter()
+                .position(|m| &m.name == name)
+                .map(|i| Some(i as u32))
+                .ok_or_else(|| {
+                    format!(
+                        "texture set `{name}` is not in the package{}",
+                        package
+                            .source()
+                            .map(|p| format!(" {}", p.display()))
+                            .unwrap_or_default()
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The texture sets' identities: every image file with its size and modification time.
+fn sets_key(inputs: &InputSets) -> String {
+    let mut s = String::new();
+    for (name, desc) in inputs.names.iter().zip(&inputs.descs) {
+        s.push_str(&format!("set {name}\n"));
+        for (slot, source) in desc.sources() {
+            let what = match source {
+                ImageSource::File(path) => {
+                    let meta = std::fs::metadata(path).ok();
+                    let modified = meta
+                        .as_ref()
+                        .and_then(|m| m.modified().ok())
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0, |d| d.as_nanos());
+                    format!(
+                        "{} {} {}",
+                        path.display(),
+                        meta.map_or(0, |m| m.len()),
+                        modified
+                    )
+                }
+                ImageSource::Embedded { name, bytes } => {
+                    format!("{name} {} {:08x}", bytes.len(), crc32fast::hash(bytes))
+                }
+            };
+            s.push_str(&format!("  {slot:?} {what}\n"));
+        }
+    }
+    s
+}
