@@ -292,6 +292,11 @@ struct ViewArgs {
     /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
     anisotropy: Option<u16>,
+    #[command(flatten)]
+    ntc: NtcArgs,
+    /// Start with the heatmap of distinct decoders per tile.
+    #[arg(long)]
+    heatmap: bool,
 }
 
 #[derive(Args, Debug)]
@@ -551,6 +556,11 @@ fn default_view_args() -> Result<ViewArgs> {
 }
 
 fn view(a: ViewArgs) -> Result<()> {
+    if a.ntc.package.is_some() {
+        anyhow::bail!(
+            "view loads a package per mode: give a folder of <strategy>.ntc files with --packages"
+        );
+    }
     neurotex::app::run(neurotex::app::ViewerOptions {
         scene: a.scene.scene,
         size: a.size,
@@ -564,6 +574,15 @@ fn view(a: ViewArgs) -> Result<()> {
             max_texture_size: a.max_texture_size,
             anisotropy: a.anisotropy,
         },
+        mode: a.ntc.mode,
+        recipe: a.ntc.recipe(a.max_texture_size),
+        packages: a.ntc.packages.clone(),
+        ntc: NtcOptions {
+            kernel: a.ntc.kernel,
+            tile: a.ntc.tile,
+        },
+        options: a.ntc.options(),
+        heatmap: a.heatmap,
     })?;
     Ok(())
 }

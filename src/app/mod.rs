@@ -36,8 +36,11 @@ use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{Window, WindowId};
 
 use crate::gpu::{GpuContext, GpuError, GpuTimer, read_texture};
+use crate::packages::PackageRecipe;
+use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
+use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::UploadOptions;
-use crate::render::{Aov, FrameSettings, Renderer};
+use crate::render::{Aov, FrameOptions, FrameSettings, NtcOptions, RenderMode, Renderer};
 use crate::scene::camera_control::{
     self, CameraState, InputState, PATH_SPEED_RANGE, PathPlayer, PathRecorder,
 };
@@ -47,9 +50,10 @@ use crate::scene::{Aabb, Camera};
 use crate::ui::painter::OverlayPainter;
 use crate::ui::timings::PerfHistory;
 use crate::ui::{
-    self, AOVS, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats, UiAction,
+    self, AOVS, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats, UiAction,
     ViewSettings,
 };
+use packages::{PackageJobs, PackageStatus};
 
 /// Window size when neither `--size` nor anything else says.
 pub const DEFAULT_WINDOW_SIZE: (u32, u32) = (1280, 720);
@@ -79,6 +83,18 @@ pub struct ViewerOptions {
     pub render_scale: f32,
     /// Scene upload options (missing textures, texture size cap, anisotropy).
     pub upload: UploadOptions,
+    /// The material source to start with.
+    pub mode: RenderMode,
+    /// How packages missing from the cache are made.
+    pub recipe: PackageRecipe,
+    /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
+    pub packages: Option<PathBuf>,
+    /// Decode kernel and tile size to start with.
+    pub ntc: NtcOptions,
+    /// Frame options to start with (filtering, accumulation, inference on load).
+    pub options: FrameOptions,
+    /// Start with the divergence heatmap on.
+    pub heatmap: bool,
 }
 
 impl Default for ViewerOptions {
@@ -92,6 +108,12 @@ impl Default for ViewerOptions {
             vsync: true,
             render_scale: 1.0,
             upload: UploadOptions::default(),
+            mode: RenderMode::Reference,
+            recipe: PackageRecipe::default(),
+            packages: None,
+            ntc: NtcOptions::default(),
+            options: FrameOptions::default(),
+            heatmap: false,
         }
     }
 }
@@ -207,6 +229,8 @@ struct LoadedScene {
     start: Camera,
     /// Pivot distance of `start`.
     focus: f32,
+    /// The scene's NTC packages being loaded or made.
+    packages: PackageJobs,
 }
 
 /// A load running on a background thread.
@@ -225,6 +249,8 @@ struct LoadRequest {
     size: (u32, u32),
     format: wgpu::TextureFormat,
     camera_path: Option<String>,
+    recipe: PackageRecipe,
+    packages: Option<PathBuf>,
 }
 
 impl LoadRequest {
@@ -271,6 +297,12 @@ impl LoadRequest {
             renderer.scene.missing_textures.len(),
         );
         let focus = camera_control::focus_distance(&start, &opened.scene.bounds);
+        let packages = PackageJobs::start(
+            self.ctx.clone(),
+            opened.scene.source.clone(),
+            self.recipe.clone(),
+            self.packages.clone(),
+        );
         log::info!(
             "loaded {} in {:.1} s: {} triangles, {} materials, {} texture sets ({})",
             stats.name,
@@ -287,6 +319,7 @@ impl LoadRequest {
             stats,
             start,
             focus,
+            packages,
         })
     }
 }
@@ -478,6 +511,9 @@ struct Viewer {
     screenshot: Option<PathBuf>,
     screenshot_counter: u32,
     frames_done: u32,
+    ntc: NtcInfo,
+    /// Measure the PSNR of the next frame.
+    psnr_request: bool,
 }
 
 impl Viewer {
@@ -577,6 +613,11 @@ impl Viewer {
                 .clamp(*RENDER_SCALE_RANGE.start(), *RENDER_SCALE_RANGE.end()),
             show_overlay: true,
             show_help: false,
+            mode: options.mode,
+            options: options.options,
+            show_heatmap: options.heatmap,
+            heatmap_source: HeatmapSource::Decoders,
+            ntc: options.ntc,
         };
         let placeholder = Camera::framing(&Aabb {
             min: glam::Vec3::splat(-1.0),
@@ -611,9 +652,86 @@ impl Viewer {
             screenshot: None,
             screenshot_counter: 1,
             frames_done: 0,
+            ntc: NtcInfo::default(),
+            psnr_request: false,
         };
         viewer.start_load(true);
         Ok(viewer)
+    }
+
+    /// What the next frame renders.
+    fn frame_settings(&self) -> FrameSettings {
+        let s = &self.settings;
+        let mut options = s.options;
+        options.heatmap = s.show_heatmap.then(|| heatmap_settings(s.heatmap_source));
+        options.compare =
+            self.psnr_request || (s.show_heatmap && s.heatmap_source == HeatmapSource::Error);
+        FrameSettings {
+            camera: self.camera.camera(),
+            lighting: s.lighting,
+            aov: s.aov,
+            mode: s.mode,
+            options,
+        }
+    }
+
+    /// Whether the chosen mode renders as chosen (or its package failed): scripted runs
+    /// count frames only then.
+    fn mode_settled(&self) -> bool {
+        let Some(scene) = &self.scene else {
+            return true;
+        };
+        let mode = self.settings.mode;
+        scene.renderer.has_mode(mode)
+            || matches!(scene.packages.status(mode), PackageStatus::Failed(_))
+    }
+
+    /// Hands finished packages to the renderer and refreshes the NTC overlay facts.
+    fn poll_packages(&mut self) {
+        let settings = self.frame_settings();
+        let Some(scene) = &mut self.scene else {
+            self.ntc = NtcInfo::default();
+            return;
+        };
+        for ready in scene.packages.poll() {
+            if let Err(e) = scene.renderer.set_package(
+                &self.ctx,
+                ready.mode,
+                ready.package,
+                &ready.material_map,
+            ) {
+                log::error!("{} package: {e}", ready.mode);
+                self.status = format!("{} package failed: {e}", ready.mode);
+            }
+        }
+        if let Err(e) = scene.renderer.set_ntc_options(&self.ctx, self.settings.ntc) {
+            self.status = e.to_string();
+            self.settings.ntc = NtcOptions {
+                kernel: scene.renderer.kernel(),
+                tile: scene.renderer.tile(),
+            };
+        }
+        if let Some(d) = scene.renderer.try_divergence(&self.ctx.device) {
+            self.ntc.divergence = Some(d);
+        }
+        let renderer = &scene.renderer;
+        self.ntc.modes = scene
+            .packages
+            .statuses()
+            .into_iter()
+            .map(|(mode, status)| (mode, status.describe(), renderer.has_mode(mode)))
+            .collect();
+        self.ntc.kernel = renderer.kernel();
+        self.ntc.kernels = NtcKernel::ALL
+            .into_iter()
+            .filter(|k| k.supported(&self.ctx.granted))
+            .collect();
+        self.ntc.active_mode = renderer.active_mode(&settings);
+        self.ntc.decoders = renderer.decoder_count(self.ntc.active_mode);
+        self.ntc.color_bar = settings
+            .options
+            .heatmap
+            .and_then(|h| renderer.color_bar_rect().map(|r| (r, h.lo, h.hi)));
     }
 
     fn surface_size(&self) -> (u32, u32) {
@@ -635,6 +753,11 @@ impl Viewer {
             } else {
                 None
             },
+            recipe: PackageRecipe {
+                max_texture_size: self.options.upload.max_texture_size,
+                ..self.options.recipe.clone()
+            },
+            packages: self.options.packages.clone(),
         };
         let what = scene_name(request.source.as_deref());
         let (tx, rx) = mpsc::channel();
@@ -781,6 +904,7 @@ impl Viewer {
             UiAction::ToggleRecording => self.toggle_recording(),
             UiAction::SaveRecording => self.save_recordings(),
             UiAction::DismissError => self.scene_error = None,
+            UiAction::MeasurePsnr => self.psnr_request = true,
         }
     }
 
@@ -904,6 +1028,19 @@ impl Viewer {
                     .clamp(*RENDER_SCALE_RANGE.start(), *RENDER_SCALE_RANGE.end());
             }
             KeyCode::KeyV => s.vsync = !s.vsync,
+            KeyCode::KeyM => {
+                let i = RenderMode::ALL
+                    .iter()
+                    .position(|m| *m == s.mode)
+                    .unwrap_or(0);
+                s.mode = RenderMode::ALL[(i + 1) % RenderMode::ALL.len()];
+                self.status = format!("mode {}", s.mode);
+            }
+            KeyCode::KeyH => s.show_heatmap = !s.show_heatmap,
+            KeyCode::KeyT => s.options.temporal.enabled = !s.options.temporal.enabled,
+            KeyCode::KeyF => s.options.decode.stochastic = !s.options.decode.stochastic,
+            KeyCode::KeyB => s.options.inference_on_load = !s.options.inference_on_load,
+            KeyCode::KeyX => self.apply(UiAction::MeasurePsnr),
             _ => {
                 let digits = [
                     KeyCode::Digit1,
@@ -1013,6 +1150,7 @@ impl Viewer {
         self.last_frame = started;
 
         self.poll_loading();
+        self.poll_packages();
         self.update_camera(dt);
         if let Some(t) = self.timer.try_collect(&self.ctx) {
             self.perf.push_gpu(t);
@@ -1043,6 +1181,7 @@ impl Viewer {
                 present_mode: self.presenter.config.present_mode,
                 vsync_off_supported: self.presenter.vsync_off_mode().is_some(),
                 gpu_errors: self.ctx.uncaptured_error_count(),
+                ntc: &self.ntc,
             };
             let (settings, camera, player, selected) = (
                 &mut self.settings,
@@ -1076,7 +1215,8 @@ impl Viewer {
         self.sync_settings();
 
         // Scripted runs count frames once the first load has finished.
-        let scripted_last = self.loading.is_none()
+        let ready = self.loading.is_none() && self.mode_settled();
+        let scripted_last = ready
             && self
                 .options
                 .frames
@@ -1101,7 +1241,7 @@ impl Viewer {
                     self.status = format!("saved {}", path.display());
                     log::info!("screenshot: {}", path.display());
                 }
-                if self.loading.is_none() && self.options.frames.is_some() {
+                if ready && self.options.frames.is_some() {
                     self.frames_done += 1;
                 }
             }
@@ -1215,13 +1355,7 @@ impl Viewer {
                 label: Some("viewer.frame"),
             });
         self.timer.begin_frame();
-        let settings = FrameSettings {
-            camera: self.camera.camera(),
-            lighting: self.settings.lighting,
-            aov: self.settings.aov,
-        mode: crate::render::RenderMode::Reference,
-        options: Default::default(),
-    };
+        let settings = self.frame_settings();
         let jobs = self.egui_ctx.tessellate(shapes, pixels_per_point);
         let screen = egui_wgpu::ScreenDescriptor {
             size_in_pixels: [w, h],
@@ -1263,6 +1397,17 @@ impl Viewer {
         self.ctx
             .queue
             .submit(extra.into_iter().chain([encoder.finish()]));
+        if settings.options.compare && self.psnr_request {
+            self.psnr_request = false;
+            if let Some(s) = &self.scene {
+                let mode = s.renderer.active_mode(&settings);
+                self.ntc.psnr = Some(match s.renderer.psnr_blocking(&self.ctx) {
+                    Ok(Some(p)) => format!("{mode}: {p:.2} dB"),
+                    Ok(None) => format!("{mode}: identical"),
+                    Err(e) => format!("failed: {e}"),
+                });
+            }
+        }
 
         let reading = Instant::now();
         let saved = match screenshot {
@@ -1371,5 +1516,20 @@ mod tests {
         assert_eq!(scaled_size((1280, 720), 0.01), (320, 180));
         assert_eq!(scaled_size((3, 3), 0.25), (1, 1));
         assert_eq!(scaled_size((100, 100), 2.0), (100, 100));
+    }
+}
+
+/// The heatmap of `source`: distinct counts per tile from 1 to 8, or the squared error
+/// of sRGB-encoded radiance from 0 to 0.05.
+fn heatmap_settings(source: HeatmapSource) -> HeatmapSettings {
+    let (lo, hi) = match source {
+        HeatmapSource::Error => (0.0, 0.05),
+        _ => (1.0, 8.0),
+    };
+    HeatmapSettings {
+        source,
+        lo,
+        hi,
+        ..HeatmapSettings::default()
     }
 }

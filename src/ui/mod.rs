@@ -19,7 +19,11 @@ use std::ops::RangeInclusive;
 use egui::{Align2, Color32, CornerRadius, FontId, RichText, Stroke, Vec2, pos2, vec2};
 
 use crate::gpu::GrantedFeatures;
-use crate::render::{Aov, Lighting};
+use crate::render::divergence::DivergenceStats;
+use crate::render::passes::heatmap::{HeatmapSource, PixelRect};
+use crate::render::passes::ntc_decode::NtcKernel;
+use crate::render::tiles::TileSize;
+use crate::render::{Aov, FrameOptions, Lighting, NtcOptions, RenderMode};
 use crate::scene::Scene;
 use crate::scene::camera_control::{
     CameraMode, CameraState, PATH_SPEED_RANGE, PathPlayer, PathRecorder, SPEED_RANGE,
@@ -78,6 +82,47 @@ pub struct ViewSettings {
     pub show_overlay: bool,
     /// The help panel is drawn (F2).
     pub show_help: bool,
+    /// Where material channels come from (M cycles).
+    pub mode: RenderMode,
+    /// Decode, accumulation, heatmap and comparison options.
+    pub options: FrameOptions,
+    /// The heatmap is drawn (H); what it shows is `heatmap_source`.
+    pub show_heatmap: bool,
+    /// What the heatmap shows.
+    pub heatmap_source: HeatmapSource,
+    /// Decode kernel and tile size.
+    pub ntc: NtcOptions,
+}
+
+/// The UI name of a heatmap source.
+pub fn heatmap_source_name(source: HeatmapSource) -> &'static str {
+    match source {
+        HeatmapSource::Decoders => "decoders per tile",
+        HeatmapSource::BaselineDecoders => "baseline decoders per tile",
+        HeatmapSource::Materials => "materials per tile",
+        HeatmapSource::Error => "squared error vs reference",
+    }
+}
+
+/// NTC facts for the overlay.
+#[derive(Clone, Debug, Default)]
+pub struct NtcInfo {
+    /// Every NTC mode with its package status line and whether it can render now.
+    pub modes: Vec<(RenderMode, String, bool)>,
+    /// The kernel the decode pass runs (None before the first package).
+    pub kernel: Option<NtcKernel>,
+    /// Kernels this device runs.
+    pub kernels: Vec<NtcKernel>,
+    /// Decoders of the mode on screen.
+    pub decoders: Option<usize>,
+    /// The mode actually rendered (the reference while the chosen one is not ready).
+    pub active_mode: RenderMode,
+    /// Divergence of a recent frame.
+    pub divergence: Option<DivergenceStats>,
+    /// The last PSNR measurement against the reference (mode, dB or why not).
+    pub psnr: Option<String>,
+    /// The heatmap's colour bar in physical pixels, with its (lo, hi) values.
+    pub color_bar: Option<(PixelRect, f32, f32)>,
 }
 
 /// Scene figures for the overlay.
@@ -159,6 +204,8 @@ pub struct OverlayInfo<'a> {
     pub vsync_off_supported: bool,
     /// wgpu errors logged by the uncaptured-error handler so far.
     pub gpu_errors: u64,
+    /// Neural texture state.
+    pub ntc: &'a NtcInfo,
 }
 
 /// Settings the overlay edits in place.
@@ -191,6 +238,8 @@ pub enum UiAction {
     SaveRecording,
     /// Hide the scene error panel.
     DismissError,
+    /// Measure the PSNR of the next frame against the reference.
+    MeasurePsnr,
 }
 
 const PANEL_FILL: Color32 = Color32::from_rgba_premultiplied(14, 16, 20, 225);
@@ -227,6 +276,14 @@ pub fn show(ctx: &egui::Context, info: &OverlayInfo<'_>, c: OverlayControls<'_>)
         );
         timings_window(ctx, info);
         status_bar(ctx, info);
+        if let Some(d) = &info.ntc.divergence {
+            divergence_window(ctx, info.ntc, d);
+        }
+        if c.settings.show_heatmap
+            && let Some(bar) = info.ntc.color_bar
+        {
+            color_bar_labels(ctx, bar, c.settings.heatmap_source);
+        }
     }
     if c.settings.show_help {
         help_window(ctx, &mut c.settings.show_help);
@@ -308,6 +365,7 @@ fn controls_window(
             egui::ScrollArea::vertical().show(ui, |ui| {
                 scene_section(ui, info, actions);
                 view_section(ui, info, settings);
+                ntc_section(ui, info, settings, actions);
                 lighting_section(ui, &mut settings.lighting);
                 camera_section(ui, camera, actions);
                 paths_section(ui, info, player, selected, actions);
@@ -390,6 +448,252 @@ fn view_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>, settings: &mut ViewSe
             kv(ui, "resolution", resolution);
         });
     });
+}
+
+fn ntc_section(
+    ui: &mut egui::Ui,
+    info: &OverlayInfo<'_>,
+    settings: &mut ViewSettings,
+    actions: &mut Vec<UiAction>,
+) {
+    let ntc = info.ntc;
+    section(ui, "Neural textures", true, |ui| {
+        ui.label(RichText::new("material source (M)").color(DIM));
+        ui.radio_value(
+            &mut settings.mode,
+            RenderMode::Reference,
+            "Reference (original textures)",
+        );
+        for (mode, status, ready) in &ntc.modes {
+            ui.horizontal(|ui| {
+                ui.radio_value(&mut settings.mode, *mode, mode_name(*mode));
+                let color = if *ready { DIM } else { ACCENT };
+                ui.label(RichText::new(status).small().color(color));
+            });
+        }
+        if ntc.active_mode != settings.mode {
+            ui.label(
+                RichText::new(format!(
+                    "showing {} until {} is ready",
+                    mode_name(ntc.active_mode),
+                    mode_name(settings.mode)
+                ))
+                .color(ACCENT),
+            );
+        }
+        egui::Grid::new("ntc").num_columns(2).show(ui, |ui| {
+            ui.label(RichText::new("kernel").color(DIM));
+            let auto = ntc
+                .kernel
+                .map_or("auto".to_string(), |k| format!("auto ({k})"));
+            egui::ComboBox::from_id_salt("kernel")
+                .selected_text(settings.ntc.kernel.map_or(auto.clone(), |k| k.to_string()))
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut settings.ntc.kernel, None, auto);
+                    for k in &ntc.kernels {
+                        ui.selectable_value(&mut settings.ntc.kernel, Some(*k), k.to_string());
+                    }
+                });
+            ui.end_row();
+            ui.label(RichText::new("tile").color(DIM));
+            ui.horizontal(|ui| {
+                for t in TileSize::ALL {
+                    ui.selectable_value(&mut settings.ntc.tile, t, t.name());
+                }
+            });
+            ui.end_row();
+            if let Some(d) = ntc.decoders {
+                kv(ui, "decoders", d.to_string());
+            }
+        });
+        ui.checkbox(
+            &mut settings.options.decode.stochastic,
+            "stochastic trilinear filtering (F)",
+        );
+        ui.checkbox(
+            &mut settings.options.temporal.enabled,
+            "temporal accumulation (T)",
+        );
+        ui.checkbox(
+            &mut settings.options.inference_on_load,
+            "inference on load (B)",
+        );
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut settings.show_heatmap, "heatmap (H)");
+            egui::ComboBox::from_id_salt("heatmap")
+                .selected_text(heatmap_source_name(settings.heatmap_source))
+                .show_ui(ui, |ui| {
+                    for source in [
+                        HeatmapSource::Decoders,
+                        HeatmapSource::BaselineDecoders,
+                        HeatmapSource::Materials,
+                        HeatmapSource::Error,
+                    ] {
+                        ui.selectable_value(
+                            &mut settings.heatmap_source,
+                            source,
+                            heatmap_source_name(source),
+                        );
+                    }
+                });
+        });
+        ui.horizontal(|ui| {
+            if ui
+                .add_enabled(
+                    ntc.active_mode != RenderMode::Reference,
+                    egui::Button::new("PSNR vs reference (X)"),
+                )
+                .clicked()
+            {
+                actions.push(UiAction::MeasurePsnr);
+            }
+            if let Some(p) = &ntc.psnr {
+                ui.label(RichText::new(p).monospace());
+            }
+        });
+    });
+}
+
+/// The UI name of a mode.
+pub fn mode_name(mode: RenderMode) -> &'static str {
+    match mode {
+        RenderMode::Reference => "Reference",
+        RenderMode::Baseline => "Baseline (a decoder per material)",
+        RenderMode::Clustered => "Clustered (k-means groups)",
+        RenderMode::Single => "Single (one decoder)",
+        RenderMode::Random => "Random groups",
+        RenderMode::Category => "Category groups",
+    }
+}
+
+fn divergence_window(ctx: &egui::Context, ntc: &NtcInfo, d: &DivergenceStats) {
+    egui::Window::new(RichText::new("Divergence").strong())
+        .id(egui::Id::unique("divergence"))
+        .anchor(Align2::RIGHT_BOTTOM, vec2(-8.0, -36.0))
+        .resizable(false)
+        .collapsible(true)
+        .show(ctx, |ui| {
+            egui::Grid::new("divergence_stats")
+                .num_columns(3)
+                .show(ui, |ui| {
+                    ui.label(RichText::new(format!("per {} tile", d.tile)).color(DIM));
+                    ui.label(RichText::new(ntc.active_mode.name()).color(GPU_COLOR));
+                    ui.label(RichText::new("baseline").color(FRAME_COLOR));
+                    ui.end_row();
+                    ui.label(RichText::new("𝒟 = mean |D − 1|").color(DIM));
+                    ui.label(
+                        RichText::new(format!("{:.3}", d.score))
+                            .monospace()
+                            .strong(),
+                    );
+                    ui.label(RichText::new(format!("{:.3}", d.baseline_score)).monospace());
+                    ui.end_row();
+                    ui.label(RichText::new("mean D").color(DIM));
+                    ui.label(RichText::new(format!("{:.2}", d.mean_decoders)).monospace());
+                    ui.label(RichText::new(format!("{:.2}", d.baseline_mean_decoders)).monospace());
+                    ui.end_row();
+                });
+            if let Some(r) = d.reduction() {
+                ui.label(
+                    RichText::new(format!("{:.1} % less divergence than baseline", 100.0 * r))
+                        .color(ACCENT),
+                );
+            }
+            histogram(ui, d);
+        });
+}
+
+/// Tiles per distinct-decoder count, this mode next to the baseline.
+fn histogram(ui: &mut egui::Ui, d: &DivergenceStats) {
+    let last = d
+        .histogram
+        .iter()
+        .zip(&d.baseline_histogram)
+        .rposition(|(a, b)| *a > 0 || *b > 0)
+        .unwrap_or(1)
+        .max(1);
+    let bins = 1..=last;
+    let max = bins
+        .clone()
+        .map(|i| d.histogram[i].max(d.baseline_histogram[i]))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f32;
+    let (rect, _) = ui.allocate_exact_size(vec2(260.0, 90.0), egui::Sense::hover());
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 2.0, Color32::from_gray(24));
+    let n = last as f32;
+    let slot = rect.width() / n;
+    for i in bins {
+        let x0 = rect.left() + (i as f32 - 1.0) * slot;
+        for (j, (v, color)) in [
+            (d.histogram[i], GPU_COLOR),
+            (d.baseline_histogram[i], FRAME_COLOR),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let h = (rect.height() - 14.0) * v as f32 / max;
+            let left = x0 + slot * (0.1 + 0.4 * j as f32);
+            painter.rect_filled(
+                egui::Rect::from_min_max(
+                    pos2(left, rect.bottom() - 12.0 - h),
+                    pos2(left + slot * 0.4, rect.bottom() - 12.0),
+                ),
+                0.0,
+                color,
+            );
+        }
+        if last <= 16 || i % (last / 8).max(1) == 0 {
+            painter.text(
+                pos2(x0 + slot * 0.5, rect.bottom() - 6.0),
+                Align2::CENTER_CENTER,
+                i.to_string(),
+                FontId::monospace(9.0),
+                DIM,
+            );
+        }
+    }
+    ui.label(
+        RichText::new("tiles by distinct decoders D")
+            .small()
+            .color(DIM),
+    );
+}
+
+/// Value labels beside the heatmap's colour bar (drawn by the renderer).
+fn color_bar_labels(ctx: &egui::Context, bar: (PixelRect, f32, f32), source: HeatmapSource) {
+    let (rect, lo, hi) = bar;
+    let ppp = ctx.pixels_per_point();
+    let x = rect.x as f32 / ppp - 4.0;
+    let top = rect.y as f32 / ppp;
+    let bottom = (rect.y + rect.height) as f32 / ppp;
+    let painter = ctx.layer_painter(egui::LayerId::new(
+        egui::Order::Foreground,
+        egui::Id::unique("color_bar"),
+    ));
+    let label = |y: f32, text: String| {
+        painter.text(
+            pos2(x, y),
+            Align2::RIGHT_CENTER,
+            text,
+            FontId::monospace(12.0),
+            Color32::WHITE,
+        );
+    };
+    let fmt = |v: f32| {
+        if source == HeatmapSource::Error {
+            format!("{v:.3}")
+        } else {
+            format!("{v:.0}")
+        }
+    };
+    label(top, fmt(hi));
+    label(bottom, fmt(lo));
+    label(
+        (top + bottom) / 2.0,
+        heatmap_source_name(source).to_string(),
+    );
 }
 
 fn lighting_section(ui: &mut egui::Ui, lighting: &mut Lighting) {
