@@ -368,3 +368,252 @@ fn declared_variants_are_each_validated() {
         ShaderHeader::default()
     );
 }
+
+/// The SPIR-V backend (naga's `spv-out`, as wgpu's Vulkan backend runs it when a shader
+/// module is created): every entry shader in every declared variant must compile, because
+/// a backend failure only shows on a device — and a backend *panic* kills the process.
+///
+/// `spv-out` is enabled through wgpu's Vulkan backend (feature unification), which wgpu
+/// does not build on Apple targets; there this test is skipped.
+#[cfg(not(target_vendor = "apple"))]
+mod spirv {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    use naga::back::spv;
+    use neurotex::gpu::shader::{ShaderLibrary, define_refs, list_entry_shaders};
+
+    /// A Vulkan device as wgpu-hal 30 (`vulkan/adapter.rs`, `Adapter::open`) configures
+    /// naga's SPIR-V writer for it.
+    struct Device {
+        name: &'static str,
+        lang_version: (u8, u8),
+        /// `EXPERIMENTAL_COOPERATIVE_MATRIX` granted (adds `CooperativeMatrixKHR` and
+        /// `VulkanMemoryModel`); without it, variants using cooperative matrices are skipped.
+        cooperative_matrix: bool,
+        /// `robustBufferAccess2` / `robustImageAccess`: buffer and image bounds checks left
+        /// to the driver; otherwise naga emits `Restrict` clamps for them too.
+        robust: bool,
+        /// `VK_KHR_zero_initialize_workgroup_memory`; otherwise naga's polyfill.
+        native_zero_init: bool,
+    }
+
+    /// A recent discrete GPU with every optional feature neurotex requests (what the
+    /// decode pass's coop kernel runs on), and an older device without robustness
+    /// extensions (naga's `Restrict` bounds checks and zero-initialisation polyfill
+    /// everywhere).
+    const DEVICES: [Device; 2] = [
+        Device {
+            name: "Vulkan 1.3, robust, cooperative matrices",
+            lang_version: (1, 6),
+            cooperative_matrix: true,
+            robust: true,
+            native_zero_init: true,
+        },
+        Device {
+            name: "Vulkan 1.1, no robustness extensions",
+            lang_version: (1, 3),
+            cooperative_matrix: false,
+            robust: false,
+            native_zero_init: false,
+        },
+    ];
+
+    impl Device {
+        /// wgpu-hal's writer options for this device with neurotex's optional features
+        /// (`neurotex::gpu::context::OPTIONAL_FEATURES`: f16, subgroups, f32 atomics,
+        /// cooperative matrices) granted, as for a checked (`create_shader_module`)
+        /// module.
+        ///
+        /// `debug` mirrors `wgpu::InstanceFlags::DEBUG` (on by default in debug builds):
+        /// the `DEBUG` writer flag and the WGSL source as debug info.
+        fn options<'a>(&self, debug: Option<&'a str>) -> spv::Options<'a> {
+            use naga::proc::BoundsCheckPolicy::{Restrict, Unchecked};
+            use spv::Capability as C;
+            let mut capabilities = vec![
+                C::Shader,
+                C::Matrix,
+                C::Sampled1D,
+                C::Image1D,
+                C::ImageQuery,
+                C::DerivativeControl,
+                C::StorageImageExtendedFormats,
+                C::SampledCubeArray,
+                C::SampleRateShading,
+                // SUBGROUP
+                C::GroupNonUniform,
+                C::GroupNonUniformVote,
+                C::GroupNonUniformArithmetic,
+                C::GroupNonUniformBallot,
+                C::GroupNonUniformShuffle,
+                C::GroupNonUniformShuffleRelative,
+                C::GroupNonUniformQuad,
+                // SHADER_F16, SHADER_FLOAT32_ATOMIC
+                C::Float16,
+                C::AtomicFloat32AddEXT,
+            ];
+            if self.cooperative_matrix {
+                capabilities.extend([C::CooperativeMatrixKHR, C::VulkanMemoryModel]);
+            }
+            let mut flags = spv::WriterFlags::LABEL_VARYINGS | spv::WriterFlags::FORCE_POINT_SIZE;
+            flags.set(spv::WriterFlags::DEBUG, debug.is_some());
+            let checked = if self.robust { Unchecked } else { Restrict };
+            spv::Options {
+                lang_version: self.lang_version,
+                flags,
+                capabilities: Some(capabilities.into_iter().collect()),
+                bounds_check_policies: naga::proc::BoundsCheckPolicies {
+                    index: Restrict,
+                    buffer: checked,
+                    image_load: checked,
+                    binding_array: Unchecked,
+                },
+                zero_initialize_workgroup_memory: if self.native_zero_init {
+                    spv::ZeroInitializeWorkgroupMemoryMode::Native
+                } else {
+                    spv::ZeroInitializeWorkgroupMemoryMode::Polyfill
+                },
+                force_loop_bounding: true,
+                ray_query_initialization_tracking: true,
+                use_storage_input_output_16: true,
+                fake_missing_bindings: false,
+                binding_map: Default::default(),
+                debug_info: debug.map(|source_code| spv::DebugInfo {
+                    source_code,
+                    file_name: "shader",
+                    language: spv::SourceLanguage::WGSL,
+                }),
+                task_dispatch_limits: None,
+                mesh_shader_primitive_indices_clamp: true,
+                trace_ray_argument_validation: true,
+                emit_int_div_checks: true,
+            }
+        }
+    }
+
+    fn uses_cooperative_matrix(module: &naga::Module) -> bool {
+        module
+            .types
+            .iter()
+            .any(|(_, ty)| matches!(ty.inner, naga::TypeInner::CooperativeMatrix { .. }))
+    }
+
+    /// The panic's message, for the report.
+    fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(non-string panic payload)".to_owned())
+    }
+
+    /// wgpu-hal's `BindingMap` for a pipeline layout matching the module's bindings
+    /// (wgpu-hal renumbers bindings densely per group; the identity keeps the shape).
+    fn binding_map(module: &naga::Module) -> spv::BindingMap {
+        module
+            .global_variables
+            .iter()
+            .filter_map(|(_, var)| {
+                let binding = var.binding?;
+                let binding_array_size = match module.types[var.ty].inner {
+                    naga::TypeInner::BindingArray {
+                        size: naga::ArraySize::Constant(n),
+                        ..
+                    } => Some(n.get()),
+                    _ => None,
+                };
+                let info = spv::BindingInfo {
+                    descriptor_set: binding.group,
+                    binding: binding.binding,
+                    binding_array_size,
+                };
+                Some((binding, info))
+            })
+            .collect()
+    }
+
+    /// Compiles every entry point of `module` as wgpu-hal's `Device::compile_stage` does
+    /// when a pipeline is created (wgpu-hal always uses its `SEPARATE_ENTRY_POINTS` path):
+    /// `process_overrides` for that entry point, then `spv::write_vec` with the pipeline
+    /// layout's binding map. An error or a panic is a failure message.
+    fn compile_entry_points(
+        module: &naga::Module,
+        info: &naga::valid::ModuleInfo,
+        options: &spv::Options,
+    ) -> Result<(), String> {
+        let mut options = options.clone();
+        options.binding_map = binding_map(module);
+        for ep in &module.entry_points {
+            let pipeline = spv::PipelineOptions {
+                shader_stage: ep.stage,
+                entry_point: ep.name.clone(),
+            };
+            let compiled = catch_unwind(AssertUnwindSafe(|| {
+                let (module, info) = naga::back::pipeline_constants::process_overrides(
+                    module,
+                    info,
+                    Some((ep.stage, &ep.name)),
+                    &Default::default(),
+                )
+                .map_err(|e| format!("pipeline constants: {e}"))?;
+                spv::write_vec(&module, &info, &options, Some(&pipeline))
+                    .map_err(|e| format!("SPIR-V backend error: {e}"))
+            }));
+            match compiled {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(format!("entry point `{}`: {e}", ep.name)),
+                Err(payload) => {
+                    return Err(format!(
+                        "entry point `{}`: SPIR-V backend PANICKED: {}",
+                        ep.name,
+                        panic_message(&*payload)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_entry_shader_compiles_to_spirv_in_every_declared_variant() {
+        // The expected panics would each print a backtrace banner; keep the output to the
+        // report below.
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let library = ShaderLibrary::embedded();
+        let mut failures = Vec::new();
+        let mut compiled = 0;
+        for path in list_entry_shaders() {
+            let header = library.header(path).unwrap_or_else(|e| panic!("{e}"));
+            for set in header.define_sets() {
+                let composed = library
+                    .compose(path, &define_refs(&set))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let (module, info) = composed.validate().unwrap_or_else(|e| panic!("{e}"));
+                for device in &DEVICES {
+                    if uses_cooperative_matrix(&module) && !device.cooperative_matrix {
+                        continue;
+                    }
+                    for debug in [None, Some(composed.source.as_str())] {
+                        let options = device.options(debug);
+                        if let Err(e) = compile_entry_points(&module, &info, &options) {
+                            failures.push(format!(
+                                "{path} with defines {set:?}\n  on {} (debug info: {}): {e}",
+                                device.name,
+                                debug.is_some()
+                            ));
+                        }
+                        compiled += 1;
+                    }
+                }
+            }
+        }
+        std::panic::set_hook(hook);
+        assert!(compiled > 0);
+        assert!(
+            failures.is_empty(),
+            "{} of {compiled} shader variant compilations failed in naga's SPIR-V backend:\n\n{}",
+            failures.len(),
+            failures.join("\n\n")
+        );
+    }
+}

@@ -213,7 +213,14 @@ fn ntc_coop_layer(thread: NtcThread, blocks: u32, params: u32, n_in: u32, n_out:
             let b = coopLoad<coop_mat16x16<f16, B>>(&ntc_wg_weights[params + cb * 16u * n_in + k], n_in);
             acc = coopMultiplyAdd(a, b, acc);
         }
-        coopStoreT(acc, &ntc_coop_y[rb * 16u * n_out + cb * 16u], n_out);
+        // Every operand of coopStore* must already be a value (a `let`, an argument): naga
+        // 30's WGSL front end pushes the store statement before emitting the expressions
+        // computed in its arguments, and the SPIR-V backend then panics ("Expression [n]
+        // is not cached!") on the index of `&ntc_coop_y[…]`. tests/shaders.rs compiles
+        // every variant to SPIR-V to catch this.
+        let result = acc;
+        let at = rb * 16u * n_out + cb * 16u;
+        coopStoreT(result, &ntc_coop_y[at], n_out);
     }
 }
 

@@ -129,7 +129,8 @@ pub enum ShaderError {
         /// naga's report over the composed source, plus the original location.
         report: String,
     },
-    /// wgpu rejected the module (usually a capability the device lacks, e.g. f16).
+    /// wgpu rejected the module (usually a capability the device lacks, e.g. f16), or
+    /// the shader compiler panicked creating it.
     #[error("shader `{path}`: creating the wgpu shader module failed: {message}")]
     Device {
         /// The entry shader.
@@ -436,7 +437,9 @@ impl<'s> ShaderLibrary<'s> {
     }
 
     /// Composes, validates with naga, then creates the module on `ctx`'s device; wgpu's
-    /// own validation (device capabilities) is caught in an error scope.
+    /// own validation (device capabilities) is caught in an error scope, and a panic of
+    /// the shader compiler (see [`catch_compiler_panic`]) is a [`ShaderError::Device`]
+    /// naming the shader and its defines.
     pub fn create_shader_module(
         &self,
         ctx: &GpuContext,
@@ -445,18 +448,57 @@ impl<'s> ShaderLibrary<'s> {
     ) -> Result<wgpu::ShaderModule, ShaderError> {
         let composed = self.compose(path, defines)?;
         composed.validate()?;
-        ctx.error_scope(|| {
-            ctx.device
-                .create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(path),
-                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(&composed.source)),
-                })
+        let created = catch_compiler_panic(|| {
+            ctx.error_scope(|| {
+                ctx.device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(path),
+                        source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(&composed.source)),
+                    })
+            })
         })
-        .map_err(|e| ShaderError::Device {
+        .map_err(|panic| ShaderError::Device {
+            path: path.to_owned(),
+            message: format!(
+                "the shader compiler panicked (a wgpu/naga bug) with defines [{}]: {panic}",
+                describe_defines(defines)
+            ),
+        })?;
+        created.map_err(|e| ShaderError::Device {
             path: path.to_owned(),
             message: e.to_string(),
         })
     }
+}
+
+/// Runs `f` (a wgpu call that compiles shaders: module or pipeline creation), turning a
+/// panic into `Err(panic message)` so that a shader-compiler bug costs one shader, not
+/// the process.
+///
+/// naga's backends, which wgpu runs when a module or pipeline is created (the Vulkan
+/// backend: when the pipeline is), have internal `unreachable!`s that some modules the
+/// validator accepts still reach (e.g. naga 30's SPIR-V writer on a `coopStore` whose
+/// index is computed in its arguments; `tests/shaders.rs` compiles every shader variant
+/// to SPIR-V to catch those before a device does). wgpu's error scopes and locks are
+/// guards released while unwinding, so the device stays usable; the panic message is
+/// still printed by the panic hook. Useless with `panic = "abort"`.
+pub fn catch_compiler_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".to_owned())
+    })
+}
+
+/// `A=1, B=2` for error messages.
+pub fn describe_defines(defines: &[(&str, &str)]) -> String {
+    defines
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// State of one `#ifdef`/`#ifndef` block.
@@ -702,6 +744,18 @@ mod tests {
                 .iter()
                 .any(|p| p.starts_with("common/"))
         );
+    }
+
+    #[test]
+    fn compiler_panics_become_errors() {
+        assert_eq!(catch_compiler_panic(|| 7), Ok(7));
+        let err = catch_compiler_panic(|| -> u32 { panic!("Expression [{}] is not cached!", 51) });
+        assert_eq!(err, Err("Expression [51] is not cached!".to_owned()));
+        assert_eq!(
+            catch_compiler_panic(|| -> u32 { panic!("static") }),
+            Err("static".to_owned())
+        );
+        assert_eq!(describe_defines(&[("A", "1"), ("B", "x")]), "A=1, B=x");
     }
 
     #[test]

@@ -2,12 +2,15 @@
 //!
 //! ```text
 //! shadow ─┐
-//! G-buffer ─► reference material pass ─► lighting ─► tonemap (final image or an AOV)
+//! G-buffer ─► reference material pass (original or baked textures)
+//!          └► or NTC decode pass (per-tile decoders, stochastic trilinear)
+//!               ─► lighting ─► temporal accumulation ─► tonemap (final image or an AOV)
+//!          (+ divergence counts per tile, optional heatmap, optional reference comparison)
 //! ```
 //!
-//! Owns the screen-sized targets, the frame uniform and one struct per pass
-//! ([`passes`]). It does not load scenes or decode images: it receives a [`Scene`] and
-//! uploads it through [`scene_gpu`].
+//! Owns the screen-sized targets, the frame uniform, the NTC packages of the modes it was
+//! given and one struct per pass ([`passes`]). It does not load scenes, decode images or
+//! compress: it receives a [`Scene`] (uploaded through [`scene_gpu`]) and packages.
 
 pub mod blue_noise;
 pub mod divergence;
@@ -252,6 +255,9 @@ pub enum RenderError {
     /// An NTC package or kernel could not be used.
     #[error(transparent)]
     Ntc(#[from] NtcRenderError),
+    /// An NTC mode was asked for before its package was given.
+    #[error("no package is loaded for the {0} mode")]
+    MissingPackage(RenderMode),
 }
 
 /// Default anisotropy: 16× on hardware; 1× (trilinear) on CPU adapters, where software
@@ -267,7 +273,8 @@ pub fn default_anisotropy(info: &wgpu::AdapterInfo) -> u16 {
 /// How NTC modes are decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NtcOptions {
-    /// The decode kernel; `None`: the best the device runs ([`NtcKernel::best`]).
+    /// The decode kernel; `None`: the best the device runs ([`NtcKernel::best`]), or
+    /// f16, else f32, when that one fails to build for the model or the adapter.
     pub kernel: Option<NtcKernel>,
     /// Screen tile of the decode and divergence passes.
     pub tile: TileSize,
@@ -533,13 +540,24 @@ impl Renderer {
         }
     }
 
+    /// Bind `mode` now (its package, and the decode pass with the chosen kernel), so that
+    /// a package or kernel that cannot be used is an error here instead of the logged
+    /// fallback to the reference that [`Self::record`] makes.
+    pub fn prepare(&mut self, ctx: &GpuContext, mode: RenderMode) -> Result<(), RenderError> {
+        if !self.has_mode(mode) {
+            return Err(RenderError::MissingPackage(mode));
+        }
+        self.bind_mode(ctx, mode)
+    }
+
     /// Decoders of `mode`'s package (None for the reference or a missing package).
     pub fn decoder_count(&self, mode: RenderMode) -> Option<usize> {
         self.packages.get(&mode).map(|p| p.gpu.decoder_count())
     }
 
-    /// Choose the decode kernel and tile size. An unavailable kernel is an error and
-    /// leaves the previous choice.
+    /// Choose the decode kernel and tile size. An unavailable explicitly chosen kernel is
+    /// an error and leaves the previous choice (an automatic one falls back, see
+    /// [`NtcOptions::kernel`]).
     pub fn set_ntc_options(
         &mut self,
         ctx: &GpuContext,
@@ -549,8 +567,7 @@ impl Renderer {
             return Ok(());
         }
         if let Some(decode) = &self.decode {
-            let kernel = options.kernel.unwrap_or(NtcKernel::best(&ctx.granted));
-            let pass = NtcDecodePass::new(ctx, &decode.config, kernel, options.tile)?;
+            let pass = decode_pass(ctx, &decode.config, &options)?;
             self.decode = Some(DecodePath {
                 pass,
                 config: decode.config.clone(),
@@ -643,12 +660,8 @@ impl Renderer {
                     .as_ref()
                     .is_none_or(|d| !same_decoder_shape(&d.config, config));
                 if rebuild {
-                    let kernel = self
-                        .ntc_options
-                        .kernel
-                        .unwrap_or(NtcKernel::best(&ctx.granted));
                     self.decode = Some(DecodePath {
-                        pass: NtcDecodePass::new(ctx, config, kernel, self.ntc_options.tile)?,
+                        pass: decode_pass(ctx, config, &self.ntc_options)?,
                         config: config.clone(),
                     });
                 }
@@ -770,6 +783,34 @@ impl Renderer {
         self.prev_clip_from_world = Some(Mat4::from_cols_array_2d(&uniform.clip_from_world));
         self.frame_index = self.frame_index.wrapping_add(1);
     }
+}
+
+/// The decode pass for `config` with `options`' kernel. A kernel left to the renderer
+/// (`None`) is [`NtcKernel::best`]; when that one fails to build (the model or the
+/// adapter's matrix configurations rule it out, or the shader compiler fails), the failure
+/// is logged and the pass falls back to f16 where supported, else f32. An explicitly
+/// chosen kernel's failure is the error.
+fn decode_pass(
+    ctx: &GpuContext,
+    config: &NtcConfig,
+    options: &NtcOptions,
+) -> Result<NtcDecodePass, NtcRenderError> {
+    if let Some(kernel) = options.kernel {
+        return NtcDecodePass::new(ctx, config, kernel, options.tile);
+    }
+    let mut kernels = vec![NtcKernel::best(&ctx.granted)];
+    for fallback in [NtcKernel::F16, NtcKernel::F32] {
+        if fallback.supported(&ctx.granted) && !kernels.contains(&fallback) {
+            kernels.push(fallback);
+        }
+    }
+    let mut result = NtcDecodePass::new(ctx, config, kernels[0], options.tile);
+    for pair in kernels.windows(2) {
+        let Err(e) = &result else { break };
+        log::warn!("NTC decode: {e}; falling back to the {} kernel", pair[1]);
+        result = NtcDecodePass::new(ctx, config, pair[1], options.tile);
+    }
+    result
 }
 
 /// Two configurations whose decoders the same decode pipeline runs (the latent grid

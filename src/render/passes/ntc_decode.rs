@@ -13,6 +13,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::gpu::shader::{catch_compiler_panic, describe_defines};
 use crate::gpu::{GpuContext, GpuTimer, GrantedFeatures, create_shader_module};
 use crate::ntc::model::{NtcConfig, OUTPUTS};
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines, ntc_pipeline};
@@ -204,7 +205,8 @@ impl NtcDecodePass {
 
     /// Build the pipeline for decoders of shape `config`, evaluated with `kernel`, one
     /// workgroup per `tile`. A kernel the device or the model cannot run is an error that
-    /// says why (pick another, e.g. [`NtcKernel::best`]).
+    /// says why (pick another, e.g. [`NtcKernel::best`]); so is a shader-compiler panic
+    /// while building the pipeline ([`NtcRenderError::KernelUnavailable`]).
     pub fn new(
         ctx: &GpuContext,
         config: &NtcConfig,
@@ -297,14 +299,25 @@ impl NtcDecodePass {
                 storage_target(10),
             ],
         });
-        let (ntc_layout, pipeline) = ntc_pipeline(
-            ctx,
-            Self::LABEL,
-            &layout,
-            &module,
-            "decode",
-            format!("creating the {kernel} decode pipeline"),
-        )?;
+        // wgpu's Vulkan backend compiles the shader (naga's SPIR-V writer) here, and a
+        // compiler panic must not take the process down: it makes the kernel unavailable
+        // (the renderer then falls back to another one).
+        let (ntc_layout, pipeline) = catch_compiler_panic(|| {
+            ntc_pipeline(
+                ctx,
+                Self::LABEL,
+                &layout,
+                &module,
+                "decode",
+                format!("creating the {kernel} decode pipeline"),
+            )
+        })
+        .map_err(|panic| {
+            unavailable(format!(
+                "the shader compiler panicked building ntc_decode.wgsl with defines [{}]: {panic}",
+                describe_defines(&define_refs)
+            ))
+        })??;
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(Self::LABEL),
             size: std::mem::size_of::<DecodeParams>() as u64,
