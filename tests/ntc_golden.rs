@@ -1,0 +1,574 @@
+//! Golden images of NTC rendering (one binary, one adapter: lavapipe in CI).
+//!
+//! The scene is a glTF written by the project's builder: two 2 × 2 m quads side by side,
+//! `checker` (16² base colour, the shared checkerboard) and `stripes` (16² diagonal
+//! stripes), plus an untextured orange strip in front. Each texture set is trained with
+//! the CPU reference trainer ([`train_cpu`], deterministic for its seed, ≈ 1 s per set)
+//! as a group of its own, so the package holds two materials on two decoders. Scene
+//! materials are mapped to package materials by set name ([`packages::material_map`],
+//! checked against [`map_scene_materials`]).
+//!
+//! Every render uses the F32 decode kernel and 8×8 tiles explicitly, so the images do not
+//! depend on the adapter's best kernel. Besides the goldens (compared with
+//! [`common::assert_golden`]'s tolerance), the tests check what the images mean: the NTC
+//! image is within a stated PSNR of the Reference-mode image of the same view, pixels
+//! without geometry are bit-identical to the reference, the heatmap's divergence counts
+//! match a CPU count from the G-buffer, and a wrong material map or a different mode
+//! moves the image beyond the golden tolerance (so the goldens can fail).
+//!
+//! `NEUROTEX_BLESS=1 cargo test --test ntc_golden` rewrites `tests/golden/ntc_*.png`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use glam::Vec3;
+use neurotex::gpu::read_texture;
+use neurotex::ntc::compress::set_constants;
+use neurotex::ntc::{NtcConfig, NtcPackage, Preset, TrainConfig, train_cpu};
+use neurotex::packages;
+use neurotex::render::headless::{OUTPUT_FORMAT, render_frames};
+use neurotex::render::ntc_gpu::map_scene_materials;
+use neurotex::render::passes::heatmap::{HeatmapPass, HeatmapSettings};
+use neurotex::render::passes::ntc_decode::{DecodeSettings, NtcKernel};
+use neurotex::render::scene_gpu::UploadOptions;
+use neurotex::render::tiles::TileSize;
+use neurotex::render::{
+    Aov, FrameOptions, FrameSettings, Lighting, NtcOptions, RenderMode, Renderer,
+};
+use neurotex::scene::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
+use neurotex::scene::{Camera, Scene};
+use neurotex::texture::LoadOptions;
+use neurotex::texture::inputs::{InputSets, InputSource};
+
+use common::ctx;
+
+/// Output size of every golden.
+const SIZE: (u32, u32) = (128, 72);
+
+/// Frames accumulated for the stochastic golden.
+const FRAMES: u32 = 16;
+
+/// Minimum PSNR (dB, sRGB 8-bit RGB over pixels with geometry) of the accumulated
+/// stochastic NTC image against the Reference-mode image of the same view, also
+/// accumulated over [`FRAMES`]. Measured on lavapipe: 29.7 dB (the sets train to 34.7 dB
+/// and 29.4 dB base colour PSNR with 4-bit latents; 16 stochastic samples per pixel add
+/// a little noise). The same image with the two materials swapped measures ≈ 10 dB and a
+/// single stochastic frame 17.5 dB, so 26 dB leaves room for Mesa/LLVM drift and still
+/// fails for a wrong material, a missing accumulation or a wrong mip.
+const MIN_PSNR_STOCHASTIC: f64 = 26.0;
+
+/// The same for one nearest-texel frame against one reference frame. Nearest sampling
+/// is not the reference's bilinear magnification (≈ 2–3 pixels per texel here), so every
+/// edge of a high-contrast checker square or stripe costs: measured 18.2 dB. The swapped
+/// map measures 10.2 dB.
+const MIN_PSNR_NEAREST: f64 = 16.0;
+
+/// The textured materials' sets, trained once per test binary.
+struct Fixture {
+    scene: Scene,
+    lighting: Lighting,
+    package: NtcPackage,
+    /// Scene material → package material, by set name.
+    map: Vec<Option<u32>>,
+}
+
+/// Diagonal stripes, 3 texels wide, yellow and dark green (a pattern unlike the checker,
+/// so that swapping the two materials is unmistakable).
+fn write_stripes_png(path: &std::path::Path, size: u32) {
+    let mut px = Vec::with_capacity((size * size * 4) as usize);
+    for y in 0..size {
+        for x in 0..size {
+            px.extend_from_slice(if ((x + y) / 3) % 2 == 0 {
+                &[230, 200, 50, 255]
+            } else {
+                &[20, 110, 60, 255]
+            });
+        }
+    }
+    image::save_buffer(path, &px, size, size, image::ExtendedColorType::Rgba8).expect("write png");
+}
+
+/// Two textured 2 × 2 m quads meeting at x = 0 (left `checker`, right `stripes`) and an
+/// untextured strip in front; materials in that order. Returns the .gltf path.
+fn write_scene() -> PathBuf {
+    let dir = common::temp_dir("ntc_golden");
+    common::write_checker_png(&dir.join("checker.png"), 16);
+    write_stripes_png(&dir.join("stripes.png"), 16);
+    let mut b = GltfBuilder::new();
+    let textured = |name: &str, image: &str| {
+        let mut m = MaterialDesc::new(name);
+        m.metallic_factor = 0.0;
+        m.roughness_factor = 0.6;
+        m.base_color_texture = Some(image.to_owned());
+        m
+    };
+    let checker = b.add_material(textured("checker_mat", "checker.png"));
+    let stripes = b.add_material(textured("stripes_mat", "stripes.png"));
+    let mut paint = MaterialDesc::new("paint");
+    paint.base_color_factor = [0.9, 0.45, 0.1, 1.0];
+    paint.metallic_factor = 0.0;
+    paint.roughness_factor = 0.4;
+    let paint = b.add_material(paint);
+    let quad = |b: &mut GltfBuilder, name: &str, w: f32, d: f32, mat: usize, at: Vec3| {
+        let mesh = b.add_mesh(name, plane(w, d, UvMode::Unit), mat);
+        b.add_mesh_node(name, mesh, NodeTransform::translation(at));
+    };
+    quad(&mut b, "left", 2.0, 2.0, checker, Vec3::new(-1.0, 0.0, 0.0));
+    quad(&mut b, "right", 2.0, 2.0, stripes, Vec3::new(1.0, 0.0, 0.0));
+    quad(&mut b, "strip", 4.0, 0.5, paint, Vec3::new(0.0, 0.0, 1.4));
+    b.write(&dir, "scene").expect("write fixture")
+}
+
+/// The small model: 8 features, two hidden layers of 32, 4-bit latents at source / 4.
+fn train_config() -> TrainConfig {
+    TrainConfig {
+        model: NtcConfig {
+            features: 8,
+            hidden: vec![32, 32],
+            preset: Preset::High,
+            ..NtcConfig::default()
+        },
+        batch_size: 256,
+        ..TrainConfig::default()
+    }
+}
+
+/// Main training steps per set (+ 5 % fine-tuning): ≈ 1 s per 16² set on one core.
+const STEPS: u64 = 800;
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let gltf = write_scene();
+        let opened = neurotex::scene::open::open(Some(&gltf)).expect("open scene");
+        let inputs = InputSets::open(&[InputSource::Scene(gltf.clone())]).expect("inputs");
+        assert_eq!(inputs.names, ["checker", "stripes"], "texture set names");
+        let sets = inputs
+            .load_sets(&LoadOptions {
+                allow_missing: false,
+                max_size: None,
+            })
+            .expect("load sets");
+        let constants = set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+        let config = train_config();
+        let started = std::time::Instant::now();
+        // One group (one decoder) per set, trained in parallel; seeds fixed per set.
+        let trained: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = sets
+                .iter()
+                .enumerate()
+                .map(|(i, set)| {
+                    let config = &config;
+                    s.spawn(move || {
+                        train_cpu(std::slice::from_ref(set), config, STEPS, 11 + i as u64)
+                            .expect("train")
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("training thread"))
+                .collect()
+        });
+        let mut package = NtcPackage::new(config.model.clone()).expect("package");
+        for (i, group) in trained.iter().enumerate() {
+            let psnr = group.materials[0].quality.psnr[0].expect("base colour PSNR");
+            eprintln!(
+                "trained `{}` in {:.2} s total: base colour {psnr:.1} dB",
+                group.materials[0].name,
+                started.elapsed().as_secs_f64()
+            );
+            // A set that did not learn would make every golden meaningless.
+            assert!(psnr > 25.0, "`{}` trained to {psnr} dB", inputs.names[i]);
+            let decoder = package
+                .add_group(group, &constants[i..i + 1])
+                .expect("add group");
+            assert_eq!(decoder, i as u32);
+        }
+        package.validate().expect("valid package");
+        let map = packages::material_map(&inputs, &package).expect("material map");
+        assert_eq!(map, [Some(0), Some(1), None]);
+        assert_eq!(
+            map_scene_materials(&package, &opened.scene).expect("scene map"),
+            map,
+            "the renderer's own name mapping agrees"
+        );
+        Fixture {
+            scene: opened.scene,
+            lighting: Lighting {
+                shadows: false,
+                ..Lighting::default()
+            },
+            package,
+            map,
+        }
+    })
+}
+
+/// Looking down at the quads from the front, about 30° below the horizon, slightly right
+/// of centre (so that the seam between the quads crosses 8×8 tiles instead of running
+/// along a tile edge): the top rows and both sides show no geometry.
+fn camera() -> Camera {
+    let position = Vec3::new(0.25, 1.7, 2.9);
+    Camera {
+        name: "golden".into(),
+        position,
+        forward: (Vec3::new(0.25, 0.0, 0.1) - position).normalize(),
+        yfov: 50f32.to_radians(),
+        znear: 0.1,
+    }
+}
+
+/// A renderer of the fixture scene whose `mode` uses `map`, decoding with the F32 kernel
+/// on 8×8 tiles.
+fn renderer(mode: RenderMode, map: &[Option<u32>]) -> Renderer {
+    let ctx = ctx();
+    let f = fixture();
+    let upload = UploadOptions {
+        allow_missing_textures: false,
+        max_texture_size: None,
+        anisotropy: None,
+    };
+    let mut r = Renderer::new(ctx, &f.scene, &upload, SIZE, OUTPUT_FORMAT).expect("renderer");
+    r.set_package(ctx, mode, f.package.clone(), map)
+        .expect("set package");
+    r.set_ntc_options(
+        ctx,
+        NtcOptions {
+            kernel: Some(NtcKernel::F32),
+            tile: TileSize::T8x8,
+        },
+    )
+    .expect("F32 kernel");
+    r
+}
+
+fn settings(mode: RenderMode, stochastic: bool) -> FrameSettings {
+    FrameSettings {
+        camera: camera(),
+        lighting: fixture().lighting,
+        aov: Aov::Final,
+        mode,
+        options: FrameOptions {
+            decode: DecodeSettings {
+                stochastic,
+                lod_bias: 0.0,
+            },
+            ..FrameOptions::default()
+        },
+    }
+}
+
+/// Render `frames` frames and read the last back, checking that `mode` really rendered
+/// (an NTC mode that fails to bind silently falls back to the reference) with F32.
+fn render(renderer: &mut Renderer, settings: &FrameSettings, frames: u32) -> Vec<u8> {
+    let ctx = ctx();
+    assert_eq!(renderer.active_mode(settings), settings.mode);
+    let frame = render_frames(ctx, renderer, settings, frames).expect("render");
+    if settings.mode != RenderMode::Reference {
+        assert_eq!(renderer.kernel(), Some(NtcKernel::F32));
+    }
+    assert_eq!(ctx.uncaptured_error_count(), 0, "validation errors");
+    frame.rgba8
+}
+
+/// Per pixel, whether the G-buffer of the last frame has geometry there.
+fn geometry_mask(renderer: &Renderer) -> Vec<bool> {
+    read_texture(ctx(), &renderer.gbuffer.material.texture, 0, 0)
+        .expect("read material ids")
+        .to_u32()
+        .expect("u32")
+        .into_iter()
+        .map(|w| w != u32::MAX)
+        .collect()
+}
+
+/// The Reference-mode image of the view after `frames` accumulated frames (1 or
+/// [`FRAMES`]) and the geometry mask, from a fresh renderer so that no NTC state can leak
+/// in. The accumulated reference is what an accumulated NTC image is compared with: the
+/// temporal pass's f16 history rounds even a constant background by one 8-bit step after
+/// a few frames, identically for both modes.
+fn reference(frames: u32) -> &'static (Vec<u8>, Vec<bool>) {
+    static ONE: OnceLock<(Vec<u8>, Vec<bool>)> = OnceLock::new();
+    static ACCUMULATED: OnceLock<(Vec<u8>, Vec<bool>)> = OnceLock::new();
+    let cell = match frames {
+        1 => &ONE,
+        FRAMES => &ACCUMULATED,
+        other => panic!("no reference of {other} frames"),
+    };
+    cell.get_or_init(|| {
+        let f = fixture();
+        let mut r = renderer(RenderMode::Baseline, &f.map);
+        let rgba = render(&mut r, &settings(RenderMode::Reference, false), frames);
+        let mask = geometry_mask(&r);
+        let covered = mask.iter().filter(|&&m| m).count();
+        let n = mask.len();
+        // The framing the assertions rely on: geometry and background both substantial.
+        assert!(
+            covered > n / 3 && covered < n * 9 / 10,
+            "{covered} of {n} pixels covered"
+        );
+        (rgba, mask)
+    })
+}
+
+/// PSNR in dB of `a` against `b` (sRGB RGB bytes) over the pixels where `mask` is true;
+/// infinite when identical.
+fn psnr(a: &[u8], b: &[u8], mask: &[bool]) -> f64 {
+    let (mut sum, mut n) = (0.0f64, 0usize);
+    for ((pa, pb), _) in a
+        .chunks_exact(4)
+        .zip(b.chunks_exact(4))
+        .zip(mask)
+        .filter(|(_, m)| **m)
+    {
+        for c in 0..3 {
+            let d = f64::from(pa[c]) - f64::from(pb[c]);
+            sum += d * d;
+        }
+        n += 3;
+    }
+    assert!(n > 0, "no pixel compared");
+    if sum == 0.0 {
+        return f64::INFINITY;
+    }
+    10.0 * (255.0f64 * 255.0 / (sum / n as f64)).log10()
+}
+
+/// Whether `a` would pass as `b`'s golden: the criteria of [`common::assert_golden`]
+/// (mean |diff| < 1/255 per channel and at most 1 % of pixels off by > 12/255), without
+/// panicking or writing files. Returns the verdict and the two measures.
+fn within_golden_tolerance(a: &[u8], b: &[u8]) -> (bool, f64, f64) {
+    let (mut sum, mut bad) = (0u64, 0usize);
+    for (pa, pb) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        let d = [0, 1, 2].map(|c| pa[c].abs_diff(pb[c]));
+        sum += d.iter().map(|&v| u64::from(v)).sum::<u64>();
+        bad += usize::from(d.iter().any(|&v| v > 12));
+    }
+    let pixels = a.len() / 4;
+    let mean = sum as f64 / (pixels * 3) as f64;
+    let bad_frac = bad as f64 / pixels as f64;
+    (mean < 1.0 && bad_frac <= 0.01, mean, bad_frac)
+}
+
+/// Pixels without geometry are the same bytes in `a` and the reference of as many frames.
+fn assert_background_identical(a: &[u8], frames: u32, what: &str) {
+    let (reference, mask) = reference(frames);
+    let mut differing = 0;
+    for ((pa, pr), m) in a.chunks_exact(4).zip(reference.chunks_exact(4)).zip(mask) {
+        if !m && pa != pr {
+            differing += 1;
+        }
+    }
+    assert_eq!(
+        differing, 0,
+        "{what}: background pixels differ from the reference"
+    );
+}
+
+/// (a) Baseline, nearest mip and texel, one frame.
+#[test]
+fn golden_ntc_baseline_nearest() {
+    let f = fixture();
+    let mut r = renderer(RenderMode::Baseline, &f.map);
+    let rgba = render(&mut r, &settings(RenderMode::Baseline, false), 1);
+    let (reference, mask) = reference(1);
+    assert_eq!(&geometry_mask(&r), mask, "same view, same coverage");
+    let db = psnr(&rgba, reference, mask);
+    eprintln!("nearest, 1 frame: {db:.2} dB against the reference");
+    assert!(
+        db >= MIN_PSNR_NEAREST,
+        "nearest NTC image is {db:.2} dB from the reference (min {MIN_PSNR_NEAREST})"
+    );
+    assert!(
+        db.is_finite(),
+        "the NTC image equals the reference: nothing was decoded"
+    );
+    assert_background_identical(&rgba, 1, "nearest");
+    common::assert_golden("ntc_baseline_nearest_128x72", SIZE.0, SIZE.1, &rgba);
+}
+
+/// (b) Baseline, stochastic mip and texel choice, 16 frames accumulated. Deterministic:
+/// the choice depends only on the blue-noise texture, the pixel and the frame index
+/// (which restarts at 0 on a fresh renderer, and on a mode switch), so a second run is
+/// byte-identical. The average converges towards the trilinear filter of decoded texels,
+/// so it is much closer to the (hardware-filtered) reference than a single stochastic
+/// frame.
+#[test]
+fn golden_ntc_baseline_stochastic_accumulated() {
+    let f = fixture();
+    let s = settings(RenderMode::Baseline, true);
+    let mut r = renderer(RenderMode::Baseline, &f.map);
+    let rgba = render(&mut r, &s, FRAMES);
+    let (accumulated, mask) = reference(FRAMES);
+    let db = psnr(&rgba, accumulated, mask);
+    eprintln!("stochastic, {FRAMES} frames: {db:.2} dB against the reference");
+    assert!(
+        db >= MIN_PSNR_STOCHASTIC,
+        "accumulated NTC image is {db:.2} dB from the reference (min {MIN_PSNR_STOCHASTIC})"
+    );
+    assert!(
+        db.is_finite(),
+        "the NTC image equals the reference: nothing was decoded"
+    );
+    assert_background_identical(&rgba, FRAMES, "stochastic");
+
+    // Accumulation matters: one stochastic frame is noisier than the average of 16.
+    let mut single = renderer(RenderMode::Baseline, &f.map);
+    let one = render(&mut single, &s, 1);
+    let db_one = psnr(&one, &reference(1).0, mask);
+    eprintln!("stochastic, 1 frame: {db_one:.2} dB against the reference");
+    assert!(
+        db > db_one + 1.0,
+        "{FRAMES} frames ({db:.2} dB) are not closer to the reference than 1 ({db_one:.2} dB)"
+    );
+
+    // Same renderer, mode switched away and back: history and frame index restart, so
+    // the result is the same bytes.
+    render(&mut r, &settings(RenderMode::Reference, false), 1);
+    let again = render(&mut r, &s, FRAMES);
+    assert_eq!(again, rgba, "accumulation is not deterministic");
+
+    common::assert_golden("ntc_baseline_stochastic16_128x72", SIZE.0, SIZE.1, &rgba);
+}
+
+/// (c) The divergence heatmap (distinct decoders per 8×8 tile) over the final image of
+/// the nearest Baseline frame. Two decoders: tiles on the seam between the quads count 2.
+/// The GPU's statistics equal a CPU count of decoders per tile from the G-buffer's
+/// material ids, the heatmap leaves pixels without geometry untouched (outside the
+/// colour bar) and tints those with geometry.
+#[test]
+fn golden_ntc_divergence_heatmap() {
+    let ctx = ctx();
+    let f = fixture();
+    let mut without = renderer(RenderMode::Baseline, &f.map);
+    assert_eq!(without.decoder_count(RenderMode::Baseline), Some(2));
+    let plain = render(&mut without, &settings(RenderMode::Baseline, false), 1);
+    let mut s = settings(RenderMode::Baseline, false);
+    s.options.heatmap = Some(HeatmapSettings::default());
+    let mut r = renderer(RenderMode::Baseline, &f.map);
+    let rgba = render(&mut r, &s, 1);
+    let stats = r.divergence_blocking(ctx).expect("divergence statistics");
+
+    // CPU count: distinct decoders (package decoder of each textured material) per tile.
+    let words = read_texture(ctx, &r.gbuffer.material.texture, 0, 0)
+        .expect("read material ids")
+        .to_u32()
+        .expect("u32");
+    let decoder_of = |word: u32| -> Option<u32> {
+        if word == u32::MAX {
+            return None;
+        }
+        let material = (word & 0xF_FFFF) as usize;
+        f.map[material].map(|p| f.package.materials[p as usize].decoder)
+    };
+    let (tw, th) = TileSize::T8x8.grid(SIZE);
+    let mut histogram = vec![0u32; TileSize::T8x8.pixels() as usize + 1];
+    for ty in 0..th {
+        for tx in 0..tw {
+            let mut seen = [false; 2];
+            for y in ty * 8..((ty + 1) * 8).min(SIZE.1) {
+                for x in tx * 8..((tx + 1) * 8).min(SIZE.0) {
+                    if let Some(d) = decoder_of(words[(y * SIZE.0 + x) as usize]) {
+                        seen[d as usize] = true;
+                    }
+                }
+            }
+            histogram[seen.iter().filter(|&&s| s).count()] += 1;
+        }
+    }
+    eprintln!("decoders per tile: {:?}", &histogram[..3]);
+    assert!(
+        histogram[2] >= 3,
+        "the seam crosses several tiles: {histogram:?}"
+    );
+    assert_eq!(stats.histogram, histogram, "GPU decoders per tile");
+    // Baseline: the current map is the baseline map.
+    assert_eq!(stats.baseline_histogram, histogram);
+
+    let bar = HeatmapPass::color_bar_rect(SIZE).expect("a colour bar fits");
+    let in_bar = |i: usize| {
+        let (x, y) = ((i as u32) % SIZE.0, (i as u32) / SIZE.0);
+        (bar.x..bar.x + bar.width).contains(&x) && (bar.y..bar.y + bar.height).contains(&y)
+    };
+    let mask = geometry_mask(&r);
+    let (mut tinted, mut geometry) = (0, 0);
+    for (i, (ph, pp)) in rgba.chunks_exact(4).zip(plain.chunks_exact(4)).enumerate() {
+        if in_bar(i) {
+            continue;
+        }
+        if mask[i] {
+            geometry += 1;
+            tinted += usize::from(ph != pp);
+        } else {
+            assert_eq!(ph, pp, "heatmap tinted background pixel {i}");
+        }
+    }
+    assert!(
+        tinted * 100 >= geometry * 95,
+        "only {tinted} of {geometry} geometry pixels tinted"
+    );
+    common::assert_golden("ntc_divergence_heatmap_128x72", SIZE.0, SIZE.1, &rgba);
+}
+
+/// The goldens can fail: a package whose materials are swapped (the checker decoded on
+/// the stripes' quad and vice versa), the reference mode and the stochastic single frame
+/// all fall outside the golden tolerance of the nearest Baseline image, and the swapped
+/// map also falls far below the PSNR bound. A mode without a package renders the
+/// reference (so [`render`]'s `active_mode` check is what catches that fallback).
+#[test]
+fn wrong_map_or_mode_exceeds_tolerance() {
+    let f = fixture();
+    let s = settings(RenderMode::Baseline, false);
+    let mut r = renderer(RenderMode::Baseline, &f.map);
+    let good = render(&mut r, &s, 1);
+    let (reference_one, mask) = reference(1);
+
+    let swapped_map = [Some(1), Some(0), None];
+    let mut swapped = renderer(RenderMode::Baseline, &swapped_map);
+    let bad = render(&mut swapped, &s, 1);
+    let (ok, mean, frac) = within_golden_tolerance(&bad, &good);
+    eprintln!(
+        "swapped map: mean {mean:.2}/255, {:.1} % pixels off",
+        frac * 100.0
+    );
+    assert!(!ok, "a swapped material map passes the golden tolerance");
+    let db = psnr(&bad, reference_one, mask);
+    eprintln!("swapped map, nearest: {db:.2} dB against the reference");
+    assert!(
+        db < MIN_PSNR_NEAREST - 3.0,
+        "swapped map is {db:.2} dB from the reference"
+    );
+    let mut swapped = renderer(RenderMode::Baseline, &swapped_map);
+    let bad = render(&mut swapped, &settings(RenderMode::Baseline, true), FRAMES);
+    let db = psnr(&bad, &reference(FRAMES).0, mask);
+    eprintln!("swapped map, {FRAMES} stochastic frames: {db:.2} dB against the reference");
+    assert!(
+        db < MIN_PSNR_STOCHASTIC - 10.0,
+        "swapped map is {db:.2} dB from the reference"
+    );
+
+    let (ok, mean, frac) = within_golden_tolerance(reference_one, &good);
+    eprintln!(
+        "reference mode: mean {mean:.2}/255, {:.1} % pixels off",
+        frac * 100.0
+    );
+    assert!(!ok, "the reference image passes as the NTC golden");
+
+    let mut fresh = renderer(RenderMode::Baseline, &f.map);
+    let stochastic = render(&mut fresh, &settings(RenderMode::Baseline, true), 1);
+    let (ok, mean, frac) = within_golden_tolerance(&stochastic, &good);
+    eprintln!(
+        "stochastic frame: mean {mean:.2}/255, {:.1} % pixels off",
+        frac * 100.0
+    );
+    assert!(!ok, "a stochastic frame passes as the nearest golden");
+
+    // No package for Clustered: the frame is the reference, byte for byte.
+    let clustered = settings(RenderMode::Clustered, false);
+    assert_eq!(r.active_mode(&clustered), RenderMode::Reference);
+    let fallback = render_frames(ctx(), &mut r, &clustered, 1).expect("render");
+    assert_eq!(&fallback.rgba8, reference_one);
+}
