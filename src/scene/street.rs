@@ -138,6 +138,10 @@ pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, StreetE
         reason,
     })?;
     write_atomic(&toml_path, text.as_bytes()).map_err(io_error(&toml_path))?;
+    // The manifest's categories, where the offline tools look for a scene's labels (the
+    // `category` strategy groups by `paper_category`).
+    let csv_path = out_dir.join("texture_sets.csv");
+    write_atomic(&csv_path, categories_csv(&entries).as_bytes()).map_err(io_error(&csv_path))?;
     log::info!(
         "street: {} texture sets, {} triangles → {}",
         entries.len(),
@@ -156,6 +160,27 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> StreetError + use<> {
 // ---------------------------------------------------------------------------------------
 // Materials and image references
 // ---------------------------------------------------------------------------------------
+
+/// `set_id,category,paper_category` for every manifest row (CSV, quoted as needed).
+fn categories_csv(entries: &[ManifestEntry]) -> String {
+    let quote = |v: &str| {
+        if v.contains([',', '"', '\n']) {
+            format!("\"{}\"", v.replace('"', "\"\""))
+        } else {
+            v.to_string()
+        }
+    };
+    let mut s = String::from("set_id,category,paper_category\n");
+    for e in entries {
+        s.push_str(&format!(
+            "{},{},{}\n",
+            quote(&e.material.name),
+            quote(&e.category),
+            quote(&e.paper_category)
+        ));
+    }
+    s
+}
 
 /// The glTF material of a manifest row; images are referenced relative to `base`.
 fn material_desc(
@@ -2335,6 +2360,14 @@ mod tests {
             .map(|p| p.material)
             .collect();
         assert_eq!(used.len(), 36, "every material is drawn");
+        // The manifest's categories travel with the scene for the `category` strategy.
+        let inputs =
+            crate::texture::inputs::InputSets::open(&[crate::texture::inputs::InputSource::Scene(
+                dir.join("street.toml"),
+            )])
+            .expect("inputs open");
+        let labelled = inputs.categories.iter().filter(|c| !c.is_empty()).count();
+        assert_eq!(labelled, 36, "categories: {:?}", inputs.categories);
         let triangles = scene.triangle_count();
         assert!(
             (20_000..=300_000).contains(&triangles),

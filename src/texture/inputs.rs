@@ -73,16 +73,31 @@ impl InputSets {
                     let csv = path.with_file_name("texture_sets.csv");
                     let (descs, _) = super::scene_texture_sets(&opened.scene.materials);
                     let names: Vec<String> = descs.iter().map(TextureSetDesc::name).collect();
-                    let cats = if csv.exists() {
-                        categories_from_csv(&csv, "paper_category", &names)?
+                    // Rows name a set or, failing that, a material using it (a generated
+                    // street names its materials by the manifest's set ids).
+                    let material_names: Vec<String> = opened
+                        .scene
+                        .materials
+                        .iter()
+                        .map(|m| m.name.clone())
+                        .collect();
+                    let (cats, material_cats) = if csv.exists() {
+                        (
+                            categories_from_csv(&csv, "paper_category", &names)?,
+                            categories_from_csv(&csv, "paper_category", &material_names)?,
+                        )
                     } else {
-                        vec![String::new(); names.len()]
+                        (
+                            vec![String::new(); names.len()],
+                            vec![String::new(); material_names.len()],
+                        )
                     };
-                    for m in &opened.scene.materials {
+                    for (m, by_material) in opened.scene.materials.iter().zip(material_cats) {
                         let label = TextureSetDesc::from_material(m)
                             .and_then(|d| descs.iter().position(|x| *x == d))
                             .map(|i| cats[i].clone())
-                            .unwrap_or_default();
+                            .filter(|c| !c.is_empty())
+                            .unwrap_or(by_material);
                         materials.push(m.clone());
                         labels.push(label);
                     }
