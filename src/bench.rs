@@ -170,13 +170,16 @@ pub fn run_bench(
         };
         for (kernel, tile) in configs {
             if let (Some(k), Some(t)) = (kernel, tile) {
-                if let Err(e) = renderer.set_ntc_options(
-                    ctx,
-                    NtcOptions {
-                        kernel: Some(k),
-                        tile: t,
-                    },
-                ) {
+                let set = renderer
+                    .set_ntc_options(
+                        ctx,
+                        NtcOptions {
+                            kernel: Some(k),
+                            tile: t,
+                        },
+                    )
+                    .and_then(|()| renderer.prepare(ctx, mode));
+                if let Err(e) = set {
                     note(&format!("{mode} {k} {t}: skipped ({e})"));
                     continue;
                 }
@@ -236,8 +239,11 @@ fn measure(
         Ok(timer.collect(ctx))
     };
     let first = cameras.first().cloned().ok_or(BenchError::NoFrames)?;
+    // Every frame's statistics are read (collecting the timings waited for the GPU), so
+    // the readback ring never fills and the middle frame's are its own.
     for _ in 0..warmup {
         frame(renderer, &first, &mut timer)?;
+        renderer.try_divergence(&ctx.device);
     }
     let mut material = Vec::new();
     let mut total = Vec::new();
@@ -246,13 +252,26 @@ fn measure(
         let timings = frame(renderer, camera, &mut timer)?;
         material.push(material_ms(&timings));
         total.push(timings.iter().map(|t| t.ms).sum());
+        let stats = renderer.try_divergence(&ctx.device);
         if i == cameras.len() / 2 {
-            divergence = Some(renderer.divergence_blocking(ctx)?);
+            divergence = stats;
         }
     }
     let divergence = match divergence {
         Some(d) => d,
-        None => renderer.divergence_blocking(ctx)?,
+        None => {
+            let mut encoder = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("bench.divergence"),
+                });
+            let middle = &cameras[cameras.len() / 2];
+            ctx.error_scope(|| {
+                renderer.record(ctx, &mut encoder, output, &settings(middle), &timer)
+            })?;
+            ctx.queue.submit([encoder.finish()]);
+            renderer.divergence_blocking(ctx)?
+        }
     };
     Ok(BenchRow {
         mode,

@@ -4,17 +4,23 @@
 //!
 //! ```text
 //! glTF / manifest ─► scene::Scene ─► texture::TextureSet (canonical 12 channels, mips)
-//!                          │                      │
-//!                          ▼                      ▼
-//!            render::Renderer: G-buffer ─► reference material pass ─► lighting ─► tonemap
+//!                                         │ cluster (embed, k-means, strategies)
+//!                                         ▼ ntc::compress (GPU trainer) ─► .ntc package
+//! render::Renderer: G-buffer ─► reference material pass | NTC decode pass (per-tile
+//!     decoders, stochastic trilinear) ─► lighting ─► temporal ─► tonemap (+ divergence)
 //! ```
 //!
 //! Module map:
 //! - [`gpu`]: adapter/device creation, feature negotiation, timestamp scopes, readback,
 //!   shader loading with `#import`.
 //! - [`scene`]: glTF import, tangents, cameras, scene description files, built-in scenes.
-//! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests.
-//! - [`render`]: the deferred renderer, one struct per pass.
+//! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, inputs.
+//! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans.
+//! - [`ntc`]: the codec: model, quantisation, `.ntc` format, trainers, compression.
+//! - [`packages`]: a scene's package per strategy, compressed on demand and cached.
+//! - [`render`]: the deferred renderer, one struct per pass, NTC decoding and divergence.
+//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings.
+//! - [`app`], [`ui`]: the interactive viewer and its overlay.
 
 pub mod app;
 pub mod bench;

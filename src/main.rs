@@ -297,6 +297,9 @@ struct ViewArgs {
     /// Start with the heatmap of distinct decoders per tile.
     #[arg(long)]
     heatmap: bool,
+    /// The NTC modes to prepare packages for (default: all; fewer saves compression time).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
+    modes: Vec<RenderMode>,
 }
 
 #[derive(Args, Debug)]
@@ -327,7 +330,7 @@ struct RenderArgs {
     #[command(flatten)]
     ntc: NtcArgs,
     /// Render this many frames of the static view and output the last (temporal
-    /// accumulation resolves the stochastic NTC filtering and transparency).
+    /// accumulation resolves the stochastic NTC filtering).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     accumulate: u32,
     /// Also write the image with the heatmap of distinct decoders per tile, and print the
@@ -583,6 +586,7 @@ fn view(a: ViewArgs) -> Result<()> {
         },
         options: a.ntc.options(),
         heatmap: a.heatmap,
+        modes: a.modes.clone(),
     })?;
     Ok(())
 }
@@ -613,6 +617,11 @@ fn render(a: RenderArgs) -> Result<()> {
         println!("missing texture (constants used): {m}");
     }
     let mode = a.ntc.mode;
+    if a.psnr && a.ntc.inference_on_load {
+        anyhow::bail!(
+            "--psnr compares per-pixel decoding with the reference; it is not available with --inference-on-load"
+        );
+    }
     if mode != RenderMode::Reference {
         load_package(&ctx, &mut renderer, &opened, &a.ntc, a.max_texture_size)?;
         renderer.set_ntc_options(
@@ -622,6 +631,7 @@ fn render(a: RenderArgs) -> Result<()> {
                 tile: a.ntc.tile,
             },
         )?;
+        renderer.prepare(&ctx, mode)?;
     }
     let mut settings = FrameSettings {
         camera,

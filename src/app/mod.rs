@@ -95,6 +95,8 @@ pub struct ViewerOptions {
     pub options: FrameOptions,
     /// Start with the divergence heatmap on.
     pub heatmap: bool,
+    /// The NTC modes whose packages the viewer prepares (the others stay unavailable).
+    pub modes: Vec<RenderMode>,
 }
 
 impl Default for ViewerOptions {
@@ -114,6 +116,7 @@ impl Default for ViewerOptions {
             ntc: NtcOptions::default(),
             options: FrameOptions::default(),
             heatmap: false,
+            modes: RenderMode::ALL.to_vec(),
         }
     }
 }
@@ -229,8 +232,9 @@ struct LoadedScene {
     start: Camera,
     /// Pivot distance of `start`.
     focus: f32,
-    /// The scene's NTC packages being loaded or made.
-    packages: PackageJobs,
+    /// The scene's NTC packages being loaded or made: started when an NTC mode is first
+    /// chosen, so a session that stays on the reference costs no compression.
+    packages: Option<PackageJobs>,
 }
 
 /// A load running on a background thread.
@@ -249,8 +253,6 @@ struct LoadRequest {
     size: (u32, u32),
     format: wgpu::TextureFormat,
     camera_path: Option<String>,
-    recipe: PackageRecipe,
-    packages: Option<PathBuf>,
 }
 
 impl LoadRequest {
@@ -297,12 +299,6 @@ impl LoadRequest {
             renderer.scene.missing_textures.len(),
         );
         let focus = camera_control::focus_distance(&start, &opened.scene.bounds);
-        let packages = PackageJobs::start(
-            self.ctx.clone(),
-            opened.scene.source.clone(),
-            self.recipe.clone(),
-            self.packages.clone(),
-        );
         log::info!(
             "loaded {} in {:.1} s: {} triangles, {} materials, {} texture sets ({})",
             stats.name,
@@ -319,7 +315,7 @@ impl LoadRequest {
             stats,
             start,
             focus,
-            packages,
+            packages: None,
         })
     }
 }
@@ -514,6 +510,8 @@ struct Viewer {
     ntc: NtcInfo,
     /// Measure the PSNR of the next frame.
     psnr_request: bool,
+    /// The lighting of the last frame: a change restarts the accumulation.
+    last_lighting: Option<crate::render::Lighting>,
 }
 
 impl Viewer {
@@ -654,6 +652,7 @@ impl Viewer {
             frames_done: 0,
             ntc: NtcInfo::default(),
             psnr_request: false,
+            last_lighting: None,
         };
         viewer.start_load(true);
         Ok(viewer)
@@ -683,7 +682,10 @@ impl Viewer {
         };
         let mode = self.settings.mode;
         scene.renderer.has_mode(mode)
-            || matches!(scene.packages.status(mode), PackageStatus::Failed(_))
+            || scene
+                .packages
+                .as_ref()
+                .is_some_and(|p| matches!(p.status(mode), PackageStatus::Failed(_)))
     }
 
     /// Hands finished packages to the renderer and refreshes the NTC overlay facts.
@@ -693,7 +695,26 @@ impl Viewer {
             self.ntc = NtcInfo::default();
             return;
         };
-        for ready in scene.packages.poll() {
+        if scene.packages.is_none() && self.settings.mode != RenderMode::Reference {
+            // The chosen mode first, then the others in order.
+            let mut modes = self.options.modes.clone();
+            modes.sort_by_key(|m| *m != self.settings.mode);
+            scene.packages = Some(PackageJobs::start(
+                self.ctx.clone(),
+                scene.opened.scene.source.clone(),
+                PackageRecipe {
+                    max_texture_size: self.options.upload.max_texture_size,
+                    ..self.options.recipe.clone()
+                },
+                self.options.packages.clone(),
+                &modes,
+            ));
+        }
+        let ready = scene
+            .packages
+            .as_mut()
+            .map_or_else(Vec::new, PackageJobs::poll);
+        for ready in ready {
             if let Err(e) = scene.renderer.set_package(
                 &self.ctx,
                 ready.mode,
@@ -715,12 +736,20 @@ impl Viewer {
             self.ntc.divergence = Some(d);
         }
         let renderer = &scene.renderer;
-        self.ntc.modes = scene
-            .packages
-            .statuses()
-            .into_iter()
-            .map(|(mode, status)| (mode, status.describe(), renderer.has_mode(mode)))
-            .collect();
+        self.ntc.modes = match &scene.packages {
+            Some(jobs) => jobs
+                .statuses()
+                .into_iter()
+                .map(|(mode, status)| (mode, status.describe(), renderer.has_mode(mode)))
+                .collect(),
+            None => self
+                .options
+                .modes
+                .iter()
+                .filter(|m| m.strategy().is_some())
+                .map(|&m| (m, "choose to prepare".to_string(), false))
+                .collect(),
+        };
         self.ntc.kernel = renderer.kernel();
         self.ntc.kernels = NtcKernel::ALL
             .into_iter()
@@ -753,11 +782,6 @@ impl Viewer {
             } else {
                 None
             },
-            recipe: PackageRecipe {
-                max_texture_size: self.options.upload.max_texture_size,
-                ..self.options.recipe.clone()
-            },
-            packages: self.options.packages.clone(),
         };
         let what = scene_name(request.source.as_deref());
         let (tx, rx) = mpsc::channel();
@@ -1213,6 +1237,13 @@ impl Viewer {
             self.follow_path();
         }
         self.sync_settings();
+        if self.last_lighting != Some(self.settings.lighting) {
+            // Static pixels are never clipped, so old lighting would fade out slowly.
+            if let Some(scene) = &mut self.scene {
+                scene.renderer.reset_history();
+            }
+            self.last_lighting = Some(self.settings.lighting);
+        }
 
         // Scripted runs count frames once the first load has finished.
         let ready = self.loading.is_none() && self.mode_settled();

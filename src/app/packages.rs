@@ -83,20 +83,25 @@ pub struct PackageJobs {
 }
 
 impl PackageJobs {
-    /// Start making the packages of `scene` for every NTC mode (`prebuilt`: a folder of
-    /// `<strategy>.ntc` files to use instead of the cache where present).
+    /// Start making the packages of `scene` for `modes` (the NTC ones among them, in
+    /// order; `prebuilt`: a folder of `<strategy>.ntc` files to use instead of the cache
+    /// where present).
     pub fn start(
         ctx: GpuContext,
         scene: PathBuf,
         recipe: PackageRecipe,
         prebuilt: Option<PathBuf>,
+        modes: &[RenderMode],
     ) -> Self {
         let (tx, rx) = mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
-        let modes: Vec<RenderMode> = RenderMode::ALL
-            .into_iter()
-            .filter(|m| m.strategy().is_some())
-            .collect();
+        let mut wanted: Vec<RenderMode> = Vec::new();
+        for &m in modes {
+            if m.strategy().is_some() && !wanted.contains(&m) {
+                wanted.push(m);
+            }
+        }
+        let modes = wanted;
         let status = modes
             .iter()
             .enumerate()
@@ -143,12 +148,15 @@ impl PackageJobs {
         self.status.values().cloned().collect()
     }
 
-    /// The status of `mode` (Ready for the reference).
+    /// The status of `mode` (Ready for the reference; Failed for a mode not prepared).
     pub fn status(&self, mode: RenderMode) -> PackageStatus {
-        self.status
-            .values()
-            .find(|(m, _)| *m == mode)
-            .map_or(PackageStatus::Ready, |(_, s)| s.clone())
+        if mode.strategy().is_none() {
+            return PackageStatus::Ready;
+        }
+        self.status.values().find(|(m, _)| *m == mode).map_or_else(
+            || PackageStatus::Failed("not prepared (see --modes)".into()),
+            |(_, s)| s.clone(),
+        )
     }
 }
 

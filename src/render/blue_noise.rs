@@ -5,7 +5,7 @@
 //! in (0, 1) occurs once per tile and texels that are close on the torus hold values that
 //! are far apart: the pattern's power sits at high spatial frequencies. Shaders sample it
 //! through `blue_noise()` in `shaders/common/blue_noise.wgsl` (toroidal offsets per
-//! channel, a golden-ratio offset per frame).
+//! channel, R3-sequence offsets per frame and channel).
 //!
 //! # Method (Ulichney 1993, "The void-and-cluster method for dither array generation")
 //!

@@ -38,4 +38,22 @@ pub const SHORTCUTS: &[(&str, &str)] = &[
     ),
     ("- / =", "Render scale −/+ 0.25 (0.25–1.0)"),
     ("V", "Vsync on / off"),
+    (
+        "M",
+        "Material source: reference → baseline → clustered → single → random → category",
+    ),
+    (
+        "H",
+        "Heatmap on / off (source in the Neural textures panel)",
+    ),
+    ("T", "Temporal accumulation on / off"),
+    (
+        "F",
+        "Stochastic trilinear filtering on / off (off: nearest mip and texel)",
+    ),
+    (
+        "B",
+        "Inference on load on / off (decode the package into textures once)",
+    ),
+    ("X", "Measure the PSNR against the reference"),
 ];

@@ -1,6 +1,8 @@
-//! The viewer's egui overlay: the controls panel (scene, view, lighting, camera, camera
-//! paths, device), the GPU timing panel (per-pass medians and a rolling frame-time
-//! graph), the help panel, the loading indicator and the scene error panel.
+//! The viewer's egui overlay: the controls panel (scene, view, neural textures, lighting,
+//! camera, camera paths, device), the GPU timing panel (per-pass medians and a rolling
+//! frame-time graph), the divergence window (score and histograms of this mode next to
+//! the baseline), the heatmap's colour-bar labels, the help panel, the loading indicator
+//! and the scene error panel.
 //!
 //! The overlay reads facts ([`OverlayInfo`]), edits settings in place
 //! ([`OverlayControls`]) and returns what the viewer must do ([`UiAction`]); it owns no
@@ -540,7 +542,7 @@ fn ntc_section(
         ui.horizontal(|ui| {
             if ui
                 .add_enabled(
-                    ntc.active_mode != RenderMode::Reference,
+                    ntc.active_mode != RenderMode::Reference && !settings.options.inference_on_load,
                     egui::Button::new("PSNR vs reference (X)"),
                 )
                 .clicked()
@@ -569,7 +571,7 @@ pub fn mode_name(mode: RenderMode) -> &'static str {
 fn divergence_window(ctx: &egui::Context, ntc: &NtcInfo, d: &DivergenceStats) {
     egui::Window::new(RichText::new("Divergence").strong())
         .id(egui::Id::unique("divergence"))
-        .anchor(Align2::RIGHT_BOTTOM, vec2(-8.0, -36.0))
+        .anchor(Align2::LEFT_BOTTOM, vec2(8.0, -36.0))
         .resizable(false)
         .collapsible(true)
         .show(ctx, |ui| {
@@ -580,7 +582,7 @@ fn divergence_window(ctx: &egui::Context, ntc: &NtcInfo, d: &DivergenceStats) {
                     ui.label(RichText::new(ntc.active_mode.name()).color(GPU_COLOR));
                     ui.label(RichText::new("baseline").color(FRAME_COLOR));
                     ui.end_row();
-                    ui.label(RichText::new("𝒟 = mean |D − 1|").color(DIM));
+                    ui.label(RichText::new("score mean |D − 1|").color(DIM));
                     ui.label(
                         RichText::new(format!("{:.3}", d.score))
                             .monospace()
