@@ -399,7 +399,7 @@ struct NtcArgs {
     /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
     #[arg(long)]
     packages: Option<PathBuf>,
-    /// Decode kernel (default: the fastest the GPU runs).
+    /// Decode kernel (default: f16 where the GPU has it, else f32).
     #[arg(long, value_enum)]
     kernel: Option<NtcKernel>,
     /// Screen tile of the decode pass.

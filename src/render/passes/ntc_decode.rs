@@ -75,13 +75,16 @@ impl NtcKernel {
         self.missing(granted).is_none()
     }
 
-    /// The fastest kernel the features allow: cooperative matrices, then f16, then f32.
+    /// The kernel used when none is chosen: f16 where the features allow, else f32.
+    /// Cooperative matrices only on request: measured on an H200 (docs/RESULTS.md), they
+    /// were 4–17 % slower than f16 at ~1.3 decoders per tile, where each decoder's
+    /// 64-pixel batch is too little work to amortise staging it into matrix tiles.
     pub fn best(granted: &GrantedFeatures) -> NtcKernel {
-        Self::ALL
-            .into_iter()
-            .rev()
-            .find(|k| k.supported(granted))
-            .unwrap_or(NtcKernel::F32)
+        if NtcKernel::F16.supported(granted) {
+            NtcKernel::F16
+        } else {
+            NtcKernel::F32
+        }
     }
 
     /// The first missing feature, by its [`GrantedFeatures`] name.
