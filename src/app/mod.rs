@@ -910,10 +910,12 @@ impl Viewer {
                 self.screenshot = Some(next_screenshot_path(&dir, &mut self.screenshot_counter));
             }
             UiAction::ResetCamera => {
-                if let Some(s) = &self.scene {
+                if let Some(s) = &mut self.scene {
                     self.player.playing = false;
                     self.camera = self.camera.reset(&s.start, s.focus);
                     self.status = "camera reset".into();
+                    // A camera cut: the history would be reprojected from far away.
+                    s.renderer.reset_history();
                 }
             }
             UiAction::PlayPath => {
@@ -923,6 +925,9 @@ impl Viewer {
                 if self.selected_path.is_some() {
                     self.player.time = 0.0;
                     self.player.playing = true;
+                    if let Some(s) = &mut self.scene {
+                        s.renderer.reset_history();
+                    }
                 }
             }
             UiAction::ToggleRecording => self.toggle_recording(),
@@ -1502,6 +1507,21 @@ fn clear(encoder: &mut wgpu::CommandEncoder, target: &wgpu::TextureView) {
     });
 }
 
+/// The heatmap of `source`: distinct counts per tile from 1 to 8, or the squared error
+/// of sRGB-encoded radiance from 0 to 0.05.
+fn heatmap_settings(source: HeatmapSource) -> HeatmapSettings {
+    let (lo, hi) = match source {
+        HeatmapSource::Error => (0.0, 0.05),
+        _ => (1.0, 8.0),
+    };
+    HeatmapSettings {
+        source,
+        lo,
+        hi,
+        ..HeatmapSettings::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1547,20 +1567,5 @@ mod tests {
         assert_eq!(scaled_size((1280, 720), 0.01), (320, 180));
         assert_eq!(scaled_size((3, 3), 0.25), (1, 1));
         assert_eq!(scaled_size((100, 100), 2.0), (100, 100));
-    }
-}
-
-/// The heatmap of `source`: distinct counts per tile from 1 to 8, or the squared error
-/// of sRGB-encoded radiance from 0 to 0.05.
-fn heatmap_settings(source: HeatmapSource) -> HeatmapSettings {
-    let (lo, hi) = match source {
-        HeatmapSource::Error => (0.0, 0.05),
-        _ => (1.0, 8.0),
-    };
-    HeatmapSettings {
-        source,
-        lo,
-        hi,
-        ..HeatmapSettings::default()
     }
 }

@@ -186,7 +186,7 @@ impl Default for Lighting {
 
 /// How a frame is made besides what it shows: the NTC decode settings, temporal
 /// accumulation, the heatmap overlay and the comparison against the reference.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FrameOptions {
     /// Stochastic mip and texel choice of the decode pass.
     pub decode: DecodeSettings,
@@ -200,18 +200,6 @@ pub struct FrameOptions {
     pub heatmap: Option<HeatmapSettings>,
     /// Also render the reference path's radiance and compare (error heatmap, PSNR).
     pub compare: bool,
-}
-
-impl Default for FrameOptions {
-    fn default() -> Self {
-        Self {
-            decode: DecodeSettings::default(),
-            inference_on_load: false,
-            temporal: TemporalSettings::default(),
-            heatmap: None,
-            compare: false,
-        }
-    }
 }
 
 /// What one frame shows.
@@ -271,22 +259,13 @@ pub fn default_anisotropy(info: &wgpu::AdapterInfo) -> u16 {
 }
 
 /// How NTC modes are decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NtcOptions {
     /// The decode kernel; `None`: the best the device runs ([`NtcKernel::best`]), or
     /// f16, else f32, when that one fails to build for the model or the adapter.
     pub kernel: Option<NtcKernel>,
     /// Screen tile of the decode and divergence passes.
     pub tile: TileSize,
-}
-
-impl Default for NtcOptions {
-    fn default() -> Self {
-        Self {
-            kernel: None,
-            tile: TileSize::default(),
-        }
-    }
 }
 
 /// One NTC mode's package on the GPU.

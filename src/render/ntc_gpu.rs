@@ -788,6 +788,45 @@ impl<'p> NtcCpuReference<'p> {
     }
 }
 
+/// The NTC data's bind-group layout (group 1, [`NtcSceneGpu::layout_entries`]) and a
+/// compute pipeline of `module`'s `entry` over (`layout`, that layout): what the decode
+/// and bake passes share. `what` names the pipeline in errors.
+pub(crate) fn ntc_pipeline(
+    ctx: &crate::gpu::GpuContext,
+    label: &str,
+    layout: &wgpu::BindGroupLayout,
+    module: &wgpu::ShaderModule,
+    entry: &str,
+    what: String,
+) -> Result<(wgpu::BindGroupLayout, wgpu::ComputePipeline), NtcRenderError> {
+    let device = &ctx.device;
+    let ntc_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("ntc"),
+        entries: &NtcSceneGpu::layout_entries(),
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(label),
+        bind_group_layouts: &[Some(layout), Some(&ntc_layout)],
+        immediate_size: 0,
+    });
+    let pipeline = ctx
+        .error_scope(|| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: Some(&pipeline_layout),
+                module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        })
+        .map_err(|e| NtcRenderError::Gpu {
+            what,
+            message: e.to_string(),
+        })?;
+    Ok((ntc_layout, pipeline))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -911,43 +950,4 @@ mod tests {
         let c = choose_texel(&layout, [0.5, 0.5], [0.0; 4], &stochastic, [0.5; 3]);
         assert_eq!(c.mip, 0);
     }
-}
-
-/// The NTC data's bind-group layout (group 1, [`NtcSceneGpu::layout_entries`]) and a
-/// compute pipeline of `module`'s `entry` over (`layout`, that layout): what the decode
-/// and bake passes share. `what` names the pipeline in errors.
-pub(crate) fn ntc_pipeline(
-    ctx: &crate::gpu::GpuContext,
-    label: &str,
-    layout: &wgpu::BindGroupLayout,
-    module: &wgpu::ShaderModule,
-    entry: &str,
-    what: String,
-) -> Result<(wgpu::BindGroupLayout, wgpu::ComputePipeline), NtcRenderError> {
-    let device = &ctx.device;
-    let ntc_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: Some("ntc"),
-        entries: &NtcSceneGpu::layout_entries(),
-    });
-    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: Some(label),
-        bind_group_layouts: &[Some(layout), Some(&ntc_layout)],
-        immediate_size: 0,
-    });
-    let pipeline = ctx
-        .error_scope(|| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(label),
-                layout: Some(&pipeline_layout),
-                module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        })
-        .map_err(|e| NtcRenderError::Gpu {
-            what,
-            message: e.to_string(),
-        })?;
-    Ok((ntc_layout, pipeline))
 }
