@@ -64,7 +64,11 @@ impl Noise {
 /// The family of set `i`: even sets are warm, noisy "brick", odd sets cool, striped
 /// "fabric".
 fn family(i: usize) -> &'static str {
-    if i.is_multiple_of(2) { "Brick" } else { "Fabric" }
+    if i.is_multiple_of(2) {
+        "Brick"
+    } else {
+        "Fabric"
+    }
 }
 
 /// Write six base-colour PNGs (32², 32², 24², 24², 16², 16²) and a manifest whose
