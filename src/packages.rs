@@ -17,6 +17,7 @@ use crate::gpu::GpuContext;
 use crate::ntc::compress::{CompressError, CompressOptions, compress, set_constants};
 use crate::ntc::train::gpu::TrainProgress;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, TrainConfig};
+use crate::render::ntc_gpu::{NtcRenderError, map_materials};
 use crate::scene::ImageSource;
 use crate::scene::open::cache_dir;
 use crate::texture::inputs::{InputError, InputSets, InputSource};
@@ -274,36 +275,25 @@ impl ScenePackages {
 
     /// Per scene material, the index of the package material holding its texture set
     /// (None for materials without textures). Sets are matched by name; a set missing
-    /// from the package is an error naming it.
-    pub fn material_map(&self, package: &NtcPackage) -> Result<Vec<Option<u32>>, String> {
+    /// from the package is an error naming it and the material.
+    pub fn material_map(&self, package: &NtcPackage) -> Result<Vec<Option<u32>>, NtcRenderError> {
         material_map(&self.inputs, package)
     }
 }
 
-/// Per material of `inputs`, the index of the package material with its set's name.
-pub fn material_map(inputs: &InputSets, package: &NtcPackage) -> Result<Vec<Option<u32>>, String> {
-    inputs
-        .material_sets
-        .iter()
-        .map(|set| {
-            let Some(s) = *set else { return Ok(None) };
-            let name = &inputs.names[s];
-            package
-                .materials
-                .iter()
-                .position(|m| &m.name == name)
-                .map(|i| Some(i as u32))
-                .ok_or_else(|| {
-                    format!(
-                        "texture set `{name}` is not in the package{}",
-                        package
-                            .source()
-                            .map(|p| format!(" {}", p.display()))
-                            .unwrap_or_default()
-                    )
-                })
-        })
-        .collect()
+/// Per material of `inputs`, the index of the package material with its set's (unique)
+/// name.
+pub fn material_map(
+    inputs: &InputSets,
+    package: &NtcPackage,
+) -> Result<Vec<Option<u32>>, NtcRenderError> {
+    let material_names: Vec<String> = inputs.materials.iter().map(|m| m.name.clone()).collect();
+    map_materials(
+        package,
+        &inputs.material_sets,
+        &inputs.names,
+        &material_names,
+    )
 }
 
 /// The texture sets' identities: every image file with its size and modification time.

@@ -220,7 +220,7 @@ fn run(
         let event = result
             .map_err(|e| e.to_string())
             .and_then(|package| {
-                let material_map = packages.material_map(&package)?;
+                let material_map = packages.material_map(&package).map_err(|e| e.to_string())?;
                 Ok(ReadyPackage {
                     mode,
                     package,

@@ -417,32 +417,44 @@ impl NtcSceneGpu {
     }
 }
 
-/// The package material of every scene material: `Some(index)` for a textured material
-/// whose texture set (by [`texture::TextureSetDesc::name`]) the package holds, `None` for
-/// an untextured one; a textured material whose set is missing is an error naming the set
-/// and the package file.
+/// The package material of every scene material of `scene`, by the names
+/// [`texture::TextureSetDesc::name`] gives its texture sets (see [`map_materials`]).
 pub fn map_scene_materials(
     package: &NtcPackage,
     scene: &Scene,
 ) -> Result<Vec<Option<u32>>, NtcRenderError> {
     let (sets, material_sets) = texture::scene_texture_sets(&scene.materials);
+    let set_names: Vec<String> = sets.iter().map(texture::TextureSetDesc::name).collect();
+    let material_names: Vec<String> = scene.materials.iter().map(|m| m.name.clone()).collect();
+    map_materials(package, &material_sets, &set_names, &material_names)
+}
+
+/// The package material of every material: `Some(index)` for a textured material (whose
+/// set `material_sets[i]` is called `set_names[set]`) that the package holds under that
+/// name, `None` for an untextured one; a textured material whose set is missing is an
+/// error naming the material (`material_names[i]`), the set and the package file.
+pub fn map_materials(
+    package: &NtcPackage,
+    material_sets: &[Option<usize>],
+    set_names: &[String],
+    material_names: &[String],
+) -> Result<Vec<Option<u32>>, NtcRenderError> {
     material_sets
         .iter()
         .enumerate()
         .map(|(material, set)| {
-            let Some(set) = set.and_then(|s| sets.get(s)) else {
+            let Some(name) = set.and_then(|s| set_names.get(s)) else {
                 return Ok(None);
             };
-            let name = set.name();
             package
                 .materials
                 .iter()
-                .position(|m| m.name == name)
+                .position(|m| &m.name == name)
                 .map(|i| Some(i as u32))
                 .ok_or_else(|| NtcRenderError::MissingSet {
                     material,
-                    name: scene.materials[material].name.clone(),
-                    set: name,
+                    name: material_names.get(material).cloned().unwrap_or_default(),
+                    set: name.clone(),
                     package: package
                         .source()
                         .map_or_else(|| "(in memory)".to_owned(), |p| p.display().to_string()),
