@@ -826,13 +826,7 @@ fn load_package(
     let package = match &args.package {
         Some(path) => read_package(path)?,
         None => {
-            let bar = indicatif::ProgressBar::new(0);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{prefix} [{bar:32}] {pos}/{len} steps  ETA {eta}",
-                )?
-                .progress_chars("=> "),
-            );
+            let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  ETA {eta}")?;
             let cancel = std::sync::atomic::AtomicBool::new(false);
             if !packages.is_fresh(strategy) {
                 eprintln!(
@@ -852,7 +846,6 @@ fn load_package(
     };
     let map = packages
         .material_map(&package)
-        .map_err(|e| anyhow::anyhow!(e))
         .with_context(|| format!("mode {mode}"))?;
     renderer.set_package(ctx, mode, package, &map)?;
     Ok(())
@@ -952,6 +945,24 @@ fn cluster_cmd(a: ClusterArgs) -> Result<()> {
     Ok(())
 }
 
+/// A flag that Ctrl-C sets: long runs stop at their next progress report and keep what
+/// they finished for `--resume`.
+fn cancel_on_ctrl_c() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))?;
+    Ok(cancel)
+}
+
+/// A progress bar of training steps with `template` (indicatif syntax).
+fn steps_bar(template: &str) -> Result<indicatif::ProgressBar> {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(indicatif::ProgressStyle::with_template(template)?.progress_chars("=> "));
+    Ok(bar)
+}
+
 /// Read a package; errors name the file.
 fn read_package(path: &std::path::Path) -> Result<ntc::NtcPackage> {
     use anyhow::Context as _;
@@ -977,9 +988,6 @@ fn decompress(a: DecompressArgs) -> Result<()> {
 }
 
 fn compress(a: CompressArgs) -> Result<()> {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
     let sources = a.inputs.sources()?;
     let inputs = texture::inputs::InputSets::open(&sources)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
@@ -1006,18 +1014,8 @@ fn compress(a: CompressArgs) -> Result<()> {
         ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
     let ctx = GpuContext::headless()?;
     eprintln!("{}", ctx.describe());
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed))?;
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}",
-        )?
-        .progress_chars("=> "),
-    );
+    let cancel = cancel_on_ctrl_c()?;
+    let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}")?;
     let options = ntc::compress::CompressOptions {
         train,
         steps: a.steps,
@@ -1109,8 +1107,6 @@ fn recipe_train_config(
 
 fn eval_cmd(a: EvalArgs) -> Result<()> {
     use neurotex::eval::{self, EvalEvent};
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
 
     let command_line = std::env::args()
         .map(|arg| {
@@ -1168,18 +1164,8 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
     }
     let ctx = GpuContext::headless()?;
     eprintln!("{}", ctx.describe());
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed))?;
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}",
-        )?
-        .progress_chars("=> "),
-    );
+    let cancel = cancel_on_ctrl_c()?;
+    let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}")?;
     let report = eval::evaluate(
         &ctx,
         &eval_inputs,
