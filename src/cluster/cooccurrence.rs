@@ -247,7 +247,7 @@ impl CooccurrenceRecord {
     }
 
     /// The first structural problem of the record, if any.
-    fn problem(&self) -> Option<String> {
+    pub(super) fn problem(&self) -> Option<String> {
         if self.format != COOCCURRENCE_FORMAT {
             return Some(format!(
                 "format `{}` is not `{COOCCURRENCE_FORMAT}`",
@@ -467,7 +467,7 @@ impl CooccurrenceRecord {
 }
 
 /// An invalid-record error for `file`.
-fn invalid(file: impl AsRef<Path>, reason: String) -> ClusterError {
+pub(super) fn invalid(file: impl AsRef<Path>, reason: String) -> ClusterError {
     ClusterError::InvalidCooccurrence {
         file: file.as_ref().to_path_buf(),
         reason,

@@ -45,7 +45,7 @@ use rand_xoshiro::rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::ClusterError;
-use super::cooccurrence::CooccurrenceRecord;
+use super::cooccurrence::{self, CooccurrenceRecord};
 use super::embed::Embeddings;
 use super::kmeans;
 use super::strategy::below;
@@ -94,13 +94,17 @@ pub struct DivergencePrediction {
 
 impl DivergenceTable {
     /// Pool `record` (read from `file`, named in errors) and re-index it to `set_names`
-    /// (the sets being grouped, by name). Sets of the record must all be among them;
-    /// sets missing from the record never appear on screen.
+    /// (the sets being grouped, by name). The record is checked as files are; its sets
+    /// must all be among `set_names`; sets missing from the record never appear on
+    /// screen.
     pub fn new(
         record: &CooccurrenceRecord,
         file: &Path,
         set_names: &[String],
     ) -> Result<Self, ClusterError> {
+        if let Some(reason) = record.problem() {
+            return Err(cooccurrence::invalid(file, reason));
+        }
         let n = set_names.len();
         let index: BTreeMap<&str, u32> = set_names
             .iter()
@@ -711,6 +715,11 @@ mod tests {
             err.to_string().contains("r.json") && err.to_string().contains("set3"),
             "{err}"
         );
+        // A record built in memory is checked too.
+        let mut broken = record.clone();
+        broken.views[0].signatures[0].sets = vec![7];
+        let err = DivergenceTable::new(&broken, Path::new("r.json"), &names(4)).unwrap_err();
+        assert!(err.to_string().contains("set index 7"), "{err}");
     }
 
     #[test]
