@@ -147,7 +147,8 @@ pub struct CooccurrenceInput<'a> {
     pub record: &'a CooccurrenceRecord,
     /// The file it was read from (named in errors and in the plan).
     pub file: &'a Path,
-    /// The weight of the divergence term, 0 ≤ w ≤ 1 (see [`crate::cluster::DEFAULT_COOCCURRENCE_WEIGHT`]).
+    /// The weight of the divergence term, 0 ≤ w ≤ 1 (default
+    /// [`crate::cluster::DEFAULT_COOCCURRENCE_WEIGHT`]).
     pub weight: f64,
 }
 
