@@ -7,6 +7,7 @@
 
 mod common;
 
+use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};
 use neurotex::gpu::{GpuContext, GpuTimer, read_texture};
 use neurotex::render::divergence::{
@@ -17,7 +18,7 @@ use neurotex::render::passes::heatmap::{
     HeatmapPass, HeatmapSettings, HeatmapSource, HeatmapUniform, colormap,
 };
 use neurotex::render::passes::image_error::{
-    CompareError, ErrorSpace, ImageErrorPass, ImageErrorUniform, reference_error,
+    CompareError, ErrorSpace, ImageErrorPass, ImageErrorUniform, PARTIAL_BYTES, reference_error,
 };
 use neurotex::render::targets::{GBuffer, Target};
 use neurotex::render::tiles::TileSize;
@@ -676,32 +677,14 @@ fn image_error_and_psnr_equal_the_cpu_reference() {
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 
-/// Byte size of the WGSL struct `name` in `module`, as naga lays it out.
-fn wgsl_size(module: &naga::Module, name: &str) -> usize {
-    module
-        .types
-        .iter()
-        .find_map(|(_, t)| match (&t.name, &t.inner) {
-            (Some(n), naga::TypeInner::Struct { span, .. }) if n == name => Some(*span as usize),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("struct {name} not found"))
-}
-
 #[test]
 fn host_mirrors_match_the_shaders() {
     let lib = ShaderLibrary::embedded();
     let heatmap = lib.validate("heatmap.wgsl", &[]).unwrap();
-    assert_eq!(
-        wgsl_size(&heatmap, "Heatmap"),
-        std::mem::size_of::<HeatmapUniform>()
-    );
+    assert_mirrors::<HeatmapUniform>(&heatmap, "Heatmap");
     let image_error = lib.validate("image_error.wgsl", &[]).unwrap();
-    assert_eq!(
-        wgsl_size(&image_error, "Params"),
-        std::mem::size_of::<ImageErrorUniform>()
-    );
-    assert_eq!(wgsl_size(&image_error, "Partial"), 8);
+    assert_mirrors::<ImageErrorUniform>(&image_error, "Params");
+    assert_eq!(wgsl_size(&image_error, "Partial") as u64, PARTIAL_BYTES);
 
     // The divergence shader declares exactly the tile sizes the host has.
     let header = lib.header("divergence.wgsl").unwrap();

@@ -9,6 +9,7 @@ mod common;
 
 use glam::{Vec2, Vec3};
 use half::f16;
+use neurotex::gpu::mirror::assert_mirrors;
 use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::gpu::{GpuContext, GpuTimer, read_texture};
 use neurotex::ntc::format::{NtcMaterial, NtcPackage};
@@ -673,19 +674,6 @@ fn unavailable_kernels_say_why() {
     assert!(err.to_string().contains("package material 7"), "{err}");
 }
 
-/// Byte size of the WGSL struct `name` as laid out by naga.
-fn wgsl_size(module: &naga::Module, name: &str) -> usize {
-    module
-        .types
-        .iter()
-        .find(|(_, t)| t.name.as_deref() == Some(name))
-        .map(|(_, t)| match &t.inner {
-            naga::TypeInner::Struct { span, .. } => *span as usize,
-            other => panic!("{name} is not a struct: {other:?}"),
-        })
-        .unwrap_or_else(|| panic!("struct {name} not found"))
-}
-
 /// The host mirrors have the sizes naga computes for their WGSL twins.
 #[test]
 fn material_table_and_params_match_wgsl() {
@@ -696,27 +684,15 @@ fn material_table_and_params_match_wgsl() {
     let module = library
         .validate("ntc_decode.wgsl", &defines)
         .expect("validates");
-    assert_eq!(
-        wgsl_size(&module, "NtcMaterial"),
-        std::mem::size_of::<NtcMaterialGpu>()
-    );
-    assert_eq!(
-        wgsl_size(&module, "NtcMip"),
-        std::mem::size_of::<NtcMipGpu>()
-    );
-    assert_eq!(
-        wgsl_size(&module, "DecodeParams"),
-        std::mem::size_of::<DecodeParams>()
-    );
+    assert_mirrors::<NtcMaterialGpu>(&module, "NtcMaterial");
+    assert_mirrors::<NtcMipGpu>(&module, "NtcMip");
+    assert_mirrors::<DecodeParams>(&module, "DecodeParams");
     let header = library.header("ntc_bake.wgsl").expect("header");
     let set = &header.define_sets()[0];
     let module = library
         .validate("ntc_bake.wgsl", &neurotex::gpu::shader::define_refs(set))
         .expect("validates");
-    assert_eq!(
-        wgsl_size(&module, "BakeParams"),
-        std::mem::size_of::<BakeParams>()
-    );
+    assert_mirrors::<BakeParams>(&module, "BakeParams");
 }
 
 /// Inference on load end to end: a glTF quad textured with `checker.png` renders (albedo

@@ -11,13 +11,22 @@
 //! - [`readback`]: [`read_texture`] / [`read_buffer`] with row-padding handling, [`TextureData`].
 //! - [`shader`]: the embedded shader tree, the `#import` composer, naga validation,
 //!   [`create_shader_module`].
+//! - [`kernel`]: [`ComputeKernel`], a compute pipeline from a compact description, with
+//!   its errors caught.
+//! - [`layout`]: bind-group layout and bind-group entries in one line each, [`layout::Slot`].
+//! - [`mirror`]: struct layouts and constants of a WGSL module, for the Rust ↔ WGSL mirror
+//!   tests.
 
 pub mod context;
+pub mod kernel;
+pub mod layout;
+pub mod mirror;
 pub mod readback;
 pub mod shader;
 pub mod timing;
 
 pub use context::{GpuContext, GpuError, GrantedFeatures};
+pub use kernel::{ComputeKernel, KernelError};
 pub use readback::{TextureData, read_buffer, read_texture};
 pub use shader::{ComposedShader, ShaderError, ShaderLibrary, create_shader_module};
 pub use timing::{GpuTimer, PassTiming};

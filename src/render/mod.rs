@@ -26,7 +26,7 @@ use std::collections::HashMap;
 
 use glam::{Mat4, Vec3};
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, ShaderError};
+use crate::gpu::{GpuContext, GpuError, GpuTimer, KernelError, ShaderError};
 use crate::ntc::{NtcConfig, NtcPackage};
 use crate::scene::{Camera, Scene};
 use blue_noise::BlueNoise;
@@ -237,6 +237,9 @@ pub enum RenderError {
     /// A shader failed to compose or validate.
     #[error(transparent)]
     Shader(#[from] ShaderError),
+    /// A compute kernel could not be built.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
     /// The scene failed to upload.
     #[error(transparent)]
     Upload(#[from] UploadError),

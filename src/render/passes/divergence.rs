@@ -25,9 +25,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wgpu::util::DeviceExt as _;
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, ShaderError, create_shader_module, read_texture};
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::Slot as Binding;
+use crate::gpu::{GpuContext, GpuError, GpuTimer, read_texture};
 use crate::render::divergence::{DivergenceStats, NO_DECODER, TileCounts};
-use crate::render::passes::layout;
 use crate::render::targets::{GBuffer, Target};
 use crate::render::tiles::TileSize;
 
@@ -62,8 +63,7 @@ struct Ring {
 #[derive(Debug)]
 pub struct DivergencePass {
     tile: TileSize,
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
     /// One [`TILE_FORMAT`] texel per tile.
     tiles: Target,
     /// The two histograms of `tile.pixels() + 1` `u32` bins each.
@@ -82,53 +82,26 @@ impl DivergencePass {
 
     /// Build the pipeline for `tile` and the tile texture for a `size` screen. Until
     /// [`Self::set_maps`] is called no material has a decoder.
-    pub fn new(ctx: &GpuContext, tile: TileSize, size: (u32, u32)) -> Result<Self, ShaderError> {
+    pub fn new(ctx: &GpuContext, tile: TileSize, size: (u32, u32)) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let compute = wgpu::ShaderStages::COMPUTE;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                layout::uint_texture(0),
-                layout::storage(1, compute),
-                layout::storage(2, compute),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 3,
-                    visibility: compute,
-                    ty: wgpu::BindingType::StorageTexture {
-                        access: wgpu::StorageTextureAccess::WriteOnly,
-                        format: TILE_FORMAT,
-                        view_dimension: wgpu::TextureViewDimension::D2,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 4,
-                    visibility: compute,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only: false },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-            ],
-        });
         let defines = tile.defines();
         let defines: Vec<(&str, &str)> = defines.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let module = create_shader_module(ctx, "divergence.wgsl", &defines)?;
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(Self::LABEL),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("count"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "divergence.wgsl",
+                defines: &defines,
+                entry: "count",
+                groups: &[Group::Slots(&[
+                    Binding::UintTexture,
+                    Binding::Storage,
+                    Binding::Storage,
+                    Binding::WriteTexture(TILE_FORMAT),
+                    Binding::StorageRw,
+                ])],
+            },
+        )?;
         let histogram_bytes = Self::histogram_bytes(tile);
         let histograms = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("divergence.histograms"),
@@ -151,8 +124,7 @@ impl DivergencePass {
             .collect();
         Ok(Self {
             tile,
-            layout,
-            pipeline,
+            kernel,
             tiles: Self::tile_target(device, tile, size),
             histograms,
             current_map: Self::map_buffer(device, "divergence.current_map", &[]),
@@ -226,17 +198,17 @@ impl DivergencePass {
         let Some(material) = &self.material else {
             return;
         };
-        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(Self::LABEL),
-            layout: &self.layout,
-            entries: &layout::entries(&[
+        self.bind_group = Some(self.kernel.bind_group(
+            device,
+            0,
+            &[
                 (0, wgpu::BindingResource::TextureView(material)),
                 (1, self.current_map.as_entire_binding()),
                 (2, self.baseline_map.as_entire_binding()),
                 (3, wgpu::BindingResource::TextureView(&self.tiles.view)),
                 (4, self.histograms.as_entire_binding()),
-            ]),
-        }));
+            ],
+        ));
     }
 
     /// The tile texture ([`TILE_FORMAT`], one texel per tile), for the heatmap.
@@ -256,7 +228,7 @@ impl DivergencePass {
                 label: Some(Self::LABEL),
                 timestamp_writes: timer.compute_pass_writes(Self::LABEL),
             });
-            pass.set_pipeline(&self.pipeline);
+            pass.set_pipeline(self.kernel.pipeline());
             pass.set_bind_group(0, bind_group, &[]);
             pass.dispatch_workgroups(self.tiles.texture.width(), self.tiles.texture.height(), 1);
         }

@@ -2,8 +2,8 @@
 //! `textureLoad` inputs, one full-screen triangle, one colour target. The passes that use
 //! it own their bind-group contents and labels; this struct owns only the pipeline.
 
+use crate::gpu::layout;
 use crate::gpu::{GpuContext, GpuTimer, ShaderError, create_shader_module};
-use crate::render::passes::layout;
 
 /// A full-screen-triangle pipeline with one bind group and one colour target.
 #[derive(Debug)]

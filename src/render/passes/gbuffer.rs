@@ -2,8 +2,8 @@
 //! fragment shader that samples nothing; masked and blended draws run the `ALPHA_TEST`
 //! variant, which binds the material's base-colour texture for alpha only.
 
+use crate::gpu::layout;
 use crate::gpu::{GpuContext, GpuTimer, ShaderError};
-use crate::render::passes::layout;
 use crate::render::passes::scene_draw::{SceneDraw, SceneDrawDesc};
 use crate::render::scene_gpu::SceneGpu;
 use crate::render::targets::{GBuffer, format};

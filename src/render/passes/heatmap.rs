@@ -15,10 +15,10 @@
 //! builds its own full-screen pipelines because [`super::fullscreen::FullscreenPass`]
 //! clears its target and does not blend.
 
+use crate::gpu::layout;
 use crate::gpu::{GpuContext, GpuTimer, ShaderError, create_shader_module};
 use crate::render::passes::divergence::DivergencePass;
 use crate::render::passes::image_error::ImageErrorPass;
-use crate::render::passes::layout;
 use crate::render::targets::GBuffer;
 
 /// Margin between the colour bar and the output's right and bottom edges, in pixels.

@@ -26,9 +26,10 @@
 
 use wgpu::util::DeviceExt as _;
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, ShaderError, create_shader_module, read_buffer};
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::Slot;
+use crate::gpu::{GpuContext, GpuError, GpuTimer, read_buffer};
 use crate::render::divergence::NO_MATERIAL;
-use crate::render::passes::layout;
 use crate::render::targets::{GBuffer, Target};
 use crate::texture::metrics::psnr_from_mse;
 
@@ -36,10 +37,10 @@ use crate::texture::metrics::psnr_from_mse;
 pub const ERROR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
 
 /// Width and height of a workgroup, in pixels (`GROUP_W` in the shader).
-const GROUP_W: u32 = 16;
+pub const GROUP_W: u32 = 16;
 
 /// Bytes of one workgroup's partial (`Partial` in the shader: f32 sum, u32 pixels).
-const PARTIAL_BYTES: u64 = 8;
+pub const PARTIAL_BYTES: u64 = 8;
 
 /// In which encoding colours are compared.
 #[derive(
@@ -177,8 +178,7 @@ pub enum CompareError {
 /// The image-error pass.
 #[derive(Debug)]
 pub struct ImageErrorPass {
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
     size: (u32, u32),
     /// Per-pixel error ([`ERROR_FORMAT`]).
     error: Target,
@@ -192,56 +192,28 @@ impl ImageErrorPass {
     pub const LABEL: &'static str = "image_error";
 
     /// Build the pipeline and the error texture for `size` images.
-    pub fn new(ctx: &GpuContext, size: (u32, u32)) -> Result<Self, ShaderError> {
+    pub fn new(ctx: &GpuContext, size: (u32, u32)) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let compute = wgpu::ShaderStages::COMPUTE;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                layout::uniform(0, compute),
-                layout::float_texture(1),
-                layout::float_texture(2),
-                layout::uint_texture(3),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 4,
-                    visibility: compute,
-                    ty: wgpu::BindingType::StorageTexture {
-                        access: wgpu::StorageTextureAccess::WriteOnly,
-                        format: ERROR_FORMAT,
-                        view_dimension: wgpu::TextureViewDimension::D2,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 5,
-                    visibility: compute,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only: false },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-            ],
-        });
-        let module = create_shader_module(ctx, "image_error.wgsl", &[])?;
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(Self::LABEL),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("measure"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "image_error.wgsl",
+                defines: &[],
+                entry: "measure",
+                groups: &[Group::Slots(&[
+                    Slot::Uniform,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::UintTexture,
+                    Slot::WriteTexture(ERROR_FORMAT),
+                    Slot::StorageRw,
+                ])],
+            },
+        )?;
         let size = (size.0.max(1), size.1.max(1));
         Ok(Self {
-            layout,
-            pipeline,
+            kernel,
             size,
             error: Self::error_target(device, size),
             partials: Self::partials_buffer(device, size),
@@ -322,10 +294,10 @@ impl ImageErrorPass {
         });
         let view_a = a.create_view(&wgpu::TextureViewDescriptor::default());
         let view_b = b.create_view(&wgpu::TextureViewDescriptor::default());
-        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(Self::LABEL),
-            layout: &self.layout,
-            entries: &layout::entries(&[
+        self.bind_group = Some(self.kernel.bind_group(
+            device,
+            0,
+            &[
                 (0, uniform.as_entire_binding()),
                 (1, wgpu::BindingResource::TextureView(&view_a)),
                 (2, wgpu::BindingResource::TextureView(&view_b)),
@@ -335,8 +307,8 @@ impl ImageErrorPass {
                 ),
                 (4, wgpu::BindingResource::TextureView(&self.error.view)),
                 (5, self.partials.as_entire_binding()),
-            ]),
-        }));
+            ],
+        ));
         Ok(())
     }
 
@@ -359,7 +331,7 @@ impl ImageErrorPass {
             label: Some(Self::LABEL),
             timestamp_writes: timer.compute_pass_writes(Self::LABEL),
         });
-        pass.set_pipeline(&self.pipeline);
+        pass.set_pipeline(self.kernel.pipeline());
         pass.set_bind_group(0, bind_group, &[]);
         let (w, h) = Self::groups(self.size);
         pass.dispatch_workgroups(w, h, 1);

@@ -2,9 +2,9 @@
 //! (`shaders/lighting.wgsl`: GGX sun shadowed by the [`ShadowPass`] map, hemisphere
 //! ambient with occlusion, emissive, sky).
 
+use crate::gpu::layout;
 use crate::gpu::{GpuContext, GpuTimer, ShaderError};
 use crate::render::passes::fullscreen::FullscreenPass;
-use crate::render::passes::layout;
 use crate::render::passes::shadow::ShadowPass;
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
 

@@ -12,14 +12,16 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::gpu::{GpuContext, create_shader_module};
+use crate::gpu::GpuContext;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
+use crate::gpu::layout::Slot;
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
-use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines, ntc_pipeline};
+use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
 use crate::render::scene_gpu::{SET_FORMATS, SceneGpu};
 
 /// Texels per workgroup side (`@workgroup_size(8, 8)` in `ntc_bake.wgsl`).
-const WORKGROUP_SIDE: u32 = 8;
+pub const WORKGROUP_SIDE: u32 = 8;
 
 /// WGSL `BakeParams`: one dispatch.
 #[repr(C)]
@@ -50,9 +52,7 @@ pub struct BakedSet {
 /// The bake pipeline.
 #[derive(Debug)]
 pub struct NtcBakePass {
-    layout: wgpu::BindGroupLayout,
-    ntc_layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
 }
 
 impl NtcBakePass {
@@ -71,45 +71,33 @@ impl NtcBakePass {
                 limit,
             });
         }
-        let mut defines = model_defines(config, WORKGROUP_SIDE * WORKGROUP_SIDE);
-        defines.push(("NTC_KERNEL_F32".to_owned(), "1".to_owned()));
+        let defines = Self::defines(config);
         let define_refs: Vec<(&str, &str)> = defines
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let module = create_shader_module(ctx, "ntc_bake.wgsl", &define_refs)?;
-        let target = |binding| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::StorageTexture {
-                access: wgpu::StorageTextureAccess::WriteOnly,
-                format: wgpu::TextureFormat::Rgba8Unorm,
-                view_dimension: wgpu::TextureViewDimension::D2,
-            },
-            count: None,
-        };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                super::layout::uniform(0, wgpu::ShaderStages::COMPUTE),
-                target(1),
-                target(2),
-                target(3),
-            ],
-        });
-        let (ntc_layout, pipeline) = ntc_pipeline(
+        let target = Slot::WriteTexture(wgpu::TextureFormat::Rgba8Unorm);
+        let kernel = ComputeKernel::new(
             ctx,
-            Self::LABEL,
-            &layout,
-            &module,
-            "bake_mip",
-            "creating the bake pipeline".into(),
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "ntc_bake.wgsl",
+                defines: &define_refs,
+                entry: "bake_mip",
+                groups: &[
+                    Group::Slots(&[Slot::Uniform, target, target, target]),
+                    Group::Slots(&NtcSceneGpu::GROUP),
+                ],
+            },
         )?;
-        Ok(Self {
-            layout,
-            ntc_layout,
-            pipeline,
-        })
+        Ok(Self { kernel })
+    }
+
+    /// The defines `ntc_bake.wgsl` is composed with for decoders of shape `config`.
+    pub fn defines(config: &NtcConfig) -> Vec<(String, String)> {
+        let mut defines = model_defines(config, WORKGROUP_SIDE * WORKGROUP_SIDE);
+        defines.push(("NTC_KERNEL_F32".to_owned(), "1".to_owned()));
+        defines
     }
 
     /// Decode every package material of `package` (uploaded as `ntc`) into textures, in
@@ -174,7 +162,7 @@ impl NtcBakePass {
                 usage: wgpu::BufferUsages::UNIFORM,
             },
         );
-        let ntc_bind_group = ntc.bind_group(device, &self.ntc_layout);
+        let ntc_bind_group = ntc.bind_group(device, self.kernel.layout(1));
         ctx.error_scope(|| {
             let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some(Self::LABEL),
@@ -184,7 +172,7 @@ impl NtcBakePass {
                     label: Some(Self::LABEL),
                     timestamp_writes: None,
                 });
-                pass.set_pipeline(&self.pipeline);
+                pass.set_pipeline(self.kernel.pipeline());
                 pass.set_bind_group(1, &ntc_bind_group, &[]);
                 let mut slot = 0u64;
                 for (set, m) in sets.iter().zip(&package.materials) {
@@ -203,10 +191,10 @@ impl NtcBakePass {
                                 })
                             })
                             .collect();
-                        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: Some(Self::LABEL),
-                            layout: &self.layout,
-                            entries: &super::layout::entries(&[
+                        let bind_group = self.kernel.bind_group(
+                            device,
+                            0,
+                            &[
                                 (
                                     0,
                                     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -220,8 +208,8 @@ impl NtcBakePass {
                                 (1, wgpu::BindingResource::TextureView(&storage[0])),
                                 (2, wgpu::BindingResource::TextureView(&storage[1])),
                                 (3, wgpu::BindingResource::TextureView(&storage[2])),
-                            ]),
-                        });
+                            ],
+                        );
                         pass.set_bind_group(0, &bind_group, &[]);
                         pass.dispatch_workgroups(
                             w.div_ceil(WORKGROUP_SIDE),

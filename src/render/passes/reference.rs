@@ -11,16 +11,20 @@
 //!
 //! This needs no binding arrays, which software adapters lack.
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError, create_shader_module};
-use crate::render::passes::layout;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::{self, Slot};
+use crate::gpu::{GpuContext, GpuTimer, create_shader_module};
 use crate::render::scene_gpu::SceneGpu;
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
+
+/// Side of the classify pass's square tile in pixels (`@workgroup_size(8, 8)` in
+/// `shaders/material_classify.wgsl`).
+pub const CLASSIFY_TILE: u32 = 8;
 
 /// The reference material pass.
 #[derive(Debug)]
 pub struct ReferencePass {
-    classify_layout: wgpu::BindGroupLayout,
-    classify_pipeline: wgpu::ComputePipeline,
+    classify: ComputeKernel,
     classify_bind_group: Option<wgpu::BindGroup>,
     /// One `MaterialRect` (4 × u32) per material.
     rects: Option<wgpu::Buffer>,
@@ -42,38 +46,18 @@ impl ReferencePass {
         ctx: &GpuContext,
         material_layout: &wgpu::BindGroupLayout,
         size: (u32, u32),
-    ) -> Result<Self, ShaderError> {
+    ) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let classify_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("reference.classify"),
-            entries: &[
-                layout::uint_texture(0),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only: false },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-            ],
-        });
-        let classify_module = create_shader_module(ctx, "material_classify.wgsl", &[])?;
-        let classify_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("reference.classify"),
-            bind_group_layouts: &[Some(&classify_layout)],
-            immediate_size: 0,
-        });
-        let classify_pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("reference.classify"),
-            layout: Some(&classify_pl),
-            module: &classify_module,
-            entry_point: Some("classify"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let classify = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: "reference.classify",
+                shader: "material_classify.wgsl",
+                defines: &[],
+                entry: "classify",
+                groups: &[Group::Slots(&[Slot::UintTexture, Slot::StorageRw])],
+            },
+        )?;
         let depth_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("reference.material_depth"),
             entries: &[layout::uint_texture(0)],
@@ -163,8 +147,7 @@ impl ReferencePass {
             cache: None,
         });
         Ok(Self {
-            classify_layout,
-            classify_pipeline,
+            classify,
             classify_bind_group: None,
             rects: None,
             depth_layout,
@@ -206,17 +189,17 @@ impl ReferencePass {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        self.classify_bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("reference.classify"),
-            layout: &self.classify_layout,
-            entries: &layout::entries(&[
+        self.classify_bind_group = Some(self.classify.bind_group(
+            device,
+            0,
+            &[
                 (
                     0,
                     wgpu::BindingResource::TextureView(&gbuffer.material.view),
                 ),
                 (1, rects.as_entire_binding()),
-            ]),
-        }));
+            ],
+        ));
         self.depth_bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("reference.material_depth"),
             layout: &self.depth_layout,
@@ -269,13 +252,13 @@ impl ReferencePass {
                 label: Some("reference.classify"),
                 timestamp_writes: timer.compute_pass_writes("reference.classify"),
             });
-            pass.set_pipeline(&self.classify_pipeline);
+            pass.set_pipeline(self.classify.pipeline());
             pass.set_bind_group(0, classify_bg, &[]);
             let (w, h) = (
                 self.material_depth.texture.width(),
                 self.material_depth.texture.height(),
             );
-            pass.dispatch_workgroups(w.div_ceil(8), h.div_ceil(8), 1);
+            pass.dispatch_workgroups(w.div_ceil(CLASSIFY_TILE), h.div_ceil(CLASSIFY_TILE), 1);
         }
         {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {

@@ -3,8 +3,8 @@
 //! alpha-tested × culled or double-sided) and the draw loop. The passes own their render
 //! pass setup (targets, clears, timing) and what their shader writes.
 
+use crate::gpu::layout;
 use crate::gpu::{GpuContext, ShaderError, create_shader_module};
-use crate::render::passes::layout;
 use crate::render::scene_gpu::SceneGpu;
 use crate::scene::Vertex;
 

@@ -51,8 +51,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec3, Vec4};
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError, create_shader_module};
-use crate::render::passes::layout;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::Slot;
+use crate::gpu::{GpuContext, GpuTimer};
 use crate::render::targets::{GBuffer, Target, format};
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
@@ -173,8 +174,7 @@ pub enum TemporalError {
 #[derive(Debug)]
 pub struct TemporalPass {
     size: (u32, u32),
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
     params: wgpu::Buffer,
     resolved: Target,
     /// The history pair: each frame reads one and writes the other.
@@ -193,44 +193,26 @@ impl TemporalPass {
     pub const LABEL: &'static str = "temporal";
 
     /// Build the pipeline and the targets for a `size` screen (call [`Self::bind`] next).
-    pub fn new(ctx: &GpuContext, size: (u32, u32)) -> Result<Self, ShaderError> {
+    pub fn new(ctx: &GpuContext, size: (u32, u32)) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let storage = |binding, format| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::StorageTexture {
-                access: wgpu::StorageTextureAccess::WriteOnly,
-                format,
-                view_dimension: wgpu::TextureViewDimension::D2,
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "temporal.wgsl",
+                defines: &[],
+                entry: "resolve",
+                groups: &[Group::Slots(&[
+                    Slot::Uniform,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::DepthTexture,
+                    Slot::WriteTexture(format::HDR),
+                    Slot::WriteTexture(HISTORY_FORMAT),
+                ])],
             },
-            count: None,
-        };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                layout::uniform(0, wgpu::ShaderStages::COMPUTE),
-                layout::float_texture(1),
-                layout::float_texture(2),
-                layout::float_texture(3),
-                layout::depth_texture(4),
-                storage(5, format::HDR),
-                storage(6, HISTORY_FORMAT),
-            ],
-        });
-        let module = create_shader_module(ctx, "temporal.wgsl", &[])?;
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(Self::LABEL),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("resolve"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        )?;
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(Self::LABEL),
             size: std::mem::size_of::<TemporalParams>() as u64,
@@ -241,8 +223,7 @@ impl TemporalPass {
         let (resolved, history) = Self::targets(device, size);
         Ok(Self {
             size,
-            layout,
-            pipeline,
+            kernel,
             params,
             resolved,
             history,
@@ -295,10 +276,10 @@ impl TemporalPass {
         }
         let bind_group = |read: &Target, write: &Target| {
             let view = wgpu::BindingResource::TextureView;
-            device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(Self::LABEL),
-                layout: &self.layout,
-                entries: &layout::entries(&[
+            self.kernel.bind_group(
+                device,
+                0,
+                &[
                     (0, self.params.as_entire_binding()),
                     (1, view(&hdr.view)),
                     (2, view(&read.view)),
@@ -306,8 +287,8 @@ impl TemporalPass {
                     (4, view(&gbuffer.depth.view)),
                     (5, view(&self.resolved.view)),
                     (6, view(&write.view)),
-                ]),
-            })
+                ],
+            )
         };
         let [a, b] = &self.history;
         self.bind_groups = Some([bind_group(a, b), bind_group(b, a)]);
@@ -333,7 +314,7 @@ impl TemporalPass {
             label: Some(Self::LABEL),
             timestamp_writes: timer.compute_pass_writes(Self::LABEL),
         });
-        pass.set_pipeline(&self.pipeline);
+        pass.set_pipeline(self.kernel.pipeline());
         pass.set_bind_group(0, &bind_groups[usize::from(front)], &[]);
         pass.dispatch_workgroups(
             self.size.0.div_ceil(WORKGROUP_SIZE),
@@ -576,22 +557,13 @@ mod tests {
     #[test]
     fn params_match_the_shader_struct() {
         let module = crate::gpu::shader::validate("temporal.wgsl", &[]).unwrap();
-        let (members, span) = module
-            .types
-            .iter()
-            .find_map(|(_, ty)| match &ty.inner {
-                naga::TypeInner::Struct { members, span }
-                    if ty.name.as_deref() == Some("TemporalParams") =>
-                {
-                    Some((members, *span))
-                }
-                _ => None,
-            })
+        let params = crate::gpu::mirror::wgsl_struct(&module, "TemporalParams")
             .expect("temporal.wgsl declares TemporalParams");
-        assert_eq!(span as usize, std::mem::size_of::<TemporalParams>());
-        let offsets: Vec<(&str, u32)> = members
+        assert_eq!(params.size as usize, std::mem::size_of::<TemporalParams>());
+        let offsets: Vec<(&str, u32)> = params
+            .members
             .iter()
-            .map(|m| (m.name.as_deref().unwrap_or(""), m.offset))
+            .map(|(name, offset)| (name.as_str(), *offset))
             .collect();
         assert_eq!(
             offsets,

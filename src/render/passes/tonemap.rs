@@ -1,9 +1,9 @@
 //! Tonemap pass: exposure + ACES fit for the final image, or an AOV view
 //! (`shaders/tonemap.wgsl`), into the output target (a headless texture or the surface).
 
+use crate::gpu::layout;
 use crate::gpu::{GpuContext, GpuTimer, ShaderError};
 use crate::render::passes::fullscreen::FullscreenPass;
-use crate::render::passes::layout;
 use crate::render::targets::{GBuffer, MaterialTargets, Target};
 
 /// The tonemap pass.
