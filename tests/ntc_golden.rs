@@ -35,7 +35,7 @@ use neurotex::render::passes::ntc_decode::{DecodeSettings, NtcKernel};
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
 use neurotex::render::{
-    Aov, FrameOptions, FrameSettings, Lighting, NtcOptions, RenderMode, Renderer,
+    Aov, Fallback, FrameOptions, FrameSettings, Lighting, NtcOptions, RenderMode, Renderer,
 };
 use neurotex::scene::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::scene::{Camera, Scene};
@@ -265,8 +265,14 @@ fn settings(mode: RenderMode, stochastic: bool) -> FrameSettings {
 /// (an NTC mode that fails to bind silently falls back to the reference) with F32.
 fn render(renderer: &mut Renderer, settings: &FrameSettings, frames: u32) -> Vec<u8> {
     let ctx = ctx();
-    assert_eq!(renderer.active_mode(settings), settings.mode);
+    assert_eq!(renderer.plan(settings).mode(), settings.mode);
     let frame = render_frames(ctx, renderer, settings, frames).expect("render");
+    assert_eq!(
+        frame.plan.mode(),
+        settings.mode,
+        "{:?}",
+        frame.plan.fallback
+    );
     if settings.mode != RenderMode::Reference {
         assert_eq!(renderer.kernel(), Some(NtcKernel::F32));
     }
@@ -276,7 +282,7 @@ fn render(renderer: &mut Renderer, settings: &FrameSettings, frames: u32) -> Vec
 
 /// Per pixel, whether the G-buffer of the last frame has geometry there.
 fn geometry_mask(renderer: &Renderer) -> Vec<bool> {
-    read_texture(ctx(), &renderer.gbuffer.material.texture, 0, 0)
+    read_texture(ctx(), &renderer.targets().gbuffer.material.texture, 0, 0)
         .expect("read material ids")
         .to_u32()
         .expect("u32")
@@ -453,7 +459,7 @@ fn golden_ntc_divergence_heatmap() {
     let stats = r.divergence_blocking(ctx).expect("divergence statistics");
 
     // CPU count: distinct decoders (package decoder of each textured material) per tile.
-    let words = read_texture(ctx, &r.gbuffer.material.texture, 0, 0)
+    let words = read_texture(ctx, &r.targets().gbuffer.material.texture, 0, 0)
         .expect("read material ids")
         .to_u32()
         .expect("u32");
@@ -568,7 +574,9 @@ fn wrong_map_or_mode_exceeds_tolerance() {
 
     // No package for Clustered: the frame is the reference, byte for byte.
     let clustered = settings(RenderMode::Clustered, false);
-    assert_eq!(r.active_mode(&clustered), RenderMode::Reference);
+    assert_eq!(r.plan(&clustered).mode(), RenderMode::Reference);
     let fallback = render_frames(ctx(), &mut r, &clustered, 1).expect("render");
+    assert_eq!(fallback.plan.mode(), RenderMode::Reference);
+    assert_eq!(fallback.plan.fallback, Some(Fallback::NoPackage));
     assert_eq!(&fallback.rgba8, reference_one);
 }

@@ -9,6 +9,7 @@ mod common;
 
 use glam::{Vec2, Vec3};
 use half::f16;
+use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::assert_mirrors;
 use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::gpu::{GpuContext, GpuTimer, read_texture};
@@ -24,7 +25,7 @@ use neurotex::render::ntc_gpu::{
 };
 use neurotex::render::passes::ntc_bake::{BakeParams, NtcBakePass};
 use neurotex::render::passes::ntc_decode::{
-    DecodeParams, DecodeSettings, NtcDecodePass, NtcKernel,
+    DecodeInputs, DecodeParams, DecodeSettings, NtcDecodePass, NtcKernel,
 };
 use neurotex::render::scene_gpu::{SceneGpu, UploadOptions};
 use neurotex::render::targets::{GBuffer, MaterialTargets, Target, format};
@@ -384,15 +385,14 @@ fn decode_frames(
         usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    pass.bind(
-        device,
-        &frame_buffer,
-        &f.scene,
-        &gbuffer,
-        &f.noise,
-        &f.ntc,
-        &targets,
-    );
+    let inputs = DecodeInputs {
+        frame: &frame_buffer,
+        materials: &f.scene.material_buffer,
+        gbuffer: &gbuffer,
+        blue_noise: &f.noise,
+        package: &f.ntc,
+        settings,
+    };
     let timer = GpuTimer::new(ctx, 4);
     frames
         .map(|frame| {
@@ -401,7 +401,11 @@ fn decode_frames(
             ctx.queue
                 .write_buffer(&frame_buffer, 0, bytemuck::bytes_of(&uniform));
             let mut encoder = device.create_command_encoder(&Default::default());
-            pass.record(&ctx.queue, &mut encoder, g.size, settings, &timer);
+            pass.record(
+                &mut FrameEncoder::new(ctx, &mut encoder, &timer),
+                &inputs,
+                &targets,
+            );
             ctx.queue.submit([encoder.finish()]);
             [
                 &targets.base_color,
@@ -702,7 +706,7 @@ fn material_table_and_params_match_wgsl() {
 fn baked_textures_replace_the_scene_set() {
     use neurotex::render::headless::{OUTPUT_FORMAT, render_frame};
     use neurotex::render::passes::ntc_bake::NtcBakePass;
-    use neurotex::render::{Aov, FrameSettings, Renderer};
+    use neurotex::render::{Aov, FrameSettings, MaterialPath, RenderMode, Renderer};
     let ctx = ctx();
     let dir = common::temp_dir("ntc_bake_scene");
     common::write_checker_png(&dir.join("checker.png"), 16);
@@ -733,15 +737,25 @@ fn baked_textures_replace_the_scene_set() {
         .rgba8;
     let ntc = NtcSceneGpu::upload(ctx, &package, &map).expect("upload");
     let bake = NtcBakePass::new(ctx, &package.config).expect("bake pass");
-    let replaced = bake
-        .bake_into_scene(ctx, &package, &ntc, &mut renderer.scene)
+    let baked = bake
+        .bake_materials(ctx, &package, &ntc, &renderer.scene)
         .expect("bake");
-    assert_eq!(replaced, 1);
-    let after = render_frame(ctx, &mut renderer, &settings)
-        .expect("frame")
-        .rgba8;
-    assert_ne!(before, after, "the baked textures were not used");
-    renderer.scene.restore_set_textures(&ctx.device);
+    assert_eq!(baked.replaced, 1);
+    // The renderer's inference-on-load path: the same bake, sampled by the passes.
+    renderer
+        .set_package(ctx, RenderMode::Baseline, package, &map)
+        .expect("package");
+    let mut baked_settings = settings.clone();
+    baked_settings.mode = RenderMode::Baseline;
+    baked_settings.options.inference_on_load = true;
+    let after = render_frame(ctx, &mut renderer, &baked_settings).expect("frame");
+    assert_eq!(
+        after.plan.material,
+        MaterialPath::Baked(RenderMode::Baseline),
+        "{:?}",
+        after.plan.fallback
+    );
+    assert_ne!(before, after.rgba8, "the baked textures were not used");
     let restored = render_frame(ctx, &mut renderer, &settings)
         .expect("frame")
         .rgba8;

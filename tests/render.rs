@@ -109,7 +109,7 @@ fn gbuffer_matches_cpu_expectations() {
         options: Default::default(),
     };
     render_frame(ctx, &mut renderer, &settings).unwrap();
-    let g = &renderer.gbuffer;
+    let g = &renderer.targets().gbuffer;
     let material = read_texture(ctx, &g.material.texture, 0, 0)
         .unwrap()
         .to_u32()
@@ -134,7 +134,7 @@ fn gbuffer_matches_cpu_expectations() {
         .unwrap()
         .to_f32()
         .unwrap();
-    let base = read_texture(ctx, &renderer.materials.base_color.texture, 0, 0)
+    let base = read_texture(ctx, &renderer.targets().materials.base_color.texture, 0, 0)
         .unwrap()
         .to_f32()
         .unwrap();
@@ -208,7 +208,7 @@ fn gbuffer_matches_cpu_expectations() {
     let mut moved = settings.clone();
     moved.camera.position.x += 0.4;
     render_frame(ctx, &mut renderer, &moved).unwrap();
-    let motion = read_texture(ctx, &renderer.gbuffer.motion.texture, 0, 0)
+    let motion = read_texture(ctx, &renderer.targets().gbuffer.motion.texture, 0, 0)
         .unwrap()
         .to_f32()
         .unwrap();

@@ -755,7 +755,7 @@ impl Viewer {
             .into_iter()
             .filter(|k| k.supported(&self.ctx.granted))
             .collect();
-        self.ntc.active_mode = renderer.active_mode(&settings);
+        self.ntc.active_mode = renderer.plan(&settings).mode();
         self.ntc.decoders = renderer.decoder_count(self.ntc.active_mode);
         self.ntc.color_bar = settings
             .options
@@ -1400,16 +1400,21 @@ impl Viewer {
         let (ctx, timer, painter) = (&self.ctx, &self.timer, &mut self.painter);
         let scene = &mut self.scene;
         let recorded = ctx.error_scope(|| {
-            match scene {
-                Some(s) => s
-                    .renderer
-                    .record(ctx, &mut encoder, &target, &settings, timer),
-                None => clear(&mut encoder, &target),
-            }
-            painter.paint(ctx, &mut encoder, &overlay_target, &screen, &jobs)
+            let plan = match scene {
+                Some(s) => Some(
+                    s.renderer
+                        .record(ctx, &mut encoder, &target, &settings, timer),
+                ),
+                None => {
+                    clear(&mut encoder, &target);
+                    None
+                }
+            };
+            let extra = painter.paint(ctx, &mut encoder, &overlay_target, &screen, &jobs);
+            (plan, extra)
         });
-        let extra = match recorded {
-            Ok(extra) => extra,
+        let (plan, extra) = match recorded {
+            Ok(recorded) => recorded,
             Err(e) => {
                 // Dropping the encoder and the unpresented surface texture skips the frame.
                 log::error!("frame skipped: {e}");
@@ -1435,8 +1440,8 @@ impl Viewer {
             .submit(extra.into_iter().chain([encoder.finish()]));
         if settings.options.compare && self.psnr_request {
             self.psnr_request = false;
-            if let Some(s) = &self.scene {
-                let mode = s.renderer.active_mode(&settings);
+            if let (Some(s), Some(plan)) = (&self.scene, &plan) {
+                let mode = plan.mode();
                 self.ntc.psnr = Some(match s.renderer.psnr_blocking(&self.ctx) {
                     Ok(Some(p)) => format!("{mode}: {p:.2} dB"),
                     Ok(None) => format!("{mode}: identical"),

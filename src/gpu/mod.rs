@@ -14,10 +14,14 @@
 //! - [`kernel`]: [`ComputeKernel`], a compute pipeline from a compact description, with
 //!   its errors caught.
 //! - [`layout`]: bind-group layout and bind-group entries in one line each, [`layout::Slot`].
+//! - [`bind_cache`]: [`CachedBindGroup`], a bind group remade only when its resources change.
+//! - [`encoder`]: [`encoder::FrameEncoder`], the encoder, device and timer a pass records with.
 //! - [`mirror`]: struct layouts and constants of a WGSL module, for the Rust ↔ WGSL mirror
 //!   tests.
 
+pub mod bind_cache;
 pub mod context;
+pub mod encoder;
 pub mod kernel;
 pub mod layout;
 pub mod mirror;
@@ -25,6 +29,7 @@ pub mod readback;
 pub mod shader;
 pub mod timing;
 
+pub use bind_cache::CachedBindGroup;
 pub use context::{GpuContext, GpuError, GrantedFeatures};
 pub use kernel::{ComputeKernel, KernelError};
 pub use readback::{TextureData, read_buffer, read_texture};

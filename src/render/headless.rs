@@ -3,7 +3,7 @@
 
 use crate::gpu::{GpuContext, GpuError, GpuTimer, PassTiming, read_texture};
 
-use super::{FrameSettings, Renderer};
+use super::{FramePlan, FrameSettings, Renderer};
 
 /// Format of the headless output.
 pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
@@ -19,6 +19,8 @@ pub struct Frame {
     pub rgba8: Vec<u8>,
     /// GPU time per pass (empty when the adapter has no timestamp queries).
     pub timings: Vec<PassTiming>,
+    /// What the last frame did.
+    pub plan: FramePlan,
 }
 
 /// Render one frame of `settings` with `renderer` and read it back.
@@ -56,6 +58,7 @@ pub fn render_frames(
     let view = output.create_view(&wgpu::TextureViewDescriptor::default());
     let mut timer = GpuTimer::new(ctx, 32);
     let frames = frames.max(1);
+    let mut plan = None;
     for i in 0..frames {
         let last = i + 1 == frames;
         let mut encoder = ctx
@@ -64,7 +67,8 @@ pub fn render_frames(
                 label: Some("headless.frame"),
             });
         timer.begin_frame();
-        ctx.error_scope(|| renderer.record(ctx, &mut encoder, &view, settings, &timer))?;
+        plan =
+            Some(ctx.error_scope(|| renderer.record(ctx, &mut encoder, &view, settings, &timer))?);
         if last {
             timer.resolve(&mut encoder);
         }
@@ -81,5 +85,6 @@ pub fn render_frames(
         height,
         rgba8: data.bytes,
         timings,
+        plan: plan.expect("at least one frame"),
     })
 }

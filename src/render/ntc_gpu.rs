@@ -381,25 +381,26 @@ impl NtcSceneGpu {
     /// The group-1 bindings (module docs): four read-only storage buffers.
     pub const GROUP: [Slot; 4] = [Slot::Storage; 4];
 
+    /// The group-1 resources, `(binding, buffer)` in binding order.
+    pub fn resources(&self) -> [(u32, wgpu::BindingResource<'_>); 4] {
+        [
+            (0, self.latents.as_entire_binding()),
+            (1, self.decoders.as_entire_binding()),
+            (2, self.materials.as_entire_binding()),
+            (3, self.mips.as_entire_binding()),
+        ]
+    }
+
     /// The group-1 bind group for `layout` (made from [`Self::GROUP`]).
     pub fn bind_group(
         &self,
         device: &wgpu::Device,
         layout: &wgpu::BindGroupLayout,
     ) -> wgpu::BindGroup {
-        let buffers = [&self.latents, &self.decoders, &self.materials, &self.mips];
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
-            .iter()
-            .enumerate()
-            .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                binding: binding as u32,
-                resource: buffer.as_entire_binding(),
-            })
-            .collect();
         device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("ntc"),
             layout,
-            entries: &entries,
+            entries: &crate::gpu::layout::entries(&self.resources()),
         })
     }
 }

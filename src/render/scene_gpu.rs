@@ -3,9 +3,10 @@
 //! canonical channel groups), and one bind group per material.
 //!
 //! Texture sets are decoded on the CPU in parallel (one thread per core) before upload.
-//! A set's textures can be replaced afterwards ([`SceneGpu::replace_set_textures`], e.g.
-//! by NTC-decoded ones from `passes::ntc_bake`) and restored; the material bind groups
-//! follow.
+//! The scene does not change after upload: other textures for some sets (NTC-decoded ones
+//! from `passes::ntc_bake`) come as another list of material bind groups
+//! ([`SceneGpu::material_bind_groups_with`]), which the renderer hands to the passes in
+//! place of [`SceneGpu::material_bind_groups`].
 
 use wgpu::util::DeviceExt as _;
 
@@ -54,7 +55,8 @@ pub struct SceneGpu {
     pub instance_buffer: wgpu::Buffer,
     /// `array<MaterialData>`.
     pub material_buffer: wgpu::Buffer,
-    /// Per material: its texture set's three channel-group textures + sampler (group 1).
+    /// Per material: its texture set's three channel-group textures + sampler (group 1 of
+    /// the reference pass, alpha-tested draws).
     pub material_bind_groups: Vec<wgpu::BindGroup>,
     /// Layout of [`Self::material_bind_groups`].
     pub material_layout: wgpu::BindGroupLayout,
@@ -73,9 +75,7 @@ pub struct SceneGpu {
     /// Views of the neutral set (materials without textures).
     neutral_views: [wgpu::TextureView; 3],
     /// Per set, the views of its uploaded textures.
-    original_views: Vec<[wgpu::TextureView; 3]>,
-    /// Per set, the views its materials sample now.
-    current_views: Vec<[wgpu::TextureView; 3]>,
+    set_views: Vec<[wgpu::TextureView; 3]>,
 }
 
 /// Errors while uploading a scene.
@@ -253,51 +253,39 @@ impl SceneGpu {
             texture_bytes,
             sampler,
             neutral_views: neutral,
-            current_views: set_textures.clone(),
-            original_views: set_textures,
+            set_views: set_textures,
         })
     }
 
-    /// Make every material of texture set `set` (an index into [`Self::sets`]) sample
-    /// `views` instead: three views in [`SET_FORMATS`] (group 0 `Rgba8UnormSrgb`,
-    /// groups 1–2 `Rgba8Unorm`) with mip chains. Rebuilds those materials' bind groups.
-    pub fn replace_set_textures(
-        &mut self,
+    /// Per material, a bind group like [`Self::material_bind_groups`] except that the
+    /// materials of each set in `replacements` (an index into [`Self::sets`] with three
+    /// views in [`SET_FORMATS`] with mip chains: group 0 `Rgba8UnormSrgb`, groups 1–2
+    /// `Rgba8Unorm`) sample those views.
+    pub fn material_bind_groups_with(
+        &self,
         device: &wgpu::Device,
-        set: usize,
-        views: [wgpu::TextureView; 3],
-    ) -> Result<(), UploadError> {
-        let count = self.current_views.len();
-        let slot = self
-            .current_views
-            .get_mut(set)
-            .ok_or(UploadError::UnknownSet { set, count })?;
-        *slot = views;
-        self.rebuild_bind_groups(device, Some(set));
-        Ok(())
-    }
-
-    /// Return every set to the textures uploaded from its images.
-    pub fn restore_set_textures(&mut self, device: &wgpu::Device) {
-        self.current_views.clone_from(&self.original_views);
-        self.rebuild_bind_groups(device, None);
-    }
-
-    /// Rebuild the bind groups of the materials of `set` (all materials when `None`).
-    fn rebuild_bind_groups(&mut self, device: &wgpu::Device, set: Option<usize>) {
-        for (bind_group, material_set) in self
-            .material_bind_groups
-            .iter_mut()
-            .zip(&self.material_sets)
-        {
-            if set.is_some() && *material_set != set {
-                continue;
-            }
-            let views = material_set
-                .and_then(|s| self.current_views.get(s))
-                .unwrap_or(&self.neutral_views);
-            *bind_group = material_bind_group(device, &self.material_layout, views, &self.sampler);
+        replacements: &[(usize, [wgpu::TextureView; 3])],
+    ) -> Result<Vec<wgpu::BindGroup>, UploadError> {
+        let count = self.set_views.len();
+        if let Some(&(set, _)) = replacements.iter().find(|(set, _)| *set >= count) {
+            return Err(UploadError::UnknownSet { set, count });
         }
+        Ok(self
+            .material_sets
+            .iter()
+            .map(|material_set| {
+                let views = material_set
+                    .and_then(|s| {
+                        replacements
+                            .iter()
+                            .find(|(set, _)| *set == s)
+                            .map(|(_, views)| views)
+                            .or(self.set_views.get(s))
+                    })
+                    .unwrap_or(&self.neutral_views);
+                material_bind_group(device, &self.material_layout, views, &self.sampler)
+            })
+            .collect())
     }
 }
 

@@ -45,7 +45,7 @@ pub struct BakedSet {
     /// The three channel-group textures (`Rgba8Unorm`, full mip chains; group 0 is viewed
     /// as sRGB). Usable as storage, sampled and copy source.
     pub textures: [wgpu::Texture; 3],
-    /// Sampled views in [`SET_FORMATS`], for [`SceneGpu::replace_set_textures`].
+    /// Sampled views in [`SET_FORMATS`], for [`SceneGpu::material_bind_groups_with`].
     pub views: [wgpu::TextureView; 3],
 }
 
@@ -229,39 +229,52 @@ impl NtcBakePass {
         Ok(sets)
     }
 
-    /// Bake `package` and make every texture set of `scene` that the package holds (by
-    /// name) sample the baked textures. Returns how many sets were replaced.
-    pub fn bake_into_scene(
+    /// Bake `package` into textures and make the material bind groups of `scene` with
+    /// every texture set the package holds (by name) sampling its baked textures.
+    pub fn bake_materials(
         &self,
         ctx: &GpuContext,
         package: &NtcPackage,
         ntc: &NtcSceneGpu,
-        scene: &mut SceneGpu,
-    ) -> Result<usize, NtcRenderError> {
-        let baked = self.bake(ctx, package, ntc)?;
+        scene: &SceneGpu,
+    ) -> Result<BakedMaterials, NtcRenderError> {
+        let sets = self.bake(ctx, package, ntc)?;
         let replacements: Vec<(usize, [wgpu::TextureView; 3])> = scene
             .sets
             .iter()
             .enumerate()
             .filter_map(|(set, desc)| {
                 let name = desc.name();
-                baked
-                    .iter()
+                sets.iter()
                     .find(|b| b.name == name)
                     .map(|b| (set, b.views.clone()))
             })
             .collect();
-        let count = replacements.len();
-        for (set, views) in replacements {
-            scene
-                .replace_set_textures(&ctx.device, set, views)
-                .map_err(|e| NtcRenderError::Gpu {
-                    what: "using the baked textures".into(),
-                    message: e.to_string(),
-                })?;
-        }
-        Ok(count)
+        let bind_groups = scene
+            .material_bind_groups_with(&ctx.device, &replacements)
+            .map_err(|e| NtcRenderError::Gpu {
+                what: "using the baked textures".into(),
+                message: e.to_string(),
+            })?;
+        Ok(BakedMaterials {
+            replaced: replacements.len(),
+            sets,
+            bind_groups,
+        })
     }
+}
+
+/// A package baked for one scene: the textures, and the scene's material bind groups with
+/// the sets the package holds sampling them.
+#[derive(Debug)]
+pub struct BakedMaterials {
+    /// The baked textures, in package order.
+    pub sets: Vec<BakedSet>,
+    /// Per scene material, its bind group (baked textures where the package holds its set,
+    /// the originals elsewhere).
+    pub bind_groups: Vec<wgpu::BindGroup>,
+    /// How many of the scene's texture sets sample baked textures.
+    pub replaced: usize,
 }
 
 /// The three textures of one baked set and their sampled views.

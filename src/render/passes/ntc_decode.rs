@@ -13,13 +13,13 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
 use crate::gpu::shader::describe_defines;
-use crate::gpu::{GpuContext, GpuTimer, GrantedFeatures};
+use crate::gpu::{CachedBindGroup, GpuContext, GrantedFeatures};
 use crate::ntc::model::{NtcConfig, OUTPUTS};
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
-use crate::render::scene_gpu::SceneGpu;
 use crate::render::targets::{GBuffer, MaterialTargets, format};
 use crate::render::tiles::TileSize;
 
@@ -190,6 +190,23 @@ impl DecodeParams {
     }
 }
 
+/// What the decode pass reads.
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeInputs<'a> {
+    /// The frame uniform (viewport, frame index for the blue noise).
+    pub frame: &'a wgpu::Buffer,
+    /// The scene's material constants (`array<MaterialData>`).
+    pub materials: &'a wgpu::Buffer,
+    /// The G-buffer.
+    pub gbuffer: &'a GBuffer,
+    /// The blue-noise tile (64² `R32Float`).
+    pub blue_noise: &'a wgpu::TextureView,
+    /// The package on the GPU.
+    pub package: &'a NtcSceneGpu,
+    /// Mip and texel choice.
+    pub settings: &'a DecodeSettings,
+}
+
 /// The NTC decode pass.
 #[derive(Debug)]
 pub struct NtcDecodePass {
@@ -197,8 +214,8 @@ pub struct NtcDecodePass {
     tile: TileSize,
     pipeline: ComputeKernel,
     params: wgpu::Buffer,
-    bind_group: Option<wgpu::BindGroup>,
-    ntc_bind_group: Option<wgpu::BindGroup>,
+    bind_group: CachedBindGroup,
+    ntc_bind_group: CachedBindGroup,
 }
 
 impl NtcDecodePass {
@@ -313,8 +330,8 @@ impl NtcDecodePass {
             tile,
             pipeline,
             params,
-            bind_group: None,
-            ntc_bind_group: None,
+            bind_group: CachedBindGroup::new(),
+            ntc_bind_group: CachedBindGroup::new(),
         })
     }
 
@@ -342,68 +359,51 @@ impl NtcDecodePass {
         self.tile
     }
 
-    /// Bind the frame uniform, the scene's materials, the G-buffer, the blue-noise
-    /// texture (64² `R32Float`), the NTC data and the targets (call again after a resize
-    /// or a package switch).
-    #[allow(clippy::too_many_arguments)]
-    pub fn bind(
-        &mut self,
-        device: &wgpu::Device,
-        frame: &wgpu::Buffer,
-        scene: &SceneGpu,
-        gbuffer: &GBuffer,
-        blue_noise: &wgpu::TextureView,
-        ntc: &NtcSceneGpu,
+    /// Record the decode of `inputs` into `targets` (of the G-buffer's size).
+    pub fn record(
+        &self,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &DecodeInputs<'_>,
         targets: &MaterialTargets,
     ) {
         let view = wgpu::BindingResource::TextureView;
-        self.bind_group = Some(self.pipeline.bind_group(
-            device,
-            0,
+        let g = inputs.gbuffer;
+        let bind_group = self.bind_group.get(
+            frame.device(),
+            Self::LABEL,
+            self.pipeline.layout(0),
             &[
-                (0, frame.as_entire_binding()),
-                (1, scene.material_buffer.as_entire_binding()),
-                (2, view(&gbuffer.normal_tangent.view)),
-                (3, view(&gbuffer.uv.view)),
-                (4, view(&gbuffer.uv_grad.view)),
-                (5, view(&gbuffer.material.view)),
-                (6, view(blue_noise)),
+                (0, inputs.frame.as_entire_binding()),
+                (1, inputs.materials.as_entire_binding()),
+                (2, view(&g.normal_tangent.view)),
+                (3, view(&g.uv.view)),
+                (4, view(&g.uv_grad.view)),
+                (5, view(&g.material.view)),
+                (6, view(inputs.blue_noise)),
                 (7, self.params.as_entire_binding()),
                 (8, view(&targets.base_color.view)),
                 (9, view(&targets.normal_rm.view)),
                 (10, view(&targets.emissive_ao.view)),
             ],
-        ));
-        self.ntc_bind_group = Some(ntc.bind_group(device, self.pipeline.layout(1)));
-    }
-
-    /// Record the decode of a `size` screen with `settings` (does nothing before
-    /// [`Self::bind`]).
-    pub fn record(
-        &self,
-        queue: &wgpu::Queue,
-        encoder: &mut wgpu::CommandEncoder,
-        size: (u32, u32),
-        settings: &DecodeSettings,
-        timer: &GpuTimer,
-    ) {
-        let (Some(bind_group), Some(ntc_bind_group)) = (&self.bind_group, &self.ntc_bind_group)
-        else {
-            return;
-        };
-        queue.write_buffer(
+        );
+        let ntc_bind_group = self.ntc_bind_group.get(
+            frame.device(),
+            "ntc",
+            self.pipeline.layout(1),
+            &inputs.package.resources(),
+        );
+        frame.queue().write_buffer(
             &self.params,
             0,
-            bytemuck::bytes_of(&DecodeParams::new(settings)),
+            bytemuck::bytes_of(&DecodeParams::new(inputs.settings)),
         );
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(Self::LABEL),
-            timestamp_writes: timer.compute_pass_writes(Self::LABEL),
-        });
-        pass.set_pipeline(self.pipeline.pipeline());
-        pass.set_bind_group(0, bind_group, &[]);
-        pass.set_bind_group(1, ntc_bind_group, &[]);
+        let size = (g.material.texture.width(), g.material.texture.height());
         let (x, y) = self.tile.grid(size);
-        pass.dispatch_workgroups(x, y, 1);
+        frame.compute_pass(Self::LABEL, |pass| {
+            pass.set_pipeline(self.pipeline.pipeline());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.set_bind_group(1, &ntc_bind_group, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        });
     }
 }

@@ -1,6 +1,6 @@
 //! Temporal pass: accumulates the noisy linear HDR radiance over frames
-//! (`shaders/temporal.wgsl`, one compute dispatch) into [`TemporalPass::output`], which the
-//! tonemap pass reads.
+//! (`shaders/temporal.wgsl`, one compute dispatch) into the accumulated-radiance target
+//! ([`crate::render::targets::FrameTargets::accumulated`]), which the tonemap pass reads.
 //!
 //! Per pixel it reprojects the history with the G-buffer motion (bilinear), rejects it off
 //! screen, clips it in YCoCg to the current 3×3 neighbourhood (variance clipping) where the
@@ -21,9 +21,10 @@
 //!
 //! The history is a ping-pong pair of `Rgba32Float` textures owned by the pass: each
 //! dispatch reads one and writes the other, and [`TemporalPass::record`] flips which is
-//! which (the only place). The same dispatch also writes the `Rgba16Float` output
-//! (`temporal.resolved`), so the output is one fixed view for the tonemap bind group and no
-//! copy is needed.
+//! which (the only place). It stays with the pass rather than with the frame's targets
+//! because it is the pass's state across frames, with its own validity, and only this
+//! pass reads it. The same dispatch also writes the `Rgba16Float` output it is handed, so
+//! no copy is needed.
 //!
 //! Why f32: a running mean stored in f16 rounds once per frame, and frame k's rounding
 //! reaches frame N weighted by k/N, so after N frames it can be N/4 f16 steps off; where
@@ -51,10 +52,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec3, Vec4};
 
+use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
-use crate::gpu::{GpuContext, GpuTimer};
-use crate::render::targets::{GBuffer, Target, format};
+use crate::gpu::{CachedBindGroup, GpuContext};
+use crate::render::targets::{Target, format};
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
 pub const WORKGROUP_SIZE: u32 = 8;
@@ -148,9 +150,22 @@ impl TemporalParams {
     }
 }
 
-/// Errors of the CPU reference.
+/// Errors of the pass and of the CPU reference.
 #[derive(Debug, thiserror::Error)]
 pub enum TemporalError {
+    /// An input or the output does not have the pass's size.
+    #[error(
+        "{label}: {input} is {}×{} but the pass is {}×{}; resize the pass with the targets",
+        size.0, size.1, pass.0, pass.1, label = TemporalPass::LABEL
+    )]
+    SizeMismatch {
+        /// Which input or output.
+        input: &'static str,
+        /// Its size.
+        size: (u32, u32),
+        /// The pass's size.
+        pass: (u32, u32),
+    },
     /// An input image does not hold one value per pixel.
     #[error(
         "temporal reference: `{input}` holds {actual} pixels but the frame is {width}×{height} \
@@ -170,13 +185,25 @@ pub enum TemporalError {
     },
 }
 
+/// What one frame of the temporal pass reads.
+#[derive(Clone, Copy, Debug)]
+pub struct TemporalInputs<'a> {
+    /// This frame's linear HDR radiance.
+    pub hdr: &'a Target,
+    /// The G-buffer's motion.
+    pub motion: &'a Target,
+    /// The G-buffer's depth.
+    pub depth: &'a Target,
+    /// Accumulation on or off, reset, frame cap.
+    pub settings: &'a TemporalSettings,
+}
+
 /// The temporal accumulation pass. See the module docs.
 #[derive(Debug)]
 pub struct TemporalPass {
     size: (u32, u32),
     kernel: ComputeKernel,
     params: wgpu::Buffer,
-    resolved: Target,
     /// The history pair: each frame reads one and writes the other.
     history: [Target; 2],
     /// Index of the history that holds the last recorded frame; flipped by `record`.
@@ -185,14 +212,14 @@ pub struct TemporalPass {
     /// set by `record`.
     history_valid: AtomicBool,
     /// Per front history: the bind group reading it and writing the other one.
-    bind_groups: Option<[wgpu::BindGroup; 2]>,
+    bind_groups: [CachedBindGroup; 2],
 }
 
 impl TemporalPass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "temporal";
 
-    /// Build the pipeline and the targets for a `size` screen (call [`Self::bind`] next).
+    /// Build the pipeline and the history for a `size` screen.
     pub fn new(ctx: &GpuContext, size: (u32, u32)) -> Result<Self, KernelError> {
         let device = &ctx.device;
         let kernel = ComputeKernel::new(
@@ -208,7 +235,7 @@ impl TemporalPass {
                     Slot::FloatTexture,
                     Slot::FloatTexture,
                     Slot::DepthTexture,
-                    Slot::WriteTexture(format::HDR),
+                    Slot::WriteTexture(format::ACCUMULATED),
                     Slot::WriteTexture(HISTORY_FORMAT),
                 ])],
             },
@@ -220,113 +247,92 @@ impl TemporalPass {
             mapped_at_creation: false,
         });
         let size = (size.0.max(1), size.1.max(1));
-        let (resolved, history) = Self::targets(device, size);
         Ok(Self {
             size,
             kernel,
             params,
-            resolved,
-            history,
+            history: Self::history(device, size),
             front: AtomicBool::new(false),
             history_valid: AtomicBool::new(false),
-            bind_groups: None,
+            bind_groups: Default::default(),
         })
     }
 
-    fn targets(device: &wgpu::Device, size: (u32, u32)) -> (Target, [Target; 2]) {
+    fn history(device: &wgpu::Device, size: (u32, u32)) -> [Target; 2] {
         let storage = wgpu::TextureUsages::STORAGE_BINDING;
         let history = |label| Target::new(device, label, size, HISTORY_FORMAT, storage);
-        (
-            Target::new(device, "temporal.resolved", size, format::HDR, storage),
-            [history("temporal.history.0"), history("temporal.history.1")],
-        )
+        [history("temporal.history.0"), history("temporal.history.1")]
     }
 
-    /// Reallocate the output and the history for a new screen size; the next frame starts
-    /// a new history. Call [`Self::bind`] after, and rebind whatever reads [`Self::output`].
+    /// Reallocate the history for a new screen size; the next frame starts a new history.
     pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
         let size = (size.0.max(1), size.1.max(1));
-        (self.resolved, self.history) = Self::targets(device, size);
+        self.history = Self::history(device, size);
         self.size = size;
         self.history_valid.store(false, Ordering::Relaxed);
-        self.bind_groups = None;
     }
 
-    /// Bind this frame's HDR radiance and the G-buffer's motion and depth. Inputs of
-    /// another size than the pass are refused (logged; [`Self::record`] then does nothing):
-    /// resize first.
-    pub fn bind(&mut self, device: &wgpu::Device, hdr: &Target, gbuffer: &GBuffer) {
-        let size_of = |target: &Target| (target.texture.width(), target.texture.height());
-        let inputs = [
-            ("hdr", size_of(hdr)),
-            ("motion", size_of(&gbuffer.motion)),
-            ("depth", size_of(&gbuffer.depth)),
-        ];
-        if let Some((name, size)) = inputs.iter().find(|(_, size)| *size != self.size) {
-            log::error!(
-                "{}: {name} is {}×{} but the pass is {}×{}; call resize before bind",
-                Self::LABEL,
-                size.0,
-                size.1,
-                self.size.0,
-                self.size.1
-            );
-            self.bind_groups = None;
-            return;
-        }
-        let bind_group = |read: &Target, write: &Target| {
-            let view = wgpu::BindingResource::TextureView;
-            self.kernel.bind_group(
-                device,
-                0,
-                &[
-                    (0, self.params.as_entire_binding()),
-                    (1, view(&hdr.view)),
-                    (2, view(&read.view)),
-                    (3, view(&gbuffer.motion.view)),
-                    (4, view(&gbuffer.depth.view)),
-                    (5, view(&self.resolved.view)),
-                    (6, view(&write.view)),
-                ],
-            )
-        };
-        let [a, b] = &self.history;
-        self.bind_groups = Some([bind_group(a, b), bind_group(b, a)]);
+    /// The screen size the history has.
+    pub fn size(&self) -> (u32, u32) {
+        self.size
     }
 
-    /// Record the accumulation and swap the history pair. Record once per submitted frame
-    /// (see the module docs). Does nothing before a successful [`Self::bind`].
+    /// Record the accumulation of `inputs` into `output` (an [`format::ACCUMULATED`]
+    /// storage target) and swap the history pair. Record once per submitted frame (see
+    /// the module docs). Inputs or an output of another size than the pass are an error
+    /// and record nothing (resize the pass with the targets).
     pub fn record(
         &self,
-        queue: &wgpu::Queue,
-        encoder: &mut wgpu::CommandEncoder,
-        settings: &TemporalSettings,
-        timer: &GpuTimer,
-    ) {
-        let Some(bind_groups) = &self.bind_groups else {
-            return;
-        };
+        frame: &mut FrameEncoder<'_>,
+        inputs: &TemporalInputs<'_>,
+        output: &Target,
+    ) -> Result<(), TemporalError> {
+        let size_of = |target: &Target| (target.texture.width(), target.texture.height());
+        let targets = [
+            ("hdr", inputs.hdr),
+            ("motion", inputs.motion),
+            ("depth", inputs.depth),
+            ("output", output),
+        ];
+        if let Some((input, target)) = targets.iter().find(|(_, t)| size_of(t) != self.size) {
+            return Err(TemporalError::SizeMismatch {
+                input,
+                size: size_of(target),
+                pass: self.size,
+            });
+        }
         let history_valid = self.history_valid.swap(true, Ordering::Relaxed);
-        let front = self.front.fetch_xor(true, Ordering::Relaxed);
-        let params = TemporalParams::new(settings, history_valid);
-        queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(Self::LABEL),
-            timestamp_writes: timer.compute_pass_writes(Self::LABEL),
-        });
-        pass.set_pipeline(self.kernel.pipeline());
-        pass.set_bind_group(0, &bind_groups[usize::from(front)], &[]);
-        pass.dispatch_workgroups(
+        let front = usize::from(self.front.fetch_xor(true, Ordering::Relaxed));
+        let (read, write) = (&self.history[front], &self.history[1 - front]);
+        let view = wgpu::BindingResource::TextureView;
+        let bind_group = self.bind_groups[front].get(
+            frame.device(),
+            Self::LABEL,
+            self.kernel.layout(0),
+            &[
+                (0, self.params.as_entire_binding()),
+                (1, view(&inputs.hdr.view)),
+                (2, view(&read.view)),
+                (3, view(&inputs.motion.view)),
+                (4, view(&inputs.depth.view)),
+                (5, view(&output.view)),
+                (6, view(&write.view)),
+            ],
+        );
+        let params = TemporalParams::new(inputs.settings, history_valid);
+        frame
+            .queue()
+            .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+        let groups = (
             self.size.0.div_ceil(WORKGROUP_SIZE),
             self.size.1.div_ceil(WORKGROUP_SIZE),
-            1,
         );
-    }
-
-    /// The accumulated radiance (`Rgba16Float`; rgb radiance, a the sample count). One
-    /// fixed texture until the next [`Self::resize`].
-    pub fn output(&self) -> &Target {
-        &self.resolved
+        frame.compute_pass(Self::LABEL, |pass| {
+            pass.set_pipeline(self.kernel.pipeline());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(groups.0, groups.1, 1);
+        });
+        Ok(())
     }
 }
 
