@@ -1,6 +1,6 @@
-//! GPU tests of the divergence statistics, the heatmap overlay and the image-error pass
-//! (one binary, one adapter: lavapipe in CI) against their CPU references, on a synthetic
-//! 37×29 material-id image: not a multiple of any tile size, with pixels without geometry,
+//! GPU tests of the divergence statistics, the heatmap overlay, the image-error pass and
+//! the reference pass's material classification (one binary, one adapter: lavapipe in CI)
+//! against their CPU references, on a synthetic 37×29 material-id image: not a multiple of any tile size, with pixels without geometry,
 //! materials that share a decoder in the current map but not in the baseline map, a
 //! material without a decoder, ids past the maps and the bitangent-sign bit set.
 //! Plus the host ↔ WGSL mirrors these passes rely on (no GPU needed).
@@ -24,6 +24,7 @@ use neurotex::render::passes::image_error::{
     CompareError, ErrorSpace, ErrorTargets, ImageErrorInputs, ImageErrorPass, ImageErrorUniform,
     PARTIAL_BYTES, reference_error,
 };
+use neurotex::render::passes::reference::{MaterialClassify, MaterialRect, classify_reference};
 use neurotex::render::targets::{GBuffer, Target};
 use neurotex::render::tiles::TileSize;
 
@@ -737,4 +738,41 @@ fn host_mirrors_match_the_shaders() {
     assert!(frame.contains(&format!("const NO_MATERIAL: u32 = {NO_MATERIAL:#X}u;")));
     let divergence = neurotex::gpu::shader::shader_source("divergence.wgsl").unwrap();
     assert!(divergence.contains(&format!("const NO_DECODER: u32 = {NO_DECODER:#X}u;")));
+}
+
+/// The classify kernel finds exactly the CPU reference's rectangle of every material:
+/// pixels without geometry, ids past the material count and the bitangent bit must not
+/// matter, and a material with no pixel keeps an empty rectangle. The image holds ids
+/// 0..=11 and 0xABCDE: with 11 materials, id 11 is past the count; with 13, material 12
+/// has no pixel.
+#[test]
+fn classify_rectangles_equal_the_cpu_reference() {
+    let ctx = ctx();
+    let words = synthetic_words();
+    let gbuffer = gbuffer_with(ctx, SIZE, &words);
+    let classify = MaterialClassify::new(ctx).unwrap_or_else(|e| panic!("{e}"));
+    for materials in [11, 13] {
+        let expected = classify_reference(&words, SIZE, materials);
+        // Material 5 fills the bottom-right block, so its rectangle reaches the corner.
+        assert_eq!((expected[5].max_x, expected[5].max_y), SIZE);
+        assert!(expected[5].min_x_inv >= SIZE.0 - 24 && expected[5].min_y_inv >= SIZE.1 - 16);
+        assert!(expected[..11].iter().all(|r| *r != MaterialRect::default()));
+        if materials == 13 {
+            assert_eq!(
+                expected[12],
+                MaterialRect::default(),
+                "material 12 has no pixel"
+            );
+        }
+        let rects = MaterialClassify::rects_buffer(&ctx.device, materials);
+        // Stale contents must be cleared by the pass itself.
+        ctx.queue.write_buffer(&rects, 0, &[0xAB; 16]);
+        submit(ctx, |frame| {
+            classify.record(frame, &gbuffer.material, &rects)
+        });
+        let bytes = neurotex::gpu::read_buffer(ctx, &rects, 0..rects.size()).unwrap();
+        let got: Vec<MaterialRect> = bytemuck::pod_collect_to_vec(&bytes);
+        assert_eq!(got, expected, "{materials} materials");
+    }
+    assert_eq!(ctx.uncaptured_error_count(), 0);
 }

@@ -125,6 +125,7 @@ fn host_constants_match_their_wgsl_twins() {
     );
 
     let classify = module("material_classify.wgsl", &[]);
+    assert_mirrors::<reference::MaterialRect>(&classify, "MaterialRect");
     let side = reference::CLASSIFY_TILE;
     assert_eq!(workgroup_size(&classify, "classify"), Some([side, side, 1]));
     assert_const(&classify, "NO_MATERIAL", NO_MATERIAL);
