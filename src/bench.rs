@@ -19,10 +19,8 @@ use crate::ntc::plot::{Panel, PlotError, Series, SeriesLabelPosition, write_pane
 use crate::render::divergence::DivergenceStats;
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::tiles::TileSize;
-use crate::render::{
-    FrameOptions, FrameSettings, Lighting, NtcOptions, RenderError, RenderMode, Renderer,
-};
-use crate::scene::Camera;
+use crate::render::{FrameOptions, FrameSettings, NtcOptions, RenderError, RenderMode, Renderer};
+use crate::scene::{Camera, Lighting};
 
 /// Errors of a benchmark run.
 #[derive(Debug, thiserror::Error)]

@@ -606,10 +606,12 @@ fn render(a: RenderArgs) -> Result<()> {
         max_texture_size: a.max_texture_size,
         anisotropy: a.anisotropy,
     };
+    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
     let mut renderer = Renderer::new(
         &ctx,
         &opened.scene,
-        &upload,
+        &textures,
+        upload.anisotropy,
         size,
         neurotex::render::headless::OUTPUT_FORMAT,
     )?;
@@ -623,7 +625,7 @@ fn render(a: RenderArgs) -> Result<()> {
         );
     }
     if mode != RenderMode::Reference {
-        load_package(&ctx, &mut renderer, &opened, &a.ntc, a.max_texture_size)?;
+        load_package(&ctx, &mut renderer, &opened, &textures, &a.ntc)?;
         renderer.set_ntc_options(
             &ctx,
             NtcOptions {
@@ -703,14 +705,16 @@ fn bench(a: BenchArgs) -> Result<()> {
         max_texture_size: a.max_texture_size,
         ..UploadOptions::default()
     };
+    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
     let mut renderer = Renderer::new(
         &ctx,
         &opened.scene,
-        &upload,
+        &textures,
+        upload.anisotropy,
         a.size,
         neurotex::render::headless::OUTPUT_FORMAT,
     )?;
-    for &mode in a.modes.iter().filter(|m| m.strategy().is_some()) {
+    for &mode in a.modes.iter().filter(|m| m.is_ntc()) {
         let args = NtcArgs {
             mode,
             package: None,
@@ -722,7 +726,7 @@ fn bench(a: BenchArgs) -> Result<()> {
             ntc_steps: a.ntc_steps,
             ntc_m: a.ntc_m,
         };
-        load_package(&ctx, &mut renderer, &opened, &args, a.max_texture_size)?;
+        load_package(&ctx, &mut renderer, &opened, &textures, &args)?;
     }
     let paths = &opened.description.camera_paths;
     let path = match &a.camera_path {
@@ -808,21 +812,22 @@ fn bench(a: BenchArgs) -> Result<()> {
 }
 
 /// Give `renderer` the package of `args.mode`: `--package`, else the scene's (from
-/// `--packages` or the cache, compressed with a progress bar when missing or stale).
+/// `--packages` or the cache, compressed from the scene's decoded `textures` with a
+/// progress bar when missing or stale).
 fn load_package(
     ctx: &GpuContext,
     renderer: &mut Renderer,
     opened: &OpenedScene,
+    textures: &texture::SceneTextures,
     args: &NtcArgs,
-    max_texture_size: Option<u32>,
 ) -> Result<()> {
     use anyhow::Context as _;
     let mode = args.mode;
-    let strategy = mode
-        .strategy()
+    let strategy = neurotex::packages::strategy_of(mode)
         .ok_or_else(|| anyhow::anyhow!("the reference mode has no package"))?;
-    let packages = ScenePackages::open(&opened.scene.source, args.recipe(max_texture_size))?
-        .with_prebuilt(args.packages.clone());
+    let packages =
+        ScenePackages::open(&opened.scene.source, args.recipe(textures.options.max_size))?
+            .with_prebuilt(args.packages.clone());
     let package = match &args.package {
         Some(path) => read_package(path)?,
         None => {
@@ -835,11 +840,12 @@ fn load_package(
                     packages.path(strategy).display()
                 );
             }
-            let package = packages.load_or_compress(ctx, strategy, &cancel, &mut |g, n, p| {
-                bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
-                bar.set_length(p.total);
-                bar.set_position(p.step);
-            })?;
+            let package =
+                packages.load_or_compress(ctx, strategy, textures, &cancel, &mut |g, n, p| {
+                    bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
+                    bar.set_length(p.total);
+                    bar.set_position(p.step);
+                })?;
             bar.finish_and_clear();
             package
         }

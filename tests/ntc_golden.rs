@@ -28,17 +28,17 @@ use neurotex::gpu::read_texture;
 use neurotex::ntc::compress::set_constants;
 use neurotex::ntc::{NtcConfig, NtcPackage, Preset, TrainConfig, train_cpu};
 use neurotex::packages;
-use neurotex::render::headless::{OUTPUT_FORMAT, render_frames};
+use neurotex::render::headless::render_frames;
 use neurotex::render::ntc_gpu::map_scene_materials;
 use neurotex::render::passes::heatmap::{HeatmapPass, HeatmapSettings};
 use neurotex::render::passes::ntc_decode::{DecodeSettings, NtcKernel};
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
 use neurotex::render::{
-    Aov, Fallback, FrameOptions, FrameSettings, Lighting, NtcOptions, RenderMode, Renderer,
+    Aov, Fallback, FrameOptions, FrameSettings, NtcOptions, RenderMode, Renderer,
 };
 use neurotex::scene::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
-use neurotex::scene::{Camera, Scene};
+use neurotex::scene::{Camera, Lighting, Scene};
 use neurotex::texture::LoadOptions;
 use neurotex::texture::inputs::{InputSets, InputSource};
 
@@ -231,7 +231,7 @@ fn renderer(mode: RenderMode, map: &[Option<u32>]) -> Renderer {
         max_texture_size: None,
         anisotropy: None,
     };
-    let mut r = Renderer::new(ctx, &f.scene, &upload, SIZE, OUTPUT_FORMAT).expect("renderer");
+    let mut r = common::renderer(&f.scene, &upload, SIZE);
     r.set_package(ctx, mode, f.package.clone(), map)
         .expect("set package");
     r.set_ntc_options(

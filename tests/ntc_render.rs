@@ -31,7 +31,7 @@ use neurotex::render::scene_gpu::{SceneGpu, UploadOptions};
 use neurotex::render::targets::{GBuffer, MaterialTargets, Target, format};
 use neurotex::render::tiles::TileSize;
 use neurotex::scene::{Aabb, Material, Scene};
-use neurotex::texture::{CHANNELS, ChannelMask};
+use neurotex::texture::{CHANNELS, ChannelMask, SceneTextures};
 use wgpu::util::DeviceExt as _;
 
 use common::ctx;
@@ -345,14 +345,9 @@ fn fixture() -> Fixture {
     let package = package();
     let (materials, map) = scene_materials();
     let gpu_materials = materials.iter().map(MaterialData::from_material).collect();
-    let scene = SceneGpu::upload(
-        &ctx.device,
-        &ctx.queue,
-        &scene(materials),
-        &UploadOptions::default(),
-        1,
-    )
-    .expect("scene");
+    let textures = SceneTextures::load(&materials, &Default::default()).expect("texture sets");
+    let scene =
+        SceneGpu::upload(&ctx.device, &ctx.queue, &scene(materials), &textures, 1).expect("scene");
     let ntc = NtcSceneGpu::upload(ctx, &package, &map).expect("ntc upload");
     let (noise_values, noise) = noise_texture(ctx);
     Fixture {
@@ -704,9 +699,9 @@ fn material_table_and_params_match_wgsl() {
 /// original image, without validation errors, and the image changes.
 #[test]
 fn baked_textures_replace_the_scene_set() {
-    use neurotex::render::headless::{OUTPUT_FORMAT, render_frame};
+    use neurotex::render::headless::render_frame;
     use neurotex::render::passes::ntc_bake::NtcBakePass;
-    use neurotex::render::{Aov, FrameSettings, MaterialPath, RenderMode, Renderer};
+    use neurotex::render::{Aov, FrameSettings, MaterialPath, RenderMode};
     let ctx = ctx();
     let dir = common::temp_dir("ntc_bake_scene");
     common::write_checker_png(&dir.join("checker.png"), 16);
@@ -717,14 +712,7 @@ fn baked_textures_replace_the_scene_set() {
     package.materials[0].name = "checker".into();
     let map = neurotex::render::ntc_gpu::map_scene_materials(&package, &opened.scene).expect("map");
     assert_eq!(map, vec![Some(0)]);
-    let mut renderer = Renderer::new(
-        ctx,
-        &opened.scene,
-        &UploadOptions::default(),
-        (32, 32),
-        OUTPUT_FORMAT,
-    )
-    .expect("renderer");
+    let mut renderer = common::renderer(&opened.scene, &UploadOptions::default(), (32, 32));
     let settings = FrameSettings {
         camera,
         lighting: opened.description.lighting,

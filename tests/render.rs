@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use glam::{Mat4, Vec2, Vec3};
 use neurotex::gpu::read_texture;
-use neurotex::render::headless::{OUTPUT_FORMAT, render_frame};
+use neurotex::render::headless::render_frame;
 use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::{Aov, FrameSettings, Lighting, Renderer};
-use neurotex::scene::{Aabb, Camera, Instance, Material, Mesh, Primitive, Scene, Vertex};
+use neurotex::render::{Aov, FrameSettings};
+use neurotex::scene::{Aabb, Camera, Instance, Lighting, Material, Mesh, Primitive, Scene, Vertex};
 
 use common::ctx;
 
@@ -93,14 +93,7 @@ fn gbuffer_matches_cpu_expectations() {
         yfov: 90f32.to_radians(),
         znear: 0.1,
     };
-    let mut renderer = Renderer::new(
-        ctx,
-        &scene,
-        &UploadOptions::default(),
-        (N, N),
-        OUTPUT_FORMAT,
-    )
-    .unwrap();
+    let mut renderer = common::renderer(&scene, &UploadOptions::default(), (N, N));
     let settings = FrameSettings {
         camera,
         lighting: Lighting::default(),
@@ -247,7 +240,7 @@ fn render_png(
         max_texture_size,
         anisotropy: None,
     };
-    let mut renderer = Renderer::new(ctx, &opened.scene, &upload, size, OUTPUT_FORMAT).unwrap();
+    let mut renderer = common::renderer(&opened.scene, &upload, size);
     let settings = FrameSettings {
         camera,
         lighting: opened.description.lighting,

@@ -47,6 +47,7 @@ use crate::scene::camera_control::{
 use crate::scene::description::{CameraPath, SceneDescription};
 use crate::scene::open::{OpenedScene, open, select_camera};
 use crate::scene::{Aabb, Camera};
+use crate::texture::SceneTextures;
 use crate::ui::painter::OverlayPainter;
 use crate::ui::timings::PerfHistory;
 use crate::ui::{
@@ -235,6 +236,10 @@ struct LoadedScene {
     /// The scene's NTC packages being loaded or made: started when an NTC mode is first
     /// chosen, so a session that stays on the reference costs no compression.
     packages: Option<PackageJobs>,
+    /// The decoded texture sets, kept until the package jobs start and take them, so that
+    /// a package compressed in the background trains on the sets the renderer uploaded
+    /// instead of decoding the images again.
+    textures: Option<Arc<SceneTextures>>,
 }
 
 /// A load running on a background thread.
@@ -283,10 +288,13 @@ impl LoadRequest {
             ));
         }
         let start = select_camera(&opened, None).map_err(|e| e.to_string())?;
+        let textures = SceneTextures::load(&opened.scene.materials, &self.upload.load_options())
+            .map_err(|e| e.to_string())?;
         let renderer = Renderer::new(
             &self.ctx,
             &opened.scene,
-            &self.upload,
+            &textures,
+            self.upload.anisotropy,
             self.size,
             self.format,
         )
@@ -316,6 +324,7 @@ impl LoadRequest {
             start,
             focus,
             packages: None,
+            textures: Some(Arc::new(textures)),
         })
     }
 }
@@ -511,7 +520,7 @@ struct Viewer {
     /// Measure the PSNR of the next frame.
     psnr_request: bool,
     /// The lighting of the last frame: a change restarts the accumulation.
-    last_lighting: Option<crate::render::Lighting>,
+    last_lighting: Option<crate::scene::Lighting>,
 }
 
 impl Viewer {
@@ -695,13 +704,17 @@ impl Viewer {
             self.ntc = NtcInfo::default();
             return;
         };
-        if scene.packages.is_none() && self.settings.mode != RenderMode::Reference {
+        if scene.packages.is_none()
+            && self.settings.mode != RenderMode::Reference
+            && let Some(textures) = scene.textures.take()
+        {
             // The chosen mode first, then the others in order.
             let mut modes = self.options.modes.clone();
             modes.sort_by_key(|m| *m != self.settings.mode);
             scene.packages = Some(PackageJobs::start(
                 self.ctx.clone(),
                 scene.opened.scene.source.clone(),
+                textures,
                 PackageRecipe {
                     max_texture_size: self.options.upload.max_texture_size,
                     ..self.options.recipe.clone()
@@ -746,7 +759,7 @@ impl Viewer {
                 .options
                 .modes
                 .iter()
-                .filter(|m| m.strategy().is_some())
+                .filter(|m| m.is_ntc())
                 .map(|&m| (m, "choose to prepare".to_string(), false))
                 .collect(),
         };

@@ -17,7 +17,8 @@
 //!
 //! Owns the frame's targets, the frame uniform, the NTC packages of the modes it was
 //! given and one struct per pass ([`passes`]). It does not load scenes, decode images or
-//! compress: it receives a [`Scene`] (uploaded through [`scene_gpu`]) and packages.
+//! compress: it receives a [`Scene`] with its decoded texture sets (uploaded through
+//! [`scene_gpu`]) and packages.
 
 pub mod blue_noise;
 pub mod divergence;
@@ -37,7 +38,8 @@ use glam::{Mat4, Vec3};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::{GpuContext, GpuError, GpuTimer, KernelError, ShaderError};
 use crate::ntc::{NtcConfig, NtcPackage};
-use crate::scene::{Camera, Scene};
+use crate::scene::{Camera, Lighting, Scene};
+use crate::texture::SceneTextures;
 use blue_noise::BlueNoise;
 use divergence::DivergenceStats;
 use gpu_types::{FrameUniform, NO_DECODER};
@@ -57,7 +59,7 @@ use passes::{
     tonemap::{TonemapInputs, TonemapPass},
 };
 pub use plan::{Fallback, FramePlan, MaterialPath};
-use scene_gpu::{SceneGpu, UploadError, UploadOptions};
+use scene_gpu::{SceneGpu, UploadError};
 use targets::FrameTargets;
 use tiles::TileSize;
 /// Which image the renderer outputs.
@@ -135,62 +137,27 @@ impl RenderMode {
         RenderMode::Category,
     ];
 
-    /// The sharing strategy of an NTC mode (None for the reference).
-    pub fn strategy(self) -> Option<crate::cluster::Strategy> {
-        use crate::cluster::Strategy;
-        match self {
-            RenderMode::Reference => None,
-            RenderMode::Baseline => Some(Strategy::Baseline),
-            RenderMode::Clustered => Some(Strategy::Clustered),
-            RenderMode::Single => Some(Strategy::Single),
-            RenderMode::Random => Some(Strategy::Random),
-            RenderMode::Category => Some(Strategy::Category),
-        }
+    /// Whether the mode renders NTC textures (every mode but the reference).
+    pub fn is_ntc(self) -> bool {
+        self != RenderMode::Reference
     }
 
     /// The mode's name, as on the command line.
     pub fn name(self) -> &'static str {
-        self.strategy().map_or("reference", |s| s.name())
+        match self {
+            RenderMode::Reference => "reference",
+            RenderMode::Baseline => "baseline",
+            RenderMode::Clustered => "clustered",
+            RenderMode::Single => "single",
+            RenderMode::Random => "random",
+            RenderMode::Category => "category",
+        }
     }
 }
 
 impl std::fmt::Display for RenderMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Scene lighting: one directional sun and a two-colour hemisphere ambient.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Lighting {
-    /// Direction *towards* the sun (need not be normalised).
-    pub sun_direction: [f32; 3],
-    /// Sun colour (linear RGB).
-    pub sun_color: [f32; 3],
-    /// Sun irradiance scale.
-    pub sun_intensity: f32,
-    /// Ambient radiance from above (linear RGB).
-    pub sky_color: [f32; 3],
-    /// Ambient radiance from below (linear RGB).
-    pub ground_color: [f32; 3],
-    /// Exposure multiplier before tonemapping.
-    pub exposure: f32,
-    /// Sun shadows (a shadow map over the whole scene).
-    pub shadows: bool,
-}
-
-impl Default for Lighting {
-    fn default() -> Self {
-        Self {
-            sun_direction: [0.35, 0.85, 0.4],
-            sun_color: [1.0, 0.95, 0.88],
-            sun_intensity: 3.0,
-            sky_color: [0.35, 0.42, 0.55],
-            ground_color: [0.18, 0.16, 0.14],
-            exposure: 1.0,
-            shadows: true,
-        }
     }
 }
 
@@ -358,24 +325,26 @@ pub struct Renderer {
 }
 
 impl Renderer {
-    /// Upload `scene` and build every pass for a `size` output in `output_format`.
+    /// Upload `scene` with its decoded texture sets `textures` and build every pass for a
+    /// `size` output in `output_format`; `anisotropy` caps the material sampler's (`None`:
+    /// [`default_anisotropy`]).
     pub fn new(
         ctx: &GpuContext,
         scene: &Scene,
-        upload: &UploadOptions,
+        textures: &SceneTextures,
+        anisotropy: Option<u16>,
         size: (u32, u32),
         output_format: wgpu::TextureFormat,
     ) -> Result<Self, RenderError> {
         let device = &ctx.device;
         let anisotropy = if ctx.granted.anisotropic_filtering {
-            upload
-                .anisotropy
+            anisotropy
                 .unwrap_or(default_anisotropy(&ctx.info))
                 .clamp(1, 16)
         } else {
             1
         };
-        let scene_gpu = SceneGpu::upload(device, &ctx.queue, scene, upload, anisotropy)?;
+        let scene_gpu = SceneGpu::upload(device, &ctx.queue, scene, textures, anisotropy)?;
         let frame_buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("frame"),
             size: std::mem::size_of::<FrameUniform>() as u64,

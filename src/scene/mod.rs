@@ -10,6 +10,7 @@ pub mod camera_control;
 pub mod description;
 pub mod gltf_builder;
 pub mod gltf_import;
+pub mod lighting;
 pub mod open;
 pub mod procedural;
 pub mod street;
@@ -20,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use glam::{Mat4, Vec3};
+
+pub use lighting::Lighting;
 
 /// Errors raised while loading a scene. Every variant names the file involved.
 #[derive(Debug, thiserror::Error)]

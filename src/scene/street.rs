@@ -38,7 +38,7 @@ use super::gltf_builder::{
 };
 use super::procedural::{derive_seed, hash_str, hash_u32, hash2, sin_cos_turns, unit_f32};
 use super::{AlphaMode, ImageSource, TextureRef};
-use crate::render::Lighting;
+use crate::scene::Lighting;
 use crate::texture::{ManifestEntry, TextureError, read_manifest};
 
 /// Options of [`generate`].

@@ -25,7 +25,8 @@ use crate::render::divergence::DivergenceStats;
 use crate::render::passes::heatmap::{HeatmapSource, PixelRect};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::tiles::TileSize;
-use crate::render::{Aov, FrameOptions, Lighting, NtcOptions, RenderMode};
+use crate::render::{Aov, FrameOptions, NtcOptions, RenderMode};
+use crate::scene::Lighting;
 use crate::scene::Scene;
 use crate::scene::camera_control::{
     CameraMode, CameraState, PATH_SPEED_RANGE, PathPlayer, PathRecorder, SPEED_RANGE,
