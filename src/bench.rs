@@ -16,10 +16,10 @@ use serde::Serialize;
 
 use crate::gpu::{GpuContext, GpuError, GpuTimer, PassTiming};
 use crate::ntc::plot::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
-use crate::render::divergence::DivergenceStats;
+use crate::render::divergence_stats::DivergenceStats;
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::tiles::TileSize;
-use crate::render::{FrameOptions, FrameSettings, NtcOptions, RenderError, RenderMode, Renderer};
+use crate::render::{FrameSettings, KernelChoice, PassSettings, RenderError, RenderMode, Renderer};
 use crate::scene::{Camera, Lighting};
 
 /// Errors of a benchmark run.
@@ -169,9 +169,9 @@ pub fn run_bench(
         for (kernel, tile) in configs {
             if let (Some(k), Some(t)) = (kernel, tile) {
                 let set = renderer
-                    .set_ntc_options(
+                    .set_kernel_choice(
                         ctx,
-                        NtcOptions {
+                        KernelChoice {
                             kernel: Some(k),
                             tile: t,
                         },
@@ -219,7 +219,7 @@ fn measure(
         lighting,
         aov: crate::render::Aov::Final,
         mode,
-        options: FrameOptions::default(),
+        passes: PassSettings::default(),
     };
     let frame = |renderer: &mut Renderer,
                  camera: &Camera,

@@ -13,7 +13,7 @@ use neurotex::render::passes::heatmap::HeatmapSettings;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
-use neurotex::render::{Aov, FrameOptions, FrameSettings, NtcOptions, RenderMode, Renderer};
+use neurotex::render::{Aov, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer};
 use neurotex::scene::open::{OpenedScene, open, select_camera};
 use neurotex::{cluster, ntc, texture};
 
@@ -429,8 +429,8 @@ impl NtcArgs {
         }
     }
 
-    fn options(&self) -> FrameOptions {
-        let mut o = FrameOptions::default();
+    fn options(&self) -> PassSettings {
+        let mut o = PassSettings::default();
         o.decode.stochastic = !self.no_stochastic;
         o.inference_on_load = self.inference_on_load;
         o
@@ -580,11 +580,11 @@ fn view(a: ViewArgs) -> Result<()> {
         mode: a.ntc.mode,
         recipe: a.ntc.recipe(a.max_texture_size),
         packages: a.ntc.packages.clone(),
-        ntc: NtcOptions {
+        ntc: KernelChoice {
             kernel: a.ntc.kernel,
             tile: a.ntc.tile,
         },
-        options: a.ntc.options(),
+        passes: a.ntc.options(),
         heatmap: a.heatmap,
         modes: a.modes.clone(),
     })?;
@@ -626,9 +626,9 @@ fn render(a: RenderArgs) -> Result<()> {
     }
     if mode != RenderMode::Reference {
         load_package(&ctx, &mut renderer, &opened, &textures, &a.ntc)?;
-        renderer.set_ntc_options(
+        renderer.set_kernel_choice(
             &ctx,
-            NtcOptions {
+            KernelChoice {
                 kernel: a.ntc.kernel,
                 tile: a.ntc.tile,
             },
@@ -640,7 +640,7 @@ fn render(a: RenderArgs) -> Result<()> {
         lighting: opened.description.lighting,
         aov: a.aov,
         mode,
-        options: FrameOptions {
+        passes: PassSettings {
             compare: a.psnr,
             ..a.ntc.options()
         },
@@ -669,7 +669,7 @@ fn render(a: RenderArgs) -> Result<()> {
     );
     if let Some(path) = &a.divergence_map {
         let heatmap = HeatmapSettings::default();
-        settings.options.heatmap = Some(heatmap);
+        settings.passes.heatmap = Some(heatmap);
         let map = render_frames(&ctx, &mut renderer, &settings, 1)?;
         let stats = renderer.divergence_blocking(&ctx)?;
         texture::write_png_rgba8(path, map.width, map.height, &map.rgba8)?;

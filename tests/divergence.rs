@@ -11,7 +11,7 @@ use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};
 use neurotex::gpu::{GpuContext, GpuTimer, read_texture};
-use neurotex::render::divergence::{
+use neurotex::render::divergence_stats::{
     DivergenceStats, NO_DECODER, NO_MATERIAL, TileCounts, count_tiles,
 };
 use neurotex::render::passes::divergence::{

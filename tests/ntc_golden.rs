@@ -35,7 +35,7 @@ use neurotex::render::passes::ntc_decode::{DecodeSettings, NtcKernel};
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
 use neurotex::render::{
-    Aov, Fallback, FrameOptions, FrameSettings, NtcOptions, RenderMode, Renderer,
+    Aov, Fallback, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer,
 };
 use neurotex::scene::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::scene::{Camera, Lighting, Scene};
@@ -234,9 +234,9 @@ fn renderer(mode: RenderMode, map: &[Option<u32>]) -> Renderer {
     let mut r = common::renderer(&f.scene, &upload, SIZE);
     r.set_package(ctx, mode, f.package.clone(), map)
         .expect("set package");
-    r.set_ntc_options(
+    r.set_kernel_choice(
         ctx,
-        NtcOptions {
+        KernelChoice {
             kernel: Some(NtcKernel::F32),
             tile: TileSize::T8x8,
         },
@@ -251,12 +251,12 @@ fn settings(mode: RenderMode, stochastic: bool) -> FrameSettings {
         lighting: fixture().lighting,
         aov: Aov::Final,
         mode,
-        options: FrameOptions {
+        passes: PassSettings {
             decode: DecodeSettings {
                 stochastic,
                 lod_bias: 0.0,
             },
-            ..FrameOptions::default()
+            ..PassSettings::default()
         },
     }
 }
@@ -453,7 +453,7 @@ fn golden_ntc_divergence_heatmap() {
     assert_eq!(without.decoder_count(RenderMode::Baseline), Some(2));
     let plain = render(&mut without, &settings(RenderMode::Baseline, false), 1);
     let mut s = settings(RenderMode::Baseline, false);
-    s.options.heatmap = Some(HeatmapSettings::default());
+    s.passes.heatmap = Some(HeatmapSettings::default());
     let mut r = renderer(RenderMode::Baseline, &f.map);
     let rgba = render(&mut r, &s, 1);
     let stats = r.divergence_blocking(ctx).expect("divergence statistics");

@@ -718,7 +718,7 @@ fn baked_textures_replace_the_scene_set() {
         lighting: opened.description.lighting,
         aov: Aov::Albedo,
         mode: neurotex::render::RenderMode::Reference,
-        options: Default::default(),
+        passes: Default::default(),
     };
     let before = render_frame(ctx, &mut renderer, &settings)
         .expect("frame")
@@ -735,7 +735,7 @@ fn baked_textures_replace_the_scene_set() {
         .expect("package");
     let mut baked_settings = settings.clone();
     baked_settings.mode = RenderMode::Baseline;
-    baked_settings.options.inference_on_load = true;
+    baked_settings.passes.inference_on_load = true;
     let after = render_frame(ctx, &mut renderer, &baked_settings).expect("frame");
     assert_eq!(
         after.plan.material,

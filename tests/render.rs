@@ -99,7 +99,7 @@ fn gbuffer_matches_cpu_expectations() {
         lighting: Lighting::default(),
         aov: Aov::Final,
         mode: neurotex::render::RenderMode::Reference,
-        options: Default::default(),
+        passes: Default::default(),
     };
     render_frame(ctx, &mut renderer, &settings).unwrap();
     let g = &renderer.targets().gbuffer;
@@ -246,7 +246,7 @@ fn render_png(
         lighting: opened.description.lighting,
         aov,
         mode: neurotex::render::RenderMode::Reference,
-        options: Default::default(),
+        passes: Default::default(),
     };
     render_frame(ctx, &mut renderer, &settings).unwrap().rgba8
 }

@@ -40,7 +40,7 @@ use crate::packages::PackageRecipe;
 use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::UploadOptions;
-use crate::render::{Aov, FrameOptions, FrameSettings, NtcOptions, RenderMode, Renderer};
+use crate::render::{Aov, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer};
 use crate::scene::camera_control::{
     self, CameraState, InputState, PATH_SPEED_RANGE, PathPlayer, PathRecorder,
 };
@@ -91,9 +91,9 @@ pub struct ViewerOptions {
     /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
     pub packages: Option<PathBuf>,
     /// Decode kernel and tile size to start with.
-    pub ntc: NtcOptions,
-    /// Frame options to start with (filtering, accumulation, inference on load).
-    pub options: FrameOptions,
+    pub ntc: KernelChoice,
+    /// Pass settings to start with (filtering, accumulation, inference on load).
+    pub passes: PassSettings,
     /// Start with the divergence heatmap on.
     pub heatmap: bool,
     /// The NTC modes whose packages the viewer prepares (the others stay unavailable).
@@ -114,8 +114,8 @@ impl Default for ViewerOptions {
             mode: RenderMode::Reference,
             recipe: PackageRecipe::default(),
             packages: None,
-            ntc: NtcOptions::default(),
-            options: FrameOptions::default(),
+            ntc: KernelChoice::default(),
+            passes: PassSettings::default(),
             heatmap: false,
             modes: RenderMode::ALL.to_vec(),
         }
@@ -621,7 +621,7 @@ impl Viewer {
             show_overlay: true,
             show_help: false,
             mode: options.mode,
-            options: options.options,
+            passes: options.passes,
             show_heatmap: options.heatmap,
             heatmap_source: HeatmapSource::Decoders,
             ntc: options.ntc,
@@ -670,16 +670,16 @@ impl Viewer {
     /// What the next frame renders.
     fn frame_settings(&self) -> FrameSettings {
         let s = &self.settings;
-        let mut options = s.options;
-        options.heatmap = s.show_heatmap.then(|| heatmap_settings(s.heatmap_source));
-        options.compare =
+        let mut passes = s.passes;
+        passes.heatmap = s.show_heatmap.then(|| heatmap_settings(s.heatmap_source));
+        passes.compare =
             self.psnr_request || (s.show_heatmap && s.heatmap_source == HeatmapSource::Error);
         FrameSettings {
             camera: self.camera.camera(),
             lighting: s.lighting,
             aov: s.aov,
             mode: s.mode,
-            options,
+            passes,
         }
     }
 
@@ -738,9 +738,12 @@ impl Viewer {
                 self.status = format!("{} package failed: {e}", ready.mode);
             }
         }
-        if let Err(e) = scene.renderer.set_ntc_options(&self.ctx, self.settings.ntc) {
+        if let Err(e) = scene
+            .renderer
+            .set_kernel_choice(&self.ctx, self.settings.ntc)
+        {
             self.status = e.to_string();
-            self.settings.ntc = NtcOptions {
+            self.settings.ntc = KernelChoice {
                 kernel: scene.renderer.kernel(),
                 tile: scene.renderer.tile(),
             };
@@ -771,7 +774,7 @@ impl Viewer {
         self.ntc.active_mode = renderer.plan(&settings).mode();
         self.ntc.decoders = renderer.decoder_count(self.ntc.active_mode);
         self.ntc.color_bar = settings
-            .options
+            .passes
             .heatmap
             .and_then(|h| renderer.color_bar_rect().map(|r| (r, h.lo, h.hi)));
     }
@@ -1079,9 +1082,9 @@ impl Viewer {
                 self.status = format!("mode {}", s.mode);
             }
             KeyCode::KeyH => s.show_heatmap = !s.show_heatmap,
-            KeyCode::KeyT => s.options.temporal.enabled = !s.options.temporal.enabled,
-            KeyCode::KeyF => s.options.decode.stochastic = !s.options.decode.stochastic,
-            KeyCode::KeyB => s.options.inference_on_load = !s.options.inference_on_load,
+            KeyCode::KeyT => s.passes.temporal.enabled = !s.passes.temporal.enabled,
+            KeyCode::KeyF => s.passes.decode.stochastic = !s.passes.decode.stochastic,
+            KeyCode::KeyB => s.passes.inference_on_load = !s.passes.inference_on_load,
             KeyCode::KeyX => self.apply(UiAction::MeasurePsnr),
             _ => {
                 let digits = [
@@ -1451,7 +1454,7 @@ impl Viewer {
         self.ctx
             .queue
             .submit(extra.into_iter().chain([encoder.finish()]));
-        if settings.options.compare && self.psnr_request {
+        if settings.passes.compare && self.psnr_request {
             self.psnr_request = false;
             if let (Some(s), Some(plan)) = (&self.scene, &plan) {
                 let mode = plan.mode();

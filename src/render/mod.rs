@@ -21,7 +21,7 @@
 //! [`scene_gpu`]) and packages.
 
 pub mod blue_noise;
-pub mod divergence;
+pub mod divergence_stats;
 pub mod gpu_types;
 pub mod headless;
 pub mod ntc_gpu;
@@ -41,7 +41,7 @@ use crate::ntc::{NtcConfig, NtcPackage};
 use crate::scene::{Camera, Lighting, Scene};
 use crate::texture::SceneTextures;
 use blue_noise::BlueNoise;
-use divergence::DivergenceStats;
+use divergence_stats::DivergenceStats;
 use gpu_types::{FrameUniform, NO_DECODER};
 use ntc_gpu::{NtcRenderError, NtcSceneGpu};
 use passes::{
@@ -161,10 +161,16 @@ impl std::fmt::Display for RenderMode {
     }
 }
 
-/// How a frame is made besides what it shows: the NTC decode settings, temporal
-/// accumulation, the heatmap overlay and the comparison against the reference.
+/// The per-frame settings of the passes that are optional or parameterised: the decode
+/// pass's filtering, inference on load, temporal accumulation, the heatmap and the
+/// comparison against the reference.
+///
+/// Names: a `…Settings` value is read again every frame and changes nothing but what the
+/// next frame does ([`FrameSettings`], `PassSettings`, [`DecodeSettings`],
+/// [`TemporalSettings`], [`HeatmapSettings`]); a [`KernelChoice`] builds pipelines and is
+/// set once ([`Renderer::set_kernel_choice`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FrameOptions {
+pub struct PassSettings {
     /// Stochastic mip and texel choice of the decode pass.
     pub decode: DecodeSettings,
     /// NTC modes decode their package into ordinary mipmapped textures once and render
@@ -179,7 +185,7 @@ pub struct FrameOptions {
     pub compare: bool,
 }
 
-/// What one frame shows.
+/// What one frame shows (camera, lights, output, material source) and how its passes run.
 #[derive(Clone, Debug)]
 pub struct FrameSettings {
     /// The camera.
@@ -189,10 +195,10 @@ pub struct FrameSettings {
     /// The output image.
     pub aov: Aov,
     /// Where the material channels come from; an NTC mode whose package is not loaded
-    /// renders the reference (see [`Renderer::active_mode`]).
+    /// renders the reference ([`FramePlan::fallback`] says so).
     pub mode: RenderMode,
-    /// How.
-    pub options: FrameOptions,
+    /// The passes' per-frame settings.
+    pub passes: PassSettings,
 }
 
 impl FrameSettings {
@@ -203,7 +209,7 @@ impl FrameSettings {
             lighting,
             aov,
             mode: RenderMode::Reference,
-            options: FrameOptions::default(),
+            passes: PassSettings::default(),
         }
     }
 }
@@ -238,9 +244,10 @@ pub fn default_anisotropy(info: &wgpu::AdapterInfo) -> u16 {
     }
 }
 
-/// How NTC modes are decoded.
+/// Which pipeline NTC modes decode with: the kernel and the screen tile (changing either
+/// builds the decode pass again, and a tile change the divergence pass and its target).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NtcOptions {
+pub struct KernelChoice {
     /// The decode kernel; `None`: the best the device runs ([`NtcKernel::best`]), or
     /// f16, else f32, when that one fails to build for the model or the adapter.
     pub kernel: Option<NtcKernel>,
@@ -261,7 +268,7 @@ struct LoadedPackage {
 }
 
 /// The per-pixel decode pass for one decoder shape (the first package's, then whichever
-/// was last asked for) and the current [`NtcOptions`], or why it cannot be built.
+/// was last asked for) and the current [`KernelChoice`], or why it cannot be built.
 #[derive(Debug)]
 struct DecodePath {
     config: NtcConfig,
@@ -319,7 +326,7 @@ pub struct Renderer {
     baseline_map: DecoderMap,
     packages: HashMap<RenderMode, LoadedPackage>,
     decode: Option<DecodePath>,
-    ntc_options: NtcOptions,
+    kernel_choice: KernelChoice,
     passes: Passes,
     history: History,
 }
@@ -356,7 +363,7 @@ impl Renderer {
             .iter()
             .map(|s| s.map_or(NO_DECODER, |s| s as u32))
             .collect();
-        let ntc_options = NtcOptions::default();
+        let kernel_choice = KernelChoice::default();
         let layout = &scene_gpu.material_layout;
         let passes = Passes {
             shadow: ShadowPass::new(ctx, layout)?,
@@ -366,12 +373,12 @@ impl Renderer {
             reference_lighting: LightingPass::new(ctx)?,
             temporal: TemporalPass::new(ctx, size)?,
             tonemap: TonemapPass::new(ctx, output_format)?,
-            divergence: DivergencePass::new(ctx, ntc_options.tile)?,
+            divergence: DivergencePass::new(ctx, kernel_choice.tile)?,
             heatmap: HeatmapPass::new(ctx, output_format)?,
             image_error: ImageErrorPass::new(ctx)?,
         };
         Ok(Self {
-            targets: FrameTargets::new(device, size, ntc_options.tile),
+            targets: FrameTargets::new(device, size, kernel_choice.tile),
             frame_buffer,
             blue_noise: BlueNoise::new(device, &ctx.queue),
             bounds: scene.bounds,
@@ -379,7 +386,7 @@ impl Renderer {
             scene: scene_gpu,
             packages: HashMap::new(),
             decode: None,
-            ntc_options,
+            kernel_choice,
             passes,
             history: History::default(),
         })
@@ -461,7 +468,7 @@ impl Renderer {
             Ok(_) => Ok(()),
             Err(_) => {
                 // Build it again to hand back the typed error.
-                decode_pass(ctx, &config, &self.ntc_options)?;
+                decode_pass(ctx, &config, &self.kernel_choice)?;
                 Ok(())
             }
         }
@@ -474,27 +481,27 @@ impl Renderer {
 
     /// Choose the decode kernel and tile size. An unavailable explicitly chosen kernel is
     /// an error and leaves the previous choice (an automatic one falls back, see
-    /// [`NtcOptions::kernel`]).
-    pub fn set_ntc_options(
+    /// [`KernelChoice::kernel`]).
+    pub fn set_kernel_choice(
         &mut self,
         ctx: &GpuContext,
-        options: NtcOptions,
+        choice: KernelChoice,
     ) -> Result<(), RenderError> {
-        if options == self.ntc_options {
+        if choice == self.kernel_choice {
             return Ok(());
         }
         if let Some(decode) = &self.decode {
-            let pass = decode_pass(ctx, &decode.config, &options)?;
+            let pass = decode_pass(ctx, &decode.config, &choice)?;
             self.decode = Some(DecodePath {
                 config: decode.config.clone(),
                 pass: Ok(pass),
             });
         }
-        if options.tile != self.ntc_options.tile {
-            self.passes.divergence = DivergencePass::new(ctx, options.tile)?;
-            self.targets.set_tile(&ctx.device, options.tile);
+        if choice.tile != self.kernel_choice.tile {
+            self.passes.divergence = DivergencePass::new(ctx, choice.tile)?;
+            self.targets.set_tile(&ctx.device, choice.tile);
         }
-        self.ntc_options = options;
+        self.kernel_choice = choice;
         Ok(())
     }
 
@@ -509,7 +516,7 @@ impl Renderer {
 
     /// The decode and divergence tile size.
     pub fn tile(&self) -> TileSize {
-        self.ntc_options.tile
+        self.kernel_choice.tile
     }
 
     /// The divergence statistics of a recent frame, when one is ready (non-blocking).
@@ -568,7 +575,7 @@ impl Renderer {
         }
     }
 
-    /// The decode path for decoders of shape `config` with the current options: the one
+    /// The decode path for decoders of shape `config` with the current kernel choice: the one
     /// built, or a new one (a failure to build is kept, and logged once).
     fn decode_path(&mut self, ctx: &GpuContext, config: &NtcConfig) -> &DecodePath {
         let current = self
@@ -576,7 +583,7 @@ impl Renderer {
             .as_ref()
             .is_some_and(|d| same_decoder_shape(&d.config, config));
         if !current {
-            let pass = decode_pass(ctx, config, &self.ntc_options).map_err(|e| {
+            let pass = decode_pass(ctx, config, &self.kernel_choice).map_err(|e| {
                 log::error!("cannot decode NTC packages of this model: {e}");
                 e.to_string()
             });
@@ -596,7 +603,7 @@ impl Renderer {
         let Some(loaded) = self.packages.get_mut(&mode) else {
             return;
         };
-        if settings.options.inference_on_load {
+        if settings.passes.inference_on_load {
             if loaded.baked.is_none() {
                 let baked = NtcBakePass::new(ctx, &loaded.package.config)
                     .and_then(|bake| {
@@ -620,11 +627,11 @@ impl Renderer {
     /// fall back where this one, made before, expected the build to succeed.
     pub fn plan(&self, settings: &FrameSettings) -> FramePlan {
         let mode = settings.mode;
-        let options = &settings.options;
+        let passes = &settings.passes;
         let (material, fallback) = match self.packages.get(&mode) {
             None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
             None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
-            Some(loaded) if options.inference_on_load => match &loaded.baked {
+            Some(loaded) if passes.inference_on_load => match &loaded.baked {
                 Some(Err(e)) => (MaterialPath::Reference, Some(Fallback::Unusable(e.clone()))),
                 _ => (MaterialPath::Baked(mode), None),
             },
@@ -645,11 +652,11 @@ impl Renderer {
             fallback,
             restart_history,
             temporal: TemporalSettings {
-                reset: options.temporal.reset || restart_history,
-                ..options.temporal
+                reset: passes.temporal.reset || restart_history,
+                ..passes.temporal
             },
-            compare: options.compare && matches!(material, MaterialPath::Decode(_)),
-            heatmap: options.heatmap,
+            compare: passes.compare && matches!(material, MaterialPath::Decode(_)),
+            heatmap: passes.heatmap,
         }
     }
 
@@ -710,7 +717,7 @@ impl Renderer {
                     gbuffer: &t.gbuffer,
                     blue_noise: &self.blue_noise.view,
                     package: &package.gpu,
-                    settings: &settings.options.decode,
+                    settings: &settings.passes.decode,
                 },
                 &t.materials,
             ),
@@ -837,7 +844,7 @@ impl Renderer {
     }
 }
 
-/// The decode pass for `config` with `options`' kernel. A kernel left to the renderer
+/// The decode pass for `config` with `choice`'s kernel and tile. A kernel left to the renderer
 /// (`None`) is [`NtcKernel::best`]; when that one fails to build (the model or the
 /// adapter's matrix configurations rule it out, or the shader compiler fails), the failure
 /// is logged and the pass falls back to f16 where supported, else f32. An explicitly
@@ -845,10 +852,10 @@ impl Renderer {
 fn decode_pass(
     ctx: &GpuContext,
     config: &NtcConfig,
-    options: &NtcOptions,
+    choice: &KernelChoice,
 ) -> Result<NtcDecodePass, NtcRenderError> {
-    if let Some(kernel) = options.kernel {
-        return NtcDecodePass::new(ctx, config, kernel, options.tile);
+    if let Some(kernel) = choice.kernel {
+        return NtcDecodePass::new(ctx, config, kernel, choice.tile);
     }
     let mut kernels = vec![NtcKernel::best(&ctx.granted)];
     for fallback in [NtcKernel::F16, NtcKernel::F32] {
@@ -856,11 +863,11 @@ fn decode_pass(
             kernels.push(fallback);
         }
     }
-    let mut result = NtcDecodePass::new(ctx, config, kernels[0], options.tile);
+    let mut result = NtcDecodePass::new(ctx, config, kernels[0], choice.tile);
     for pair in kernels.windows(2) {
         let Err(e) = &result else { break };
         log::warn!("NTC decode: {e}; falling back to the {} kernel", pair[1]);
-        result = NtcDecodePass::new(ctx, config, pair[1], options.tile);
+        result = NtcDecodePass::new(ctx, config, pair[1], choice.tile);
     }
     result
 }

@@ -28,7 +28,7 @@ use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
 use crate::gpu::{CachedBindGroup, GpuContext, GpuError, read_buffer};
-use crate::render::divergence::NO_MATERIAL;
+use crate::render::divergence_stats::NO_MATERIAL;
 use crate::render::targets::Target;
 use crate::texture::metrics::psnr_from_mse;
 
