@@ -362,6 +362,9 @@ struct BenchArgs {
     /// Untimed frames before each configuration.
     #[arg(long, default_value_t = 10)]
     warmup: u32,
+    /// Also write every frame's GPU passes as a Chrome trace (chrome://tracing, Perfetto).
+    #[arg(long)]
+    trace: Option<PathBuf>,
     /// Modes to measure.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
     modes: Vec<RenderMode>,
@@ -773,6 +776,7 @@ fn bench(a: BenchArgs) -> Result<()> {
         kernels,
         tiles: a.tiles.clone(),
         warmup: a.warmup,
+        trace: a.trace.clone(),
     };
     let rows = run_bench(
         &ctx,

@@ -10,7 +10,7 @@ mod common;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};
-use neurotex::gpu::{GpuContext, GpuTimer, read_texture};
+use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
 use neurotex::render::divergence_stats::{
     DivergenceStats, NO_DECODER, NO_MATERIAL, TileCounts, count_tiles,
 };
@@ -141,16 +141,15 @@ fn target(texture: wgpu::Texture) -> Target {
 
 /// Records `f` into one encoder (timed as a frame would be) and submits it.
 fn submit<R>(ctx: &GpuContext, f: impl FnOnce(&mut FrameEncoder<'_>) -> R) -> R {
-    let mut timer = GpuTimer::new(ctx, 8);
-    timer.begin_frame();
+    let mut profiler = GpuProfiler::new(ctx);
     let mut encoder = ctx
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("test.divergence"),
         });
-    let result = f(&mut FrameEncoder::new(ctx, &mut encoder, &timer));
-    timer.resolve(&mut encoder);
+    let result = f(&mut FrameEncoder::new(ctx, &mut encoder, &profiler));
     ctx.queue.submit([encoder.finish()]);
+    profiler.end_frame(ctx);
     result
 }
 
@@ -243,8 +242,11 @@ fn stats_readback_never_waits_and_recovers_unsubmitted_frames() {
     // Fill every staging buffer from encoders that are dropped unsubmitted...
     for _ in 0..STATS_RING {
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        let timer = GpuTimer::new(ctx, 1);
-        d.record(&mut FrameEncoder::new(ctx, &mut encoder, &timer), &gbuffer);
+        let profiler = GpuProfiler::new(ctx);
+        d.record(
+            &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
+            &gbuffer,
+        );
     }
     // ...which the next read notices and frees, so later frames still come back.
     assert!(d.pass.try_stats(&ctx.device).is_none());

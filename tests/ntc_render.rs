@@ -12,7 +12,7 @@ use half::f16;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::assert_mirrors;
 use neurotex::gpu::shader::ShaderLibrary;
-use neurotex::gpu::{GpuContext, GpuTimer, read_texture};
+use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
 use neurotex::ntc::format::{NtcMaterial, NtcPackage};
 use neurotex::ntc::model::{
     DecoderWeights, LatentLayout, NtcConfig, Preset, SplitMix64, full_mip_count,
@@ -388,7 +388,7 @@ fn decode_frames(
         package: &f.ntc,
         settings,
     };
-    let timer = GpuTimer::new(ctx, 4);
+    let mut profiler = GpuProfiler::new(ctx);
     frames
         .map(|frame| {
             let mut uniform: FrameUniform = bytemuck::Zeroable::zeroed();
@@ -397,11 +397,12 @@ fn decode_frames(
                 .write_buffer(&frame_buffer, 0, bytemuck::bytes_of(&uniform));
             let mut encoder = device.create_command_encoder(&Default::default());
             pass.record(
-                &mut FrameEncoder::new(ctx, &mut encoder, &timer),
+                &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
                 &inputs,
                 &targets,
             );
             ctx.queue.submit([encoder.finish()]);
+            profiler.end_frame(ctx);
             [
                 &targets.base_color,
                 &targets.normal_rm,

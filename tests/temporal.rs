@@ -7,7 +7,7 @@ mod common;
 
 use half::f16;
 use neurotex::gpu::encoder::FrameEncoder;
-use neurotex::gpu::{GpuTimer, read_texture};
+use neurotex::gpu::{GpuProfiler, read_texture};
 use neurotex::render::blue_noise::{self, BLUE_NOISE_SIZE, BlueNoise};
 use neurotex::render::passes::temporal::{
     ReferenceFrame, TemporalError, TemporalInputs, TemporalPass, TemporalReference,
@@ -29,7 +29,7 @@ struct Harness {
     hdr: Target,
     gbuffer: GBuffer,
     output: Target,
-    timer: GpuTimer,
+    timer: GpuProfiler,
 }
 
 impl Harness {
@@ -42,7 +42,7 @@ impl Harness {
             hdr: hdr_target(size),
             gbuffer: gbuffer(size),
             output: FrameTargets::new(&ctx.device, size, TileSize::T8x8).accumulated,
-            timer: GpuTimer::new(ctx, 4),
+            timer: GpuProfiler::new(ctx),
         }
     }
 
@@ -103,10 +103,9 @@ impl Harness {
             occlusion_query_set: None,
             multiview_mask: None,
         });
-        self.timer.begin_frame();
         self.record(&mut encoder, settings).unwrap();
-        self.timer.resolve(&mut encoder);
         ctx.queue.submit([encoder.finish()]);
+        self.timer.end_frame(ctx);
         self.output()
     }
 

@@ -35,7 +35,7 @@ use winit::event_loop::{ActiveEventLoop, EventLoop};
 use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{Window, WindowId};
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, read_texture};
+use crate::gpu::{GpuContext, GpuError, GpuProfiler, read_texture};
 use crate::packages::PackageRecipe;
 use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
 use crate::render::passes::ntc_decode::NtcKernel;
@@ -61,9 +61,6 @@ pub const DEFAULT_WINDOW_SIZE: (u32, u32) = (1280, 720);
 
 /// Longest time step (seconds) the interactive controls integrate over in one frame.
 const MAX_CONTROL_STEP: f32 = 0.1;
-
-/// Timed passes per frame the viewer's [`GpuTimer`] has room for.
-const MAX_TIMED_PASSES: u32 = 32;
 
 /// How the viewer starts.
 #[derive(Clone, Debug)]
@@ -471,8 +468,14 @@ pub fn scaled_size(size: (u32, u32), scale: f32) -> (u32, u32) {
 
 /// The first `screenshot-<n>.png` in `dir` that does not exist, from `n = start`.
 fn next_screenshot_path(dir: &Path, start: &mut u32) -> PathBuf {
+    next_free_path(dir, "screenshot", "png", start)
+}
+
+/// The first `<stem>-<n>.<ext>` in `dir` that does not exist, counting from `*start`
+/// (which is left past it).
+fn next_free_path(dir: &Path, stem: &str, ext: &str, start: &mut u32) -> PathBuf {
     loop {
-        let p = dir.join(format!("screenshot-{}.png", *start));
+        let p = dir.join(format!("{stem}-{}.{ext}", *start));
         *start += 1;
         if !p.exists() {
             return p;
@@ -490,7 +493,7 @@ struct Viewer {
     egui_ctx: egui::Context,
     egui_state: egui_winit::State,
     painter: OverlayPainter,
-    timer: GpuTimer,
+    profiler: GpuProfiler,
 
     scene: Option<LoadedScene>,
     loading: Option<Loading>,
@@ -515,6 +518,7 @@ struct Viewer {
     status: String,
     screenshot: Option<PathBuf>,
     screenshot_counter: u32,
+    trace_counter: u32,
     frames_done: u32,
     ntc: NtcInfo,
     /// Measure the PSNR of the next frame.
@@ -610,7 +614,7 @@ impl Viewer {
             Some(max_texture_side),
         );
         let painter = OverlayPainter::new(&ctx, formats.overlay);
-        let timer = GpuTimer::with_ring(&ctx, MAX_TIMED_PASSES, 4);
+        let profiler = GpuProfiler::new(&ctx);
         let settings = ViewSettings {
             aov: Aov::Final,
             lighting: Default::default(),
@@ -638,7 +642,7 @@ impl Viewer {
             egui_ctx,
             egui_state,
             painter,
-            timer,
+            profiler,
             scene: None,
             loading: None,
             scene_error: None,
@@ -658,6 +662,7 @@ impl Viewer {
             status: String::new(),
             screenshot: None,
             screenshot_counter: 1,
+            trace_counter: 1,
             frames_done: 0,
             ntc: NtcInfo::default(),
             psnr_request: false,
@@ -953,6 +958,32 @@ impl Viewer {
         }
     }
 
+    /// F8: start recording a Chrome trace of the GPU passes, or write the one being
+    /// recorded to the next free `trace-<n>.json` in the working directory.
+    fn toggle_trace(&mut self) {
+        if !self.profiler.is_enabled() {
+            self.status = "no GPU timestamps on this adapter: nothing to trace".into();
+            return;
+        }
+        if !self.profiler.is_tracing() {
+            self.profiler.start_trace();
+            self.status = "tracing the GPU passes: F8 saves the trace".into();
+            return;
+        }
+        let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let path = next_free_path(&dir, "trace", "json", &mut self.trace_counter);
+        self.status = match self.profiler.write_trace(&path) {
+            Ok(scopes) => {
+                log::info!("GPU trace: {} ({scopes} timed passes)", path.display());
+                format!("saved {} ({scopes} timed passes)", path.display())
+            }
+            Err(e) => {
+                log::error!("{e}");
+                e.to_string()
+            }
+        };
+    }
+
     fn toggle_recording(&mut self) {
         match self.recorder.take() {
             None => {
@@ -1038,6 +1069,7 @@ impl Viewer {
             KeyCode::F2 => s.show_help = !s.show_help,
             KeyCode::F5 => self.apply(UiAction::Reload),
             KeyCode::F12 => self.apply(UiAction::Screenshot),
+            KeyCode::F8 => self.toggle_trace(),
             KeyCode::F9 => self.apply(UiAction::ToggleRecording),
             KeyCode::F10 => self.apply(UiAction::SaveRecording),
             KeyCode::KeyR => self.apply(UiAction::ResetCamera),
@@ -1197,7 +1229,7 @@ impl Viewer {
         self.poll_loading();
         self.poll_packages();
         self.update_camera(dt);
-        if let Some(t) = self.timer.try_collect(&self.ctx) {
+        if let Some(t) = self.profiler.try_collect(&self.ctx) {
             self.perf.push_gpu(t);
         }
 
@@ -1406,20 +1438,19 @@ impl Viewer {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("viewer.frame"),
             });
-        self.timer.begin_frame();
         let settings = self.frame_settings();
         let jobs = self.egui_ctx.tessellate(shapes, pixels_per_point);
         let screen = egui_wgpu::ScreenDescriptor {
             size_in_pixels: [w, h],
             pixels_per_point,
         };
-        let (ctx, timer, painter) = (&self.ctx, &self.timer, &mut self.painter);
+        let (ctx, profiler, painter) = (&self.ctx, &self.profiler, &mut self.painter);
         let scene = &mut self.scene;
         let recorded = ctx.error_scope(|| {
             let plan = match scene {
                 Some(s) => Some(
                     s.renderer
-                        .record(ctx, &mut encoder, &target, &settings, timer),
+                        .record(ctx, &mut encoder, &target, &settings, profiler),
                 ),
                 None => {
                     clear(&mut encoder, &target);
@@ -1437,7 +1468,6 @@ impl Viewer {
                 return Ok(false);
             }
         };
-        self.timer.resolve(&mut encoder);
         if let Some(off) = &offscreen
             && self
                 .presenter
@@ -1454,6 +1484,7 @@ impl Viewer {
         self.ctx
             .queue
             .submit(extra.into_iter().chain([encoder.finish()]));
+        self.profiler.end_frame(&self.ctx);
         if settings.passes.compare && self.psnr_request {
             self.psnr_request = false;
             if let (Some(s), Some(plan)) = (&self.scene, &plan) {

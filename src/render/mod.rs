@@ -36,7 +36,7 @@ use std::collections::HashMap;
 use glam::{Mat4, Vec3};
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::{GpuContext, GpuError, GpuTimer, KernelError, ShaderError};
+use crate::gpu::{GpuContext, GpuError, GpuProfiler, KernelError, ShaderError};
 use crate::ntc::{NtcConfig, NtcPackage};
 use crate::scene::{Camera, Lighting, Scene};
 use crate::texture::SceneTextures;
@@ -669,7 +669,7 @@ impl Renderer {
         encoder: &mut wgpu::CommandEncoder,
         output: &wgpu::TextureView,
         settings: &FrameSettings,
-        timer: &GpuTimer,
+        profiler: &GpuProfiler,
     ) -> FramePlan {
         self.provide(ctx, settings);
         let plan = self.plan(settings);
@@ -693,7 +693,7 @@ impl Renderer {
             scene: &self.scene,
             materials,
         };
-        let mut frame = FrameEncoder::new(ctx, encoder, timer);
+        let mut frame = FrameEncoder::new(ctx, encoder, profiler);
         let frame = &mut frame;
 
         // scene ─► shadow map, G-buffer
