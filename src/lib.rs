@@ -6,20 +6,23 @@
 //! glTF / manifest ─► scene::Scene ─► texture::TextureSet (canonical 12 channels, mips)
 //!                                         │ cluster (embed, k-means, strategies)
 //!                                         ▼ ntc::compress (GPU trainer) ─► .ntc package
-//! render::Renderer: G-buffer ─► reference material pass | NTC decode pass (per-tile
+//! render::Renderer (the scene + its decoded texture sets, packages): per frame a
+//!     FramePlan, then G-buffer ─► reference material pass | NTC decode pass (per-tile
 //!     decoders, stochastic trilinear) ─► lighting ─► temporal ─► tonemap (+ divergence)
 //! ```
 //!
 //! Module map:
-//! - [`gpu`]: adapter/device creation, feature negotiation, timestamp scopes, readback,
-//!   shader loading with `#import`.
+//! - [`gpu`]: adapter/device creation, feature negotiation, pass timing (`wgpu-profiler`),
+//!   readback, shader loading with `#import`, compute kernels, layouts, cached bind groups,
+//!   Rust ↔ WGSL mirror checks.
 //! - [`scene`]: glTF import, tangents, cameras, scene description files, opening scenes.
 //! - [`builtin`]: the procedural scenes (toy shop, street) and their construction kit.
 //! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, inputs.
 //! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans.
 //! - [`ntc`]: the codec: model, quantisation, `.ntc` format, trainers, compression.
 //! - [`packages`]: a scene's package per strategy, compressed on demand and cached.
-//! - [`render`]: the deferred renderer, one struct per pass, NTC decoding and divergence.
+//! - [`render`]: the deferred renderer: the frame plan, the frame's targets, one struct per
+//!   pass with explicit inputs and outputs, NTC decoding and divergence.
 //! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings, and
 //!   [`bench_output`]: the benchmark's off-screen target and report folder.
 //! - [`io`]: atomic file output, used by every writer.

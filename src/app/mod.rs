@@ -35,18 +35,19 @@ use winit::event_loop::{ActiveEventLoop, EventLoop};
 use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{Window, WindowId};
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, read_texture};
+use crate::gpu::{GpuContext, GpuError, GpuProfiler, read_texture};
 use crate::packages::PackageRecipe;
 use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::UploadOptions;
-use crate::render::{Aov, FrameOptions, FrameSettings, NtcOptions, RenderMode, Renderer};
+use crate::render::{Aov, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer};
 use crate::scene::camera_control::{
     self, CameraState, InputState, PATH_SPEED_RANGE, PathPlayer, PathRecorder,
 };
 use crate::scene::description::{CameraPath, SceneDescription};
 use crate::scene::open::{OpenedScene, open, select_camera};
 use crate::scene::{Aabb, Camera};
+use crate::texture::SceneTextures;
 use crate::ui::painter::OverlayPainter;
 use crate::ui::timings::PerfHistory;
 use crate::ui::{
@@ -60,9 +61,6 @@ pub const DEFAULT_WINDOW_SIZE: (u32, u32) = (1280, 720);
 
 /// Longest time step (seconds) the interactive controls integrate over in one frame.
 const MAX_CONTROL_STEP: f32 = 0.1;
-
-/// Timed passes per frame the viewer's [`GpuTimer`] has room for.
-const MAX_TIMED_PASSES: u32 = 32;
 
 /// How the viewer starts.
 #[derive(Clone, Debug)]
@@ -90,9 +88,9 @@ pub struct ViewerOptions {
     /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
     pub packages: Option<PathBuf>,
     /// Decode kernel and tile size to start with.
-    pub ntc: NtcOptions,
-    /// Frame options to start with (filtering, accumulation, inference on load).
-    pub options: FrameOptions,
+    pub ntc: KernelChoice,
+    /// Pass settings to start with (filtering, accumulation, inference on load).
+    pub passes: PassSettings,
     /// Start with the divergence heatmap on.
     pub heatmap: bool,
     /// The NTC modes whose packages the viewer prepares (the others stay unavailable).
@@ -113,8 +111,8 @@ impl Default for ViewerOptions {
             mode: RenderMode::Reference,
             recipe: PackageRecipe::default(),
             packages: None,
-            ntc: NtcOptions::default(),
-            options: FrameOptions::default(),
+            ntc: KernelChoice::default(),
+            passes: PassSettings::default(),
             heatmap: false,
             modes: RenderMode::ALL.to_vec(),
         }
@@ -235,6 +233,10 @@ struct LoadedScene {
     /// The scene's NTC packages being loaded or made: started when an NTC mode is first
     /// chosen, so a session that stays on the reference costs no compression.
     packages: Option<PackageJobs>,
+    /// The decoded texture sets, kept until the package jobs start and take them, so that
+    /// a package compressed in the background trains on the sets the renderer uploaded
+    /// instead of decoding the images again.
+    textures: Option<Arc<SceneTextures>>,
 }
 
 /// A load running on a background thread.
@@ -283,10 +285,13 @@ impl LoadRequest {
             ));
         }
         let start = select_camera(&opened, None).map_err(|e| e.to_string())?;
+        let textures = SceneTextures::load(&opened.scene.materials, &self.upload.load_options())
+            .map_err(|e| e.to_string())?;
         let renderer = Renderer::new(
             &self.ctx,
             &opened.scene,
-            &self.upload,
+            &textures,
+            self.upload.anisotropy,
             self.size,
             self.format,
         )
@@ -316,6 +321,7 @@ impl LoadRequest {
             start,
             focus,
             packages: None,
+            textures: Some(Arc::new(textures)),
         })
     }
 }
@@ -462,8 +468,14 @@ pub fn scaled_size(size: (u32, u32), scale: f32) -> (u32, u32) {
 
 /// The first `screenshot-<n>.png` in `dir` that does not exist, from `n = start`.
 fn next_screenshot_path(dir: &Path, start: &mut u32) -> PathBuf {
+    next_free_path(dir, "screenshot", "png", start)
+}
+
+/// The first `<stem>-<n>.<ext>` in `dir` that does not exist, counting from `*start`
+/// (which is left past it).
+fn next_free_path(dir: &Path, stem: &str, ext: &str, start: &mut u32) -> PathBuf {
     loop {
-        let p = dir.join(format!("screenshot-{}.png", *start));
+        let p = dir.join(format!("{stem}-{}.{ext}", *start));
         *start += 1;
         if !p.exists() {
             return p;
@@ -481,7 +493,7 @@ struct Viewer {
     egui_ctx: egui::Context,
     egui_state: egui_winit::State,
     painter: OverlayPainter,
-    timer: GpuTimer,
+    profiler: GpuProfiler,
 
     scene: Option<LoadedScene>,
     loading: Option<Loading>,
@@ -506,12 +518,13 @@ struct Viewer {
     status: String,
     screenshot: Option<PathBuf>,
     screenshot_counter: u32,
+    trace_counter: u32,
     frames_done: u32,
     ntc: NtcInfo,
     /// Measure the PSNR of the next frame.
     psnr_request: bool,
     /// The lighting of the last frame: a change restarts the accumulation.
-    last_lighting: Option<crate::render::Lighting>,
+    last_lighting: Option<crate::scene::Lighting>,
 }
 
 impl Viewer {
@@ -601,7 +614,7 @@ impl Viewer {
             Some(max_texture_side),
         );
         let painter = OverlayPainter::new(&ctx, formats.overlay);
-        let timer = GpuTimer::with_ring(&ctx, MAX_TIMED_PASSES, 4);
+        let profiler = GpuProfiler::new(&ctx);
         let settings = ViewSettings {
             aov: Aov::Final,
             lighting: Default::default(),
@@ -612,7 +625,7 @@ impl Viewer {
             show_overlay: true,
             show_help: false,
             mode: options.mode,
-            options: options.options,
+            passes: options.passes,
             show_heatmap: options.heatmap,
             heatmap_source: HeatmapSource::Decoders,
             ntc: options.ntc,
@@ -629,7 +642,7 @@ impl Viewer {
             egui_ctx,
             egui_state,
             painter,
-            timer,
+            profiler,
             scene: None,
             loading: None,
             scene_error: None,
@@ -649,6 +662,7 @@ impl Viewer {
             status: String::new(),
             screenshot: None,
             screenshot_counter: 1,
+            trace_counter: 1,
             frames_done: 0,
             ntc: NtcInfo::default(),
             psnr_request: false,
@@ -661,16 +675,16 @@ impl Viewer {
     /// What the next frame renders.
     fn frame_settings(&self) -> FrameSettings {
         let s = &self.settings;
-        let mut options = s.options;
-        options.heatmap = s.show_heatmap.then(|| heatmap_settings(s.heatmap_source));
-        options.compare =
+        let mut passes = s.passes;
+        passes.heatmap = s.show_heatmap.then(|| heatmap_settings(s.heatmap_source));
+        passes.compare =
             self.psnr_request || (s.show_heatmap && s.heatmap_source == HeatmapSource::Error);
         FrameSettings {
             camera: self.camera.camera(),
             lighting: s.lighting,
             aov: s.aov,
             mode: s.mode,
-            options,
+            passes,
         }
     }
 
@@ -695,13 +709,17 @@ impl Viewer {
             self.ntc = NtcInfo::default();
             return;
         };
-        if scene.packages.is_none() && self.settings.mode != RenderMode::Reference {
+        if scene.packages.is_none()
+            && self.settings.mode != RenderMode::Reference
+            && let Some(textures) = scene.textures.take()
+        {
             // The chosen mode first, then the others in order.
             let mut modes = self.options.modes.clone();
             modes.sort_by_key(|m| *m != self.settings.mode);
             scene.packages = Some(PackageJobs::start(
                 self.ctx.clone(),
                 scene.opened.scene.source.clone(),
+                textures,
                 PackageRecipe {
                     max_texture_size: self.options.upload.max_texture_size,
                     ..self.options.recipe.clone()
@@ -725,9 +743,12 @@ impl Viewer {
                 self.status = format!("{} package failed: {e}", ready.mode);
             }
         }
-        if let Err(e) = scene.renderer.set_ntc_options(&self.ctx, self.settings.ntc) {
+        if let Err(e) = scene
+            .renderer
+            .set_kernel_choice(&self.ctx, self.settings.ntc)
+        {
             self.status = e.to_string();
-            self.settings.ntc = NtcOptions {
+            self.settings.ntc = KernelChoice {
                 kernel: scene.renderer.kernel(),
                 tile: scene.renderer.tile(),
             };
@@ -746,7 +767,7 @@ impl Viewer {
                 .options
                 .modes
                 .iter()
-                .filter(|m| m.strategy().is_some())
+                .filter(|m| m.is_ntc())
                 .map(|&m| (m, "choose to prepare".to_string(), false))
                 .collect(),
         };
@@ -755,10 +776,10 @@ impl Viewer {
             .into_iter()
             .filter(|k| k.supported(&self.ctx.granted))
             .collect();
-        self.ntc.active_mode = renderer.active_mode(&settings);
+        self.ntc.active_mode = renderer.plan(&settings).mode();
         self.ntc.decoders = renderer.decoder_count(self.ntc.active_mode);
         self.ntc.color_bar = settings
-            .options
+            .passes
             .heatmap
             .and_then(|h| renderer.color_bar_rect().map(|r| (r, h.lo, h.hi)));
     }
@@ -937,6 +958,32 @@ impl Viewer {
         }
     }
 
+    /// F8: start recording a Chrome trace of the GPU passes, or write the one being
+    /// recorded to the next free `trace-<n>.json` in the working directory.
+    fn toggle_trace(&mut self) {
+        if !self.profiler.is_enabled() {
+            self.status = "no GPU timestamps on this adapter: nothing to trace".into();
+            return;
+        }
+        if !self.profiler.is_tracing() {
+            self.profiler.start_trace();
+            self.status = "tracing the GPU passes: F8 saves the trace".into();
+            return;
+        }
+        let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let path = next_free_path(&dir, "trace", "json", &mut self.trace_counter);
+        self.status = match self.profiler.write_trace(&path) {
+            Ok(scopes) => {
+                log::info!("GPU trace: {} ({scopes} timed passes)", path.display());
+                format!("saved {} ({scopes} timed passes)", path.display())
+            }
+            Err(e) => {
+                log::error!("{e}");
+                e.to_string()
+            }
+        };
+    }
+
     fn toggle_recording(&mut self) {
         match self.recorder.take() {
             None => {
@@ -1022,6 +1069,7 @@ impl Viewer {
             KeyCode::F2 => s.show_help = !s.show_help,
             KeyCode::F5 => self.apply(UiAction::Reload),
             KeyCode::F12 => self.apply(UiAction::Screenshot),
+            KeyCode::F8 => self.toggle_trace(),
             KeyCode::F9 => self.apply(UiAction::ToggleRecording),
             KeyCode::F10 => self.apply(UiAction::SaveRecording),
             KeyCode::KeyR => self.apply(UiAction::ResetCamera),
@@ -1066,9 +1114,9 @@ impl Viewer {
                 self.status = format!("mode {}", s.mode);
             }
             KeyCode::KeyH => s.show_heatmap = !s.show_heatmap,
-            KeyCode::KeyT => s.options.temporal.enabled = !s.options.temporal.enabled,
-            KeyCode::KeyF => s.options.decode.stochastic = !s.options.decode.stochastic,
-            KeyCode::KeyB => s.options.inference_on_load = !s.options.inference_on_load,
+            KeyCode::KeyT => s.passes.temporal.enabled = !s.passes.temporal.enabled,
+            KeyCode::KeyF => s.passes.decode.stochastic = !s.passes.decode.stochastic,
+            KeyCode::KeyB => s.passes.inference_on_load = !s.passes.inference_on_load,
             KeyCode::KeyX => self.apply(UiAction::MeasurePsnr),
             _ => {
                 let digits = [
@@ -1181,7 +1229,7 @@ impl Viewer {
         self.poll_loading();
         self.poll_packages();
         self.update_camera(dt);
-        if let Some(t) = self.timer.try_collect(&self.ctx) {
+        if let Some(t) = self.profiler.try_collect(&self.ctx) {
             self.perf.push_gpu(t);
         }
 
@@ -1390,33 +1438,36 @@ impl Viewer {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("viewer.frame"),
             });
-        self.timer.begin_frame();
         let settings = self.frame_settings();
         let jobs = self.egui_ctx.tessellate(shapes, pixels_per_point);
         let screen = egui_wgpu::ScreenDescriptor {
             size_in_pixels: [w, h],
             pixels_per_point,
         };
-        let (ctx, timer, painter) = (&self.ctx, &self.timer, &mut self.painter);
+        let (ctx, profiler, painter) = (&self.ctx, &self.profiler, &mut self.painter);
         let scene = &mut self.scene;
         let recorded = ctx.error_scope(|| {
-            match scene {
-                Some(s) => s
-                    .renderer
-                    .record(ctx, &mut encoder, &target, &settings, timer),
-                None => clear(&mut encoder, &target),
-            }
-            painter.paint(ctx, &mut encoder, &overlay_target, &screen, &jobs)
+            let plan = match scene {
+                Some(s) => Some(
+                    s.renderer
+                        .record(ctx, &mut encoder, &target, &settings, profiler),
+                ),
+                None => {
+                    clear(&mut encoder, &target);
+                    None
+                }
+            };
+            let extra = painter.paint(ctx, &mut encoder, &overlay_target, &screen, &jobs);
+            (plan, extra)
         });
-        let extra = match recorded {
-            Ok(extra) => extra,
+        let (plan, extra) = match recorded {
+            Ok(recorded) => recorded,
             Err(e) => {
                 // Dropping the encoder and the unpresented surface texture skips the frame.
                 log::error!("frame skipped: {e}");
                 return Ok(false);
             }
         };
-        self.timer.resolve(&mut encoder);
         if let Some(off) = &offscreen
             && self
                 .presenter
@@ -1433,10 +1484,11 @@ impl Viewer {
         self.ctx
             .queue
             .submit(extra.into_iter().chain([encoder.finish()]));
-        if settings.options.compare && self.psnr_request {
+        self.profiler.end_frame(&self.ctx);
+        if settings.passes.compare && self.psnr_request {
             self.psnr_request = false;
-            if let Some(s) = &self.scene {
-                let mode = s.renderer.active_mode(&settings);
+            if let (Some(s), Some(plan)) = (&self.scene, &plan) {
+                let mode = plan.mode();
                 self.ntc.psnr = Some(match s.renderer.psnr_blocking(&self.ctx) {
                     Ok(Some(p)) => format!("{mode}: {p:.2} dB"),
                     Ok(None) => format!("{mode}: identical"),

@@ -38,7 +38,7 @@ use super::gltf_builder::{
 use super::kit::{Assembly, Mtl, Part, Segments, cuboid, rot, v};
 use super::procedural::{derive_seed, hash_str, hash_u32, hash2, sin_cos_turns};
 use crate::io::write_atomic;
-use crate::render::Lighting;
+use crate::scene::Lighting;
 use crate::scene::description::{CameraKey, CameraPath, RenderDefaults, SceneDescription};
 use crate::scene::{AlphaMode, ImageSource, TextureRef};
 use crate::texture::{ManifestEntry, TextureError, read_manifest};

@@ -10,7 +10,7 @@ use clap::Args;
 use neurotex::packages::PackageRecipe;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::tiles::TileSize;
-use neurotex::render::{FrameOptions, NtcOptions, RenderMode};
+use neurotex::render::{KernelChoice, PassSettings, RenderMode};
 use neurotex::texture;
 
 /// Scenes and manifests whose texture sets an offline command reads (at least one).
@@ -118,16 +118,16 @@ pub struct NtcModeArgs {
 
 impl NtcModeArgs {
     /// Frame options with the stochastic-filtering and inference-on-load choices.
-    pub fn options(&self) -> FrameOptions {
-        let mut o = FrameOptions::default();
+    pub fn options(&self) -> PassSettings {
+        let mut o = PassSettings::default();
         o.decode.stochastic = !self.no_stochastic;
         o.inference_on_load = self.inference_on_load;
         o
     }
 
     /// The decode kernel and tile.
-    pub fn ntc_options(&self) -> NtcOptions {
-        NtcOptions {
+    pub fn kernel_choice(&self) -> KernelChoice {
+        KernelChoice {
             kernel: self.kernel,
             tile: self.tile,
         }

@@ -14,6 +14,7 @@ use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
 use neurotex::render::{RenderMode, Renderer};
 use neurotex::scene::open::{open, path_cameras};
+use neurotex::texture;
 
 use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_size};
 use super::{PackageSource, load_package, report_scene};
@@ -42,6 +43,9 @@ pub struct BenchArgs {
     /// Untimed frames before each configuration.
     #[arg(long, default_value_t = 10)]
     warmup: u32,
+    /// Also write every frame's GPU passes as a Chrome trace (chrome://tracing, Perfetto).
+    #[arg(long)]
+    trace: Option<PathBuf>,
     /// Modes to measure.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
     modes: Vec<RenderMode>,
@@ -71,10 +75,12 @@ pub fn run(a: BenchArgs) -> Result<()> {
         max_texture_size,
         ..UploadOptions::default()
     };
+    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
     let mut renderer = Renderer::new(
         &ctx,
         &opened.scene,
-        &upload,
+        &textures,
+        upload.anisotropy,
         a.size,
         neurotex::render::headless::OUTPUT_FORMAT,
     )?;
@@ -83,8 +89,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
         packages: a.packages.as_deref(),
         recipe: a.recipe.recipe(max_texture_size),
     };
-    for &mode in a.modes.iter().filter(|m| m.strategy().is_some()) {
-        load_package(&ctx, &mut renderer, &opened, mode, &source)?;
+    for &mode in a.modes.iter().filter(|m| m.is_ntc()) {
+        load_package(&ctx, &mut renderer, &opened, &textures, mode, &source)?;
     }
     let (cameras, path) = path_cameras(&opened, a.camera_path.as_deref(), a.frames)?;
     let kernels: Vec<NtcKernel> = if a.kernels.is_empty() {
@@ -102,6 +108,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         kernels,
         tiles: a.tiles.clone(),
         warmup: a.warmup,
+        trace: a.trace.clone(),
     };
     let rows = run_bench(
         &ctx,

@@ -160,17 +160,18 @@ struct PackageSource<'a> {
 }
 
 /// Give `renderer` the package of `mode`: `source.package`, else the scene's (from
-/// `source.packages` or the cache, compressed with a progress bar when missing or stale).
+/// `source.packages` or the cache, compressed from the scene's decoded `textures` with a
+/// progress bar when missing or stale).
 fn load_package(
     ctx: &GpuContext,
     renderer: &mut Renderer,
     opened: &OpenedScene,
+    textures: &texture::SceneTextures,
     mode: RenderMode,
     source: &PackageSource<'_>,
 ) -> Result<()> {
     use anyhow::Context as _;
-    let strategy = mode
-        .strategy()
+    let strategy = neurotex::packages::strategy_of(mode)
         .ok_or_else(|| anyhow::anyhow!("the reference mode has no package"))?;
     let packages = ScenePackages::open(&opened.scene.source, source.recipe.clone())?
         .with_prebuilt(source.packages.map(Path::to_path_buf));
@@ -186,11 +187,12 @@ fn load_package(
                     packages.path(strategy).display()
                 );
             }
-            let package = packages.load_or_compress(ctx, strategy, &cancel, &mut |g, n, p| {
-                bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
-                bar.set_length(p.total);
-                bar.set_position(p.step);
-            })?;
+            let package =
+                packages.load_or_compress(ctx, strategy, textures, &cancel, &mut |g, n, p| {
+                    bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
+                    bar.set_length(p.total);
+                    bar.set_position(p.step);
+                })?;
             bar.finish_and_clear();
             package
         }

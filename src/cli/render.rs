@@ -10,7 +10,7 @@ use neurotex::gpu::GpuContext;
 use neurotex::render::headless::render_frames;
 use neurotex::render::passes::heatmap::HeatmapSettings;
 use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::{Aov, FrameOptions, FrameSettings, RenderMode, Renderer};
+use neurotex::render::{Aov, FrameSettings, PassSettings, RenderMode, Renderer};
 use neurotex::scene::open::{open, select_camera};
 use neurotex::texture;
 
@@ -78,10 +78,12 @@ pub fn run(a: RenderArgs) -> Result<()> {
         max_texture_size,
         anisotropy: a.anisotropy,
     };
+    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
     let mut renderer = Renderer::new(
         &ctx,
         &opened.scene,
-        &upload,
+        &textures,
+        upload.anisotropy,
         size,
         neurotex::render::headless::OUTPUT_FORMAT,
     )?;
@@ -100,8 +102,8 @@ pub fn run(a: RenderArgs) -> Result<()> {
             packages: a.ntc.packages.as_deref(),
             recipe: a.ntc.recipe.recipe(max_texture_size),
         };
-        load_package(&ctx, &mut renderer, &opened, mode, &source)?;
-        renderer.set_ntc_options(&ctx, a.ntc.ntc_options())?;
+        load_package(&ctx, &mut renderer, &opened, &textures, mode, &source)?;
+        renderer.set_kernel_choice(&ctx, a.ntc.kernel_choice())?;
         renderer.prepare(&ctx, mode)?;
     }
     let mut settings = FrameSettings {
@@ -109,7 +111,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         lighting: opened.description.lighting,
         aov: a.aov,
         mode,
-        options: FrameOptions {
+        passes: PassSettings {
             compare: a.psnr,
             ..a.ntc.options()
         },
@@ -138,7 +140,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
     );
     if let Some(path) = &a.divergence_map {
         let heatmap = HeatmapSettings::default();
-        settings.options.heatmap = Some(heatmap);
+        settings.passes.heatmap = Some(heatmap);
         let map = render_frames(&ctx, &mut renderer, &settings, 1)?;
         let stats = renderer.divergence_blocking(&ctx)?;
         texture::write_png_rgba8(path, map.width, map.height, &map.rgba8)?;

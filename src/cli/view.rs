@@ -82,8 +82,8 @@ pub fn run(a: ViewArgs) -> Result<()> {
         mode: a.ntc.mode,
         recipe: a.ntc.recipe.recipe(max_texture_size),
         packages: a.ntc.packages.clone(),
-        ntc: a.ntc.ntc_options(),
-        options: a.ntc.options(),
+        ntc: a.ntc.kernel_choice(),
+        passes: a.ntc.options(),
         heatmap: a.heatmap,
         modes: a.modes.clone(),
     })?;

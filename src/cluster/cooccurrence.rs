@@ -12,7 +12,7 @@
 //! Per view, every screen tile (the decode pass's [`TileSize`], partial edge tiles
 //! included) has a *signature*: the ascending list of distinct texture sets among its
 //! decoded pixels, exactly the per-tile distinct-decoder list of
-//! [`crate::render::divergence::tile_decoders`] under the material → texture-set map.
+//! [`crate::render::divergence_stats::tile_decoders`] under the material → texture-set map.
 //! A view stores the histogram of its non-empty signatures (signature → number of
 //! tiles); tiles that show no texture set are not stored. From the histograms follow the
 //! per-set tile counts (tiles where a set appears), the pairwise counts (tiles where both
@@ -53,7 +53,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::ClusterError;
-use crate::render::divergence::tile_decoders;
+use crate::render::divergence_stats::tile_decoders;
 use crate::render::tiles::TileSize;
 use crate::texture::write_file_atomic;
 
@@ -188,7 +188,7 @@ impl ViewCounts {
     /// CPU reference of the co-occurrence count of one view: the signature histogram of a
     /// `size` image of G-buffer material `words` (row-major, top row first) over `tile`,
     /// with `set_of_material` mapping material ids to texture sets (an entry
-    /// [`crate::render::divergence::NO_DECODER`], or an id past the map, marks a material
+    /// [`crate::render::divergence_stats::NO_DECODER`], or an id past the map, marks a material
     /// without a set). The per-tile lists are [`tile_decoders`]' under that map.
     pub fn count(words: &[u32], size: (u32, u32), tile: TileSize, set_of_material: &[u32]) -> Self {
         let mut histogram: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
@@ -477,7 +477,7 @@ pub(super) fn invalid(file: impl AsRef<Path>, reason: String) -> ClusterError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::divergence::{NO_DECODER, NO_MATERIAL};
+    use crate::render::divergence_stats::{NO_DECODER, NO_MATERIAL};
 
     /// Materials 0 → set 2, 1 → set 0, 2 → set 2, 3 → no set, 4 → set 1; id 9 is past
     /// the map.
@@ -545,7 +545,7 @@ mod tests {
         );
         assert_eq!(view.covered_tiles(), 3);
         // The lists are the divergence pass's distinct decoders under the same map.
-        let counts = crate::render::divergence::count_tiles(
+        let counts = crate::render::divergence_stats::count_tiles(
             &hand_made(),
             (10, 5),
             TileSize::T8x4,

@@ -6,7 +6,7 @@
 //! ```toml
 //! gltf = "../../shared/assets/ntc_living_room/scene.gltf"   # or: builtin = "toyshop"
 //!
-//! [lighting]                  # all optional, see render::Lighting
+//! [lighting]                  # all optional, see scene::Lighting
 //! sun_direction = [0.3, 0.9, 0.2]
 //! exposure = 1.2
 //!
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use glam::Vec3;
 
 use super::{Camera, SceneError};
-use crate::render::Lighting;
+use crate::scene::Lighting;
 
 /// A parsed scene description.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]

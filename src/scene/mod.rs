@@ -11,6 +11,7 @@ pub mod auto_camera;
 pub mod camera_control;
 pub mod description;
 pub mod gltf_import;
+pub mod lighting;
 pub mod open;
 pub mod tangents;
 
@@ -18,6 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use glam::{Mat4, Vec3};
+
+pub use lighting::Lighting;
 
 /// Errors raised while loading a scene. Every variant names the file involved.
 #[derive(Debug, thiserror::Error)]

@@ -218,7 +218,7 @@ pub fn categories_from_csv(
 }
 
 /// Set names made unique by suffixing `#2`, `#3`, … to repeats.
-fn unique_names(descs: &[TextureSetDesc]) -> Vec<String> {
+pub(crate) fn unique_names(descs: &[TextureSetDesc]) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(descs.len());
     for d in descs {
         let base = d.name();

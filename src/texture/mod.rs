@@ -41,7 +41,7 @@ pub use image_io::{DecodedImage, Samples, decode, write_png_rgba8};
 pub use manifest::{ManifestEntry, read_manifest, write_texture_sets_csv};
 pub use mips::build_mip_chain;
 pub use set::{
-    LoadOptions, LoadedSet, SetMip, Slot, TextureSet, TextureSetDesc, arm_packed,
+    LoadOptions, LoadedSet, SceneTextures, SetMip, Slot, TextureSet, TextureSetDesc, arm_packed,
     scene_texture_sets,
 };
 

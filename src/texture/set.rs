@@ -380,6 +380,49 @@ pub fn scene_texture_sets(materials: &[Material]) -> (Vec<TextureSetDesc>, Vec<O
     (sets, material_sets)
 }
 
+/// A scene's texture sets, decoded once: what the renderer uploads and what the scene's
+/// NTC packages are compressed from (`packages::ScenePackages`), so neither decodes the
+/// images again.
+#[derive(Clone, Debug)]
+pub struct SceneTextures {
+    /// The distinct sets' identities, in order of first use ([`scene_texture_sets`]).
+    pub descs: Vec<TextureSetDesc>,
+    /// Per set, its decoded channels, named uniquely as [`super::inputs::InputSets`]
+    /// names them.
+    pub sets: Vec<TextureSet>,
+    /// Per material, the index of its set (`None`: constants only).
+    pub material_sets: Vec<Option<usize>>,
+    /// One line per image skipped under [`LoadOptions::allow_missing`] (`<slot>: <error
+    /// naming the file>`).
+    pub missing: Vec<String>,
+    /// How the sets were loaded.
+    pub options: LoadOptions,
+}
+
+impl SceneTextures {
+    /// Decode the texture sets of `materials` (in parallel) with `options`.
+    pub fn load(materials: &[Material], options: &LoadOptions) -> Result<Self, TextureError> {
+        let (descs, material_sets) = scene_texture_sets(materials);
+        let names = super::inputs::unique_names(&descs);
+        let mut missing = Vec::new();
+        let sets = super::inputs::load_parallel(&descs, options)?
+            .into_iter()
+            .zip(names)
+            .map(|(loaded, name)| {
+                missing.extend(loaded.missing);
+                TextureSet { name, ..loaded.set }
+            })
+            .collect();
+        Ok(Self {
+            descs,
+            sets,
+            material_sets,
+            missing,
+            options: *options,
+        })
+    }
+}
+
 /// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
 /// image), used by the importer to set [`Material::occlusion_from_arm`]: true when the
 /// occlusion slot names the same image as `mr` (ORM, as in FlightHelmet), or when there is

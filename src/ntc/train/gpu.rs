@@ -92,7 +92,9 @@ use super::schedule::{Phase, Schedule, StepPlan};
 use super::{
     QUALITY_GROUPS, Quality, Sample, TrainConfig, TrainError, TrainedGroup, TrainedMaterial, psnr,
 };
-use crate::gpu::{GpuContext, GpuError, ShaderError, create_shader_module, read_buffer};
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::{Slot, group_layout};
+use crate::gpu::{GpuContext, GpuError, ShaderError, read_buffer};
 use crate::ntc::model::{
     Activation, DecoderWeights, GridShape, GroupModel, LEAKY_SLOPE, LatentLayout, LatentPyramid,
     MAX_HIDDEN_LAYERS, MipPair, NtcConfig, OUTPUTS, lod_input,
@@ -145,6 +147,20 @@ mod binding {
     pub const LOSSES: u32 = 8;
 }
 
+/// The bindings of group 0 in binding order ([`binding`]): the step parameters at a
+/// dynamic offset, the read-only mip table and targets, then the read-write buffers.
+const GROUP_SLOTS: [Slot; 9] = [
+    Slot::DynamicUniform,
+    Slot::Storage,
+    Slot::Storage,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+];
+
 /// Errors of GPU training.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuTrainError {
@@ -154,6 +170,9 @@ pub enum GpuTrainError {
     /// Device work or a readback failed.
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    /// A training kernel's pipeline could not be built.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
     /// A training shader failed to compose, validate or compile.
     #[error(transparent)]
     Shader(#[from] ShaderError),
@@ -825,58 +844,34 @@ impl Kernels {
         workgroup: u32,
         fixed_point: bool,
     ) -> Result<Self, GpuTrainError> {
-        let device = &ctx.device;
-        let buffer = |binding, ty| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty,
-                has_dynamic_offset: binding == binding::STEP,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let read = wgpu::BufferBindingType::Storage { read_only: true };
-        let write = wgpu::BufferBindingType::Storage { read_only: false };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                buffer(binding::STEP, wgpu::BufferBindingType::Uniform),
-                buffer(binding::MIPS, read),
-                buffer(binding::TARGETS, read),
-                buffer(binding::PARAMS, write),
-                buffer(binding::GRADS, write),
-                buffer(binding::MOMENTS, write),
-                buffer(binding::BATCH, write),
-                buffer(binding::PARTIALS, write),
-                buffer(binding::LOSSES, write),
-            ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
+        let layout = group_layout(&ctx.device, Self::LABEL, &GROUP_SLOTS);
         let owned = shader_defines(config, workgroup, fixed_point);
         let defines: Vec<(&str, &str)> = owned
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
-        let pipeline = |path: &str, entry: &str| -> Result<wgpu::ComputePipeline, GpuTrainError> {
-            let module = create_shader_module(ctx, path, &defines)?;
-            Ok(ctx.error_scope(|| {
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
-                    layout: Some(&pipeline_layout),
-                    module: &module,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-            })?)
+        let kernel = |shader: &str, entry: &str| {
+            ComputeKernel::new(
+                ctx,
+                &KernelDesc {
+                    label: entry,
+                    shader,
+                    defines: &defines,
+                    entry,
+                    groups: &[Group::Layout(&layout)],
+                },
+            )
         };
-        let forward_backward = pipeline("ntc/forward_backward.wgsl", "forward_backward")?;
-        let evaluate = pipeline("ntc/forward_backward.wgsl", "evaluate")?;
+        let pipeline =
+            |shader: &str, entry: &str| -> Result<wgpu::ComputePipeline, GpuTrainError> {
+                Ok(kernel(shader, entry)?.pipeline().clone())
+            };
+        let forward_backward = kernel("ntc/forward_backward.wgsl", "forward_backward")?;
+        let evaluate = forward_backward.sibling(ctx, "evaluate", "evaluate")?;
+        let (forward_backward, evaluate) = (
+            forward_backward.pipeline().clone(),
+            evaluate.pipeline().clone(),
+        );
         Ok(Kernels {
             sample: pipeline("ntc/sample.wgsl", "sample")?,
             forward_backward,
@@ -2040,15 +2035,8 @@ mod tests {
     fn host_structs_match_the_wgsl_structs() {
         let config = NtcConfig::default();
         let m = module("ntc/adam.wgsl", &config, 32);
-        let size = |name: &str| {
-            m.types
-                .iter()
-                .find(|(_, t)| t.name.as_deref() == Some(name))
-                .map(|(_, t)| t.inner.size(m.to_ctx()) as usize)
-                .unwrap_or_else(|| panic!("no struct {name}"))
-        };
-        assert_eq!(size("StepParams"), std::mem::size_of::<StepParams>());
-        assert_eq!(size("MipEntry"), std::mem::size_of::<MipEntry>());
+        crate::gpu::mirror::assert_mirrors::<StepParams>(&m, "StepParams");
+        crate::gpu::mirror::assert_mirrors::<MipEntry>(&m, "MipEntry");
         assert!(
             std::mem::size_of::<StepParams>() <= 256,
             "fits one dynamic-offset slot"
