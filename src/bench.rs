@@ -14,8 +14,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::{GpuContext, GpuError, GpuTimer, PassTiming};
-use crate::ntc::plot::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
 use crate::render::divergence::DivergenceStats;
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::tiles::TileSize;

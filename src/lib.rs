@@ -29,6 +29,7 @@ pub mod app;
 pub mod bench;
 pub mod bench_output;
 pub mod builtin;
+pub mod charts;
 pub mod cluster;
 pub mod eval;
 pub mod gpu;

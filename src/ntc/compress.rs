@@ -17,8 +17,8 @@ use super::format::NtcPackage;
 use super::train::gpu::{Checkpoint, GpuTrainError, TrainOptions, TrainProgress, train_gpu};
 use super::train::{QUALITY_GROUPS, TrainConfig};
 use super::{NtcFormatError, TrainError};
+use crate::charts::{Panel, PlotError, Series, write_panels_png};
 use crate::gpu::GpuContext;
-use crate::scene::Material;
 use crate::texture::bcn::{BcnResult, bcn_baselines};
 use crate::texture::{CHANNELS, TextureSet};
 
@@ -47,7 +47,7 @@ pub enum CompressError {
     Groups(String),
     /// The loss-curve chart could not be drawn or written.
     #[error(transparent)]
-    Plot(#[from] super::plot::PlotError),
+    Plot(#[from] PlotError),
     /// Interrupted: progress is saved for `--resume`.
     #[error(
         "interrupted; progress saved in {partial} — run the same command with --resume to continue"
@@ -137,41 +137,6 @@ pub struct CompressReport {
     /// Loss curves: (group, step, loss, psnr estimate).
     #[serde(skip)]
     pub curves: Vec<(usize, u64, f64, f64)>,
-}
-
-/// The constants a package stores per set: the factors of the first material using it
-/// (glTF semantics; the shader uses them for absent channels and multiplies otherwise).
-pub fn set_constants(
-    materials: &[Material],
-    material_sets: &[Option<usize>],
-    sets: usize,
-) -> Vec<[f32; CHANNELS]> {
-    let mut out = vec![[1.0; CHANNELS]; sets];
-    let mut seen = vec![false; sets];
-    for (m, s) in materials.iter().zip(material_sets) {
-        let Some(s) = *s else { continue };
-        if seen[s] {
-            continue;
-        }
-        seen[s] = true;
-        let b = m.base_color_factor;
-        let e = m.emissive_factor;
-        out[s] = [
-            b[0],
-            b[1],
-            b[2],
-            b[3],
-            m.normal_scale,
-            m.normal_scale,
-            m.occlusion_strength,
-            m.roughness_factor,
-            m.metallic_factor,
-            e[0],
-            e[1],
-            e[2],
-        ];
-    }
-    out
 }
 
 /// Check that `groups` covers `0..n` exactly once.
@@ -397,8 +362,49 @@ impl CompressReport {
             &path.with_extension("curves.csv"),
             self.curves_csv().as_bytes(),
         )?;
-        super::plot::write_curves_png(&path.with_extension("curves.png"), &self.curves, 1200, 420)?;
+        write_panels_png(
+            &path.with_extension("curves.png"),
+            &self.curve_panels(),
+            1200,
+            420,
+        )?;
         Ok(())
+    }
+
+    /// The loss curves as two charts: loss (log scale) against step on the left, the
+    /// PSNR estimate on the right, one line per group.
+    pub fn curve_panels(&self) -> [Panel; 2] {
+        let groups = self.curves.iter().map(|c| c.0).max().map_or(0, |g| g + 1);
+        let series = |value: fn(&(usize, u64, f64, f64)) -> f64| -> Vec<Series> {
+            (0..groups)
+                .map(|g| Series {
+                    label: format!("group {g}"),
+                    points: self
+                        .curves
+                        .iter()
+                        .filter(|c| c.0 == g)
+                        .map(|c| (c.1 as f64, value(c)))
+                        .collect(),
+                })
+                .collect()
+        };
+        [
+            Panel {
+                title: "training loss".into(),
+                x_label: "step".into(),
+                y_label: "loss".into(),
+                log_y: true,
+                series: series(|c| c.2),
+                ..Panel::default()
+            },
+            Panel {
+                title: "PSNR estimate (dB)".into(),
+                x_label: "step".into(),
+                y_label: "dB".into(),
+                series: series(|c| c.3),
+                ..Panel::default()
+            },
+        ]
     }
 
     /// The loss curves as CSV: `group,step,loss,psnr_estimate`.
@@ -468,6 +474,54 @@ mod tests {
                 .contains("does not exist")
         );
         assert!(check_groups(&[vec![]], 0).is_err());
+    }
+
+    fn report(curves: Vec<(usize, u64, f64, f64)>) -> CompressReport {
+        CompressReport {
+            adapter: "test".into(),
+            inputs: "a.csv".into(),
+            steps: 20,
+            seed: 1,
+            train: TrainConfig::default(),
+            groups: Vec::new(),
+            materials: Vec::new(),
+            mean_psnr: None,
+            mean_bits_per_texel: 0.0,
+            seconds: 0.0,
+            curves,
+        }
+    }
+
+    #[test]
+    fn report_files_and_curve_panels() {
+        let curves: Vec<_> = (0..2)
+            .flat_map(|g| {
+                (1..=20u64).map(move |s| (g, s * 10, 0.1 / s as f64, 20.0 + s as f64 + g as f64))
+            })
+            .collect();
+        let r = report(curves);
+        let [loss, psnr] = r.curve_panels();
+        assert!(loss.log_y && !psnr.log_y);
+        assert_eq!(loss.series.len(), 2);
+        assert_eq!(loss.series[1].label, "group 1");
+        assert_eq!(loss.series[1].points[0], (10.0, 0.1));
+        assert_eq!(psnr.series[0].points[19], (200.0, 40.0));
+        let dir = std::env::temp_dir().join(format!("neurotex-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        r.write(&path).unwrap();
+        for ext in ["json", "md", "curves.csv", "curves.png"] {
+            assert!(path.with_extension(ext).is_file(), "{ext}");
+        }
+        let png = image::open(path.with_extension("curves.png")).unwrap();
+        assert_eq!((png.width(), png.height()), (1200, 420));
+        let csv = std::fs::read_to_string(path.with_extension("curves.csv")).unwrap();
+        assert!(
+            csv.starts_with("group,step,loss,psnr_estimate\n0,10,0.1,21\n"),
+            "{csv}"
+        );
+        let err = r.write(&dir.join("missing/r.json")).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
     }
 
     #[test]

@@ -56,7 +56,7 @@ use crate::ntc::model::{
 };
 use crate::ntc::quant;
 use crate::ntc::train::{QUALITY_GROUPS, Quality, TrainedGroup};
-use crate::texture::{CHANNELS, ChannelMask, TextureError, write_file_atomic};
+use crate::texture::{CHANNELS, ChannelMask};
 
 /// The first four bytes of every package.
 pub const MAGIC: [u8; 4] = *b"NTC\0";
@@ -151,7 +151,7 @@ pub enum NtcFormatError {
         /// The file.
         path: PathBuf,
         /// The underlying error.
-        source: TextureError,
+        source: std::io::Error,
     },
     /// Writing would replace the file the package was read from.
     #[error("refusing to write {path}: it is the package this one was read from")]
@@ -504,7 +504,7 @@ impl NtcPackage {
             });
         }
         let bytes = self.to_bytes()?;
-        write_file_atomic(path, &bytes).map_err(|source| NtcFormatError::Write {
+        crate::io::write_atomic(path, &bytes).map_err(|source| NtcFormatError::Write {
             path: path.to_path_buf(),
             source,
         })

@@ -98,7 +98,7 @@ use crate::ntc::model::{
     MAX_HIDDEN_LAYERS, MipPair, NtcConfig, OUTPUTS, lod_input,
 };
 use crate::ntc::quant;
-use crate::texture::{CHANNELS, ChannelMask, TextureSet, write_file_atomic};
+use crate::texture::{CHANNELS, ChannelMask, TextureSet};
 
 /// Fixed-point scale of decoder gradients on the `atomic<i32>` path (2^24): a quantum of
 /// 6e-8, sums within ±128.
@@ -545,7 +545,7 @@ impl Checkpoint {
 
     /// Write the checkpoint to `path` (atomically: a temporary file, then a rename).
     pub fn save(&self, path: &Path) -> Result<(), GpuTrainError> {
-        write_file_atomic(path, &self.to_bytes()?).map_err(|e| GpuTrainError::CheckpointIo {
+        crate::io::write_atomic(path, &self.to_bytes()?).map_err(|e| GpuTrainError::CheckpointIo {
             path: path.to_owned(),
             message: e.to_string(),
         })
