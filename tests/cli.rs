@@ -335,3 +335,37 @@ fn compress_inspect_decompress_round_trip() {
     expect_error(&["inspect", s(&bad)], &["bad.ntc", "truncated"]);
     expect_error(&["inspect", s(&dir.join("missing.ntc"))], &["missing.ntc"]);
 }
+
+#[test]
+fn damaged_partial_progress_names_the_file_and_the_remedy() {
+    let dir = temp_dir("partial");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let ntc = dir.join("quad.ntc");
+    let partial = dir.join("quad.ntc.partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    let args = [
+        "compress",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&ntc),
+        "--steps",
+        "20",
+        "--resume",
+    ];
+    // An interrupted group's checkpoint that is not one.
+    std::fs::write(partial.join("group0.ckpt"), b"NTCCKPT\0 not a checkpoint").unwrap();
+    expect_error(
+        &args,
+        &[
+            "group0.ckpt",
+            "delete it",
+            "quad.ntc.partial",
+            "from the start",
+        ],
+    );
+    // A finished group's package that is damaged.
+    std::fs::write(partial.join("group0.ntc"), b"NTC\0 truncated").unwrap();
+    expect_error(&args, &["group0.ntc", "delete it", "quad.ntc.partial"]);
+}

@@ -4,8 +4,9 @@
 //!
 //! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc` and an
 //! interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`; `resume`
-//! continues from there. The package is written (temp file + rename) only when every
-//! group is done, then the partial folder is removed.
+//! continues from there; a partial file that is damaged or from another run is an error
+//! naming it and saying what to delete. The package is written (temp file + rename) only
+//! when every group is done, then the partial folder is removed.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -14,7 +15,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::format::NtcPackage;
-use super::train::gpu::{Checkpoint, GpuTrainError, TrainOptions, TrainProgress, train_gpu};
+use super::train::checkpoint::Checkpoint;
+use super::train::gpu::{GpuTrainError, TrainOptions, TrainProgress, train_gpu};
 use super::train::{QUALITY_GROUPS, TrainConfig};
 use super::{NtcFormatError, TrainError};
 use crate::charts::{Panel, PlotError, Series, write_panels_png};
@@ -45,6 +47,19 @@ pub enum CompressError {
     /// The groups do not cover the sets exactly once.
     #[error("invalid grouping: {0}")]
     Groups(String),
+    /// A finished group of an interrupted run cannot be read back.
+    #[error(
+        "cannot resume from {}: {source}; delete it (or the whole folder {}) to train this \
+         group again",
+        path.display(),
+        path.parent().unwrap_or(path).display()
+    )]
+    Partial {
+        /// The group's package in the partial folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: NtcFormatError,
+    },
     /// The loss-curve chart could not be drawn or written.
     #[error(transparent)]
     Plot(#[from] PlotError),
@@ -221,7 +236,11 @@ pub fn compress(
         let done = partial.join(format!("group{g}.ntc"));
         let ckpt = partial.join(format!("group{g}.ckpt"));
         if opts.resume && done.exists() {
-            append(&mut package, NtcPackage::read(&done)?);
+            let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
+                path: done.clone(),
+                source,
+            })?;
+            append(&mut package, finished);
             group_reports.push(GroupReport {
                 sets: members.clone(),
                 seconds: 0.0,
@@ -231,8 +250,16 @@ pub fn compress(
             continue;
         }
         let group_sets: Vec<TextureSet> = members.iter().map(|&i| sets[i].clone()).collect();
+        let seed = opts.seed.wrapping_add(g as u64);
         let resume = if opts.resume && ckpt.exists() {
-            Some(Checkpoint::load(&ckpt)?)
+            let checkpoint = Checkpoint::load(&ckpt)?;
+            checkpoint
+                .fits(&opts.train, opts.steps, seed)
+                .map_err(|reason| GpuTrainError::CheckpointFile {
+                    path: ckpt.clone(),
+                    reason,
+                })?;
+            Some(checkpoint)
         } else {
             None
         };
@@ -244,7 +271,7 @@ pub fn compress(
             &group_sets,
             &opts.train,
             opts.steps,
-            opts.seed.wrapping_add(g as u64),
+            seed,
             TrainOptions {
                 log_every: opts.log_every,
                 cancel: Some(cancel),

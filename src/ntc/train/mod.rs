@@ -1,5 +1,6 @@
 //! Training: settings, loss weights, batch sampling and quality measurement shared by
-//! every trainer, the schedules ([`schedule`]) and the CPU reference trainer ([`cpu`]).
+//! every trainer, the schedules ([`schedule`]), the CPU reference trainer ([`cpu`]) and
+//! the checkpoints an interrupted run resumes from ([`checkpoint`]).
 //!
 //! A *group* is `k` texture sets that share one decoder; training a group fits `k`
 //! latent pyramids and one decoder together, every batch mixing texels of all `k` sets.
@@ -7,6 +8,7 @@
 //! and cosine decay, QAT noise on the latents, gradual decoder freezing for shared
 //! decoders, then quantised latents and a short decoder fine-tune.
 
+pub mod checkpoint;
 pub mod cpu;
 pub mod gpu;
 pub mod recipe;
