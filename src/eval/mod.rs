@@ -928,6 +928,7 @@ mod tests {
                         name: format!("s{set}"),
                         group: spec.groups.iter().position(|g| g.contains(&set)).unwrap(),
                         psnr: Some(30.0 + spec.decoders() as f64 + (set % 2) as f64),
+                        psnr_exact: false,
                         bits_per_texel: 2.0,
                     })
                     .collect();
@@ -941,6 +942,7 @@ mod tests {
                     train: spec.freeze.apply(&opts.train),
                     adapter: "test".into(),
                     mean_psnr: Some(30.5 + spec.decoders() as f64),
+                    psnr_convention: runs::PSNR_CONVENTION.into(),
                     materials,
                     group_results: spec
                         .groups

@@ -15,13 +15,14 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::format::NtcPackage;
+use super::train::TrainConfig;
 use super::train::checkpoint::Checkpoint;
 use super::train::gpu::{GpuTrainError, TrainOptions, TrainProgress, train_gpu};
-use super::train::{QUALITY_GROUPS, TrainConfig};
 use super::{NtcFormatError, TrainError};
 use crate::charts::{Panel, PlotError, Series, write_panels_png};
 use crate::gpu::GpuContext;
 use crate::texture::bcn::{BcnResult, bcn_baselines};
+use crate::texture::metrics::{Psnr, PsnrReport};
 use crate::texture::{CHANNELS, TextureSet};
 
 /// Errors of a compression run.
@@ -105,11 +106,9 @@ pub struct MaterialReport {
     pub channels: String,
     /// Latent bits per mip-0 texel (whole pyramid, all channels).
     pub bits_per_texel: f64,
-    /// NTC PSNR per quality group at mip 0 (dB).
-    pub psnr: Vec<(String, f32)>,
-    /// Mean of `psnr`.
-    pub psnr_mean: Option<f32>,
-    /// BCn baselines for the same set.
+    /// NTC PSNR at mip 0: pooled over the present channels, and per channel group.
+    pub psnr: PsnrReport,
+    /// BCn baselines for the same set, measured alike.
     pub bcn: Vec<BcnResult>,
 }
 
@@ -143,7 +142,7 @@ pub struct CompressReport {
     pub groups: Vec<GroupReport>,
     /// Per material.
     pub materials: Vec<MaterialReport>,
-    /// Mean over materials of the mean PSNR.
+    /// Mean over materials of their pooled PSNR (dB; an exact material counts 99).
     pub mean_psnr: Option<f64>,
     /// Mean bits per texel over materials.
     pub mean_bits_per_texel: f64,
@@ -325,32 +324,24 @@ pub fn compress(
     let materials: Vec<MaterialReport> = order
         .iter()
         .zip(&package.materials)
-        .map(|(&(g, s), m)| {
-            let psnr: Vec<(String, f32)> = QUALITY_GROUPS
-                .iter()
-                .zip(m.quality.psnr)
-                .filter_map(|((_, name), p)| p.map(|p| (name.to_string(), p)))
-                .collect();
-            MaterialReport {
-                name: m.name.clone(),
-                group: g,
-                width: m.layout.width(),
-                height: m.layout.height(),
-                channels: m.present.to_string(),
-                bits_per_texel: m.layout.bits_per_texel(bits),
-                psnr_mean: m.quality.mean(),
-                psnr,
-                bcn: if opts.skip_bcn {
-                    Vec::new()
-                } else {
-                    bcn_baselines(&sets[s])
-                },
-            }
+        .map(|(&(g, s), m)| MaterialReport {
+            name: m.name.clone(),
+            group: g,
+            width: m.layout.width(),
+            height: m.layout.height(),
+            channels: m.present.to_string(),
+            bits_per_texel: m.layout.bits_per_texel(bits),
+            psnr: m.quality.report(),
+            bcn: if opts.skip_bcn {
+                Vec::new()
+            } else {
+                bcn_baselines(&sets[s])
+            },
         })
         .collect();
     let means: Vec<f64> = materials
         .iter()
-        .filter_map(|m| m.psnr_mean.map(f64::from))
+        .filter_map(|m| m.psnr.pooled.map(|p| p.db))
         .collect();
     let report = CompressReport {
         adapter: ctx.describe(),
@@ -443,17 +434,20 @@ impl CompressReport {
         s
     }
 
-    /// A Markdown table: one row per material, NTC next to the BCn baselines.
+    /// Markdown: a table of one row per material, NTC next to the BCn baselines by
+    /// pooled PSNR (dB at mip 0, over every present channel), then a table of the PSNR
+    /// per channel group. An exact match reads `99.00 (exact)`.
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         s.push_str("| material | size | NTC bpt | NTC PSNR | BC1/BC5 bpt | BC1/BC5 PSNR | BC7/BC5 bpt | BC7/BC5 PSNR |\n");
         s.push_str("|---|---|---|---|---|---|---|---|\n");
         let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.2}"));
+        let p = |v: Option<Psnr>| v.map_or("–".to_string(), |v| v.to_string());
         for m in &self.materials {
             let bc = |i: usize| {
                 m.bcn
                     .get(i)
-                    .map(|b| (Some(b.bits_per_texel), b.psnr_mip0.all))
+                    .map(|b| (Some(b.bits_per_texel), b.psnr_mip0.pooled))
                     .unwrap_or((None, None))
             };
             let (b1, p1) = bc(0);
@@ -464,12 +458,28 @@ impl CompressReport {
                 m.width,
                 m.height,
                 m.bits_per_texel,
-                f(m.psnr_mean.map(f64::from)),
+                p(m.psnr.pooled),
                 f(b1),
-                f(p1),
+                p(p1),
                 f(b7),
-                f(p7)
+                p(p7)
             ));
+        }
+        s.push_str("\nPSNR per channel group (dB, mip 0):\n\n");
+        s.push_str("| material | group | NTC | BC1/BC5 | BC7/BC5 |\n");
+        s.push_str("|---|---|---|---|---|\n");
+        for m in &self.materials {
+            for g in &m.psnr.groups {
+                let bc = |i: usize| m.bcn.get(i).and_then(|b| b.psnr_mip0.group(&g.group));
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    m.name,
+                    g.group,
+                    g.psnr,
+                    p(bc(0)),
+                    p(bc(1))
+                ));
+            }
         }
         s
     }
@@ -549,6 +559,44 @@ mod tests {
         );
         let err = r.write(&dir.join("missing/r.json")).unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn markdown_compares_pooled_psnr_and_lists_groups() {
+        let ntc = PsnrReport::from_groups([(0, 1e-3, 300), (2, 0.0, 200)]);
+        let bc = PsnrReport::from_groups([(0, 1e-2, 300), (2, 1e-4, 200)]);
+        let mut r = report(Vec::new());
+        r.materials.push(MaterialReport {
+            name: "wood".into(),
+            group: 0,
+            width: 8,
+            height: 8,
+            channels: "base_color+normal".into(),
+            bits_per_texel: 2.0,
+            psnr: ntc,
+            bcn: vec![BcnResult {
+                name: "BC1/BC5",
+                bytes: 64,
+                bits_per_texel: 8.0,
+                psnr_mip0: bc.clone(),
+                psnr_chain: bc,
+            }],
+        });
+        let md = r.markdown();
+        // Pooled NTC: (300 · 1e-3 + 200 · 0) / 500 = 6e-4 → 32.22 dB; pooled BC1/BC5:
+        // (300 · 1e-2 + 200 · 1e-4) / 500 = 6.04e-3 → 22.19 dB.
+        assert!(
+            md.contains("| wood | 8×8 | 2.00 | 32.22 | 8.00 | 22.19 | – | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| wood | base_color | 30.00 | 20.00 | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| wood | normal | 99.00 (exact) | 40.00 | – |"),
+            "{md}"
+        );
     }
 
     #[test]

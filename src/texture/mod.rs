@@ -25,6 +25,9 @@
 //!   materials and loading into canonical texels.
 //! - [`mips`]: mip chains (linear-light colour, renormalised normals).
 //! - [`manifest`]: Bistro-style manifest CSVs and the `texture_sets.csv` report.
+//! - [`metrics`]: PSNR, the one convention of every report (per channel group and
+//!   pooled, exact matches capped at 99 dB and marked).
+//! - [`bcn`]: BCn baselines measured with it.
 
 pub mod bcn;
 pub mod image_io;
@@ -46,6 +49,48 @@ pub use set::{
 
 /// Number of canonical channels per texel.
 pub const CHANNELS: usize = 12;
+
+/// The four images a material's channels ship in: the textures of the BCn baselines and
+/// of `decompress`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageGroup {
+    /// Base colour RGB and alpha (channels 0–3).
+    BaseColor,
+    /// Normal X, Y (4–5).
+    Normal,
+    /// Occlusion, roughness, metallic (6–8).
+    Orm,
+    /// Emissive RGB (9–11).
+    Emissive,
+}
+
+impl ImageGroup {
+    /// Every image, in channel order.
+    pub const ALL: [ImageGroup; 4] = [Self::BaseColor, Self::Normal, Self::Orm, Self::Emissive];
+
+    /// The image's channels.
+    pub const fn mask(self) -> ChannelMask {
+        match self {
+            Self::BaseColor => ChannelMask(ChannelMask::BASE_COLOR.0 | ChannelMask::ALPHA.0),
+            Self::Normal => ChannelMask::NORMAL,
+            Self::Orm => ChannelMask(
+                ChannelMask::OCCLUSION.0 | ChannelMask::ROUGHNESS.0 | ChannelMask::METALLIC.0,
+            ),
+            Self::Emissive => ChannelMask::EMISSIVE,
+        }
+    }
+
+    /// Name used in file names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::BaseColor => "base_color",
+            Self::Normal => "normal",
+            Self::Orm => "orm",
+            Self::Emissive => "emissive",
+        }
+    }
+}
 
 /// Number of RGBA groups (GPU textures) the channels are stored in.
 pub const GROUPS: usize = 3;
