@@ -24,6 +24,7 @@
 //! - [`set`]: texture set identities ([`TextureSetDesc`]), deduplication over a scene's
 //!   materials and loading into canonical texels.
 //! - [`mips`]: mip chains (linear-light colour, renormalised normals).
+//! - [`srgb`]: the sRGB transfer function (exact, platform-independent) and its tables.
 //! - [`manifest`]: Bistro-style manifest CSVs and the `texture_sets.csv` report.
 //! - [`metrics`]: PSNR, the one convention of every report (per channel group and
 //!   pooled, exact matches capped at 99 dB and marked).
@@ -36,6 +37,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod mips;
 pub mod set;
+pub mod srgb;
 
 use std::path::PathBuf;
 
@@ -46,6 +48,7 @@ pub use set::{
     LoadOptions, LoadedSet, SetMip, Slot, TextureSet, TextureSetDesc, scene_texture_sets,
     set_constants,
 };
+pub use srgb::{linear_to_srgb, srgb_to_linear};
 
 /// Number of canonical channels per texel.
 pub const CHANNELS: usize = 12;
@@ -419,24 +422,6 @@ impl std::ops::BitAnd for ChannelMask {
     }
 }
 
-/// sRGB transfer function, encoded → linear, for a value in \[0, 1\].
-pub fn srgb_to_linear(v: f32) -> f32 {
-    if v <= 0.04045 {
-        v / 12.92
-    } else {
-        ((v + 0.055) / 1.055).powf(2.4)
-    }
-}
-
-/// sRGB transfer function, linear → encoded, for a value in \[0, 1\].
-pub fn linear_to_srgb(v: f32) -> f32 {
-    if v <= 0.003_130_8 {
-        v * 12.92
-    } else {
-        1.055 * v.powf(1.0 / 2.4) - 0.055
-    }
-}
-
 /// Quantise a value in \[0, 1\] to 8 bits (round to nearest, clamped; NaN → 0).
 pub fn quantize_u8(v: f32) -> u8 {
     // `as` saturates and maps NaN to 0.
@@ -493,15 +478,5 @@ mod tests {
         assert_eq!(Channel::Roughness.group(), 1);
         assert_eq!(Channel::Metallic.group(), 2);
         assert_eq!(Channel::EmissiveB.group(), 2);
-    }
-
-    #[test]
-    fn srgb_round_trips_every_byte() {
-        for v in 0..=255u8 {
-            let lin = srgb_to_linear(v as f32 / 255.0);
-            assert_eq!(quantize_u8(linear_to_srgb(lin)), v);
-        }
-        assert_eq!(quantize_u8(f32::NAN), 0);
-        assert_eq!(quantize_u8(2.0), 255);
     }
 }
