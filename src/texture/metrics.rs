@@ -19,16 +19,9 @@ use super::{CHANNELS, ChannelMask};
 /// The largest PSNR reported (dB); an exact match reads this.
 pub const PSNR_CAP_DB: f64 = 99.0;
 
-/// The channel groups PSNR is reported for, in report (and package) order.
-pub const QUALITY_GROUPS: [(ChannelMask, &str); 7] = [
-    (ChannelMask::BASE_COLOR, "base_color"),
-    (ChannelMask::ALPHA, "alpha"),
-    (ChannelMask::NORMAL, "normal"),
-    (ChannelMask::OCCLUSION, "occlusion"),
-    (ChannelMask::ROUGHNESS, "roughness"),
-    (ChannelMask::METALLIC, "metallic"),
-    (ChannelMask::EMISSIVE, "emissive"),
-];
+/// The channel groups PSNR is reported for, in report (and package) order: every named
+/// group of the canonical layout.
+pub const QUALITY_GROUPS: [(ChannelMask, &str); 7] = super::CHANNEL_GROUPS;
 
 /// PSNR in dB of a mean squared error of values in \[0, 1\]: `10 · log10(1 / mse)`,
 /// capped at [`PSNR_CAP_DB`] (an MSE of 0 reads the cap); NaN stays NaN.

@@ -53,6 +53,18 @@ pub use srgb::{linear_to_srgb, srgb_to_linear};
 /// Number of canonical channels per texel.
 pub const CHANNELS: usize = 12;
 
+/// The named channel groups of the canonical layout, in channel order; together they
+/// cover every channel once.
+pub const CHANNEL_GROUPS: [(ChannelMask, &str); 7] = [
+    (ChannelMask::BASE_COLOR, "base_color"),
+    (ChannelMask::ALPHA, "alpha"),
+    (ChannelMask::NORMAL, "normal"),
+    (ChannelMask::OCCLUSION, "occlusion"),
+    (ChannelMask::ROUGHNESS, "roughness"),
+    (ChannelMask::METALLIC, "metallic"),
+    (ChannelMask::EMISSIVE, "emissive"),
+];
+
 /// The four images a material's channels ship in: the textures of the BCn baselines and
 /// of `decompress`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -377,17 +389,8 @@ impl std::fmt::Display for ChannelMask {
     /// Named groups joined by `+` (`base_color+alpha+normal`), single channel names for
     /// partial groups, `none` when empty.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const NAMED: [(ChannelMask, &str); 7] = [
-            (ChannelMask::BASE_COLOR, "base_color"),
-            (ChannelMask::ALPHA, "alpha"),
-            (ChannelMask::NORMAL, "normal"),
-            (ChannelMask::OCCLUSION, "occlusion"),
-            (ChannelMask::ROUGHNESS, "roughness"),
-            (ChannelMask::METALLIC, "metallic"),
-            (ChannelMask::EMISSIVE, "emissive"),
-        ];
         let mut parts: Vec<&str> = Vec::new();
-        for (group, name) in NAMED {
+        for (group, name) in CHANNEL_GROUPS {
             if self.contains(group) {
                 parts.push(name);
             } else {
