@@ -16,9 +16,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::profiler::TraceError;
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
-use crate::ntc::plot::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
 use crate::render::divergence_stats::DivergenceStats;
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::tiles::TileSize;

@@ -17,7 +17,8 @@
 //!   Rust ↔ WGSL mirror checks.
 //! - [`scene`]: glTF import, tangents, cameras, scene description files, opening scenes.
 //! - [`builtin`]: the procedural scenes (toy shop, street) and their construction kit.
-//! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, inputs.
+//! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, inputs,
+//!   sRGB, PSNR (the one convention of every report) and the BCn baselines.
 //! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans.
 //! - [`ntc`]: the codec: model, quantisation, `.ntc` format, trainers, compression.
 //! - [`packages`]: a scene's package per strategy, compressed on demand and cached.
@@ -25,13 +26,17 @@
 //!   pass with explicit inputs and outputs, NTC decoding and divergence.
 //! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings, and
 //!   [`bench_output`]: the benchmark's off-screen target and report folder.
-//! - [`io`]: atomic file output, used by every writer.
+//! - [`io`]: atomic file output, used by every writer; [`charts`]: the reports' charts.
+//!
+//! Each module imports only modules below it in the layer order of `docs/ARCHITECTURE.md`
+//! (checked by `tests/layers.rs`).
 //! - [`app`], [`ui`]: the interactive viewer and its overlay.
 
 pub mod app;
 pub mod bench;
 pub mod bench_output;
 pub mod builtin;
+pub mod charts;
 pub mod cluster;
 pub mod eval;
 pub mod gpu;

@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::cluster::{self, ClusterError, Plan, Strategy};
 use crate::gpu::GpuContext;
-use crate::ntc::compress::{CompressError, CompressOptions, compress, set_constants};
+use crate::ntc::compress::{CompressError, CompressOptions, compress};
 use crate::ntc::train::gpu::TrainProgress;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, TrainConfig};
 use crate::render::RenderMode;
@@ -22,7 +22,7 @@ use crate::render::ntc_gpu::{NtcRenderError, map_materials};
 use crate::scene::ImageSource;
 use crate::scene::open::cache_dir;
 use crate::texture::inputs::{InputError, InputSets, InputSource};
-use crate::texture::{SceneTextures, TextureSet};
+use crate::texture::{SceneTextures, TextureSet, set_constants};
 
 /// Errors while finding or making a scene's packages.
 #[derive(Debug, thiserror::Error)]

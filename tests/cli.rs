@@ -374,3 +374,37 @@ fn cluster_divergence_aware_needs_a_sound_record() {
     expect_error(&args, &["views.cooc.json", "JSON"]);
     assert!(!plan.exists(), "no plan is written from a bad record");
 }
+
+#[test]
+fn damaged_partial_progress_names_the_file_and_the_remedy() {
+    let dir = temp_dir("partial");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let ntc = dir.join("quad.ntc");
+    let partial = dir.join("quad.ntc.partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    let args = [
+        "compress",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&ntc),
+        "--steps",
+        "20",
+        "--resume",
+    ];
+    // An interrupted group's checkpoint that is not one.
+    std::fs::write(partial.join("group0.ckpt"), b"NTCCKPT\0 not a checkpoint").unwrap();
+    expect_error(
+        &args,
+        &[
+            "group0.ckpt",
+            "delete it",
+            "quad.ntc.partial",
+            "from the start",
+        ],
+    );
+    // A finished group's package that is damaged.
+    std::fs::write(partial.join("group0.ntc"), b"NTC\0 truncated").unwrap();
+    expect_error(&args, &["group0.ntc", "delete it", "quad.ntc.partial"]);
+}

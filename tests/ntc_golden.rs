@@ -26,7 +26,6 @@ use std::sync::OnceLock;
 use glam::Vec3;
 use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::gpu::read_texture;
-use neurotex::ntc::compress::set_constants;
 use neurotex::ntc::{NtcConfig, NtcPackage, Preset, TrainConfig, train_cpu};
 use neurotex::packages;
 use neurotex::render::headless::render_frames;
@@ -41,6 +40,7 @@ use neurotex::render::{
 use neurotex::scene::{Camera, Lighting, Scene};
 use neurotex::texture::LoadOptions;
 use neurotex::texture::inputs::{InputSets, InputSource};
+use neurotex::texture::set_constants;
 
 use common::ctx;
 

@@ -21,7 +21,7 @@
 //! panel itself (that is `ui`) and contains no camera rules (that is
 //! `scene::camera_control`).
 
-pub mod packages;
+pub mod package_jobs;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -54,7 +54,7 @@ use crate::ui::{
     self, AOVS, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats, UiAction,
     ViewSettings,
 };
-use packages::{PackageJobs, PackageStatus};
+use package_jobs::{PackageJobs, PackageStatus};
 
 /// Window size when neither `--size` nor anything else says.
 pub const DEFAULT_WINDOW_SIZE: (u32, u32) = (1280, 720);

@@ -1,6 +1,7 @@
 //! Argument groups that several subcommands share: offline inputs ([`InputsArg`]), the
-//! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), the NTC mode and
-//! where its package comes from ([`NtcModeArgs`]), and the `WIDTHxHEIGHT` parser.
+//! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), texture upload
+//! ([`UploadArgs`]), the NTC mode and where its package comes from ([`NtcModeArgs`]),
+//! the package recipe ([`PackageRecipeArgs`]) and the `WIDTHxHEIGHT` parser.
 
 use std::path::PathBuf;
 
@@ -9,6 +10,7 @@ use clap::Args;
 
 use neurotex::packages::PackageRecipe;
 use neurotex::render::passes::ntc_decode::NtcKernel;
+use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
 use neurotex::render::{KernelChoice, PassSettings, RenderMode};
 use neurotex::texture;
@@ -73,6 +75,31 @@ impl TextureLimitArg {
         texture::LoadOptions {
             allow_missing: false,
             max_size: self.max_texture_size,
+        }
+    }
+}
+
+/// How a rendering command uploads the scene's textures. `render` says more about
+/// `--allow-missing-textures` and `--max-texture-size` (`mut_arg`).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct UploadArgs {
+    /// Render with material constants where an image is missing.
+    #[arg(long)]
+    pub allow_missing_textures: bool,
+    #[command(flatten)]
+    pub limit: TextureLimitArg,
+    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub anisotropy: Option<u16>,
+}
+
+impl UploadArgs {
+    /// The renderer's upload options.
+    pub fn options(&self) -> UploadOptions {
+        UploadOptions {
+            allow_missing_textures: self.allow_missing_textures,
+            max_texture_size: self.limit.max_texture_size,
+            anisotropy: self.anisotropy,
         }
     }
 }

@@ -82,8 +82,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
         }
     };
     let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.indices.clone()).collect();
-    let constants =
-        ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
     let ctx = GpuContext::headless()?;
     eprintln!("{}", ctx.describe());
     let cancel = cancel_on_ctrl_c()?;

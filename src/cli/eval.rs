@@ -97,8 +97,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
     let inputs = texture::inputs::InputSets::open(&sources)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
-    let constants =
-        ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
     let description = describe_sources(&sources);
     let eval_inputs = eval::EvalInputs {
         sets: &sets,

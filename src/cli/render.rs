@@ -9,16 +9,18 @@ use clap::Args;
 use neurotex::gpu::GpuContext;
 use neurotex::render::headless::render_frames;
 use neurotex::render::passes::heatmap::HeatmapSettings;
-use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{Aov, FrameSettings, PassSettings, RenderMode, Renderer};
 use neurotex::scene::open::{open, select_camera};
 use neurotex::texture;
 
-use super::args::{NtcModeArgs, SceneArg, TextureLimitArg, parse_size};
+use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_size};
 use super::{PackageSource, load_package, report_scene};
 
 /// The arguments of `neurotex render`.
 #[derive(Args, Debug)]
+#[command(mut_arg("allow_missing_textures", |a| a.help(
+    "Render with material constants where an image is missing, and list what was missing"
+)))]
 #[command(mut_arg("max_texture_size", |a| a.help(
     "Downscale textures so that no side exceeds this many texels (previews, tests)"
 )))]
@@ -37,14 +39,8 @@ pub struct RenderArgs {
     /// What to output.
     #[arg(long, value_enum, default_value_t = Aov::Final)]
     aov: Aov,
-    /// Render with material constants where an image is missing, and list what was missing.
-    #[arg(long)]
-    allow_missing_textures: bool,
     #[command(flatten)]
-    limit: TextureLimitArg,
-    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
-    anisotropy: Option<u16>,
+    upload: UploadArgs,
     #[command(flatten)]
     ntc: NtcModeArgs,
     /// Render this many frames of the static view and output the last (temporal
@@ -72,12 +68,8 @@ pub fn run(a: RenderArgs) -> Result<()> {
     let ctx = GpuContext::headless()?;
     // Logged under the binary's target, as before the command line had modules.
     log::info!(target: "neurotex", "{}", ctx.describe());
-    let max_texture_size = a.limit.max_texture_size;
-    let upload = UploadOptions {
-        allow_missing_textures: a.allow_missing_textures,
-        max_texture_size,
-        anisotropy: a.anisotropy,
-    };
+    let max_texture_size = a.upload.limit.max_texture_size;
+    let upload = a.upload.options();
     let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
     let mut renderer = Renderer::new(
         &ctx,

@@ -6,9 +6,8 @@ use anyhow::Result;
 use clap::Args;
 
 use neurotex::render::RenderMode;
-use neurotex::render::scene_gpu::UploadOptions;
 
-use super::args::{NtcModeArgs, SceneArg, TextureLimitArg, parse_size};
+use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_size};
 
 /// The arguments of `neurotex view`.
 #[derive(Args, Debug)]
@@ -33,14 +32,8 @@ pub struct ViewArgs {
     /// Internal resolution over window resolution, 0.25–1.0.
     #[arg(long, default_value_t = 1.0)]
     render_scale: f32,
-    /// Render with material constants where an image is missing.
-    #[arg(long)]
-    allow_missing_textures: bool,
     #[command(flatten)]
-    limit: TextureLimitArg,
-    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
-    anisotropy: Option<u16>,
+    upload: UploadArgs,
     #[command(flatten)]
     ntc: NtcModeArgs,
     /// Start with the heatmap of distinct decoders per tile.
@@ -65,7 +58,7 @@ pub fn run(a: ViewArgs) -> Result<()> {
             "view loads a package per mode: give a folder of <strategy>.ntc files with --packages"
         );
     }
-    let max_texture_size = a.limit.max_texture_size;
+    let max_texture_size = a.upload.limit.max_texture_size;
     neurotex::app::run(neurotex::app::ViewerOptions {
         scene: a.scene.scene,
         size: a.size,
@@ -74,11 +67,7 @@ pub fn run(a: ViewArgs) -> Result<()> {
         camera_path: a.camera_path,
         vsync: !a.no_vsync,
         render_scale: a.render_scale,
-        upload: UploadOptions {
-            allow_missing_textures: a.allow_missing_textures,
-            max_texture_size,
-            anisotropy: a.anisotropy,
-        },
+        upload: a.upload.options(),
         mode: a.ntc.mode,
         recipe: a.ntc.recipe.recipe(max_texture_size),
         packages: a.ntc.packages.clone(),

@@ -55,7 +55,6 @@ use serde::{Deserialize, Serialize};
 use super::ClusterError;
 use crate::render::divergence_stats::tile_decoders;
 use crate::render::tiles::TileSize;
-use crate::texture::write_file_atomic;
 
 /// The `format` tag of co-occurrence records.
 pub const COOCCURRENCE_FORMAT: &str = "neurotex-cooccurrence";
@@ -326,8 +325,10 @@ impl CooccurrenceRecord {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        write_file_atomic(path, &json)?;
-        Ok(())
+        crate::io::write_atomic(path, &json).map_err(|source| ClusterError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// Read and check a record file: at most [`MAX_RECORD_BYTES`], valid JSON of this

@@ -4,8 +4,9 @@
 //!
 //! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc` and an
 //! interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`; `resume`
-//! continues from there. The package is written (temp file + rename) only when every
-//! group is done, then the partial folder is removed.
+//! continues from there; a partial file that is damaged or from another run is an error
+//! naming it and saying what to delete. The package is written (temp file + rename) only
+//! when every group is done, then the partial folder is removed.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -14,12 +15,14 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::format::NtcPackage;
-use super::train::gpu::{Checkpoint, GpuTrainError, TrainOptions, TrainProgress, train_gpu};
-use super::train::{QUALITY_GROUPS, TrainConfig};
+use super::train::TrainConfig;
+use super::train::checkpoint::Checkpoint;
+use super::train::gpu::{GpuTrainError, TrainOptions, TrainProgress, train_gpu};
 use super::{NtcFormatError, TrainError};
+use crate::charts::{Panel, PlotError, Series, write_panels_png};
 use crate::gpu::GpuContext;
-use crate::scene::Material;
 use crate::texture::bcn::{BcnResult, bcn_baselines};
+use crate::texture::metrics::{Psnr, PsnrReport};
 use crate::texture::{CHANNELS, TextureSet};
 
 /// Errors of a compression run.
@@ -45,9 +48,22 @@ pub enum CompressError {
     /// The groups do not cover the sets exactly once.
     #[error("invalid grouping: {0}")]
     Groups(String),
+    /// A finished group of an interrupted run cannot be read back.
+    #[error(
+        "cannot resume from {}: {source}; delete it (or the whole folder {}) to train this \
+         group again",
+        path.display(),
+        path.parent().unwrap_or(path).display()
+    )]
+    Partial {
+        /// The group's package in the partial folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: NtcFormatError,
+    },
     /// The loss-curve chart could not be drawn or written.
     #[error(transparent)]
-    Plot(#[from] super::plot::PlotError),
+    Plot(#[from] PlotError),
     /// Interrupted: progress is saved for `--resume`.
     #[error(
         "interrupted; progress saved in {partial} — run the same command with --resume to continue"
@@ -90,11 +106,9 @@ pub struct MaterialReport {
     pub channels: String,
     /// Latent bits per mip-0 texel (whole pyramid, all channels).
     pub bits_per_texel: f64,
-    /// NTC PSNR per quality group at mip 0 (dB).
-    pub psnr: Vec<(String, f32)>,
-    /// Mean of `psnr`.
-    pub psnr_mean: Option<f32>,
-    /// BCn baselines for the same set.
+    /// NTC PSNR at mip 0: pooled over the present channels, and per channel group.
+    pub psnr: PsnrReport,
+    /// BCn baselines for the same set, measured alike.
     pub bcn: Vec<BcnResult>,
 }
 
@@ -128,7 +142,7 @@ pub struct CompressReport {
     pub groups: Vec<GroupReport>,
     /// Per material.
     pub materials: Vec<MaterialReport>,
-    /// Mean over materials of the mean PSNR.
+    /// Mean over materials of their pooled PSNR (dB; an exact material counts 99).
     pub mean_psnr: Option<f64>,
     /// Mean bits per texel over materials.
     pub mean_bits_per_texel: f64,
@@ -137,41 +151,6 @@ pub struct CompressReport {
     /// Loss curves: (group, step, loss, psnr estimate).
     #[serde(skip)]
     pub curves: Vec<(usize, u64, f64, f64)>,
-}
-
-/// The constants a package stores per set: the factors of the first material using it
-/// (glTF semantics; the shader uses them for absent channels and multiplies otherwise).
-pub fn set_constants(
-    materials: &[Material],
-    material_sets: &[Option<usize>],
-    sets: usize,
-) -> Vec<[f32; CHANNELS]> {
-    let mut out = vec![[1.0; CHANNELS]; sets];
-    let mut seen = vec![false; sets];
-    for (m, s) in materials.iter().zip(material_sets) {
-        let Some(s) = *s else { continue };
-        if seen[s] {
-            continue;
-        }
-        seen[s] = true;
-        let b = m.base_color_factor;
-        let e = m.emissive_factor;
-        out[s] = [
-            b[0],
-            b[1],
-            b[2],
-            b[3],
-            m.normal_scale,
-            m.normal_scale,
-            m.occlusion_strength,
-            m.roughness_factor,
-            m.metallic_factor,
-            e[0],
-            e[1],
-            e[2],
-        ];
-    }
-    out
 }
 
 /// Check that `groups` covers `0..n` exactly once.
@@ -256,7 +235,11 @@ pub fn compress(
         let done = partial.join(format!("group{g}.ntc"));
         let ckpt = partial.join(format!("group{g}.ckpt"));
         if opts.resume && done.exists() {
-            append(&mut package, NtcPackage::read(&done)?);
+            let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
+                path: done.clone(),
+                source,
+            })?;
+            append(&mut package, finished);
             group_reports.push(GroupReport {
                 sets: members.clone(),
                 seconds: 0.0,
@@ -266,8 +249,16 @@ pub fn compress(
             continue;
         }
         let group_sets: Vec<TextureSet> = members.iter().map(|&i| sets[i].clone()).collect();
+        let seed = opts.seed.wrapping_add(g as u64);
         let resume = if opts.resume && ckpt.exists() {
-            Some(Checkpoint::load(&ckpt)?)
+            let checkpoint = Checkpoint::load(&ckpt)?;
+            checkpoint
+                .fits(&opts.train, opts.steps, seed)
+                .map_err(|reason| GpuTrainError::CheckpointFile {
+                    path: ckpt.clone(),
+                    reason,
+                })?;
+            Some(checkpoint)
         } else {
             None
         };
@@ -279,7 +270,7 @@ pub fn compress(
             &group_sets,
             &opts.train,
             opts.steps,
-            opts.seed.wrapping_add(g as u64),
+            seed,
             TrainOptions {
                 log_every: opts.log_every,
                 cancel: Some(cancel),
@@ -333,32 +324,24 @@ pub fn compress(
     let materials: Vec<MaterialReport> = order
         .iter()
         .zip(&package.materials)
-        .map(|(&(g, s), m)| {
-            let psnr: Vec<(String, f32)> = QUALITY_GROUPS
-                .iter()
-                .zip(m.quality.psnr)
-                .filter_map(|((_, name), p)| p.map(|p| (name.to_string(), p)))
-                .collect();
-            MaterialReport {
-                name: m.name.clone(),
-                group: g,
-                width: m.layout.width(),
-                height: m.layout.height(),
-                channels: m.present.to_string(),
-                bits_per_texel: m.layout.bits_per_texel(bits),
-                psnr_mean: m.quality.mean(),
-                psnr,
-                bcn: if opts.skip_bcn {
-                    Vec::new()
-                } else {
-                    bcn_baselines(&sets[s])
-                },
-            }
+        .map(|(&(g, s), m)| MaterialReport {
+            name: m.name.clone(),
+            group: g,
+            width: m.layout.width(),
+            height: m.layout.height(),
+            channels: m.present.to_string(),
+            bits_per_texel: m.layout.bits_per_texel(bits),
+            psnr: m.quality.report(),
+            bcn: if opts.skip_bcn {
+                Vec::new()
+            } else {
+                bcn_baselines(&sets[s])
+            },
         })
         .collect();
     let means: Vec<f64> = materials
         .iter()
-        .filter_map(|m| m.psnr_mean.map(f64::from))
+        .filter_map(|m| m.psnr.pooled.map(|p| p.db))
         .collect();
     let report = CompressReport {
         adapter: ctx.describe(),
@@ -397,8 +380,49 @@ impl CompressReport {
             &path.with_extension("curves.csv"),
             self.curves_csv().as_bytes(),
         )?;
-        super::plot::write_curves_png(&path.with_extension("curves.png"), &self.curves, 1200, 420)?;
+        write_panels_png(
+            &path.with_extension("curves.png"),
+            &self.curve_panels(),
+            1200,
+            420,
+        )?;
         Ok(())
+    }
+
+    /// The loss curves as two charts: loss (log scale) against step on the left, the
+    /// PSNR estimate on the right, one line per group.
+    pub fn curve_panels(&self) -> [Panel; 2] {
+        let groups = self.curves.iter().map(|c| c.0).max().map_or(0, |g| g + 1);
+        let series = |value: fn(&(usize, u64, f64, f64)) -> f64| -> Vec<Series> {
+            (0..groups)
+                .map(|g| Series {
+                    label: format!("group {g}"),
+                    points: self
+                        .curves
+                        .iter()
+                        .filter(|c| c.0 == g)
+                        .map(|c| (c.1 as f64, value(c)))
+                        .collect(),
+                })
+                .collect()
+        };
+        [
+            Panel {
+                title: "training loss".into(),
+                x_label: "step".into(),
+                y_label: "loss".into(),
+                log_y: true,
+                series: series(|c| c.2),
+                ..Panel::default()
+            },
+            Panel {
+                title: "PSNR estimate (dB)".into(),
+                x_label: "step".into(),
+                y_label: "dB".into(),
+                series: series(|c| c.3),
+                ..Panel::default()
+            },
+        ]
     }
 
     /// The loss curves as CSV: `group,step,loss,psnr_estimate`.
@@ -410,17 +434,20 @@ impl CompressReport {
         s
     }
 
-    /// A Markdown table: one row per material, NTC next to the BCn baselines.
+    /// Markdown: a table of one row per material, NTC next to the BCn baselines by
+    /// pooled PSNR (dB at mip 0, over every present channel), then a table of the PSNR
+    /// per channel group. An exact match reads `99.00 (exact)`.
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         s.push_str("| material | size | NTC bpt | NTC PSNR | BC1/BC5 bpt | BC1/BC5 PSNR | BC7/BC5 bpt | BC7/BC5 PSNR |\n");
         s.push_str("|---|---|---|---|---|---|---|---|\n");
         let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.2}"));
+        let p = |v: Option<Psnr>| v.map_or("–".to_string(), |v| v.to_string());
         for m in &self.materials {
             let bc = |i: usize| {
                 m.bcn
                     .get(i)
-                    .map(|b| (Some(b.bits_per_texel), b.psnr_mip0.all))
+                    .map(|b| (Some(b.bits_per_texel), b.psnr_mip0.pooled))
                     .unwrap_or((None, None))
             };
             let (b1, p1) = bc(0);
@@ -431,12 +458,28 @@ impl CompressReport {
                 m.width,
                 m.height,
                 m.bits_per_texel,
-                f(m.psnr_mean.map(f64::from)),
+                p(m.psnr.pooled),
                 f(b1),
-                f(p1),
+                p(p1),
                 f(b7),
-                f(p7)
+                p(p7)
             ));
+        }
+        s.push_str("\nPSNR per channel group (dB, mip 0):\n\n");
+        s.push_str("| material | group | NTC | BC1/BC5 | BC7/BC5 |\n");
+        s.push_str("|---|---|---|---|---|\n");
+        for m in &self.materials {
+            for g in &m.psnr.groups {
+                let bc = |i: usize| m.bcn.get(i).and_then(|b| b.psnr_mip0.group(&g.group));
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    m.name,
+                    g.group,
+                    g.psnr,
+                    p(bc(0)),
+                    p(bc(1))
+                ));
+            }
         }
         s
     }
@@ -468,6 +511,92 @@ mod tests {
                 .contains("does not exist")
         );
         assert!(check_groups(&[vec![]], 0).is_err());
+    }
+
+    fn report(curves: Vec<(usize, u64, f64, f64)>) -> CompressReport {
+        CompressReport {
+            adapter: "test".into(),
+            inputs: "a.csv".into(),
+            steps: 20,
+            seed: 1,
+            train: TrainConfig::default(),
+            groups: Vec::new(),
+            materials: Vec::new(),
+            mean_psnr: None,
+            mean_bits_per_texel: 0.0,
+            seconds: 0.0,
+            curves,
+        }
+    }
+
+    #[test]
+    fn report_files_and_curve_panels() {
+        let curves: Vec<_> = (0..2)
+            .flat_map(|g| {
+                (1..=20u64).map(move |s| (g, s * 10, 0.1 / s as f64, 20.0 + s as f64 + g as f64))
+            })
+            .collect();
+        let r = report(curves);
+        let [loss, psnr] = r.curve_panels();
+        assert!(loss.log_y && !psnr.log_y);
+        assert_eq!(loss.series.len(), 2);
+        assert_eq!(loss.series[1].label, "group 1");
+        assert_eq!(loss.series[1].points[0], (10.0, 0.1));
+        assert_eq!(psnr.series[0].points[19], (200.0, 40.0));
+        let dir = std::env::temp_dir().join(format!("neurotex-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        r.write(&path).unwrap();
+        for ext in ["json", "md", "curves.csv", "curves.png"] {
+            assert!(path.with_extension(ext).is_file(), "{ext}");
+        }
+        let png = image::open(path.with_extension("curves.png")).unwrap();
+        assert_eq!((png.width(), png.height()), (1200, 420));
+        let csv = std::fs::read_to_string(path.with_extension("curves.csv")).unwrap();
+        assert!(
+            csv.starts_with("group,step,loss,psnr_estimate\n0,10,0.1,21\n"),
+            "{csv}"
+        );
+        let err = r.write(&dir.join("missing/r.json")).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn markdown_compares_pooled_psnr_and_lists_groups() {
+        let ntc = PsnrReport::from_groups([(0, 1e-3, 300), (2, 0.0, 200)]);
+        let bc = PsnrReport::from_groups([(0, 1e-2, 300), (2, 1e-4, 200)]);
+        let mut r = report(Vec::new());
+        r.materials.push(MaterialReport {
+            name: "wood".into(),
+            group: 0,
+            width: 8,
+            height: 8,
+            channels: "base_color+normal".into(),
+            bits_per_texel: 2.0,
+            psnr: ntc,
+            bcn: vec![BcnResult {
+                name: "BC1/BC5",
+                bytes: 64,
+                bits_per_texel: 8.0,
+                psnr_mip0: bc.clone(),
+                psnr_chain: bc,
+            }],
+        });
+        let md = r.markdown();
+        // Pooled NTC: (300 · 1e-3 + 200 · 0) / 500 = 6e-4 → 32.22 dB; pooled BC1/BC5:
+        // (300 · 1e-2 + 200 · 1e-4) / 500 = 6.04e-3 → 22.19 dB.
+        assert!(
+            md.contains("| wood | 8×8 | 2.00 | 32.22 | 8.00 | 22.19 | – | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| wood | base_color | 30.00 | 20.00 | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| wood | normal | 99.00 (exact) | 40.00 | – |"),
+            "{md}"
+        );
     }
 
     #[test]

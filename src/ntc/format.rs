@@ -56,7 +56,7 @@ use crate::ntc::model::{
 };
 use crate::ntc::quant;
 use crate::ntc::train::{QUALITY_GROUPS, Quality, TrainedGroup};
-use crate::texture::{CHANNELS, ChannelMask, TextureError, write_file_atomic};
+use crate::texture::{CHANNELS, ChannelMask};
 
 /// The first four bytes of every package.
 pub const MAGIC: [u8; 4] = *b"NTC\0";
@@ -151,7 +151,7 @@ pub enum NtcFormatError {
         /// The file.
         path: PathBuf,
         /// The underlying error.
-        source: TextureError,
+        source: std::io::Error,
     },
     /// Writing would replace the file the package was read from.
     #[error("refusing to write {path}: it is the package this one was read from")]
@@ -504,7 +504,7 @@ impl NtcPackage {
             });
         }
         let bytes = self.to_bytes()?;
-        write_file_atomic(path, &bytes).map_err(|source| NtcFormatError::Write {
+        crate::io::write_atomic(path, &bytes).map_err(|source| NtcFormatError::Write {
             path: path.to_path_buf(),
             source,
         })
@@ -742,8 +742,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// A bounds-checked little-endian reader over one part of the file.
-struct Cursor<'a> {
+/// A bounds-checked little-endian reader over one part of a file: every read checks the
+/// bytes left first and fails with [`NtcFormatError::Truncated`] (naming the part, what
+/// was read and the file offset) instead of panicking or allocating. Packages and
+/// training checkpoints ([`Checkpoint`](crate::ntc::train::checkpoint::Checkpoint)) are
+/// read through it.
+pub(crate) struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
     /// File offset of `bytes[0]`.
@@ -753,7 +757,8 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    fn new(bytes: &'a [u8], base: u64, part: &'static str) -> Self {
+    /// A reader over `bytes`, which start at file offset `base`; messages name `part`.
+    pub(crate) fn new(bytes: &'a [u8], base: u64, part: &'static str) -> Self {
         Cursor {
             bytes,
             pos: 0,
@@ -763,12 +768,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// Bytes not read yet.
-    fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.bytes.len() - self.pos.min(self.bytes.len())
     }
 
     /// The next `n` bytes, or a [`NtcFormatError::Truncated`] naming `what`.
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], NtcFormatError> {
+    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], NtcFormatError> {
         let slice = self
             .pos
             .checked_add(n)
@@ -783,26 +788,59 @@ impl<'a> Cursor<'a> {
         Ok(slice)
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], NtcFormatError> {
+    /// The next `N` bytes.
+    pub(crate) fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], NtcFormatError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N, what)?);
         Ok(out)
     }
 
-    fn u32(&mut self, what: &str) -> Result<u32, NtcFormatError> {
+    /// The next little-endian `u32`.
+    pub(crate) fn u32(&mut self, what: &str) -> Result<u32, NtcFormatError> {
         Ok(u32::from_le_bytes(self.array(what)?))
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, NtcFormatError> {
+    /// The next little-endian `u64`.
+    pub(crate) fn u64(&mut self, what: &str) -> Result<u64, NtcFormatError> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
-    fn f32(&mut self, what: &str) -> Result<f32, NtcFormatError> {
+    /// The next little-endian `f32`.
+    pub(crate) fn f32(&mut self, what: &str) -> Result<f32, NtcFormatError> {
         Ok(f32::from_le_bytes(self.array(what)?))
     }
 
+    /// The next `n` little-endian `f32`s (the bytes are checked before allocating).
+    pub(crate) fn f32s(&mut self, n: usize, what: &str) -> Result<Vec<f32>, NtcFormatError> {
+        let bytes = self.take(self.byte_len(n, 4, what)?, what)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    /// The next `n` little-endian `f64`s (the bytes are checked before allocating).
+    pub(crate) fn f64s(&mut self, n: usize, what: &str) -> Result<Vec<f64>, NtcFormatError> {
+        let bytes = self.take(self.byte_len(n, 8, what)?, what)?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect())
+    }
+
+    /// `n · size` bytes, or a truncation error when that does not even fit a `usize`.
+    fn byte_len(&self, n: usize, size: usize, what: &str) -> Result<usize, NtcFormatError> {
+        n.checked_mul(size)
+            .ok_or_else(|| NtcFormatError::Truncated {
+                what: format!("{} {what}", self.part),
+                offset: self.base + self.pos as u64,
+                needed: u64::MAX,
+                available: self.remaining() as u64,
+            })
+    }
+
     /// An error unless every byte was read.
-    fn finish(&self) -> Result<(), NtcFormatError> {
+    pub(crate) fn finish(&self) -> Result<(), NtcFormatError> {
         match self.remaining() {
             0 => Ok(()),
             n => Err(invalid(

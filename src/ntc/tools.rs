@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::format::NtcPackage;
-use super::train::{QUALITY_GROUPS, TrainError, cpu::decode_mip};
+use super::train::{TrainError, cpu::decode_mip};
 use super::{NtcConfig, NtcFormatError};
-use crate::texture::metrics::ChannelGroup;
+use crate::texture::ImageGroup;
+use crate::texture::metrics::PsnrReport;
 use crate::texture::{CHANNELS, TextureError, quantize_u8, write_png_rgba8};
 
 /// Errors of the package tools.
@@ -55,8 +56,9 @@ pub struct MaterialSummary {
     pub bits_per_texel: f64,
     /// Latent bits per mip-0 texel per present channel.
     pub bits_per_texel_per_channel: f64,
-    /// PSNR measured at compression, per quality group (dB).
-    pub psnr: Vec<(String, f32)>,
+    /// PSNR measured at compression (mip 0): pooled over the present channels, and per
+    /// channel group.
+    pub psnr: PsnrReport,
 }
 
 /// A package summary.
@@ -105,11 +107,7 @@ pub fn summarize(package: &NtcPackage, path: &Path) -> PackageSummary {
                 bits_per_texel_per_channel: m
                     .layout
                     .bits_per_texel_per_channel(bits, m.present.count()),
-                psnr: QUALITY_GROUPS
-                    .iter()
-                    .zip(m.quality.psnr)
-                    .filter_map(|((_, name), p)| p.map(|p| (name.to_string(), p)))
-                    .collect(),
+                psnr: m.quality.report(),
             })
             .collect(),
     }
@@ -142,7 +140,6 @@ impl std::fmt::Display for PackageSummary {
             "material", "dec", "size", "mips", "bpt", "bpt/ch"
         )?;
         for m in &self.materials {
-            let psnr: Vec<String> = m.psnr.iter().map(|(g, p)| format!("{g} {p:.2}")).collect();
             writeln!(
                 f,
                 "{:<40} {:>3} {:>11} {:>4} {:>7.3} {:>8.3}  {}",
@@ -152,7 +149,7 @@ impl std::fmt::Display for PackageSummary {
                 m.mips,
                 m.bits_per_texel,
                 m.bits_per_texel_per_channel,
-                psnr.join(", ")
+                m.psnr.summary()
             )?;
         }
         Ok(())
@@ -173,20 +170,20 @@ fn file_stem(name: &str) -> String {
 }
 
 /// Canonical decoded values (`CHANNELS` per texel, unclamped) → RGBA8 of one group.
-fn group_rgba(decoded: &[f32], group: ChannelGroup) -> Vec<u8> {
+fn group_rgba(decoded: &[f32], group: ImageGroup) -> Vec<u8> {
     let q = |v: f32| quantize_u8(v.clamp(0.0, 1.0));
     decoded
         .chunks_exact(CHANNELS)
         .flat_map(|t| match group {
-            ChannelGroup::BaseColor => [q(t[0]), q(t[1]), q(t[2]), q(t[3])],
-            ChannelGroup::Normal => {
+            ImageGroup::BaseColor => [q(t[0]), q(t[1]), q(t[2]), q(t[3])],
+            ImageGroup::Normal => {
                 // Rebuild Z for a viewable normal map.
                 let (x, y) = (t[4] * 2.0 - 1.0, t[5] * 2.0 - 1.0);
                 let z = (1.0 - x * x - y * y).max(0.0).sqrt();
                 [q(t[4]), q(t[5]), q(z * 0.5 + 0.5), 255]
             }
-            ChannelGroup::Orm => [q(t[6]), q(t[7]), q(t[8]), 255],
-            ChannelGroup::Emissive => [q(t[9]), q(t[10]), q(t[11]), 255],
+            ImageGroup::Orm => [q(t[6]), q(t[7]), q(t[8]), 255],
+            ImageGroup::Emissive => [q(t[9]), q(t[10]), q(t[11]), 255],
         })
         .collect()
 }
@@ -214,7 +211,7 @@ pub fn decompress(
                 let Some((w, h)) = m.layout.mip_size(level) else {
                     continue;
                 };
-                for group in ChannelGroup::ALL {
+                for group in ImageGroup::ALL {
                     if !m.present.intersects(group.mask()) {
                         continue;
                     }

@@ -36,6 +36,7 @@ use crate::ntc::{Activation, NtcFormatError, TrainError};
 use crate::render::gpu_types::MaterialData;
 use crate::render::passes::ntc_decode::DecodeSettings;
 use crate::scene::Scene;
+use crate::texture::srgb::srgb_to_linear;
 use crate::texture::{self, CHANNELS, Channel, ChannelMask, quantize_u8};
 
 pub use crate::render::gpu_types::NO_DECODER;
@@ -572,14 +573,6 @@ fn finish_channels(decoded: &[f64], present: ChannelMask) -> [f32; CHANNELS] {
             neutral[c]
         }
     })
-}
-
-fn srgb_to_linear(c: f32) -> f32 {
-    if c <= 0.04045 {
-        c / 12.92
-    } else {
-        ((c + 0.055) / 1.055).powf(2.4)
-    }
 }
 
 fn oct_decode(e: Vec2) -> Vec3 {

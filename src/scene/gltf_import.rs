@@ -391,10 +391,7 @@ impl Importer<'_> {
             textures.emissive = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
         }
         let occlusion_from_arm = match &textures.metallic_roughness {
-            Some(mr) => crate::texture::set::arm_packed(
-                &mr.image,
-                textures.occlusion.as_ref().map(|o| &o.image),
-            ),
+            Some(mr) => arm_packed(&mr.image, textures.occlusion.as_ref().map(|o| &o.image)),
             None => false,
         };
         let strength = m.emissive_strength().unwrap_or(1.0);
@@ -522,6 +519,27 @@ pub fn normal_matrix(world_from_local: &Mat4) -> Mat3 {
     Mat3::from_mat4(*world_from_local).inverse().transpose()
 }
 
+/// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
+/// image), used to set [`Material::occlusion_from_arm`]: true when the
+/// occlusion slot names the same image as `mr` (ORM, as in FlightHelmet), or when there is
+/// no occlusion slot and `mr`'s stem holds an `arm`/`orm` token after an underscore
+/// (`_arm_`, `_arm.`, ending in `_arm`; case-insensitive) or spells out
+/// `OcclusionRoughMetal`/`OcclusionRoughnessMetallic`.
+pub fn arm_packed(mr: &ImageSource, occlusion: Option<&ImageSource>) -> bool {
+    match occlusion {
+        Some(occ) => occ == mr,
+        None => {
+            let stem = mr.stem().to_lowercase();
+            stem.contains("occlusionroughmetal")
+                || stem.contains("occlusionroughnessmetallic")
+                || stem
+                    .split(['_', '.'])
+                    .skip(1)
+                    .any(|t| t == "arm" || t == "orm")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,5 +558,43 @@ mod tests {
         assert!(decode_data_uri("file.bin").is_none());
         let bad = decode_data_uri("data:application/octet-stream;base64,@@@").unwrap();
         assert!(bad.unwrap_err().contains("base64"));
+    }
+
+    fn file(p: &str) -> ImageSource {
+        ImageSource::File(std::path::PathBuf::from(p))
+    }
+
+    #[test]
+    fn arm_heuristic_on_real_names() {
+        let lr = "../shared/assets/ntc_living_room/living_room/textures/";
+        for (mr, packed) in [
+            ("painted_wooden_cabinet_arm_1k.jpg", true),
+            ("wooden_table_02_arm_1k.jpg", true),
+            ("tea_set_01_ARM.png", true),
+            ("sofa_03_rough_1k.jpg", false),
+            ("wood_table_worn_rough_1k.png", false),
+            ("armchair_rough_1k.jpg", false),
+            ("charm_metal_rough.png", false),
+            (
+                "FlightHelmet_Materials_MetalPartsMat_OcclusionRoughMetal.png",
+                true,
+            ),
+        ] {
+            let src = file(&format!("{lr}{mr}"));
+            assert_eq!(arm_packed(&src, None), packed, "{mr}");
+        }
+        let orm = file("fh/Helmet_OcclusionRoughMetal.png");
+        assert!(arm_packed(&orm, Some(&orm)));
+        let mr = file("a/metal_rough.png");
+        assert!(!arm_packed(&mr, Some(&file("a/metal_ao.png"))));
+        assert!(!arm_packed(
+            &file("a/thing_arm_1k.jpg"),
+            Some(&file("a/thing_ao_1k.jpg"))
+        ));
+        let emb = ImageSource::Embedded {
+            name: "scene.glb#image3".into(),
+            bytes: Arc::from(&[][..]),
+        };
+        assert!(!arm_packed(&emb, None));
     }
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use image::{DynamicImage, ImageDecoder, ImageEncoder, ImageReader, Limits};
 
-use super::{MAX_IMAGE_SIDE, TextureError, write_file_atomic};
+use super::{MAX_IMAGE_SIDE, TextureError};
 use crate::scene::ImageSource;
 
 /// The samples of a decoded image, interleaved, at the file's bit depth.
@@ -229,7 +229,10 @@ pub fn write_png_rgba8(
             file,
             message: e.to_string(),
         })?;
-    write_file_atomic(path, &png)
+    crate::io::write_atomic(path, &png).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::set::{load_parallel, unique_names};
 use super::{LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
 use crate::scene::Material;
 
@@ -215,58 +216,6 @@ pub fn categories_from_csv(
                 .unwrap_or_default()
         })
         .collect())
-}
-
-/// Set names made unique by suffixing `#2`, `#3`, … to repeats.
-pub(crate) fn unique_names(descs: &[TextureSetDesc]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(descs.len());
-    for d in descs {
-        let base = d.name();
-        let mut name = base.clone();
-        let mut n = 2;
-        while out.contains(&name) {
-            name = format!("{base}#{n}");
-            n += 1;
-        }
-        out.push(name);
-    }
-    out
-}
-
-/// Decode sets on all cores, keeping the order.
-pub fn load_parallel(
-    sets: &[TextureSetDesc],
-    opts: &LoadOptions,
-) -> Result<Vec<LoadedSet>, TextureError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(sets.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<LoadedSet, TextureError>>>> =
-        sets.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(desc) = sets.get(i) else { break };
-                    let r = desc.load(opts);
-                    if let Ok(mut slot) = slots[i].lock() {
-                        *slot = Some(r);
-                    }
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .ok()
-                .flatten()
-                .expect("every set index is claimed by exactly one worker")
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
+use super::TextureError;
 use super::set::{Slot, TextureSetDesc};
-use super::{TextureError, write_file_atomic};
 use crate::scene::{AlphaMode, ImageSource, Material, MaterialTextures, TextureRef};
 
 /// One manifest row: the material it describes and its category labels.
@@ -215,7 +215,10 @@ pub fn write_texture_sets_csv(
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
-    write_file_atomic(path, &bytes)
+    crate::io::write_atomic(path, &bytes).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -362,6 +362,45 @@ impl SetMip {
     }
 }
 
+/// The material constants of each of `sets` texture sets in canonical channel order
+/// (base colour RGBA, normal scale twice, occlusion strength, roughness, metallic,
+/// emissive RGB): the factors of the first material using the set, all 1 for a set no
+/// material uses. `material_sets` is [`scene_texture_sets`]'s second result. glTF
+/// semantics: the shader uses a constant for an absent channel and multiplies a present
+/// one by it; a package stores them per set.
+pub fn set_constants(
+    materials: &[Material],
+    material_sets: &[Option<usize>],
+    sets: usize,
+) -> Vec<[f32; CHANNELS]> {
+    let mut out = vec![[1.0; CHANNELS]; sets];
+    let mut seen = vec![false; sets];
+    for (m, s) in materials.iter().zip(material_sets) {
+        let Some(s) = *s else { continue };
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let b = m.base_color_factor;
+        let e = m.emissive_factor;
+        out[s] = [
+            b[0],
+            b[1],
+            b[2],
+            b[3],
+            m.normal_scale,
+            m.normal_scale,
+            m.occlusion_strength,
+            m.roughness_factor,
+            m.metallic_factor,
+            e[0],
+            e[1],
+            e[2],
+        ];
+    }
+    out
+}
+
 /// The distinct texture sets of `materials` and, per material, the index of its set
 /// (`None` for materials without any texture). Sets are numbered in order of first use.
 pub fn scene_texture_sets(materials: &[Material]) -> (Vec<TextureSetDesc>, Vec<Option<usize>>) {
@@ -403,9 +442,9 @@ impl SceneTextures {
     /// Decode the texture sets of `materials` (in parallel) with `options`.
     pub fn load(materials: &[Material], options: &LoadOptions) -> Result<Self, TextureError> {
         let (descs, material_sets) = scene_texture_sets(materials);
-        let names = super::inputs::unique_names(&descs);
+        let names = unique_names(&descs);
         let mut missing = Vec::new();
-        let sets = super::inputs::load_parallel(&descs, options)?
+        let sets = load_parallel(&descs, options)?
             .into_iter()
             .zip(names)
             .map(|(loaded, name)| {
@@ -423,25 +462,56 @@ impl SceneTextures {
     }
 }
 
-/// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
-/// image), used by the importer to set [`Material::occlusion_from_arm`]: true when the
-/// occlusion slot names the same image as `mr` (ORM, as in FlightHelmet), or when there is
-/// no occlusion slot and `mr`'s stem holds an `arm`/`orm` token after an underscore
-/// (`_arm_`, `_arm.`, ending in `_arm`; case-insensitive) or spells out
-/// `OcclusionRoughMetal`/`OcclusionRoughnessMetallic`.
-pub fn arm_packed(mr: &ImageSource, occlusion: Option<&ImageSource>) -> bool {
-    match occlusion {
-        Some(occ) => occ == mr,
-        None => {
-            let stem = mr.stem().to_lowercase();
-            stem.contains("occlusionroughmetal")
-                || stem.contains("occlusionroughnessmetallic")
-                || stem
-                    .split(['_', '.'])
-                    .skip(1)
-                    .any(|t| t == "arm" || t == "orm")
+/// Set names made unique by suffixing `#2`, `#3`, … to repeats.
+pub(crate) fn unique_names(descs: &[TextureSetDesc]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(descs.len());
+    for d in descs {
+        let base = d.name();
+        let mut name = base.clone();
+        let mut n = 2;
+        while out.contains(&name) {
+            name = format!("{base}#{n}");
+            n += 1;
         }
+        out.push(name);
     }
+    out
+}
+
+/// Decode sets on all cores, keeping the order.
+pub fn load_parallel(
+    sets: &[TextureSetDesc],
+    opts: &LoadOptions,
+) -> Result<Vec<LoadedSet>, TextureError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(sets.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<LoadedSet, TextureError>>>> =
+        sets.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(desc) = sets.get(i) else { break };
+                    let r = desc.load(opts);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .ok()
+                .flatten()
+                .expect("every set index is claimed by exactly one worker")
+        })
+        .collect()
 }
 
 /// Suffix tokens removed from image stems to name a set (compared case-insensitively).
@@ -638,6 +708,40 @@ mod tests {
     }
 
     #[test]
+    fn set_constants_come_from_the_first_material_of_each_set() {
+        let tex = MaterialTextures {
+            base_color: tref(file("t/a_diff.png")),
+            ..Default::default()
+        };
+        let first = Material {
+            base_color_factor: [0.5, 0.25, 1.0, 0.75],
+            metallic_factor: 0.1,
+            roughness_factor: 0.2,
+            emissive_factor: [0.3, 0.4, 0.6],
+            normal_scale: 0.9,
+            occlusion_strength: 0.8,
+            ..material("first", tex.clone(), false)
+        };
+        let second = Material {
+            base_color_factor: [0.0; 4],
+            ..material("second", tex, false)
+        };
+        let materials = [
+            material("plain", MaterialTextures::default(), false),
+            first,
+            second,
+        ];
+        let (sets, material_sets) = scene_texture_sets(&materials);
+        assert_eq!(material_sets, vec![None, Some(0), Some(0)]);
+        let c = set_constants(&materials, &material_sets, sets.len() + 1);
+        assert_eq!(
+            c[0],
+            [0.5, 0.25, 1.0, 0.75, 0.9, 0.9, 0.8, 0.2, 0.1, 0.3, 0.4, 0.6]
+        );
+        assert_eq!(c[1], [1.0; CHANNELS], "a set no material uses");
+    }
+
+    #[test]
     fn materials_share_sets() {
         let sofa = MaterialTextures {
             base_color: tref(file("t/sofa_03_diff_1k.jpg")),
@@ -709,40 +813,6 @@ mod tests {
         ] {
             assert_eq!(strip_suffixes(stem), name, "{stem}");
         }
-    }
-
-    #[test]
-    fn arm_heuristic_on_real_names() {
-        let lr = "../shared/assets/ntc_living_room/living_room/textures/";
-        for (mr, packed) in [
-            ("painted_wooden_cabinet_arm_1k.jpg", true),
-            ("wooden_table_02_arm_1k.jpg", true),
-            ("tea_set_01_ARM.png", true),
-            ("sofa_03_rough_1k.jpg", false),
-            ("wood_table_worn_rough_1k.png", false),
-            ("armchair_rough_1k.jpg", false),
-            ("charm_metal_rough.png", false),
-            (
-                "FlightHelmet_Materials_MetalPartsMat_OcclusionRoughMetal.png",
-                true,
-            ),
-        ] {
-            let src = file(&format!("{lr}{mr}"));
-            assert_eq!(arm_packed(&src, None), packed, "{mr}");
-        }
-        let orm = file("fh/Helmet_OcclusionRoughMetal.png");
-        assert!(arm_packed(&orm, Some(&orm)));
-        let mr = file("a/metal_rough.png");
-        assert!(!arm_packed(&mr, Some(&file("a/metal_ao.png"))));
-        assert!(!arm_packed(
-            &file("a/thing_arm_1k.jpg"),
-            Some(&file("a/thing_ao_1k.jpg"))
-        ));
-        let emb = ImageSource::Embedded {
-            name: "scene.glb#image3".into(),
-            bytes: Arc::from(&[][..]),
-        };
-        assert!(!arm_packed(&emb, None));
     }
 
     #[test]

@@ -31,6 +31,7 @@ use crate::gpu::{CachedBindGroup, GpuContext, GpuError, read_buffer};
 use crate::render::divergence_stats::NO_MATERIAL;
 use crate::render::targets::Target;
 use crate::texture::metrics::psnr_from_mse;
+use crate::texture::srgb::linear_to_srgb;
 
 /// Format of the per-pixel error texture.
 pub const ERROR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
@@ -84,15 +85,6 @@ impl ErrorSummary {
     }
 }
 
-/// sRGB-encoded value of a linear one in [0, 1] (the exact piecewise curve).
-fn linear_to_srgb(x: f64) -> f64 {
-    if x <= 0.003_130_8 {
-        x * 12.92
-    } else {
-        1.055 * x.powf(1.0 / 2.4) - 0.055
-    }
-}
-
 /// CPU reference of the pass: the per-pixel errors and their summary for images `a` and
 /// `b` (RGBA, four values per pixel, as the shader loads them: sRGB formats decoded to
 /// linear) over G-buffer material `words`, all row-major. The pixel count is
@@ -107,7 +99,7 @@ pub fn reference_error(
         let v = f64::from(v).clamp(0.0, 1.0);
         match space {
             ErrorSpace::Stored => v,
-            ErrorSpace::SrgbEncoded => linear_to_srgb(v),
+            ErrorSpace::SrgbEncoded => f64::from(linear_to_srgb(v as f32)),
         }
     };
     let mut summary = ErrorSummary::default();
