@@ -1023,6 +1023,7 @@ fn compress(a: CompressArgs) -> Result<()> {
         resume: a.resume,
         skip_bcn: a.no_bcn,
         log_every: a.log_every,
+        input_files: inputs.files(),
     };
     let input_names = sources
         .iter()

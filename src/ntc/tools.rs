@@ -24,6 +24,9 @@ pub enum ToolError {
     /// Writing a PNG failed.
     #[error(transparent)]
     Texture(#[from] TextureError),
+    /// Decoding would need more memory than the budget.
+    #[error(transparent)]
+    OverBudget(#[from] crate::texture::budget::OverBudget),
     /// The output folder is unusable.
     #[error("cannot create {path}: {source}")]
     Io {
@@ -199,6 +202,7 @@ pub fn decompress(
     out_dir: &Path,
     mips: bool,
 ) -> Result<Vec<PathBuf>, ToolError> {
+    package.check_decode_budget(crate::texture::budget::limit())?;
     std::fs::create_dir_all(out_dir).map_err(|source| ToolError::Io {
         path: out_dir.to_path_buf(),
         source,

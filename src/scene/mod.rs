@@ -10,6 +10,7 @@ pub mod camera_control;
 pub mod description;
 pub mod gltf_builder;
 pub mod gltf_import;
+pub mod gltf_validate;
 pub mod open;
 pub mod procedural;
 pub mod street;

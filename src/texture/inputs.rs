@@ -138,6 +138,26 @@ impl InputSets {
         })
     }
 
+    /// Every file the sets come from: the inputs themselves and every image file, each
+    /// once, in order of first use.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self
+            .sources
+            .iter()
+            .map(|s| s.path().to_path_buf())
+            .collect();
+        for desc in &self.descs {
+            for (_, src) in desc.sources() {
+                if let crate::scene::ImageSource::File(p) = src
+                    && !files.contains(p)
+                {
+                    files.push(p.clone());
+                }
+            }
+        }
+        files
+    }
+
     /// Decode every set (in parallel), downscaled to `opts.max_size` when given; sets get
     /// their unique names.
     pub fn load(&self, opts: &LoadOptions) -> Result<Vec<LoadedSet>, TextureError> {

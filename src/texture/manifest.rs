@@ -39,7 +39,8 @@ const REQUIRED: [&str; 8] = [
 
 /// Read a Bistro-style manifest CSV.
 ///
-/// Cell rules: `set_id` must not be empty; empty `basecolor`/`normal` mean no texture;
+/// Cell rules: `set_id` must not be empty and must be unique; an empty `basecolor` or
+/// `normal` means no texture in that slot, but a row needs at least one of them;
 /// `alpha` is `0` (opaque, also when empty) or `1` (mask, cutoff 0.5); `roughness_const`
 /// and `metallic_const` are numbers in \[0, 1\], and an empty cell means the glTF default
 /// 1.0. Errors name the manifest, the row (1-based line, header = row 1) and the column.
@@ -56,6 +57,12 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
             }
         }
     })?;
+    parse_manifest(&bytes, path)
+}
+
+/// Parse the bytes of a manifest read from `path` (images resolve against its folder),
+/// with the rules of [`read_manifest`].
+pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
     let folder = path.parent().unwrap_or(Path::new(""));
     let csv_err = |e: csv::Error| TextureError::Csv {
         path: path.to_path_buf(),
@@ -63,7 +70,7 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
     };
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
-        .from_reader(&bytes[..]);
+        .from_reader(bytes);
     let headers = reader.headers().map_err(csv_err)?.clone();
     let mut col = [0usize; REQUIRED.len()];
     for (slot, name) in col.iter_mut().zip(REQUIRED) {
@@ -88,6 +95,8 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
     ] = col;
 
     let mut entries = Vec::new();
+    // Row of every set id so far, to name both rows of a duplicate.
+    let mut rows_of_ids: std::collections::HashMap<String, u64> = Default::default();
     for record in reader.records() {
         let record = record.map_err(csv_err)?;
         let row = record.position().map_or(0, |p| p.line());
@@ -101,6 +110,18 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
         let id = cell(c_id);
         if id.is_empty() {
             return Err(bad("set_id", "empty set id".into()));
+        }
+        if let Some(first) = rows_of_ids.insert(id.to_string(), row) {
+            return Err(bad(
+                "set_id",
+                format!("`{id}` is also the id of row {first} (set ids must be unique)"),
+            ));
+        }
+        if cell(c_base).is_empty() && cell(c_normal).is_empty() {
+            return Err(bad(
+                "basecolor",
+                "the row names no image (both `basecolor` and `normal` are empty)".into(),
+            ));
         }
         let image = |c: usize| {
             let rel = cell(c);

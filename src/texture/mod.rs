@@ -27,6 +27,7 @@
 //! - [`manifest`]: Bistro-style manifest CSVs and the `texture_sets.csv` report.
 
 pub mod bcn;
+pub mod budget;
 pub mod image_io;
 pub mod inputs;
 pub mod manifest;
@@ -141,6 +142,17 @@ pub enum TextureError {
         path: PathBuf,
         /// The csv crate's message (it includes the line).
         message: String,
+    },
+    /// Decoding would need more memory than the budget allows.
+    #[error(transparent)]
+    OverBudget(#[from] budget::OverBudget),
+    /// Images of one set whose sizes are too far apart to resample into one.
+    #[error("{set}: {reason}")]
+    SizeMismatch {
+        /// The set (its images' names).
+        set: String,
+        /// What disagrees, and by how much.
+        reason: String,
     },
     /// Arguments that do not fit together (buffer length, table lengths, ...).
     #[error("{file}: invalid input: {reason}")]
