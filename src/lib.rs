@@ -18,6 +18,8 @@
 //! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans.
 //! - [`ntc`]: the codec: model, quantisation, `.ntc` format, trainers, compression.
 //! - [`packages`]: a scene's package per strategy, compressed on demand and cached.
+//! - [`outputs`]: the output policy (never over an input, never over a file without
+//!   `--force`).
 //! - [`render`]: the deferred renderer, one struct per pass, NTC decoding and divergence.
 //! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings.
 //! - [`app`], [`ui`]: the interactive viewer and its overlay.
@@ -28,6 +30,7 @@ pub mod cluster;
 pub mod eval;
 pub mod gpu;
 pub mod ntc;
+pub mod outputs;
 pub mod packages;
 pub mod render;
 pub mod scene;

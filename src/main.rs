@@ -877,29 +877,41 @@ fn gen_scene(a: GenSceneArgs) -> Result<()> {
 }
 
 fn import(a: ImportArgs) -> Result<()> {
+    use texture::inputs::{InputSets, InputSource};
     if let Some(manifest) = &a.manifest {
         let entries = texture::manifest::read_manifest(manifest)?;
-        let materials: Vec<_> = entries.iter().map(|e| e.material.clone()).collect();
-        let (sets, material_sets) = texture::scene_texture_sets(&materials);
         let opts = texture::LoadOptions {
             allow_missing: false,
             max_size: a.max_texture_size,
         };
-        for (desc, entry) in sets.iter().zip(&entries) {
+        let sets = texture::manifest::sets_of_rows(&entries);
+        for (desc, rows) in &sets {
             let loaded = desc.load(&opts)?;
+            let first = &entries[rows[0]];
+            let ids: Vec<&str> = rows
+                .iter()
+                .map(|&r| entries[r].material.name.as_str())
+                .collect();
             println!(
                 "{:<48} {:<14} {}x{} mips {} channels {}",
-                entry.material.name,
-                entry.category,
+                ids.join(" + "),
+                first.category,
                 loaded.set.width,
                 loaded.set.height,
                 loaded.set.mips.len(),
                 loaded.set.present
             );
         }
-        println!("{}: {} texture sets", manifest.display(), sets.len());
+        println!(
+            "{}: {} rows, {} texture sets",
+            manifest.display(),
+            entries.len(),
+            sets.len()
+        );
         if let Some(csv) = &a.csv {
-            texture::manifest::write_texture_sets_csv(csv, &sets, &materials, &material_sets)?;
+            let inputs = InputSets::open(&[InputSource::Manifest(manifest.clone())])?;
+            texture::manifest::write_texture_sets_csv(csv, &inputs)?;
+            println!("wrote {}", csv.display());
         }
         return Ok(());
     }
@@ -909,13 +921,9 @@ fn import(a: ImportArgs) -> Result<()> {
         println!("warning: {w}");
     }
     if let Some(csv) = &a.csv {
-        let (sets, material_sets) = texture::scene_texture_sets(&opened.scene.materials);
-        texture::manifest::write_texture_sets_csv(
-            csv,
-            &sets,
-            &opened.scene.materials,
-            &material_sets,
-        )?;
+        let scene = a.scene.scene.clone().unwrap_or(opened.scene.source.clone());
+        let inputs = InputSets::open(&[InputSource::Scene(scene)])?;
+        texture::manifest::write_texture_sets_csv(csv, &inputs)?;
         println!("wrote {}", csv.display());
     }
     Ok(())
@@ -982,7 +990,8 @@ fn inspect(a: InspectArgs) -> Result<()> {
 
 fn decompress(a: DecompressArgs) -> Result<()> {
     let package = read_package(&a.package)?;
-    let files = ntc::tools::decompress(&package, &a.out, a.mips)?;
+    let policy = neurotex::outputs::OutputPolicy::new([&a.package], false);
+    let files = ntc::tools::decompress(&package, &a.out, a.mips, &policy)?;
     println!("wrote {} PNGs into {}", files.len(), a.out.display());
     Ok(())
 }

@@ -406,9 +406,7 @@ fn description_numbers_must_be_finite() {
     );
     description_error(
         "target",
-        &format!(
-            "builtin = \"toyshop\"\n[[camera_paths]]\nname = \"q\"\nkeys = [{{ time = 0.0, position = [0, 1, 2], target = [0, nan, 0] }}]\n"
-        ),
+        "builtin = \"toyshop\"\n[[camera_paths]]\nname = \"q\"\nkeys = [{ time = 0.0, position = [0, 1, 2], target = [0, nan, 0] }]\n",
         &["camera path `q` key 0 target[1]"],
     );
     description_error(

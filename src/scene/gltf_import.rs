@@ -13,7 +13,7 @@
 //! file ([`from_slice`]).
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -69,10 +69,10 @@ impl UriPolicy {
         if self.anywhere || ALLOW_OUTSIDE_URIS.load(Ordering::Relaxed) {
             return Ok(path);
         }
-        let target = resolved(&path);
+        let target = crate::outputs::resolve(&path);
         let roots: Vec<PathBuf> = std::iter::once(base_dir)
             .chain(self.extra_roots.iter().map(PathBuf::as_path))
-            .map(resolved)
+            .map(crate::outputs::resolve)
             .collect();
         if roots.iter().any(|r| target.starts_with(r)) {
             Ok(path)
@@ -95,32 +95,6 @@ fn uri_scheme(uri: &str) -> Option<&str> {
         && scheme.len() > 1
         && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)))
     .then_some(scheme)
-}
-
-/// `path` made absolute with its links resolved where it exists; otherwise made absolute
-/// and normalised lexically (`..` removed), so a missing file is still placed correctly.
-fn resolved(path: &Path) -> PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
-    }
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    // The longest existing ancestor, canonicalised, then the rest lexically.
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => {
-                out.push(other);
-                if let Ok(p) = std::fs::canonicalize(&out) {
-                    out = p;
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Load a `.gltf` or `.glb` file; URIs must stay inside its folder.

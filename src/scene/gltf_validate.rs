@@ -348,7 +348,7 @@ fn check_primitive(
                 index.value()
             ));
         }
-        if triangles && a.count.0 % 3 != 0 {
+        if triangles && !a.count.0.is_multiple_of(3) {
             return Err(format!(
                 "{at}.indices: {} indices do not make whole triangles (a multiple of 3)",
                 a.count.0
@@ -356,7 +356,7 @@ fn check_primitive(
         }
     } else if triangles
         && let Some((name, n)) = &vertex_count
-        && n % 3 != 0
+        && !n.is_multiple_of(3)
     {
         return Err(format!(
             "{at}: {n} {name} elements without indices do not make whole triangles (a multiple of 3)"

@@ -325,6 +325,77 @@ fn decode_reader<R: BufRead + Seek>(
     ))
 }
 
+/// The image formats outputs are written in, chosen by the file's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// `.png`: lossless RGBA8.
+    Png,
+    /// `.jpg` / `.jpeg`: RGB (alpha dropped), quality 95.
+    Jpeg,
+}
+
+/// The format of an output image from its extension (`.png`, `.jpg`, `.jpeg`, any case);
+/// any other extension, or none, is an error naming the file.
+pub fn output_format(path: &Path) -> Result<OutputFormat, TextureError> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "png" => Ok(OutputFormat::Png),
+        "jpg" | "jpeg" => Ok(OutputFormat::Jpeg),
+        _ => Err(TextureError::InvalidInput {
+            file: path.display().to_string(),
+            reason: format!(
+                "cannot tell the image format from the extension `{ext}` (use .png, .jpg or .jpeg)"
+            ),
+        }),
+    }
+}
+
+/// Write an RGBA8 image in the format its extension names ([`output_format`]), through a
+/// temporary file in the same folder and a rename.
+pub fn write_image_rgba8(
+    path: &Path,
+    width: u32,
+    height: u32,
+    rgba: &[u8],
+) -> Result<(), TextureError> {
+    match output_format(path)? {
+        OutputFormat::Png => write_png_rgba8(path, width, height, rgba),
+        OutputFormat::Jpeg => {
+            let file = path.display().to_string();
+            if Some(rgba.len())
+                != (width as usize)
+                    .checked_mul(height as usize)
+                    .and_then(|n| n.checked_mul(4))
+                || width == 0
+                || height == 0
+            {
+                return Err(TextureError::InvalidInput {
+                    file,
+                    reason: format!(
+                        "{} bytes do not make a {width}×{height} RGBA8 image",
+                        rgba.len()
+                    ),
+                });
+            }
+            let rgb: Vec<u8> = rgba
+                .chunks_exact(4)
+                .flat_map(|p| [p[0], p[1], p[2]])
+                .collect();
+            let mut jpeg = Vec::new();
+            image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 95)
+                .write_image(&rgb, width, height, image::ExtendedColorType::Rgb8)
+                .map_err(|e| TextureError::Encode {
+                    file,
+                    message: e.to_string(),
+                })?;
+            write_file_atomic(path, &jpeg)
+        }
+    }
+}
+
 /// Write an RGBA8 image (`width * height * 4` bytes, row-major) as a PNG file, through a
 /// temporary file in the same folder and a rename.
 pub fn write_png_rgba8(

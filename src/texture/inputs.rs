@@ -138,14 +138,17 @@ impl InputSets {
         })
     }
 
-    /// Every file the sets come from: the inputs themselves and every image file, each
-    /// once, in order of first use.
+    /// Every file the sets come from: the inputs themselves, the `texture_sets.csv`
+    /// beside a scene, and every image file, each once, in order of first use.
     pub fn files(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = self
-            .sources
-            .iter()
-            .map(|s| s.path().to_path_buf())
-            .collect();
+        let mut files: Vec<PathBuf> = Vec::new();
+        for s in &self.sources {
+            files.push(s.path().to_path_buf());
+            let labels = s.path().with_file_name("texture_sets.csv");
+            if matches!(s, InputSource::Scene(_)) && labels.is_file() {
+                files.push(labels);
+            }
+        }
         for desc in &self.descs {
             for (_, src) in desc.sources() {
                 if let crate::scene::ImageSource::File(p) = src

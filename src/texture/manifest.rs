@@ -9,6 +9,7 @@
 
 use std::path::Path;
 
+use super::inputs::InputSets;
 use super::set::{Slot, TextureSetDesc};
 use super::{TextureError, write_file_atomic};
 use crate::scene::{AlphaMode, ImageSource, Material, MaterialTextures, TextureRef};
@@ -174,32 +175,36 @@ pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Vec<ManifestEntry>, T
     Ok(entries)
 }
 
-/// Write the report of a scene's distinct texture sets as CSV (temporary file + rename).
+/// Write the report of the distinct texture sets of `inputs` as CSV (temporary file +
+/// rename), in the schema the loader reads beside a scene (`texture_sets.csv`), so the
+/// report can serve as one.
 ///
-/// Columns: `index, name, materials` (names of the materials using the set, `;`-joined),
-/// one column per slot (`base_color, normal, metallic_roughness, occlusion, emissive`:
-/// the image's display name, empty when absent) and `occlusion_from_arm`.
-/// `material_sets` is the second result of [`super::scene_texture_sets`]: one entry per
-/// material, each `None` or an index into `sets`.
-pub fn write_texture_sets_csv(
-    path: &Path,
-    sets: &[TextureSetDesc],
-    materials: &[Material],
-    material_sets: &[Option<usize>],
-) -> Result<(), TextureError> {
+/// Columns: `set_id` (the set's unique name), `category` and `paper_category` (the set's
+/// label, empty when unknown), `materials` (names of the materials using the set,
+/// `;`-joined), one column per slot (`base_color, normal, metallic_roughness,
+/// occlusion, emissive`: the image's display name, empty when absent) and
+/// `occlusion_from_arm`.
+pub fn write_texture_sets_csv(path: &Path, inputs: &InputSets) -> Result<(), TextureError> {
     let invalid = |reason: String| TextureError::InvalidInput {
         file: path.display().to_string(),
         reason,
     };
-    if materials.len() != material_sets.len() {
+    let sets = &inputs.descs;
+    if inputs.materials.len() != inputs.material_sets.len()
+        || inputs.names.len() != sets.len()
+        || inputs.categories.len() != sets.len()
+    {
         return Err(invalid(format!(
-            "{} materials but {} material→set entries",
-            materials.len(),
-            material_sets.len()
+            "{} materials, {} material→set entries, {} sets, {} names, {} labels",
+            inputs.materials.len(),
+            inputs.material_sets.len(),
+            sets.len(),
+            inputs.names.len(),
+            inputs.categories.len()
         )));
     }
     let mut users: Vec<Vec<&str>> = vec![Vec::new(); sets.len()];
-    for (m, s) in materials.iter().zip(material_sets) {
+    for (m, s) in inputs.materials.iter().zip(&inputs.material_sets) {
         if let Some(s) = *s {
             users
                 .get_mut(s)
@@ -218,12 +223,18 @@ pub fn write_texture_sets_csv(
         message: e.to_string(),
     };
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec!["index", "name", "materials"];
+    let mut header = vec!["set_id", "category", "paper_category", "materials"];
     header.extend(Slot::ALL.iter().map(|s| s.name()));
     header.push("occlusion_from_arm");
     w.write_record(&header).map_err(csv_err)?;
-    for (i, (set, users)) in sets.iter().zip(&users).enumerate() {
-        let mut record = vec![i.to_string(), set.name(), users.join(";")];
+    for (i, set) in sets.iter().enumerate() {
+        let label = inputs.categories[i].clone();
+        let mut record = vec![
+            inputs.names[i].clone(),
+            label.clone(),
+            label,
+            users[i].join(";"),
+        ];
         record.extend(Slot::ALL.iter().map(|&s| {
             set.source(s)
                 .map(ImageSource::display_name)
@@ -239,10 +250,24 @@ pub fn write_texture_sets_csv(
     write_file_atomic(path, &bytes)
 }
 
+/// The manifest rows of each set of `entries` (the manifest's rows, in order): per
+/// distinct set in order of first use, its description and the indices of every row
+/// using it. Rows that share their images share one set.
+pub fn sets_of_rows(entries: &[ManifestEntry]) -> Vec<(TextureSetDesc, Vec<usize>)> {
+    let materials: Vec<Material> = entries.iter().map(|e| e.material.clone()).collect();
+    let (sets, material_sets) = super::scene_texture_sets(&materials);
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); sets.len()];
+    for (row, set) in material_sets.iter().enumerate() {
+        if let Some(s) = *set {
+            rows[s].push(row);
+        }
+    }
+    sets.into_iter().zip(rows).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::texture::scene_texture_sets;
     use std::path::PathBuf;
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
@@ -360,20 +385,12 @@ mod tests {
     }
 
     #[test]
-    fn writes_the_texture_sets_report() {
-        let entries = read_manifest(Path::new(BISTRO)).expect("manifest");
-        let mut materials: Vec<Material> =
-            entries.iter().take(2).map(|e| e.material.clone()).collect();
-        let mut twin = materials[0].clone();
-        twin.name = "twin, with comma".into();
-        materials.push(twin);
-        materials.push(Material::default());
-        let (sets, material_sets) = scene_texture_sets(&materials);
-        assert_eq!(material_sets, vec![Some(0), Some(1), Some(0), None]);
-
+    fn writes_the_texture_sets_report_in_the_loaders_schema() {
+        use crate::texture::inputs::{InputSource, categories_from_csv};
+        let inputs = InputSets::open(&[InputSource::Manifest(BISTRO.into())]).expect("inputs");
         let dir = tmp_dir("report");
         let p = dir.join("texture_sets.csv");
-        write_texture_sets_csv(&p, &sets, &materials, &material_sets).expect("write");
+        write_texture_sets_csv(&p, &inputs).expect("write");
         let mut r = csv::Reader::from_path(&p).expect("read back");
         let headers: Vec<String> = r
             .headers()
@@ -384,8 +401,9 @@ mod tests {
         assert_eq!(
             headers,
             [
-                "index",
-                "name",
+                "set_id",
+                "category",
+                "paper_category",
                 "materials",
                 "base_color",
                 "normal",
@@ -396,20 +414,36 @@ mod tests {
             ]
         );
         let rows: Vec<csv::StringRecord> = r.records().map(|r| r.expect("row")).collect();
-        assert_eq!(rows.len(), 2);
-        assert_eq!(&rows[0][1], "MASTER_Awning_Beams");
-        assert_eq!(
-            &rows[0][2],
-            "bistro/fabric/MASTER_Awning_Beams;twin, with comma"
-        );
-        assert!(rows[0][3].ends_with("MASTER_Awning_Beams_basecolor.jpg"));
-        assert_eq!(&rows[0][5], "");
-        assert_eq!(&rows[0][8], "false");
+        assert_eq!(rows.len(), 36);
+        assert_eq!(&rows[0][0], "MASTER_Awning_Beams");
+        assert_eq!(&rows[0][2], "Fabric");
+        assert_eq!(&rows[0][3], "bistro/fabric/MASTER_Awning_Beams");
+        assert!(rows[0][4].ends_with("MASTER_Awning_Beams_basecolor.jpg"));
+        // The loader reads the labels back from it.
+        let labels = categories_from_csv(&p, "paper_category", &inputs.names).expect("labels");
+        assert_eq!(labels, inputs.categories);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
-        let e = write_texture_sets_csv(&p, &sets, &materials, &[Some(5)]).unwrap_err();
-        assert!(matches!(e, TextureError::InvalidInput { .. }));
-        let e = write_texture_sets_csv(&p, &sets, &materials[..1], &[Some(5)]).unwrap_err();
-        assert!(e.to_string().contains("set 5"), "{e}");
+    #[test]
+    fn rows_sharing_images_share_a_set_without_shifting_labels() {
+        let dir = tmp_dir("rows");
+        let p = dir.join("m.csv");
+        let header =
+            "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const";
+        std::fs::write(
+            &p,
+            format!(
+                "{header}\na,Wood,Wood,x.jpg,,0,0.5,0\nb,Metal,Metal,x.jpg,,0,0.9,1\nc,Stone,Stone,y.jpg,,0,1,0\n"
+            ),
+        )
+        .expect("write");
+        let entries = read_manifest(&p).expect("manifest");
+        let sets = sets_of_rows(&entries);
+        assert_eq!(sets.len(), 2);
+        assert_eq!(sets[0].1, vec![0, 1]);
+        assert_eq!(sets[1].1, vec![2]);
+        assert_eq!(entries[sets[1].1[0]].category, "Stone");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

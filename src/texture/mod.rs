@@ -38,7 +38,9 @@ pub mod set;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub use image_io::{DecodedImage, Samples, decode, write_png_rgba8};
+pub use image_io::{
+    DecodedImage, OutputFormat, Samples, decode, output_format, write_image_rgba8, write_png_rgba8,
+};
 pub use manifest::{ManifestEntry, read_manifest, write_texture_sets_csv};
 pub use mips::build_mip_chain;
 pub use set::{
