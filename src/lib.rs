@@ -21,14 +21,18 @@
 //! - [`outputs`]: the output policy (never over an input, never over a file without
 //!   `--force`).
 //! - [`render`]: the deferred renderer, one struct per pass, NTC decoding and divergence.
-//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings.
+//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings, and
+//!   [`bench_output`]: the benchmark's off-screen target and report folder.
+//! - [`io`]: atomic file output, used by every writer.
 //! - [`app`], [`ui`]: the interactive viewer and its overlay.
 
 pub mod app;
 pub mod bench;
+pub mod bench_output;
 pub mod cluster;
 pub mod eval;
 pub mod gpu;
+pub mod io;
 pub mod ntc;
 pub mod outputs;
 pub mod packages;

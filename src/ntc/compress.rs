@@ -78,6 +78,9 @@ pub enum CompressError {
         /// What differs.
         difference: String,
     },
+    /// The loss-curve chart could not be drawn or written.
+    #[error(transparent)]
+    Plot(#[from] super::plot::PlotError),
     /// Interrupted: progress is saved for `--resume`.
     #[error(
         "interrupted; progress saved in {partial} — run the same command with --resume to continue"
@@ -612,6 +615,40 @@ pub fn compress(
 }
 
 impl CompressReport {
+    /// Every file [`write`](Self::write) writes for `path`: the JSON, the Markdown table,
+    /// the curves CSV and the chart.
+    pub fn files(path: &Path) -> [PathBuf; 4] {
+        [
+            path.to_path_buf(),
+            path.with_extension("md"),
+            path.with_extension("curves.csv"),
+            path.with_extension("curves.png"),
+        ]
+    }
+
+    /// Write the report: JSON at `path`, and beside it the Markdown table (`.md`), the
+    /// loss curves (`.curves.csv`) and their chart (`.curves.png`, 1200×420).
+    pub fn write(&self, path: &Path) -> Result<(), CompressError> {
+        let write = |p: &Path, bytes: &[u8]| {
+            crate::io::write_atomic(p, bytes).map_err(|source| CompressError::Io {
+                path: p.to_path_buf(),
+                source,
+            })
+        };
+        let json = serde_json::to_string_pretty(self).map_err(|e| CompressError::Io {
+            path: path.to_path_buf(),
+            source: e.into(),
+        })?;
+        write(path, json.as_bytes())?;
+        write(&path.with_extension("md"), self.markdown().as_bytes())?;
+        write(
+            &path.with_extension("curves.csv"),
+            self.curves_csv().as_bytes(),
+        )?;
+        super::plot::write_curves_png(&path.with_extension("curves.png"), &self.curves, 1200, 420)?;
+        Ok(())
+    }
+
     /// The loss curves as CSV: `group,step,loss,psnr_estimate`.
     pub fn curves_csv(&self) -> String {
         let mut s = String::from("group,step,loss,psnr_estimate\n");

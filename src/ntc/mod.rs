@@ -4,7 +4,7 @@
 //!   layout ([`LatentLayout`]), decoder weights, and the input-vector pieces every
 //!   implementation must compute alike.
 //! - [`quant`]: latent quantisation and packing, f16 decoder weights.
-//! - [`train`]: training settings, batch sampling, quality, the schedules (gradual
+//! - [`train`]: training settings and named recipes ([`Recipe`]), batch sampling, quality, the schedules (gradual
 //!   decoder freezing, cosine decay, fine-tuning) and the CPU reference trainer that the
 //!   GPU trainer is tested against.
 //! - [`format`](mod@format): the `.ntc` package (materials, decoders, latents, checksums).
@@ -28,4 +28,4 @@ pub use model::{
     Activation, ConfigError, DecoderWeights, GroupModel, LatentBits, LatentLayout, LatentPyramid,
     NtcConfig, Preset,
 };
-pub use train::{Quality, TrainConfig, TrainError, TrainedGroup, train_cpu};
+pub use train::{Quality, Recipe, TrainConfig, TrainError, TrainedGroup, train_cpu};

@@ -164,6 +164,15 @@ impl CameraPath {
             _ => 0.0,
         }
     }
+
+    /// The cameras of `frames` frames spread evenly over the path's duration, the first
+    /// at time 0 and the last (for two or more frames) at the duration, as
+    /// [`sample`](Self::sample) clamps them; empty for a path without keys.
+    pub fn frames(&self, frames: u32) -> Vec<Camera> {
+        (0..frames)
+            .filter_map(|i| self.sample(self.duration() * i as f32 / (frames.max(2) - 1) as f32))
+            .collect()
+    }
 }
 
 /// Largest side of a rendered image or window, in pixels.
@@ -348,6 +357,22 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn frames_span_the_path() {
+        let p = path(&[(0.0, [0.0; 3]), (2.0, [4.0, 0.0, 0.0])]);
+        let xs: Vec<f32> = p.frames(5).iter().map(|c| c.position.x).collect();
+        assert_eq!(xs.len(), 5);
+        assert!(
+            (xs[0] - 0.0).abs() < 1e-5 && (xs[4] - 4.0).abs() < 1e-5,
+            "{xs:?}"
+        );
+        assert!(xs.windows(2).all(|w| w[1] > w[0]), "{xs:?}");
+        assert_eq!(p.frames(1).len(), 1);
+        assert!((p.frames(1)[0].position.x).abs() < 1e-5);
+        assert!(p.frames(0).is_empty());
+        assert!(path(&[]).frames(3).is_empty());
     }
 
     #[test]

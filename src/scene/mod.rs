@@ -65,6 +65,12 @@ pub enum SceneError {
         /// What is wrong (unknown key, wrong type, ...).
         reason: String,
     },
+    /// The scene's description has no camera path of the name asked for.
+    #[error("no camera path named `{name}` in the scene")]
+    NoCameraPath {
+        /// The name asked for.
+        name: String,
+    },
 }
 
 /// Result alias for scene loading.

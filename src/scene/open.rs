@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::description::{Builtin, LoadedDescription, SceneDescription};
+use super::description::{Builtin, CameraPath, LoadedDescription, SceneDescription};
 use super::gltf_import::{self, UriPolicy};
 use super::{Camera, Scene, SceneError};
 
@@ -114,6 +114,33 @@ pub fn builtin_gltf(builtin: Builtin, texture_size: u32) -> Result<PathBuf, Scen
     }
 }
 
+/// The cameras of a timed sequence of `frames` frames (at least one): evenly spread along
+/// the description's camera path `path` ([`CameraPath::frames`]), by default its first
+/// path; without any path, the scene's camera ([`select_camera`] without a spec) for
+/// every frame. Also returns the path followed (`None`: a static camera).
+pub fn path_cameras<'a>(
+    opened: &'a OpenedScene,
+    path: Option<&str>,
+    frames: u32,
+) -> Result<(Vec<Camera>, Option<&'a CameraPath>), SceneError> {
+    let paths = &opened.description.camera_paths;
+    let path =
+        match path {
+            Some(name) => Some(paths.iter().find(|p| p.name == name).ok_or_else(|| {
+                SceneError::NoCameraPath {
+                    name: name.to_string(),
+                }
+            })?),
+            None => paths.first(),
+        };
+    let frames = frames.max(1);
+    let cameras = match path {
+        Some(p) => p.frames(frames),
+        None => vec![select_camera(opened, None)?; frames as usize],
+    };
+    Ok((cameras, path))
+}
+
 /// The camera that `spec` names: a camera path (its first key), a glTF camera name, or a
 /// glTF camera index. Without `spec`: the description's default, else the file's first
 /// camera, else [`Camera::auto`].
@@ -162,4 +189,77 @@ pub fn select_camera(opened: &OpenedScene, spec: Option<&str>) -> Result<Camera,
             }
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::Aabb;
+    use crate::scene::description::CameraKey;
+    use glam::Vec3;
+
+    fn opened(paths: &[&str]) -> OpenedScene {
+        let camera = Camera {
+            name: "file".into(),
+            position: Vec3::new(0.0, 1.0, 5.0),
+            forward: -Vec3::Z,
+            yfov: 1.0,
+            znear: 0.1,
+        };
+        let key = |time, x| CameraKey {
+            time,
+            position: [x, 0.0, 0.0],
+            target: [x, 0.0, -1.0],
+            fov_deg: 50.0,
+        };
+        OpenedScene {
+            scene: Scene {
+                source: PathBuf::from("s.gltf"),
+                meshes: Vec::new(),
+                instances: Vec::new(),
+                materials: Vec::new(),
+                cameras: vec![camera],
+                bounds: Aabb::EMPTY,
+                warnings: Vec::new(),
+            },
+            description: SceneDescription {
+                camera_paths: paths
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| CameraPath {
+                        name: name.to_string(),
+                        keys: vec![key(0.0, i as f32), key(1.0, i as f32 + 1.0)],
+                    })
+                    .collect(),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn path_cameras_follow_the_named_or_first_path() {
+        let o = opened(&["walk", "sweep"]);
+        let (cams, path) = path_cameras(&o, None, 3).unwrap();
+        assert_eq!(path.map(|p| p.name.as_str()), Some("walk"));
+        let xs: Vec<f32> = cams.iter().map(|c| c.position.x).collect();
+        for (x, want) in xs.iter().zip([0.0, 0.5, 1.0]) {
+            assert!((x - want).abs() < 1e-6, "{xs:?}");
+        }
+        assert_eq!(xs.len(), 3);
+        let (cams, path) = path_cameras(&o, Some("sweep"), 0).unwrap();
+        assert_eq!(path.map(|p| p.name.as_str()), Some("sweep"));
+        assert_eq!(cams.len(), 1, "at least one frame");
+        assert!((cams[0].position.x - 1.0).abs() < 1e-6);
+        let err = path_cameras(&o, Some("nope"), 2).unwrap_err();
+        assert_eq!(err.to_string(), "no camera path named `nope` in the scene");
+    }
+
+    #[test]
+    fn without_paths_the_camera_stands_still() {
+        let o = opened(&[]);
+        let (cams, path) = path_cameras(&o, None, 4).unwrap();
+        assert!(path.is_none());
+        assert_eq!(cams.len(), 4);
+        assert!(cams.iter().all(|c| c.name == "file"));
+    }
 }

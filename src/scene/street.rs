@@ -104,6 +104,14 @@ const NAME: &str = "street";
 /// The scene description written next to the glTF.
 const DESCRIPTION_FILE: &str = "street.toml";
 
+/// Every file [`generate`] writes into its folder.
+pub const OUTPUT_FILES: [&str; 4] = [
+    "street.gltf",
+    "street.bin",
+    DESCRIPTION_FILE,
+    "texture_sets.csv",
+];
+
 /// Writes the street into `out_dir` (created if missing): `street.gltf`, `street.bin` and
 /// `street.toml`, each through a temporary file renamed into place. Returns the path of
 /// `street.toml`.

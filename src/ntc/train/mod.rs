@@ -9,6 +9,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod recipe;
 pub mod schedule;
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,7 @@ use crate::ntc::quant::QuantError;
 use crate::texture::{CHANNELS, ChannelMask, SetMip};
 
 pub use cpu::{AdamParams, train_cpu};
+pub use recipe::Recipe;
 pub use schedule::{FreezeSchedule, Schedule};
 
 /// Largest accepted batch size.

@@ -1,0 +1,246 @@
+//! Argument groups that several subcommands share: offline inputs ([`InputsArg`]), the
+//! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), the NTC mode and
+//! where its package comes from ([`NtcModeArgs`]), and the `WIDTHxHEIGHT` parser.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use neurotex::packages::PackageRecipe;
+use neurotex::render::passes::ntc_decode::NtcKernel;
+use neurotex::render::tiles::TileSize;
+use neurotex::render::{FrameOptions, NtcOptions, RenderMode};
+use neurotex::texture;
+
+/// Scenes and manifests whose texture sets an offline command reads (at least one).
+#[derive(Args, Debug)]
+pub struct InputsArg {
+    /// A scene (.toml, .gltf, .glb); repeatable.
+    #[arg(long = "scene")]
+    pub scenes: Vec<PathBuf>,
+    /// A texture-set manifest (.csv); repeatable.
+    #[arg(long = "manifest")]
+    pub manifests: Vec<PathBuf>,
+    #[command(flatten)]
+    pub limit: TextureLimitArg,
+}
+
+impl InputsArg {
+    /// The inputs in order: scenes, then manifests; an error when there are none.
+    pub fn sources(&self) -> Result<Vec<texture::inputs::InputSource>> {
+        use texture::inputs::InputSource;
+        let mut v: Vec<InputSource> = self
+            .scenes
+            .iter()
+            .cloned()
+            .map(InputSource::Scene)
+            .collect();
+        v.extend(self.manifests.iter().cloned().map(InputSource::Manifest));
+        if v.is_empty() {
+            anyhow::bail!("give at least one --scene or --manifest");
+        }
+        Ok(v)
+    }
+
+    /// How to decode the inputs' images: every image must exist.
+    pub fn load_options(&self) -> texture::LoadOptions {
+        self.limit.load_options()
+    }
+}
+
+/// The inputs' files joined with ` + `, as reports name them.
+pub fn describe_sources(sources: &[texture::inputs::InputSource]) -> String {
+    sources
+        .iter()
+        .map(|s| s.path().display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// The largest texture side a command decodes (`--max-texture-size`). Subcommands that
+/// say more about it override the help text with `mut_arg`.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct TextureLimitArg {
+    /// Downscale textures so that no side exceeds this many texels.
+    #[arg(long, value_parser = parse_texture_side)]
+    pub max_texture_size: Option<u32>,
+}
+
+impl TextureLimitArg {
+    /// Decoding options with this limit; every image must exist.
+    pub fn load_options(&self) -> texture::LoadOptions {
+        texture::LoadOptions {
+            allow_missing: false,
+            max_size: self.max_texture_size,
+        }
+    }
+}
+
+/// The scene of a rendering command.
+#[derive(Args, Debug)]
+pub struct SceneArg {
+    /// Scene: a description (.toml), a .gltf or a .glb. Default: the built-in toy shop.
+    #[arg(long)]
+    pub scene: Option<PathBuf>,
+}
+
+/// The NTC mode a rendering command shows, where its package comes from, and how it is
+/// decoded.
+#[derive(Args, Debug, Clone)]
+pub struct NtcModeArgs {
+    /// Where material channels come from: the original textures or NTC packages of a
+    /// decoder-sharing strategy.
+    #[arg(long, value_enum, default_value_t = RenderMode::Reference)]
+    pub mode: RenderMode,
+    /// Render the mode with this package (e.g. from `neurotex compress --strategy …`)
+    /// instead of the scene's cached one.
+    #[arg(long)]
+    pub package: Option<PathBuf>,
+    /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
+    #[arg(long)]
+    pub packages: Option<PathBuf>,
+    /// Decode kernel (default: f16 where the GPU has it, else f32).
+    #[arg(long, value_enum)]
+    pub kernel: Option<NtcKernel>,
+    /// Screen tile of the decode pass.
+    #[arg(long, value_enum, default_value_t = TileSize::T8x8)]
+    pub tile: TileSize,
+    /// Nearest mip and texel instead of stochastic trilinear filtering.
+    #[arg(long)]
+    pub no_stochastic: bool,
+    /// Decode the package into mipmapped textures at load and render those.
+    #[arg(long)]
+    pub inference_on_load: bool,
+    #[command(flatten)]
+    pub recipe: PackageRecipeArgs,
+}
+
+impl NtcModeArgs {
+    /// Frame options with the stochastic-filtering and inference-on-load choices.
+    pub fn options(&self) -> FrameOptions {
+        let mut o = FrameOptions::default();
+        o.decode.stochastic = !self.no_stochastic;
+        o.inference_on_load = self.inference_on_load;
+        o
+    }
+
+    /// The decode kernel and tile.
+    pub fn ntc_options(&self) -> NtcOptions {
+        NtcOptions {
+            kernel: self.kernel,
+            tile: self.tile,
+        }
+    }
+}
+
+/// How a rendering command makes a scene's package that the cache lacks.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct PackageRecipeArgs {
+    /// Training steps per group when a cached package has to be made.
+    #[arg(long, default_value_t = 4000, value_parser = parse_positive)]
+    pub ntc_steps: u64,
+    /// Groups of the clustered and random strategies when a package has to be made.
+    #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
+    pub ntc_m: usize,
+}
+
+impl PackageRecipeArgs {
+    /// The package recipe, for textures limited to `max_texture_size`.
+    pub fn recipe(&self, max_texture_size: Option<u32>) -> PackageRecipe {
+        PackageRecipe {
+            steps: self.ntc_steps,
+            m: self.ntc_m,
+            max_texture_size,
+            ..PackageRecipe::default()
+        }
+    }
+}
+
+/// Parse `WIDTHxHEIGHT`, each side checked as a description's `[render] size` is
+/// ([`neurotex::scene::description::check_size`]: 1..=16384).
+pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("`{s}`: expected WIDTHxHEIGHT, e.g. 1280x720"))?;
+    let max = neurotex::scene::description::MAX_SIZE_SIDE;
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("`{s}`: each side must be an integer in 1..={max}"))
+    };
+    let (w, h) = (parse(w)?, parse(h)?);
+    neurotex::scene::description::check_size(w, h).map_err(|e| format!("`{s}`: {e}"))?;
+    Ok((w, h))
+}
+
+/// Parse a count that must be at least 1 (training steps, decoder groups, frames): the
+/// same check for every subcommand, so `--steps 0` or `--m 0` is refused everywhere.
+pub fn parse_positive(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
+    }
+}
+
+/// [`parse_positive`] for `usize` counts.
+pub fn parse_positive_usize(s: &str) -> Result<usize, String> {
+    parse_positive(s).and_then(|n| usize::try_from(n).map_err(|_| format!("{n} is too large")))
+}
+
+/// [`parse_positive`] for `u32` counts.
+pub fn parse_positive_u32(s: &str) -> Result<u32, String> {
+    parse_positive(s).and_then(|n| u32::try_from(n).map_err(|_| format!("{n} is too large")))
+}
+
+/// Parse a texture side limit (`--max-texture-size`, `--texture-size`): 1..=16384.
+pub fn parse_texture_side(s: &str) -> Result<u32, String> {
+    let max = neurotex::texture::MAX_IMAGE_SIDE;
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}`: expected a whole number in 1..={max}")),
+    }
+}
+
+/// An output image path: the format comes from its extension (`.png`, `.jpg`, `.jpeg`).
+pub fn parse_image_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    neurotex::texture::output_format(&p).map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_reject() {
+        assert_eq!(parse_size("1280x720"), Ok((1280, 720)));
+        assert_eq!(parse_size(" 64X 32"), Ok((64, 32)));
+        assert!(
+            parse_size("1280")
+                .unwrap_err()
+                .contains("expected WIDTHxHEIGHT")
+        );
+        assert!(parse_size("0x5").unwrap_err().contains("1..=16384"));
+        assert!(parse_size("16385x1").is_err());
+        assert!(parse_size("axb").unwrap_err().contains("integer"));
+    }
+
+    #[test]
+    fn counts_limits_and_image_paths() {
+        assert_eq!(parse_positive("7"), Ok(7));
+        assert!(parse_positive("0").unwrap_err().contains("at least 1"));
+        assert!(parse_positive("-3").is_err());
+        assert_eq!(parse_positive_usize("10"), Ok(10));
+        assert_eq!(parse_texture_side("512"), Ok(512));
+        assert!(parse_texture_side("0").is_err());
+        assert!(parse_texture_side("20000").is_err());
+        assert!(parse_image_path("a/b.PNG").is_ok());
+        assert!(parse_image_path("o.jpeg").is_ok());
+        let e = parse_image_path("o.webp").unwrap_err();
+        assert!(e.contains("o.webp") && e.contains(".png"), "{e}");
+        assert!(parse_image_path("noext").is_err());
+    }
+}

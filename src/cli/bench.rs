@@ -1,0 +1,137 @@
+//! `neurotex bench`: GPU timings of the render modes, kernels and tile sizes along a
+//! camera path, written as a report folder.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use neurotex::bench::{BenchOptions, BenchReport, run_bench};
+use neurotex::bench_output::{offscreen_target, write_report};
+use neurotex::gpu::GpuContext;
+use neurotex::render::passes::ntc_decode::NtcKernel;
+use neurotex::render::scene_gpu::UploadOptions;
+use neurotex::render::tiles::TileSize;
+use neurotex::render::{RenderMode, Renderer};
+use neurotex::scene::open::{open, path_cameras};
+
+use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size};
+use super::{PackageSource, load_package, output_policy, report_scene, scene_files};
+
+/// The arguments of `neurotex bench`.
+#[derive(Args, Debug)]
+#[command(mut_arg("max_texture_size", |a| a.help(
+    "Downscale textures (and packages made here) so that no side exceeds this"
+)))]
+pub struct BenchArgs {
+    #[command(flatten)]
+    scene: SceneArg,
+    /// Output folder (bench.json, bench.csv, bench.md, bench.png).
+    #[arg(long)]
+    out: PathBuf,
+    /// Image size, WIDTHxHEIGHT.
+    #[arg(long, value_parser = parse_size, default_value = "1920x1080")]
+    size: (u32, u32),
+    /// Follow this camera path of the scene description (default: its first path, else
+    /// the scene's camera, static).
+    #[arg(long)]
+    camera_path: Option<String>,
+    /// Timed frames per configuration.
+    #[arg(long, default_value_t = 60, value_parser = parse_positive_u32)]
+    frames: u32,
+    /// Untimed frames before each configuration.
+    #[arg(long, default_value_t = 10)]
+    warmup: u32,
+    /// Modes to measure.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
+    modes: Vec<RenderMode>,
+    /// Kernels to measure (default: every kernel the GPU runs).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    kernels: Vec<NtcKernel>,
+    /// Tile sizes to measure.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [TileSize::T8x8])]
+    tiles: Vec<TileSize>,
+    #[command(flatten)]
+    limit: TextureLimitArg,
+    /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
+    #[arg(long)]
+    packages: Option<PathBuf>,
+    #[command(flatten)]
+    recipe: PackageRecipeArgs,
+}
+
+/// Run `neurotex bench`.
+pub fn run(a: BenchArgs) -> Result<()> {
+    let opened = open(a.scene.scene.as_deref())?;
+    report_scene(&opened);
+    let policy = output_policy(scene_files(&opened, a.scene.scene.as_deref()));
+    policy.check_dir(&a.out)?;
+    policy.check_all(
+        neurotex::bench_output::REPORT_FILES
+            .iter()
+            .map(|f| a.out.join(f))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|p| p.as_path()),
+    )?;
+    let ctx = GpuContext::headless()?;
+    println!("{}", ctx.describe());
+    let max_texture_size = a.limit.max_texture_size;
+    let upload = UploadOptions {
+        max_texture_size,
+        ..UploadOptions::default()
+    };
+    let mut renderer = Renderer::new(
+        &ctx,
+        &opened.scene,
+        &upload,
+        a.size,
+        neurotex::render::headless::OUTPUT_FORMAT,
+    )?;
+    let source = PackageSource {
+        package: None,
+        packages: a.packages.as_deref(),
+        recipe: a.recipe.recipe(max_texture_size),
+    };
+    for &mode in a.modes.iter().filter(|m| m.strategy().is_some()) {
+        load_package(&ctx, &mut renderer, &opened, mode, &source)?;
+    }
+    let (cameras, path) = path_cameras(&opened, a.camera_path.as_deref(), a.frames)?;
+    let kernels: Vec<NtcKernel> = if a.kernels.is_empty() {
+        NtcKernel::ALL
+            .into_iter()
+            .filter(|k| k.supported(&ctx.granted))
+            .collect()
+    } else {
+        a.kernels.clone()
+    };
+    let output = offscreen_target(&ctx, a.size);
+    let view = output.create_view(&wgpu::TextureViewDescriptor::default());
+    let options = BenchOptions {
+        modes: a.modes.clone(),
+        kernels,
+        tiles: a.tiles.clone(),
+        warmup: a.warmup,
+    };
+    let rows = run_bench(
+        &ctx,
+        &mut renderer,
+        &view,
+        &cameras,
+        opened.description.lighting,
+        &options,
+        &mut |line| eprintln!("{line}"),
+    )?;
+    let report = BenchReport {
+        adapter: ctx.describe(),
+        scene: opened.scene.source.display().to_string(),
+        size: a.size,
+        camera: path.map_or("static".into(), |p| p.name.clone()),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        rows,
+    };
+    let md = write_report(&a.out, &report)?;
+    print!("{md}");
+    println!("wrote {}/bench.{{json,csv,md,png}}", a.out.display());
+    Ok(())
+}

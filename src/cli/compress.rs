@@ -1,0 +1,153 @@
+//! `neurotex compress`: compress texture sets into a `.ntc` package on the GPU, with a
+//! quality report on request.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use neurotex::gpu::GpuContext;
+use neurotex::{cluster, ntc, texture};
+
+use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
+use super::{cancel_on_ctrl_c, distinct_outputs, output_policy, steps_bar};
+
+/// The arguments of `neurotex compress`.
+#[derive(Args, Debug)]
+pub struct CompressArgs {
+    #[command(flatten)]
+    inputs: InputsArg,
+    /// Output package.
+    #[arg(long)]
+    out: PathBuf,
+    /// Quality preset (latent grid scale source/8, /6, /4, /3).
+    #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
+    preset: ntc::Preset,
+    /// Main training steps per group.
+    #[arg(long, default_value_t = 4000, value_parser = parse_positive)]
+    steps: u64,
+    /// Texels per training batch.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Training recipe.
+    #[arg(long, value_enum, default_value_t = ntc::Recipe::Default)]
+    recipe: ntc::Recipe,
+    /// How materials share decoders.
+    #[arg(long, value_enum, default_value_t = cluster::Strategy::Baseline)]
+    strategy: cluster::Strategy,
+    /// Groups for clustered / random.
+    #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
+    m: usize,
+    /// Use the groups of a plan from `neurotex cluster` instead of --strategy.
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Quality report (JSON; a Markdown table and the loss curves CSV go beside it).
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Continue an interrupted run (from `<out>.partial/`).
+    #[arg(long)]
+    resume: bool,
+    /// Skip the BCn baselines in the report.
+    #[arg(long)]
+    no_bcn: bool,
+    /// Report progress (and record the loss curve) about every this many steps.
+    #[arg(long, default_value_t = 100, value_parser = parse_positive)]
+    log_every: u64,
+}
+
+/// Run `neurotex compress`.
+pub fn run(a: CompressArgs) -> Result<()> {
+    let sources = a.inputs.sources()?;
+    let inputs = texture::inputs::InputSets::open(&sources)?;
+    // The package and every report file are checked before training starts.
+    let policy = output_policy(inputs.files().iter().chain(a.plan.iter()));
+    let mut outputs: Vec<std::path::PathBuf> = vec![a.out.clone()];
+    if let Some(report) = &a.report {
+        outputs.extend(ntc::compress::CompressReport::files(report));
+    }
+    distinct_outputs(&outputs.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
+    if a.resume && a.out.exists() && !policy.force {
+        anyhow::bail!(
+            "{} exists: the run it resumes has finished (pass --force to train it again)",
+            a.out.display()
+        );
+    }
+    policy.check_all(outputs.iter().map(|p| p.as_path()))?;
+    let sets = inputs.load_sets(&a.inputs.load_options())?;
+    let train = a.recipe.train_config(a.preset, a.batch)?;
+    let plan = match &a.plan {
+        Some(plan_path) => {
+            let plan = cluster::Plan::read(plan_path)?;
+            plan.validate(&sets)?;
+            plan
+        }
+        None => {
+            let embeddings = cluster::embed_sets(&sets, &cluster::EmbedderChoice::Stats)?;
+            cluster::make_plan(
+                a.strategy,
+                &embeddings,
+                a.m,
+                a.seed,
+                Some(&inputs.categories),
+            )?
+        }
+    };
+    let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.indices.clone()).collect();
+    let constants =
+        ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    let ctx = GpuContext::headless()?;
+    eprintln!("{}", ctx.describe());
+    let cancel = cancel_on_ctrl_c()?;
+    let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}")?;
+    let options = ntc::compress::CompressOptions {
+        train,
+        steps: a.steps,
+        seed: a.seed,
+        resume: a.resume,
+        skip_bcn: a.no_bcn,
+        log_every: a.log_every,
+        input_files: inputs.files(),
+    };
+    let input_names = describe_sources(&sources);
+    let (package, report) = ntc::compress::compress(
+        &ctx,
+        &sets,
+        &constants,
+        &groups,
+        &options,
+        &input_names,
+        &a.out,
+        &cancel,
+        &mut |g, n, p| {
+            bar.set_prefix(format!("group {}/{n}", g + 1));
+            bar.set_length(p.total);
+            bar.set_position(p.step);
+            bar.set_message(format!(
+                "loss {:.5}  ≈{:.2} dB  {:.1} Mtexel/s",
+                p.loss,
+                p.psnr_estimate,
+                p.texels_per_second / 1e6
+            ));
+        },
+    )?;
+    bar.finish_and_clear();
+    println!(
+        "wrote {}: {} materials, {} decoders, mean PSNR {}, mean {:.3} bits/texel, {:.1} s",
+        a.out.display(),
+        package.materials.len(),
+        package.decoders.len(),
+        report
+            .mean_psnr
+            .map_or("–".into(), |p| format!("{p:.2} dB")),
+        report.mean_bits_per_texel,
+        report.seconds
+    );
+    if let Some(path) = &a.report {
+        report.write(path)?;
+        println!("wrote {} (+ .md, .curves.csv, .curves.png)", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! `neurotex eval`: the shared-decoder study (Table 2, decoder freezing, decoder counts)
+//! with progress lines, or its plan alone (`--dry-run`).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use neurotex::eval::{self, EvalEvent};
+use neurotex::gpu::GpuContext;
+use neurotex::{cluster, ntc, texture};
+
+use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
+use super::{cancel_on_ctrl_c, output_policy, steps_bar};
+
+/// The arguments of `neurotex eval`.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    inputs: InputsArg,
+    /// Output folder: tables, charts, plans, runs/, summary.json, report.md.
+    #[arg(long)]
+    out: PathBuf,
+    /// Strategies of Table 2, comma-separated. Default: all five (`category` only when
+    /// the inputs have category labels).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    strategies: Option<Vec<cluster::Strategy>>,
+    /// Groups of `clustered` and `random` (Table 2 and the freezing ablation).
+    #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
+    m: usize,
+    /// Texture embedder of the clustered plans.
+    #[arg(long, value_enum, default_value_t = cluster::EmbedderKind::Stats)]
+    embedder: cluster::EmbedderKind,
+    /// CLIP ViT-B/32 weights (safetensors) for `--embedder clip`.
+    #[arg(long)]
+    clip_weights: Option<PathBuf>,
+    /// Main training steps per group.
+    #[arg(long, default_value_t = 4000, value_parser = parse_positive)]
+    steps: u64,
+    /// Quality preset (latent grid scale source/8, /6, /4, /3).
+    #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
+    preset: ntc::Preset,
+    /// Training recipe (its freezing start is the default freezing setting).
+    #[arg(long, value_enum, default_value_t = ntc::Recipe::Paper)]
+    recipe: ntc::Recipe,
+    /// Texels per training batch.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Seed of k-means, the random grouping and training.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Freezing settings of the ablation, comma-separated: `none` or the start as a
+    /// fraction of the main steps.
+    #[arg(long, value_delimiter = ',', default_value = "none,0.25,0.5,0.75")]
+    freeze: Vec<eval::Freeze>,
+    /// Decoder counts of the sweep, comma-separated. Default: 1, 2, 4, … below the
+    /// number of sets, --m, and the number of sets.
+    #[arg(long, value_delimiter = ',', value_parser = parse_positive_usize)]
+    m_sweep: Option<Vec<usize>>,
+    /// Skip the freezing ablation.
+    #[arg(long)]
+    no_ablation: bool,
+    /// Skip the decoder-count sweep.
+    #[arg(long)]
+    no_sweep: bool,
+    /// Continue in a non-empty output folder: finished runs are loaded, not retrained.
+    #[arg(long)]
+    resume: bool,
+    /// Keep each run's .ntc package in runs/.
+    #[arg(long)]
+    keep_packages: bool,
+    /// Print the runs the evaluation would train, then stop.
+    #[arg(long)]
+    dry_run: bool,
+    /// Report progress (and record the loss curves) about every this many steps.
+    #[arg(long, default_value_t = 100, value_parser = parse_positive)]
+    log_every: u64,
+}
+
+/// The command line as a shell would re-run it (arguments with spaces or quotes quoted).
+fn command_line() -> String {
+    std::env::args()
+        .map(|arg| {
+            if arg.is_empty() || arg.contains(|c: char| c.is_whitespace() || "'\"$\\".contains(c)) {
+                format!("'{}'", arg.replace('\'', "'\\''"))
+            } else {
+                arg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Run `neurotex eval`.
+pub fn run(a: EvalArgs) -> Result<()> {
+    let command_line = command_line();
+    let sources = a.inputs.sources()?;
+    let inputs = texture::inputs::InputSets::open(&sources)?;
+    // The folder is the evaluation's (a non-empty one needs --resume); it may not be
+    // an input.
+    output_policy(inputs.files().iter().chain(a.clip_weights.iter())).check_dir(&a.out)?;
+    let sets = inputs.load_sets(&a.inputs.load_options())?;
+    let constants =
+        ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    let description = describe_sources(&sources);
+    let eval_inputs = eval::EvalInputs {
+        sets: &sets,
+        categories: &inputs.categories,
+        constants: &constants,
+        description: &description,
+    };
+    let options = eval::EvalOptions {
+        strategies: a.strategies,
+        m: a.m,
+        embedder: cluster::EmbedderChoice::new(a.embedder, a.clip_weights.as_deref())?,
+        train: a.recipe.train_config(a.preset, a.batch)?,
+        recipe: a.recipe.name().to_string(),
+        steps: a.steps,
+        seed: a.seed,
+        log_every: a.log_every,
+        freeze: a.freeze,
+        m_sweep: a.m_sweep,
+        ablation: !a.no_ablation,
+        sweep: !a.no_sweep,
+        resume: a.resume,
+        keep_packages: a.keep_packages,
+        command_line,
+    };
+    let plan = eval::plan_eval(&eval_inputs, &options)?;
+    print!("{plan}");
+    for note in &plan.notes {
+        println!("note: {note}");
+    }
+    if a.dry_run {
+        return Ok(());
+    }
+    let ctx = GpuContext::headless()?;
+    eprintln!("{}", ctx.describe());
+    let cancel = cancel_on_ctrl_c()?;
+    let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}")?;
+    let report = eval::evaluate(
+        &ctx,
+        &eval_inputs,
+        &plan,
+        &options,
+        &a.out,
+        &cancel,
+        &mut |event| match event {
+            EvalEvent::RunStarted { run, runs, spec } => bar.suspend(|| {
+                let n = spec.decoders();
+                let groups = if n == 1 { "group" } else { "groups" };
+                println!("[{}/{runs}] {}: training {n} {groups}", run + 1, spec.name)
+            }),
+            EvalEvent::Training {
+                run,
+                runs,
+                spec,
+                group,
+                groups,
+                progress: p,
+            } => {
+                bar.set_prefix(format!(
+                    "run {}/{runs} {} group {}/{groups}",
+                    run + 1,
+                    spec.name,
+                    group + 1
+                ));
+                bar.set_length(p.total);
+                bar.set_position(p.step);
+                bar.set_message(format!("loss {:.5}  ≈{:.2} dB", p.loss, p.psnr_estimate));
+                // Without a terminal the bar is hidden: one line per finished group.
+                if bar.is_hidden() && p.step == p.total {
+                    println!(
+                        "  group {}/{groups}: loss {:.5} after {} steps",
+                        group + 1,
+                        p.loss,
+                        p.total
+                    );
+                }
+            }
+            EvalEvent::RunFinished {
+                run,
+                runs,
+                record,
+                path,
+                loaded,
+            } => bar.suspend(|| {
+                let psnr = record
+                    .mean_psnr
+                    .map_or("–".into(), |p| format!("{p:.2} dB"));
+                if *loaded {
+                    println!(
+                        "[{}/{runs}] {}: loaded {} (mean PSNR {psnr})",
+                        run + 1,
+                        record.name,
+                        path.display()
+                    );
+                } else {
+                    println!(
+                        "[{}/{runs}] {}: trained, mean PSNR {psnr}, {:.1} s",
+                        run + 1,
+                        record.name,
+                        record.seconds
+                    );
+                }
+            }),
+        },
+    )?;
+    bar.finish_and_clear();
+    print!("{}", report.table2.markdown());
+    println!("wrote the evaluation into {}", a.out.display());
+    Ok(())
+}

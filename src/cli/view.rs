@@ -1,0 +1,97 @@
+//! `neurotex view` (and `neurotex` alone): the interactive viewer.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use neurotex::render::RenderMode;
+use neurotex::render::scene_gpu::UploadOptions;
+
+use super::args::{
+    NtcModeArgs, SceneArg, TextureLimitArg, parse_image_path, parse_positive_u32, parse_size,
+};
+use super::output_policy;
+
+/// The arguments of `neurotex view`.
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    #[command(flatten)]
+    scene: SceneArg,
+    /// Window size, WIDTHxHEIGHT (physical pixels). Default: 1280x720.
+    #[arg(long, value_parser = parse_size)]
+    size: Option<(u32, u32)>,
+    /// Scripted run: render this many frames once the scene is ready, then exit.
+    #[arg(long, value_parser = parse_positive_u32)]
+    frames: Option<u32>,
+    /// Scripted run: save the last frame, overlay included, to this PNG (needs --frames).
+    #[arg(long, requires = "frames", value_parser = parse_image_path)]
+    screenshot: Option<PathBuf>,
+    /// Play this camera path of the scene description from its start.
+    #[arg(long)]
+    camera_path: Option<String>,
+    /// Start without vsync (mailbox or immediate presentation where supported).
+    #[arg(long)]
+    no_vsync: bool,
+    /// Internal resolution over window resolution, 0.25–1.0.
+    #[arg(long, default_value_t = 1.0)]
+    render_scale: f32,
+    /// Render with material constants where an image is missing.
+    #[arg(long)]
+    allow_missing_textures: bool,
+    #[command(flatten)]
+    limit: TextureLimitArg,
+    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
+    anisotropy: Option<u16>,
+    #[command(flatten)]
+    ntc: NtcModeArgs,
+    /// Start with the heatmap of distinct decoders per tile.
+    #[arg(long)]
+    heatmap: bool,
+    /// The NTC modes to prepare packages for (default: all; fewer saves compression time).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
+    modes: Vec<RenderMode>,
+}
+
+/// `view` with every option at its default (what `neurotex` without arguments runs).
+pub fn default_args() -> Result<ViewArgs> {
+    use clap::FromArgMatches;
+    let matches = ViewArgs::augment_args(clap::Command::new("view")).get_matches_from(["view"]);
+    Ok(ViewArgs::from_arg_matches(&matches)?)
+}
+
+/// Run `neurotex view`.
+pub fn run(a: ViewArgs) -> Result<()> {
+    if a.ntc.package.is_some() {
+        anyhow::bail!(
+            "view loads a package per mode: give a folder of <strategy>.ntc files with --packages"
+        );
+    }
+    if let Some(shot) = &a.screenshot {
+        output_policy(a.scene.scene.iter()).check(shot)?;
+    }
+    let max_texture_size = a.limit.max_texture_size;
+    neurotex::app::run(neurotex::app::ViewerOptions {
+        scene: a.scene.scene,
+        size: a.size,
+        frames: a.frames,
+        screenshot: a.screenshot,
+        camera_path: a.camera_path,
+        vsync: !a.no_vsync,
+        render_scale: a.render_scale,
+        upload: UploadOptions {
+            allow_missing_textures: a.allow_missing_textures,
+            max_texture_size,
+            anisotropy: a.anisotropy,
+        },
+        mode: a.ntc.mode,
+        recipe: a.ntc.recipe.recipe(max_texture_size),
+        packages: a.ntc.packages.clone(),
+        ntc: a.ntc.ntc_options(),
+        options: a.ntc.options(),
+        heatmap: a.heatmap,
+        modes: a.modes.clone(),
+    })?;
+    Ok(())
+}
