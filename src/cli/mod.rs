@@ -69,8 +69,10 @@ where
 /// beside it, the glTF and every image file.
 fn scene_files(opened: &OpenedScene, arg: Option<&Path>) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = arg.into_iter().map(Path::to_path_buf).collect();
-    if let Some(a) = arg {
-        files.push(a.with_file_name("texture_sets.csv"));
+    if let Some(labels) = arg.map(|a| a.with_file_name("texture_sets.csv"))
+        && labels.is_file()
+    {
+        files.push(labels);
     }
     files.push(opened.scene.source.clone());
     for m in &opened.scene.materials {
