@@ -438,14 +438,18 @@ fn prepare_partial(
             std::fs::remove_dir_all(partial).map_err(io)?;
         }
     }
-    std::fs::create_dir_all(partial).map_err(io)?;
     if !resuming {
+        // Made complete under a temporary name, then renamed: a kill at any moment
+        // leaves either no folder or one with its marker.
         let json = serde_json::to_vec_pretty(manifest)
             .map_err(|e| CompressError::Groups(format!("manifest: {e}")))?;
-        crate::texture::write_file_atomic(&marker, &json).map_err(|e| CompressError::Io {
-            path: marker.clone(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
+        let mut name = partial.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".{}.tmp", std::process::id()));
+        let staging = partial.with_file_name(name);
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging).map_err(io)?;
+        crate::io::write_atomic(&staging.join(PARTIAL_MANIFEST), &json).map_err(io)?;
+        std::fs::rename(&staging, partial).map_err(io)?;
     }
     Ok(resuming)
 }

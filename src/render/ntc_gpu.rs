@@ -52,6 +52,9 @@ pub enum NtcRenderError {
     /// The package is inconsistent.
     #[error(transparent)]
     Package(#[from] NtcFormatError),
+    /// The package needs more memory than the budget allows.
+    #[error(transparent)]
+    OverBudget(#[from] crate::texture::budget::OverBudget),
     /// A textured scene material whose texture set the package does not hold.
     #[error(
         "scene material {material} (`{name}`) uses texture set `{set}`, which package {package} \
@@ -211,6 +214,7 @@ impl NtcSceneGpu {
         material_map: &[Option<u32>],
     ) -> Result<Self, NtcRenderError> {
         package.validate()?;
+        package.check_upload_budget(false, crate::texture::budget::limit())?;
         let limits = ctx.device.limits();
         let limit = limits
             .max_storage_buffer_binding_size
