@@ -816,3 +816,75 @@ mod properties {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Generators
+// ---------------------------------------------------------------------------------------
+
+/// Every normal-mapped primitive of a generated glTF carries TANGENT.
+fn assert_tangents(gltf: &Path) {
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(gltf).expect("read")).expect("json");
+    let materials = doc["materials"].as_array().expect("materials");
+    let mut mapped = 0;
+    for mesh in doc["meshes"].as_array().expect("meshes") {
+        for p in mesh["primitives"].as_array().expect("primitives") {
+            let m = p["material"].as_u64().expect("material") as usize;
+            if materials[m].get("normalTexture").is_some() {
+                mapped += 1;
+                assert!(
+                    p["attributes"].get("TANGENT").is_some(),
+                    "{}: {p}",
+                    gltf.display()
+                );
+            }
+        }
+    }
+    assert!(
+        mapped > 0,
+        "no normal-mapped primitive in {}",
+        gltf.display()
+    );
+}
+
+#[test]
+fn generated_scenes_carry_their_tangents() {
+    let dir = temp_dir("gen-toyshop");
+    let opts = neurotex::scene::toyshop::ToyshopOptions {
+        texture_size: 8,
+        seed: 1,
+    };
+    let gltf = neurotex::scene::toyshop::generate(&dir, &opts).expect("toy shop");
+    assert_tangents(&gltf);
+    Scene::load(&gltf).expect("the toy shop imports, validation included");
+
+    let dir = temp_dir("gen-street");
+    let opts = neurotex::scene::street::StreetOptions {
+        manifest: "../shared/assets/bistro_texture_sets/manifest.csv".into(),
+        seed: 1,
+    };
+    let toml = neurotex::scene::street::generate(&dir, &opts).expect("street");
+    assert_tangents(&dir.join("street.gltf"));
+    // Its images lie in the manifest's folder, which the description lists.
+    neurotex::scene::open::open(Some(&toml)).expect("the street imports");
+}
+
+#[test]
+fn the_street_refuses_manifests_naming_missing_images() {
+    let dir = temp_dir("gen-missing");
+    let manifest = dir.join("m.csv");
+    std::fs::write(
+        &manifest,
+        format!("{MANIFEST_HEADER}a,W,W,gone_basecolor.jpg,,1,0,0.5,0,CC0\n"),
+    )
+    .expect("write");
+    let opts = neurotex::scene::street::StreetOptions { manifest, seed: 1 };
+    let e = neurotex::scene::street::generate(&dir.join("out"), &opts)
+        .expect_err("missing image")
+        .to_string();
+    assert!(
+        e.contains("m.csv") && e.contains("gone_basecolor.jpg") && e.contains("does not exist"),
+        "{e}"
+    );
+    assert!(!dir.join("out/street.gltf").exists());
+}

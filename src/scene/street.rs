@@ -201,6 +201,13 @@ fn material_desc(
     let m = &entry.material;
     let uri = |slot: &Option<TextureRef>| -> Result<Option<String>, StreetError> {
         match slot.as_ref().map(|t| &t.image) {
+            // A glTF naming a file that is not there would only fail later, in every
+            // command that opens the street.
+            Some(ImageSource::File(image)) if !image.is_file() => Err(StreetError::ImagePath {
+                path: manifest.to_path_buf(),
+                image: image.clone(),
+                reason: "the manifest names an image that does not exist".into(),
+            }),
             Some(ImageSource::File(image)) => {
                 image_uri(image, base)
                     .map(Some)
