@@ -35,7 +35,6 @@ pub mod metrics;
 pub mod mips;
 pub mod set;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use image_io::{
@@ -416,34 +415,11 @@ pub fn quantize_u8(v: f32) -> u8 {
 /// Write `bytes` to `path` through a temporary file in the same folder and a rename, so
 /// readers never see a half-written file.
 pub(crate) fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), TextureError> {
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| TextureError::InvalidInput {
-            file: path.display().to_string(),
-            reason: "the path has no file name".into(),
-        })?
-        .to_string_lossy()
-        .into_owned();
-    // Unique per process and call, so concurrent writers never share a temporary file.
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_file_name(format!(".{file_name}.{}.{n}.tmp", std::process::id()));
-    let io_err = |p: &Path, source| TextureError::Io {
-        path: p.to_path_buf(),
+    // Errors name the destination, never the hidden temporary file.
+    crate::io::write_atomic(path, bytes).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
         source,
-    };
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
-        f.write_all(bytes).map_err(|e| io_err(&tmp, e))?;
-        f.sync_all().map_err(|e| io_err(&tmp, e))?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
-    })();
-    if result.is_err() {
-        // Best effort: the temporary file may not even exist.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    })
 }
 
 #[cfg(test)]
