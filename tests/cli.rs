@@ -745,3 +745,42 @@ fn foreign_partial_folders_are_left_alone() {
     );
     assert!(partial.join("mine.txt").exists());
 }
+
+#[test]
+fn cluster_divergence_aware_needs_a_sound_record() {
+    let dir = temp_dir("cooc");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let plan = dir.join("plan.json");
+    let cluster = |extra: &[&str]| {
+        let mut args = vec![
+            "cluster",
+            "--scene",
+            s(&gltf),
+            "--m",
+            "1",
+            "--out",
+            s(&plan),
+        ];
+        args.extend_from_slice(extra);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let args = cluster(&["--strategy", "divergence-aware"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect_error(&args, &["divergence-aware", "--cooccurrence"]);
+    let record = dir.join("views.cooc.json");
+    std::fs::write(
+        &record,
+        b"{\"format\": \"neurotex-cooccurrence\", \"version\"",
+    )
+    .unwrap();
+    let args = cluster(&[
+        "--strategy",
+        "divergence-aware",
+        "--cooccurrence",
+        s(&record),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect_error(&args, &["views.cooc.json", "JSON"]);
+    assert!(!plan.exists(), "no plan is written from a bad record");
+}

@@ -850,20 +850,20 @@ fn assert_tangents(gltf: &Path) {
 #[test]
 fn generated_scenes_carry_their_tangents() {
     let dir = temp_dir("gen-toyshop");
-    let opts = neurotex::scene::toyshop::ToyshopOptions {
+    let opts = neurotex::builtin::toyshop::ToyshopOptions {
         texture_size: 8,
         seed: 1,
     };
-    let gltf = neurotex::scene::toyshop::generate(&dir, &opts).expect("toy shop");
+    let gltf = neurotex::builtin::toyshop::generate(&dir, &opts).expect("toy shop");
     assert_tangents(&gltf);
     Scene::load(&gltf).expect("the toy shop imports, validation included");
 
     let dir = temp_dir("gen-street");
-    let opts = neurotex::scene::street::StreetOptions {
+    let opts = neurotex::builtin::street::StreetOptions {
         manifest: "../shared/assets/bistro_texture_sets/manifest.csv".into(),
         seed: 1,
     };
-    let toml = neurotex::scene::street::generate(&dir, &opts).expect("street");
+    let toml = neurotex::builtin::street::generate(&dir, &opts).expect("street");
     assert_tangents(&dir.join("street.gltf"));
     // Its images lie in the manifest's folder, which the description lists.
     neurotex::scene::open::open(Some(&toml)).expect("the street imports");
@@ -878,8 +878,8 @@ fn the_street_refuses_manifests_naming_missing_images() {
         format!("{MANIFEST_HEADER}a,W,W,gone_basecolor.jpg,,1,0,0.5,0,CC0\n"),
     )
     .expect("write");
-    let opts = neurotex::scene::street::StreetOptions { manifest, seed: 1 };
-    let e = neurotex::scene::street::generate(&dir.join("out"), &opts)
+    let opts = neurotex::builtin::street::StreetOptions { manifest, seed: 1 };
+    let e = neurotex::builtin::street::generate(&dir.join("out"), &opts)
         .expect_err("missing image")
         .to_string();
     assert!(

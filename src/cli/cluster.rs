@@ -37,6 +37,21 @@ pub struct ClusterArgs {
     /// Contact sheet image (.png, .jpg, .jpeg; default: next to the plan, `<plan>.png`).
     #[arg(long, value_parser = parse_image_path)]
     contact_sheet: Option<PathBuf>,
+    #[command(flatten)]
+    cooccurrence: CooccurrenceArgs,
+}
+
+/// The screen co-occurrence inputs of `cluster`.
+#[derive(Args, Debug)]
+struct CooccurrenceArgs {
+    /// Co-occurrence record of the scene's views (JSON). Needed by `divergence-aware`;
+    /// with it, every strategy reports its predicted divergence on the recorded views.
+    #[arg(long)]
+    cooccurrence: Option<PathBuf>,
+    /// Weight of the divergence term against the appearance spread in `divergence-aware`,
+    /// 0..=1 (0: appearance only, 1: divergence only).
+    #[arg(long, default_value_t = cluster::DEFAULT_COOCCURRENCE_WEIGHT)]
+    cooccurrence_weight: f64,
 }
 
 /// Run `neurotex cluster`.
@@ -57,11 +72,75 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     let embeddings = cluster::embed_sets(&sets, &embedder)?;
     let categories =
         (a.strategy == cluster::Strategy::Category).then_some(inputs.categories.as_slice());
-    let mut plan = cluster::make_plan(a.strategy, &embeddings, a.m, a.seed, categories)?;
+    let record = match &a.cooccurrence.cooccurrence {
+        Some(file) => Some((cluster::CooccurrenceRecord::read(file)?, file.as_path())),
+        None => None,
+    };
+    let plan_inputs = cluster::PlanInputs {
+        categories,
+        cooccurrence: record
+            .as_ref()
+            .map(|(record, file)| cluster::CooccurrenceInput {
+                record,
+                file,
+                weight: a.cooccurrence.cooccurrence_weight,
+            }),
+    };
+    let mut plan = cluster::make_plan_with(a.strategy, &embeddings, a.m, a.seed, &plan_inputs)?;
     plan.input = describe_sources(&sources);
     plan.write(&a.out)?;
     cluster::write_contact_sheet(&sheet, &sets, &plan)?;
     println!("{}", cluster::plan_summary(&plan, &embeddings)?);
+    if let Some(input) = &plan_inputs.cooccurrence {
+        let plan_inputs = cluster::PlanInputs {
+            categories: Some(&inputs.categories),
+            ..plan_inputs
+        };
+        divergence_report(input, &plan_inputs, &embeddings, &plan, a.m, a.seed)?;
+    }
     println!("wrote {} and {}", a.out.display(), sheet.display());
+    Ok(())
+}
+
+/// Print the predicted divergence on the recorded views and the appearance spread of
+/// `plan` and of every other strategy at the same `m` and seed.
+fn divergence_report(
+    input: &cluster::CooccurrenceInput,
+    plan_inputs: &cluster::PlanInputs,
+    embeddings: &cluster::Embeddings,
+    plan: &cluster::Plan,
+    m: usize,
+    seed: u64,
+) -> Result<()> {
+    let table = cluster::DivergenceTable::new(input.record, input.file, &embeddings.set_names)?;
+    let source = &input.record.source;
+    println!(
+        "predicted divergence per {} tile on {} recorded views ({}×{}, {} tiles show a set) of {}:",
+        source.tile,
+        source.views.len(),
+        source.size[0],
+        source.size[1],
+        table.covered_tiles(),
+        input.file.display()
+    );
+    println!(
+        "  {:<18} {:>6} {:>10} {:>8} {:>16}",
+        "strategy", "groups", "𝒟", "mean D", "mean sq spread"
+    );
+    for (score, own) in cluster::score_strategies(plan, embeddings, plan_inputs, &table, m, seed)? {
+        let mark = if own { " (this plan)" } else { "" };
+        println!("  {score}{mark}");
+    }
+    if let Some(c) = &plan.cooccurrence {
+        println!(
+            "divergence-aware (weight {}): 𝒟 {:.4} from the k-means start's {:.4}; {} sets moved \
+             from their cluster (marked on the contact sheet): {}",
+            c.weight,
+            c.divergence,
+            c.start_divergence,
+            c.moved.len(),
+            c.moved.join(", ")
+        );
+    }
     Ok(())
 }

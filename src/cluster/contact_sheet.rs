@@ -15,6 +15,10 @@
 //! the sheet stays within [`MAX_IMAGE_SIDE`]): the base colour, alpha ignored, averaged in
 //! linear light from the smallest mip at least as large, stretched to a square. A group
 //! of more than [`COLUMNS`] sets wraps onto further lines of its band.
+//!
+//! In a `divergence-aware` plan, the sets that the search moved away from their k-means
+//! cluster (pulled into their group by screen co-occurrence, [`Plan::cooccurrence`])
+//! carry a white corner triangle with a dark edge at the top left of their thumbnail.
 
 use std::path::Path;
 
@@ -37,6 +41,12 @@ const GAP: u32 = 4;
 
 /// Background grey.
 const BACKGROUND: [u8; 4] = [28, 28, 30, 255];
+
+/// Fill of the marker on sets pulled into their group by co-occurrence.
+const MARKER: [u8; 4] = [255, 255, 255, 255];
+
+/// Edge of that marker.
+const MARKER_EDGE: [u8; 4] = [20, 20, 20, 255];
 
 /// 3×5 digit glyphs, rows top to bottom, 3 bits each (MSB = left pixel).
 const DIGITS: [[u8; 5]; 10] = [
@@ -71,6 +81,16 @@ impl ContactSheet {
                 let i = (y as usize * self.width as usize + x as usize) * 4;
                 self.rgba[i..i + 4].copy_from_slice(&color);
             }
+        }
+    }
+
+    /// The marker of a set pulled into its group by co-occurrence: a white right triangle
+    /// of legs `side` in the corner at `(x0, y0)`, its hypotenuse drawn dark.
+    fn corner_marker(&mut self, x0: u32, y0: u32, side: u32) {
+        for row in 0..side {
+            let len = side - row;
+            self.fill(x0, y0 + row, len, 1, MARKER);
+            self.fill(x0 + len.saturating_sub(1), y0 + row, 1, 1, MARKER_EDGE);
         }
     }
 
@@ -220,6 +240,11 @@ fn render(sets: &[TextureSet], plan: &Plan, file: &str) -> Result<ContactSheet, 
         rgba: BACKGROUND.repeat(layout.width as usize * height as usize),
     };
     let t = layout.thumb;
+    let moved: std::collections::HashSet<&str> = plan
+        .cooccurrence
+        .iter()
+        .flat_map(|c| c.moved.iter().map(String::as_str))
+        .collect();
     let mut y = 0;
     for ((g, group), &band) in plan.groups.iter().enumerate().zip(&layout.band_heights) {
         let color = group_color(g);
@@ -237,6 +262,9 @@ fn render(sets: &[TextureSet], plan: &Plan, file: &str) -> Result<ContactSheet, 
             for (row, pixels) in thumb.chunks_exact(t as usize * 4).enumerate() {
                 let start = ((y0 as usize + row) * sheet.width as usize + x0 as usize) * 4;
                 sheet.rgba[start..start + pixels.len()].copy_from_slice(pixels);
+            }
+            if moved.contains(sets[i].name.as_str()) {
+                sheet.corner_marker(x0, y0, t / 3);
             }
         }
         y += band;

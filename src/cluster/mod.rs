@@ -6,7 +6,8 @@
 //! ```text
 //! &[TextureSet] ──embed_sets──► Embeddings ──make_plan(strategy, m, seed)──► Plan ──► JSON
 //!                 (stats | clip)  (one vector      (baseline | single |          └──► contact sheet PNG
-//!                                  per set)         clustered | random | category)
+//!                                  per set)         clustered | random | category |
+//!                                                   divergence-aware ◄── CooccurrenceRecord)
 //! ```
 //!
 //! - [`embed_sets`] turns every set into one vector with the chosen embedder
@@ -15,17 +16,25 @@
 //!   `clip`). The embedder's name and version travel with the vectors and into every plan.
 //! - [`make_plan`] builds a [`Plan`] with one of the five [`Strategy`]s of the paper;
 //!   `clustered` runs seeded k-means++ with restarts (linfa-clustering), `random` draws
-//!   groups of the same sizes with a seeded shuffle.
+//!   groups of the same sizes with a seeded shuffle. [`make_plan_with`] adds the inputs of
+//!   `divergence-aware`: a [`CooccurrenceRecord`] (which texture sets meet in one screen
+//!   tile over recorded views) and the weight between predicted divergence and
+//!   appearance; the search starts from the `clustered` groups.
+//! - [`DivergenceTable`] predicts the divergence 𝒟 of any plan on a record's views,
+//!   exactly; [`PlanScore`] puts it next to the appearance spread.
 //! - [`plan_summary`] reports group sizes and the within-group spread in embedding space.
 //! - [`write_contact_sheet`] draws one row of base-colour thumbnails per group.
 //!
 //! Sub-modules: `embed` (embeddings and the embedder choice), `stats` (the statistics
 //! embedder), `clip` (CLIP preprocessing, and the model behind the `clip` feature),
-//! `kmeans` (seeded k-means), `strategy` (strategies, plans, summaries, categories) and
-//! `contact_sheet`.
+//! `kmeans` (seeded k-means), `strategy` (strategies, plans, summaries, categories),
+//! `cooccurrence` (the co-occurrence record, its file and its CPU reference),
+//! `divergence_aware` (the objective and the search) and `contact_sheet`.
 
 mod clip;
 mod contact_sheet;
+mod cooccurrence;
+mod divergence_aware;
 mod embed;
 mod kmeans;
 mod stats;
@@ -38,10 +47,20 @@ use crate::texture::TextureError;
 pub use crate::texture::inputs::categories_from_csv;
 pub use clip::{CLIP_MEAN, CLIP_STD, ClipArch, ClipOptions, clip_pixels};
 pub use contact_sheet::{ContactSheet, render_contact_sheet, write_contact_sheet};
+pub use cooccurrence::{
+    COOCCURRENCE_FORMAT, COOCCURRENCE_VERSION, CooccurrenceRecord, FileDigest, MAX_RECORD_BYTES,
+    RecordSource, TileSignature, ViewCounts, ViewSpec,
+};
+pub use divergence_aware::{
+    DEFAULT_COOCCURRENCE_WEIGHT, DivergencePrediction, DivergenceTable, PlanScore, score_strategies,
+};
 pub use embed::{EmbedderChoice, EmbedderKind, EmbeddingBlock, Embeddings, embed_sets};
 pub use kmeans::{KMEANS_RESTARTS, kmeans_assign};
 pub use stats::{STATS_ANALYSIS_SIZE, STATS_BLOCKS, STATS_DIM, STATS_VERSION};
-pub use strategy::{GroupSummary, Plan, PlanGroup, PlanSummary, Strategy, make_plan, plan_summary};
+pub use strategy::{
+    CooccurrenceInput, GroupSummary, Plan, PlanCooccurrence, PlanGroup, PlanInputs, PlanSummary,
+    Strategy, make_plan, make_plan_with, plan_summary,
+};
 
 /// Errors of embedding, clustering, plan handling and contact sheets. Each message names
 /// the file or texture set involved and what is wrong with it.
@@ -150,6 +169,51 @@ pub enum ClusterError {
         file: PathBuf,
         /// What failed.
         message: String,
+    },
+    /// A co-occurrence record is malformed (or is not one).
+    #[error("{file}: invalid co-occurrence record: {reason}")]
+    InvalidCooccurrence {
+        /// The record file (or `<memory>`).
+        file: PathBuf,
+        /// What is wrong (names the view and signature).
+        reason: String,
+    },
+    /// A co-occurrence record was made from another scene, set list, tile, size or views.
+    #[error(
+        "{file}: the co-occurrence record was made for other {what} (recorded: {recorded}; now: {expected}); record it again"
+    )]
+    CooccurrenceMismatch {
+        /// The record file.
+        file: PathBuf,
+        /// The field that differs.
+        what: String,
+        /// The record's value.
+        recorded: String,
+        /// The value it should have.
+        expected: String,
+    },
+    /// A record names a texture set that is not among the sets being grouped.
+    #[error(
+        "{file}: the co-occurrence record's texture set `{set}` is not among the {n} sets being grouped"
+    )]
+    CooccurrenceSet {
+        /// The record file.
+        file: PathBuf,
+        /// The set's name.
+        set: String,
+        /// Number of sets being grouped.
+        n: usize,
+    },
+    /// `divergence-aware` was asked for without a co-occurrence record.
+    #[error(
+        "strategy `divergence-aware` needs a co-occurrence record of the scene's views (--cooccurrence FILE)"
+    )]
+    NoCooccurrence,
+    /// The weight between the divergence and the appearance terms is not in [0, 1].
+    #[error("co-occurrence weight {weight} is outside 0..=1")]
+    BadWeight {
+        /// The weight given.
+        weight: f64,
     },
     /// The contact sheet would be larger than a PNG this crate writes.
     #[error("{file}: contact sheet of {width}×{height} pixels is too large")]
@@ -557,6 +621,140 @@ mod tests {
         by_cat.validate(&sets).expect("valid");
         let summary = plan_summary(&plan, &emb).expect("summary");
         assert_eq!(summary.groups.iter().map(|g| g.size).sum::<usize>(), 6);
+    }
+
+    /// A record over `names` where sets 0 (`red_noise_0`) and 1 (`blue_stripes_0`) share
+    /// 500 tiles and every set is also seen alone on 100.
+    fn shared_tiles_record(names: &[String]) -> CooccurrenceRecord {
+        let mut histogram = std::collections::BTreeMap::new();
+        histogram.insert(vec![0, 1], 500);
+        for i in 0..names.len() as u32 {
+            histogram.insert(vec![i], 100);
+        }
+        let source = RecordSource {
+            scene: "synthetic".into(),
+            scene_files: Vec::new(),
+            set_names: names.to_vec(),
+            tile: crate::render::tiles::TileSize::T8x8,
+            size: [1920, 1080],
+            views: vec![ViewSpec::PathSample {
+                path: "walk".into(),
+                time: 0.0,
+            }],
+        };
+        CooccurrenceRecord::new(source, vec![ViewCounts::from_histogram(histogram)])
+            .expect("record")
+    }
+
+    #[test]
+    fn divergence_aware_groups_dissimilar_sets_that_share_tiles() {
+        let sets = two_families();
+        let emb = embed_sets(&sets, &EmbedderChoice::Stats).expect("embed");
+        let record = shared_tiles_record(&emb.set_names);
+        let file = Path::new("street.cooc.json");
+        let with = |weight: f64| PlanInputs {
+            categories: None,
+            cooccurrence: Some(CooccurrenceInput {
+                record: &record,
+                file,
+                weight,
+            }),
+        };
+        let group_of = |plan: &Plan, i: usize| {
+            plan.groups
+                .iter()
+                .position(|g| g.indices.contains(&i))
+                .expect("grouped")
+        };
+        // Appearance alone separates the red and the blue set.
+        let clustered = make_plan(Strategy::Clustered, &emb, 2, 7, None).expect("clustered");
+        assert_ne!(group_of(&clustered, 0), group_of(&clustered, 1));
+        let table = DivergenceTable::new(&record, file, &emb.set_names).expect("table");
+        let predicted = table.predict_plan(&clustered).expect("predict");
+        assert_eq!(predicted.divergence, 500.0 / 1300.0);
+        assert_eq!(predicted.covered_tiles, 1300);
+
+        // Divergence and appearance weighed equally: the two families are far apart, so
+        // the default weight (0.2) keeps them apart; 0.5 pulls the pair together.
+        let plan = make_plan_with(Strategy::DivergenceAware, &emb, 2, 7, &with(0.5))
+            .expect("divergence-aware");
+        plan.validate(&sets).expect("valid");
+        assert_eq!((plan.m, plan.groups.len()), (2, 2));
+        assert_eq!(plan.strategy, Strategy::DivergenceAware);
+        assert_eq!(group_of(&plan, 0), group_of(&plan, 1), "{plan:?}");
+        assert_eq!(table.predict_plan(&plan).expect("predict").divergence, 0.0);
+        let c = plan.cooccurrence.clone().expect("cooccurrence");
+        assert_eq!((c.start_divergence, c.divergence), (500.0 / 1300.0, 0.0));
+        assert_eq!(c.record, "street.cooc.json");
+        assert_eq!(c.moved.len(), 1);
+        assert!(
+            c.moved[0] == sets[0].name || c.moved[0] == sets[1].name,
+            "{c:?}"
+        );
+        // The rest of each family stays together.
+        for i in 2..8 {
+            assert_eq!(
+                group_of(&plan, i) == group_of(&plan, 2),
+                i % 2 == 0,
+                "{plan:?}"
+            );
+        }
+        // Weight 0 is appearance alone: the k-means clusters stay.
+        let appearance =
+            make_plan_with(Strategy::DivergenceAware, &emb, 2, 7, &with(0.0)).expect("w = 0");
+        assert_eq!(appearance.groups, clustered.groups);
+        assert!(appearance.cooccurrence.expect("c").moved.is_empty());
+
+        // The plan file keeps what the search did; the sheet marks the moved set.
+        let dir = std::env::temp_dir().join(format!("neurotex_da_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        plan.write(&dir.join("plan.json")).expect("write");
+        assert_eq!(Plan::read(&dir.join("plan.json")).expect("read"), plan);
+        let _ = std::fs::remove_dir_all(&dir);
+        let sheet = render_contact_sheet(&sets, &plan).expect("sheet");
+        let moved = sets
+            .iter()
+            .position(|s| s.name == c.moved[0])
+            .expect("moved");
+        let pixel = |set: usize, dx: u32, dy: u32| {
+            let g = group_of(&plan, set);
+            let k = plan.groups[g]
+                .indices
+                .iter()
+                .position(|&i| i == set)
+                .expect("k") as u32;
+            // Label strip 20, gap 4, thumbnails of 64 + 4; bands of 72 (see above).
+            let (x, y) = (20 + 4 + k * 68 + dx, g as u32 * 72 + 4 + dy);
+            let p = ((y * sheet.width + x) * 4) as usize;
+            sheet.rgba[p..p + 4].to_vec()
+        };
+        assert_eq!(pixel(moved, 2, 2), vec![255, 255, 255, 255]);
+        for i in (0..8).filter(|&i| i != moved) {
+            assert_ne!(pixel(i, 2, 2), vec![255, 255, 255, 255], "set {i}");
+        }
+
+        // Without a record, or with a weight outside [0, 1], it is an error.
+        let err = make_plan(Strategy::DivergenceAware, &emb, 2, 7, None).unwrap_err();
+        assert!(matches!(err, ClusterError::NoCooccurrence), "{err}");
+        assert!(err.to_string().contains("--cooccurrence"));
+        let err = make_plan_with(Strategy::DivergenceAware, &emb, 2, 7, &with(-0.1)).unwrap_err();
+        assert!(matches!(err, ClusterError::BadWeight { .. }), "{err}");
+        for m in [0, 9] {
+            let err =
+                make_plan_with(Strategy::DivergenceAware, &emb, m, 7, &with(0.5)).unwrap_err();
+            assert!(matches!(err, ClusterError::BadGroupCount { .. }), "{err}");
+        }
+        // One name on the command line, in plan files and in reports.
+        use clap::ValueEnum as _;
+        assert_eq!(
+            Strategy::from_str("divergence-aware", false),
+            Ok(Strategy::DivergenceAware)
+        );
+        assert_eq!(
+            serde_json::to_string(&Strategy::DivergenceAware).expect("json"),
+            "\"divergence-aware\""
+        );
+        assert_eq!(Strategy::DivergenceAware.to_string(), "divergence-aware");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! set), `single` (one group for all sets), `clustered` (k-means on the embeddings, `m`
 //! groups), `random` (as many groups as `clustered`, of the same sizes, filled by a
 //! seeded shuffle) and `category` (one group per category label; a set without a label
-//! forms a group of its own).
+//! forms a group of its own); and `divergence-aware` (`m` groups from a local search on
+//! screen co-occurrence and appearance, started from the `clustered` groups; see the
+//! `divergence_aware` module), which needs a co-occurrence record ([`PlanInputs`]).
 //!
 //! A [`Plan`] is the result: the input description, the embedder, `m`, the seed, the
 //! strategy and the groups (set names and indices). [`Plan::validate`] checks that it
@@ -18,6 +20,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use super::cooccurrence::CooccurrenceRecord;
+use super::divergence_aware::{self, DivergenceTable};
 use super::embed::Embeddings;
 use super::{ClusterError, kmeans};
 use crate::texture::{TextureSet, write_file_atomic};
@@ -45,6 +49,10 @@ pub enum Strategy {
     Random,
     /// One group per category label; unlabelled sets form their own groups.
     Category,
+    /// `m` groups that cut the distinct decoders per screen tile on recorded views while
+    /// staying similar in appearance (needs a co-occurrence record).
+    #[serde(rename = "divergence-aware")]
+    DivergenceAware,
 }
 
 impl Strategy {
@@ -56,6 +64,7 @@ impl Strategy {
             Strategy::Clustered => "clustered",
             Strategy::Random => "random",
             Strategy::Category => "category",
+            Strategy::DivergenceAware => "divergence-aware",
         }
     }
 }
@@ -94,12 +103,53 @@ pub struct Plan {
     /// The strategy.
     pub strategy: Strategy,
     /// Number of groups (for `baseline`, `single` and `category` the count that results;
-    /// for `clustered` and `random` the requested `m`).
+    /// for `clustered`, `random` and `divergence-aware` the requested `m`).
     pub m: usize,
-    /// The seed of k-means and of the random shuffle.
+    /// The seed of k-means, of the random shuffle and of the divergence-aware search.
     pub seed: u64,
     /// The groups, each non-empty; group `g` is decoder `g`.
     pub groups: Vec<PlanGroup>,
+    /// For `divergence-aware`: the co-occurrence record, the weight and what the search
+    /// changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooccurrence: Option<PlanCooccurrence>,
+}
+
+/// How a `divergence-aware` plan used its co-occurrence record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanCooccurrence {
+    /// The record file.
+    pub record: String,
+    /// The weight of the divergence term.
+    pub weight: f64,
+    /// Predicted 𝒟 of the k-means clusters the search started from.
+    pub start_divergence: f64,
+    /// Predicted 𝒟 of the plan's groups.
+    pub divergence: f64,
+    /// The sets the search moved away from their k-means cluster (pulled into another
+    /// group by co-occurrence), in input order.
+    pub moved: Vec<String>,
+}
+
+/// What strategies need besides the embeddings.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PlanInputs<'a> {
+    /// One category label per set (for `category`).
+    pub categories: Option<&'a [String]>,
+    /// The co-occurrence record (for `divergence-aware`).
+    pub cooccurrence: Option<CooccurrenceInput<'a>>,
+}
+
+/// A co-occurrence record as a strategy input.
+#[derive(Clone, Copy, Debug)]
+pub struct CooccurrenceInput<'a> {
+    /// The record.
+    pub record: &'a CooccurrenceRecord,
+    /// The file it was read from (named in errors and in the plan).
+    pub file: &'a Path,
+    /// The weight of the divergence term, 0 ≤ w ≤ 1 (default
+    /// [`crate::cluster::DEFAULT_COOCCURRENCE_WEIGHT`]).
+    pub weight: f64,
 }
 
 impl Plan {
@@ -117,7 +167,7 @@ impl Plan {
     }
 
     /// Validate against the set names; return the group of each set.
-    fn check(&self, names: &[&str]) -> Result<Vec<usize>, ClusterError> {
+    pub(super) fn check(&self, names: &[&str]) -> Result<Vec<usize>, ClusterError> {
         let invalid = |reason: String| ClusterError::InvalidPlan { file: None, reason };
         if self.format != PLAN_FORMAT || self.version != PLAN_VERSION {
             return Err(invalid(format!(
@@ -217,11 +267,12 @@ impl Plan {
 
 /// Build a plan with `strategy` for the sets of `embeddings`.
 ///
-/// `m` and `seed` are used by `clustered` and `random` (1 ≤ m ≤ number of sets, else an
-/// error); the other strategies ignore them and record the group count that results.
-/// `categories` (one label per set, in input order) is required by `category`; an empty
-/// (or all-blank) label puts the set in a group of its own. Groups come in order of their
-/// first set; indices within a group ascend.
+/// `m` and `seed` are used by `clustered`, `random` and `divergence-aware` (1 ≤ m ≤
+/// number of sets, else an error); the other strategies ignore them and record the group
+/// count that results. `categories` (one label per set, in input order) is required by
+/// `category`; an empty (or all-blank) label puts the set in a group of its own.
+/// `divergence-aware` needs a co-occurrence record: use [`make_plan_with`]. Groups come
+/// in order of their first set; indices within a group ascend.
 pub fn make_plan(
     strategy: Strategy,
     embeddings: &Embeddings,
@@ -229,15 +280,32 @@ pub fn make_plan(
     seed: u64,
     categories: Option<&[String]>,
 ) -> Result<Plan, ClusterError> {
+    let inputs = PlanInputs {
+        categories,
+        cooccurrence: None,
+    };
+    make_plan_with(strategy, embeddings, m, seed, &inputs)
+}
+
+/// [`make_plan`] with every strategy input, including the co-occurrence record of
+/// `divergence-aware`.
+pub fn make_plan_with(
+    strategy: Strategy,
+    embeddings: &Embeddings,
+    m: usize,
+    seed: u64,
+    inputs: &PlanInputs<'_>,
+) -> Result<Plan, ClusterError> {
     let n = embeddings.len();
     if n == 0 {
         return Err(ClusterError::NoSets { what: "group" });
     }
     embeddings.check()?;
+    let mut cooccurrence = None;
     let labels: Vec<usize> = match strategy {
         Strategy::Baseline => (0..n).collect(),
         Strategy::Single => vec![0; n],
-        Strategy::Clustered | Strategy::Random => {
+        Strategy::Clustered | Strategy::Random | Strategy::DivergenceAware => {
             if m == 0 || m > n {
                 return Err(ClusterError::BadGroupCount {
                     strategy: strategy.name(),
@@ -245,15 +313,35 @@ pub fn make_plan(
                     n,
                 });
             }
-            let clustered = kmeans::kmeans_assign(&embeddings.vectors, m, seed)?;
-            if strategy == Strategy::Random {
-                random_same_sizes(&clustered, m, seed)
-            } else {
-                clustered
+            match strategy {
+                Strategy::Random => random_same_sizes(
+                    &kmeans::kmeans_assign(&embeddings.vectors, m, seed)?,
+                    m,
+                    seed,
+                ),
+                Strategy::DivergenceAware => {
+                    let input = inputs.cooccurrence.ok_or(ClusterError::NoCooccurrence)?;
+                    let table =
+                        DivergenceTable::new(input.record, input.file, &embeddings.set_names)?;
+                    let trace =
+                        divergence_aware::search(embeddings, &table, m, seed, input.weight)?;
+                    cooccurrence = Some(PlanCooccurrence {
+                        record: input.file.display().to_string(),
+                        weight: input.weight,
+                        start_divergence: trace.first.divergence,
+                        divergence: trace.last.divergence,
+                        moved: (0..n)
+                            .filter(|&i| trace.labels[i] != trace.start[i])
+                            .map(|i| embeddings.set_names[i].clone())
+                            .collect(),
+                    });
+                    trace.labels
+                }
+                _ => kmeans::kmeans_assign(&embeddings.vectors, m, seed)?,
             }
         }
         Strategy::Category => {
-            let cats = categories.ok_or_else(|| ClusterError::Categories {
+            let cats = inputs.categories.ok_or_else(|| ClusterError::Categories {
                 reason: "no categories given (one label per texture set is needed)".into(),
             })?;
             if cats.len() != n {
@@ -276,6 +364,7 @@ pub fn make_plan(
         m: groups.len(),
         seed,
         groups,
+        cooccurrence,
     };
     let names: Vec<&str> = embeddings.set_names.iter().map(String::as_str).collect();
     plan.check(&names)?;
@@ -308,7 +397,7 @@ fn random_same_sizes(clustered: &[usize], m: usize, seed: u64) -> Vec<usize> {
 }
 
 /// A uniform integer in `0..bound` (`bound ≥ 1`), by rejection (no modulo bias).
-fn below(rng: &mut impl RngCore, bound: u64) -> u64 {
+pub(super) fn below(rng: &mut impl RngCore, bound: u64) -> u64 {
     let limit = u64::MAX - u64::MAX % bound;
     loop {
         let x = rng.next_u64();

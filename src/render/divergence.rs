@@ -5,7 +5,8 @@
 //! This module owns the host-side types and the CPU reference ([`count_tiles`],
 //! [`DivergenceStats::from_counts`]) that defines every number the GPU pass
 //! ([`super::passes::divergence`], `shaders/divergence.wgsl`) computes; the tests compare
-//! the two exactly. It does not touch the GPU.
+//! the two exactly. [`tile_decoders`] hands out each tile's distinct-decoder list itself
+//! (the co-occurrence record of `cluster` is counted from it). It does not touch the GPU.
 //!
 //! # Definitions
 //!
@@ -77,6 +78,43 @@ fn distinct(values: &mut Vec<u32>) -> u32 {
     values.len() as u32
 }
 
+/// Visit the tiles of a `size` image of G-buffer material `words` (row-major, top row
+/// first) in row-major order over [`TileSize::grid`], handing `visit` the words of the
+/// tile's pixels with geometry. Words missing from a `words` shorter than `size` count
+/// as pixels without geometry.
+fn for_each_tile(words: &[u32], size: (u32, u32), tile: TileSize, mut visit: impl FnMut(&[u32])) {
+    let (tile_w, tile_h) = tile.dims();
+    let (grid_w, grid_h) = tile.grid(size);
+    let word_at = |x: u32, y: u32| -> u32 {
+        *words
+            .get(y as usize * size.0 as usize + x as usize)
+            .unwrap_or(&NO_MATERIAL)
+    };
+    let mut geometry = Vec::with_capacity(tile.pixels() as usize);
+    for ty in 0..grid_h {
+        for tx in 0..grid_w {
+            geometry.clear();
+            for y in ty * tile_h..((ty + 1) * tile_h).min(size.1) {
+                for x in tx * tile_w..((tx + 1) * tile_w).min(size.0) {
+                    let word = word_at(x, y);
+                    if word != NO_MATERIAL {
+                        geometry.push(word);
+                    }
+                }
+            }
+            visit(&geometry);
+        }
+    }
+}
+
+/// The decoders of the pixels `geometry` (words with geometry) under `map`, distinct and
+/// ascending, into `out`.
+fn distinct_decoders(map: &[u32], geometry: &[u32], out: &mut Vec<u32>) {
+    out.clear();
+    out.extend(geometry.iter().filter_map(|&w| decoder_of(map, w)));
+    distinct(out);
+}
+
 /// CPU reference of the divergence pass: the counts of every tile of a `size` image of
 /// G-buffer material `words` (row-major, top row first), tiles in row-major order over
 /// [`TileSize::grid`].
@@ -90,44 +128,42 @@ pub fn count_tiles(
     current: &[u32],
     baseline: &[u32],
 ) -> Vec<TileCounts> {
-    let (tile_w, tile_h) = tile.dims();
     let (grid_w, grid_h) = tile.grid(size);
-    let word_at = |x: u32, y: u32| -> u32 {
-        *words
-            .get(y as usize * size.0 as usize + x as usize)
-            .unwrap_or(&NO_MATERIAL)
-    };
     let mut materials = Vec::new();
     let mut decoders = Vec::new();
     let mut baseline_decoders = Vec::new();
     let mut counts = Vec::with_capacity(grid_w as usize * grid_h as usize);
-    for ty in 0..grid_h {
-        for tx in 0..grid_w {
-            materials.clear();
-            decoders.clear();
-            baseline_decoders.clear();
-            let mut pixels = 0;
-            for y in ty * tile_h..((ty + 1) * tile_h).min(size.1) {
-                for x in tx * tile_w..((tx + 1) * tile_w).min(size.0) {
-                    let word = word_at(x, y);
-                    if word == NO_MATERIAL {
-                        continue;
-                    }
-                    pixels += 1;
-                    materials.push(word & MATERIAL_ID_MASK);
-                    decoders.extend(decoder_of(current, word));
-                    baseline_decoders.extend(decoder_of(baseline, word));
-                }
-            }
-            counts.push(TileCounts {
-                materials: distinct(&mut materials),
-                decoders: distinct(&mut decoders),
-                baseline_decoders: distinct(&mut baseline_decoders),
-                pixels,
-            });
-        }
-    }
+    for_each_tile(words, size, tile, |geometry| {
+        materials.clear();
+        materials.extend(geometry.iter().map(|w| w & MATERIAL_ID_MASK));
+        distinct_decoders(current, geometry, &mut decoders);
+        distinct_decoders(baseline, geometry, &mut baseline_decoders);
+        counts.push(TileCounts {
+            materials: distinct(&mut materials),
+            decoders: decoders.len() as u32,
+            baseline_decoders: baseline_decoders.len() as u32,
+            pixels: geometry.len() as u32,
+        });
+    });
     counts
+}
+
+/// The distinct decoders of every tile under `map`, ascending, handed to `visit` tile by
+/// tile in the order of [`count_tiles`]; the length of each list is that tile's `D`
+/// ([`TileCounts::decoders`] under `map`). With a map from material ids to texture sets
+/// the lists are the sets each tile shows (the co-occurrence record is built from them).
+pub fn tile_decoders(
+    words: &[u32],
+    size: (u32, u32),
+    tile: TileSize,
+    map: &[u32],
+    mut visit: impl FnMut(&[u32]),
+) {
+    let mut decoders = Vec::new();
+    for_each_tile(words, size, tile, |geometry| {
+        distinct_decoders(map, geometry, &mut decoders);
+        visit(&decoders);
+    });
 }
 
 /// The divergence of one frame under both decoder maps (see the module docs for the
