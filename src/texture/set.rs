@@ -2,8 +2,11 @@
 //!
 //! A [`TextureSetDesc`] is the identity of a set (its image per slot plus the ARM flag)
 //! without any decoding; it is hashable so that materials sharing the same images share
-//! one set ([`scene_texture_sets`]). [`TextureSetDesc::load`] decodes the images, resamples
-//! them to a common size (the largest width and height among them, optionally capped) and
+//! one set ([`scene_texture_sets`]). [`TextureSetDesc::load`] reads every image's header
+//! first and refuses sets whose images disagree in size by more than
+//! [`MAX_RESAMPLE_FACTOR`] per side or that would exceed the memory budget; then it decodes
+//! the images, resamples them to a common size (the largest width and height among them,
+//! optionally capped) and
 //! fills the [`CHANNELS`] canonical channels described in [`crate::texture`]:
 //! - base colour RGB ← base colour texture RGB (sRGB values kept as they are), alpha ← its A;
 //! - normal X, Y ← normal map R, G (OpenGL convention);
