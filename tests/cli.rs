@@ -784,3 +784,64 @@ fn cluster_divergence_aware_needs_a_sound_record() {
     expect_error(&args, &["views.cooc.json", "JSON"]);
     assert!(!plan.exists(), "no plan is written from a bad record");
 }
+
+#[test]
+fn a_killed_compression_resumes_to_a_valid_package() {
+    let dir = temp_dir("killed");
+    write_checker_png(&dir.join("a.png"), 8);
+    write_checker_png(&dir.join("b.png"), 16);
+    let manifest = dir.join("sets.csv");
+    std::fs::write(
+        &manifest,
+        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\na,T,T,a.png,,0,0.5,0\nb,T,T,b.png,,0,0.5,0\n",
+    )
+    .unwrap();
+    let out = dir.join("k.ntc");
+    let args = [
+        "compress",
+        "--manifest",
+        s(&manifest),
+        "--out",
+        s(&out),
+        "--steps",
+        "600",
+        "--batch",
+        "256",
+        "--no-bcn",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Kill (no Ctrl-C, no checkpoint) once the first group is finished.
+    let done = dir.join("k.ntc.partial/group0.ntc");
+    let started = std::time::Instant::now();
+    while !done.exists() && started.elapsed() < std::time::Duration::from_secs(300) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let killed = child.try_wait().unwrap().is_none();
+    child.kill().ok();
+    child.wait().unwrap();
+    assert!(killed, "the run ended before it could be killed");
+    assert!(!out.exists(), "no package before every group is done");
+    assert!(dir.join("k.ntc.partial/neurotex-partial.json").exists());
+    // Resuming reuses group 0 and trains group 1 again from its start.
+    let mut resume: Vec<&str> = args.to_vec();
+    resume.push("--resume");
+    let (ok, stdout, stderr) = run(&resume);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("2 materials, 2 decoders"), "{stdout}");
+    assert!(
+        !dir.join("k.ntc.partial").exists(),
+        "the partial folder is removed"
+    );
+    let (ok, stdout, stderr) = run(&["inspect", s(&out), "--json"]);
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["materials"].as_array().map(Vec::len), Some(2));
+}
