@@ -346,10 +346,18 @@ fn uris_stay_in_the_scene_folder() {
 #[test]
 fn garbage_and_truncated_glb_are_errors() {
     let dir = temp_dir("glb");
+    // A GLB whose declared length is below the header's 12 bytes (found by fuzzing: the
+    // gltf crate subtracted unchecked).
+    let short: &[u8] = b"glTF\x02lTF\x02\0\0\0io\0\0\0ion\"? \"2.}";
     for (name, bytes) in [
         ("empty.glb", Vec::new()),
         ("magic.glb", b"glTF\x02\0\0\0\xff\xff\xff\xff".to_vec()),
         ("text.gltf", b"{\"asset\":".to_vec()),
+        ("short.glb", short.to_vec()),
+        (
+            "length.glb",
+            b"glTF\x02\0\0\0\x04\0\0\0\0\0\0\0JSON".to_vec(),
+        ),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, &bytes).expect("write");

@@ -145,6 +145,7 @@ fn import(bytes: &[u8], path: &Path, policy: &UriPolicy) -> Result<Scene> {
     };
     // Parse without validation (the crate's validation and readers assume checks that
     // `gltf_validate` makes first), naming an unsupported required extension precisely.
+    gltf_validate::check_glb_header(bytes).map_err(malformed)?;
     let gltf::Gltf { document, blob } =
         gltf::Gltf::from_slice_without_validation(bytes).map_err(|e| malformed(e.to_string()))?;
     for ext in document.extensions_required() {

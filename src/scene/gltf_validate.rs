@@ -26,6 +26,42 @@ use gltf::json::validation::{Checked, Validate};
 /// Where and what: `meshes[0].primitives[1].indices: ...`.
 pub type Problem = String;
 
+/// Check the 12-byte header of a GLB file (`bytes` starting with `glTF`) before the
+/// `gltf` crate reads it: version 2, and a total length that covers the header and a
+/// chunk header without exceeding the bytes there are (the crate subtracts the header
+/// size from the declared length unchecked). Other content passes unchanged.
+pub fn check_glb_header(bytes: &[u8]) -> Result<(), Problem> {
+    let Some(rest) = bytes.strip_prefix(b"glTF") else {
+        return Ok(());
+    };
+    let word = |at: usize| {
+        rest.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (Some(version), Some(length)) = (word(0), word(4)) else {
+        return Err(format!(
+            "GLB header: {} bytes, the header alone takes 12",
+            bytes.len()
+        ));
+    };
+    if version != 2 {
+        return Err(format!("GLB header: version {version}, expected 2"));
+    }
+    let length = length as usize;
+    if length < 20 {
+        return Err(format!(
+            "GLB header: total length {length} is shorter than the header and a chunk header (20 bytes)"
+        ));
+    }
+    if length > bytes.len() {
+        return Err(format!(
+            "GLB header: total length {length}, but the file holds {} bytes (truncated?)",
+            bytes.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Check `root` (parsed without validation). `Err` holds one line: the JSON path and the
 /// problem.
 pub fn validate(root: &json::Root) -> Result<(), Problem> {
