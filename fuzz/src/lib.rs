@@ -48,7 +48,11 @@ static CURRENT: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
 pub fn replay(name: &str, check: fn(&[u8])) -> std::process::ExitCode {
     let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
     let roots = if args.is_empty() {
-        vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(name)]
+        vec![
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("corpus")
+                .join(name),
+        ]
     } else {
         args
     };
@@ -230,7 +234,15 @@ pub fn scene_toml(data: &[u8]) {
     };
     for p in &loaded.description.camera_paths {
         let d = p.duration();
-        for t in [0.0, d * 0.5, d, -1.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        for t in [
+            0.0,
+            d * 0.5,
+            d,
+            -1.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ] {
             if let Some(c) = p.sample(t) {
                 assert!(
                     c.position.is_finite() && c.forward.is_finite() && c.yfov.is_finite(),
@@ -255,7 +267,10 @@ pub fn manifest_csv(data: &[u8]) {
     assert_eq!(ids.len(), n, "set ids are unique");
     for e in &entries {
         let t = &e.material.textures;
-        assert!(t.base_color.is_some() || t.normal.is_some(), "rows name an image");
+        assert!(
+            t.base_color.is_some() || t.normal.is_some(),
+            "rows name an image"
+        );
     }
 }
 
@@ -272,7 +287,9 @@ pub fn plan_json(data: &[u8]) {
         })
         .collect();
     if plan.validate(&sets).is_ok() {
-        let groups = plan.group_of_sets(&sets).expect("a valid plan maps every set");
+        let groups = plan
+            .group_of_sets(&sets)
+            .expect("a valid plan maps every set");
         assert_eq!(groups.len(), sets.len());
         assert!(groups.iter().all(|&g| g < plan.groups.len()));
     }
@@ -294,10 +311,15 @@ fn checkpoint_with_fixed_crc(data: &[u8]) -> Vec<u8> {
 pub fn checkpoint(data: &[u8]) {
     for bytes in [data.to_vec(), checkpoint_with_fixed_crc(data)] {
         if let Ok(c) = Checkpoint::from_bytes(&bytes) {
-            let written = c.to_bytes().expect("a checkpoint that was read writes back");
+            let written = c
+                .to_bytes()
+                .expect("a checkpoint that was read writes back");
             let again = Checkpoint::from_bytes(&written).expect("it reads back");
             let rewritten = again.to_bytes().expect("and writes back again");
-            assert!(written == rewritten, "writing and reading back changes the checkpoint");
+            assert!(
+                written == rewritten,
+                "writing and reading back changes the checkpoint"
+            );
         }
     }
 }
