@@ -22,6 +22,8 @@
 //! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans.
 //! - [`ntc`]: the codec: model, quantisation, `.ntc` format, trainers, compression.
 //! - [`packages`]: a scene's package per strategy, compressed on demand and cached.
+//! - [`outputs`]: the output policy (never over an input, never over a file without
+//!   `--force`).
 //! - [`render`]: the deferred renderer: the frame plan, the frame's targets, one struct per
 //!   pass with explicit inputs and outputs, NTC decoding and divergence.
 //! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings, and
@@ -42,6 +44,7 @@ pub mod eval;
 pub mod gpu;
 pub mod io;
 pub mod ntc;
+pub mod outputs;
 pub mod packages;
 pub mod render;
 pub mod scene;

@@ -271,7 +271,12 @@ impl ScenePackages {
                 .is_ok_and(|k| k == self.key(strategy)),
             skip_bcn: true,
             log_every: 100,
+            input_files: self.inputs.files(),
         };
+        // Progress of another key is stale: the cache owns it and starts afresh.
+        if !options.resume {
+            crate::ntc::compress::remove_partial_if_ours(&path)?;
+        }
         // The key is written first: it marks the partial folder as belonging to it, and
         // the package (written last, by rename) is what makes the pair fresh.
         let key_path = self.key_path(strategy);

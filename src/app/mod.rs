@@ -13,7 +13,9 @@
 //! Scenes load on a background thread (parse, texture decode, upload), so the window
 //! stays responsive; a failed load shows an error panel and keeps the previous scene.
 //! Surface loss (minimise, resize to zero, `Lost` / `Outdated`) reconfigures and skips the
-//! frame; wgpu validation errors in a frame are caught with an error scope and logged,
+//! frame (a surface that cannot be recreated three times in a row ends the viewer with
+//! an error); a lost GPU device ends it with the reason at the next frame, never a
+//! frozen window; a panic inside the loader thread comes back as its message; wgpu validation errors in a frame are caught with an error scope and logged,
 //! never panicking. Scripted runs (`--frames N --screenshot out.png`) render N frames
 //! after the scene is ready, save the last one including the overlay, and exit.
 //!
@@ -119,6 +121,9 @@ impl Default for ViewerOptions {
     }
 }
 
+/// Failed surface recreations in a row after which the viewer exits with an error.
+const MAX_SURFACE_FAILURES: u32 = 3;
+
 /// Why the viewer could not run (or a scripted run failed).
 #[derive(Debug, thiserror::Error)]
 pub enum ViewerError {
@@ -148,6 +153,15 @@ pub enum ViewerError {
     /// A scripted run's scene failed to load.
     #[error("the scene failed to load: {0}")]
     Scene(String),
+    /// The GPU device was lost (driver reset, GPU removed or switched off).
+    #[error(
+        "the GPU device was lost ({0}); the viewer cannot continue without it — restart it \
+         (on a machine with several GPUs, check that the one in use was not switched off)"
+    )]
+    DeviceLost(String),
+    /// The window's surface was lost and could not be recreated.
+    #[error("the window surface was lost and could not be recreated: {0}")]
+    SurfaceLost(String),
     /// Writing a screenshot failed.
     #[error("screenshot {path}: {reason}")]
     Screenshot {
@@ -515,6 +529,10 @@ struct Viewer {
     last_frame: Instant,
     /// Time the last frame spent waiting for a surface texture or a screenshot readback.
     waited: std::time::Duration,
+    /// Set by wgpu's device-lost callback (reason and message); the next frame exits.
+    device_lost: Arc<std::sync::Mutex<Option<String>>>,
+    /// Consecutive failures to recreate a lost surface.
+    surface_failures: u32,
     status: String,
     screenshot: Option<PathBuf>,
     screenshot_counter: u32,
@@ -546,6 +564,14 @@ impl Viewer {
             .create_surface(window.clone())
             .map_err(|e| ViewerError::Surface(e.to_string()))?;
         let ctx = GpuContext::for_surface(instance, &surface)?;
+        let device_lost = Arc::new(std::sync::Mutex::new(None));
+        let slot = Arc::clone(&device_lost);
+        ctx.device.set_device_lost_callback(move |reason, message| {
+            log::error!("GPU device lost ({reason:?}): {message}");
+            if let Ok(mut s) = slot.lock() {
+                *s = Some(format!("{reason:?}: {message}"));
+            }
+        });
         let caps = surface.get_capabilities(&ctx.adapter);
         let view_formats_ok = ctx
             .adapter
@@ -659,6 +685,8 @@ impl Viewer {
             perf: PerfHistory::default(),
             last_frame: Instant::now(),
             waited: std::time::Duration::ZERO,
+            device_lost,
+            surface_failures: 0,
             status: String::new(),
             screenshot: None,
             screenshot_counter: 1,
@@ -809,8 +837,17 @@ impl Viewer {
         let spawned = std::thread::Builder::new()
             .name("scene-load".into())
             .spawn(move || {
+                // A panic in a library the load calls becomes its error message.
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request.load()))
+                        .unwrap_or_else(|payload| {
+                            Err(format!(
+                                "loading failed inside a library: {}",
+                                crate::scene::gltf_import::panic_message(payload.as_ref())
+                            ))
+                        });
                 // The receiver may be gone when the window closed meanwhile.
-                let _ = tx.send(request.load());
+                let _ = tx.send(result);
             });
         match spawned {
             Ok(_) => {
@@ -838,7 +875,9 @@ impl Viewer {
         let result = match loading.rx.try_recv() {
             Ok(r) => r,
             Err(mpsc::TryRecvError::Empty) => return,
-            Err(mpsc::TryRecvError::Disconnected) => Err("the loader thread panicked".into()),
+            Err(mpsc::TryRecvError::Disconnected) => {
+                Err("the loader thread ended without a result".into())
+            }
         };
         let initial = loading.initial;
         self.loading = None;
@@ -1221,6 +1260,9 @@ impl Viewer {
     }
 
     fn redraw(&mut self) -> Flow {
+        if let Some(reason) = self.device_lost.lock().ok().and_then(|l| l.clone()) {
+            return Flow::Exit(Err(ViewerError::DeviceLost(reason)));
+        }
         let started = Instant::now();
         let frame_ms = (started - self.last_frame).as_secs_f64() * 1e3;
         let dt = (started - self.last_frame).as_secs_f32().min(1.0);
@@ -1338,7 +1380,9 @@ impl Viewer {
                 }
             }
             Err(e) => {
-                if self.options.frames.is_some() {
+                if self.options.frames.is_some()
+                    || matches!(e, ViewerError::SurfaceLost(_) | ViewerError::DeviceLost(_))
+                {
                     return Flow::Exit(Err(e));
                 }
                 self.status = e.to_string();
@@ -1391,8 +1435,17 @@ impl Viewer {
                     Ok(surface) => {
                         self.presenter.surface = surface;
                         self.presenter.configure(&self.ctx);
+                        self.surface_failures = 0;
                     }
-                    Err(e) => log::error!("recreating the surface failed: {e}"),
+                    Err(e) => {
+                        // A few tries, then a clear exit rather than a window that
+                        // never draws again.
+                        self.surface_failures += 1;
+                        log::error!("recreating the surface failed: {e}");
+                        if self.surface_failures >= MAX_SURFACE_FAILURES {
+                            return Err(ViewerError::SurfaceLost(e.to_string()));
+                        }
+                    }
                 }
                 return Ok(false);
             }

@@ -84,7 +84,7 @@ pub enum ToyshopError {
 
 /// Version of the generator's output. Bump it whenever the generated scene changes, so
 /// that cached copies of the built-in scene are regenerated.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// Writes the toy shop into `out_dir` (created if missing) and returns the path of
 /// `out_dir/toyshop.gltf`. Textures go to `out_dir/textures/`.

@@ -16,8 +16,8 @@ use neurotex::render::{RenderMode, Renderer};
 use neurotex::scene::open::{open, path_cameras};
 use neurotex::texture;
 
-use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_size};
-use super::{PackageSource, load_package, report_scene};
+use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size};
+use super::{PackageSource, load_package, output_policy, report_scene, scene_files};
 
 /// The arguments of `neurotex bench`.
 #[derive(Args, Debug)]
@@ -38,7 +38,7 @@ pub struct BenchArgs {
     #[arg(long)]
     camera_path: Option<String>,
     /// Timed frames per configuration.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = parse_positive_u32)]
     frames: u32,
     /// Untimed frames before each configuration.
     #[arg(long, default_value_t = 10)]
@@ -68,6 +68,16 @@ pub struct BenchArgs {
 pub fn run(a: BenchArgs) -> Result<()> {
     let opened = open(a.scene.scene.as_deref())?;
     report_scene(&opened);
+    let policy = output_policy(scene_files(&opened, a.scene.scene.as_deref()));
+    policy.check_dir(&a.out)?;
+    policy.check_all(
+        neurotex::bench_output::REPORT_FILES
+            .iter()
+            .map(|f| a.out.join(f))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|p| p.as_path()),
+    )?;
     let ctx = GpuContext::headless()?;
     println!("{}", ctx.describe());
     let max_texture_size = a.limit.max_texture_size;

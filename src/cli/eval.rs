@@ -10,8 +10,8 @@ use neurotex::eval::{self, EvalEvent};
 use neurotex::gpu::GpuContext;
 use neurotex::{cluster, ntc, texture};
 
-use super::args::{InputsArg, describe_sources};
-use super::{cancel_on_ctrl_c, steps_bar};
+use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
+use super::{cancel_on_ctrl_c, output_policy, steps_bar};
 
 /// The arguments of `neurotex eval`.
 #[derive(Args, Debug)]
@@ -26,7 +26,7 @@ pub struct EvalArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     strategies: Option<Vec<cluster::Strategy>>,
     /// Groups of `clustered` and `random` (Table 2 and the freezing ablation).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
     m: usize,
     /// Texture embedder of the clustered plans.
     #[arg(long, value_enum, default_value_t = cluster::EmbedderKind::Stats)]
@@ -35,7 +35,7 @@ pub struct EvalArgs {
     #[arg(long)]
     clip_weights: Option<PathBuf>,
     /// Main training steps per group.
-    #[arg(long, default_value_t = 4000)]
+    #[arg(long, default_value_t = 4000, value_parser = parse_positive)]
     steps: u64,
     /// Quality preset (latent grid scale source/8, /6, /4, /3).
     #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
@@ -55,7 +55,7 @@ pub struct EvalArgs {
     freeze: Vec<eval::Freeze>,
     /// Decoder counts of the sweep, comma-separated. Default: 1, 2, 4, … below the
     /// number of sets, --m, and the number of sets.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = parse_positive_usize)]
     m_sweep: Option<Vec<usize>>,
     /// Skip the freezing ablation.
     #[arg(long)]
@@ -73,7 +73,7 @@ pub struct EvalArgs {
     #[arg(long)]
     dry_run: bool,
     /// Report progress (and record the loss curves) about every this many steps.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
 }
 
@@ -96,6 +96,9 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let command_line = command_line();
     let sources = a.inputs.sources()?;
     let inputs = texture::inputs::InputSets::open(&sources)?;
+    // The folder is the evaluation's (a non-empty one needs --resume); it may not be
+    // an input.
+    output_policy(inputs.files().iter().chain(a.clip_weights.iter())).check_dir(&a.out)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
     let description = describe_sources(&sources);

@@ -13,8 +13,10 @@ use neurotex::render::{Aov, FrameSettings, PassSettings, RenderMode, Renderer};
 use neurotex::scene::open::{open, select_camera};
 use neurotex::texture;
 
-use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_size};
-use super::{PackageSource, load_package, report_scene};
+use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_image_path, parse_size};
+use super::{
+    PackageSource, distinct_outputs, load_package, output_policy, report_scene, scene_files,
+};
 
 /// The arguments of `neurotex render`.
 #[derive(Args, Debug)]
@@ -27,8 +29,8 @@ use super::{PackageSource, load_package, report_scene};
 pub struct RenderArgs {
     #[command(flatten)]
     scene: SceneArg,
-    /// Output PNG.
-    #[arg(long)]
+    /// Output image (.png, or .jpg / .jpeg).
+    #[arg(long, value_parser = parse_image_path)]
     out: PathBuf,
     /// Image size, WIDTHxHEIGHT. Default: the scene's, else 1280x720.
     #[arg(long, value_parser = parse_size)]
@@ -48,8 +50,8 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     accumulate: u32,
     /// Also write the image with the heatmap of distinct decoders per tile, and print the
-    /// divergence score 𝒟 of this mode next to the baseline's.
-    #[arg(long)]
+    /// divergence score 𝒟 of this mode next to the baseline's (.png, .jpg, .jpeg).
+    #[arg(long, value_parser = parse_image_path)]
     divergence_map: Option<PathBuf>,
     /// Also render the reference and print the PSNR of the (accumulated) image against it.
     #[arg(long)]
@@ -60,6 +62,15 @@ pub struct RenderArgs {
 pub fn run(a: RenderArgs) -> Result<()> {
     let opened = open(a.scene.scene.as_deref())?;
     report_scene(&opened);
+    // Every output is checked before the first frame: never over an input, never over
+    // a file without --force.
+    let mut policy = output_policy(scene_files(&opened, a.scene.scene.as_deref()));
+    policy.protect(a.ntc.package.iter());
+    let outputs: Vec<&std::path::Path> = std::iter::once(a.out.as_path())
+        .chain(a.divergence_map.as_deref())
+        .collect();
+    distinct_outputs(&outputs)?;
+    policy.check_all(outputs.iter().copied())?;
     let camera = select_camera(&opened, a.camera.as_deref())?;
     let size = a
         .size
@@ -121,7 +132,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
             None => println!("PSNR against the reference: identical (or nothing compared)"),
         }
     }
-    texture::write_png_rgba8(&a.out, frame.width, frame.height, &frame.rgba8)?;
+    texture::write_image_rgba8(&a.out, frame.width, frame.height, &frame.rgba8)?;
     println!(
         "wrote {} ({}x{}, {:?}, {} frame(s))",
         a.out.display(),
@@ -135,7 +146,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         settings.passes.heatmap = Some(heatmap);
         let map = render_frames(&ctx, &mut renderer, &settings, 1)?;
         let stats = renderer.divergence_blocking(&ctx)?;
-        texture::write_png_rgba8(path, map.width, map.height, &map.rgba8)?;
+        texture::write_image_rgba8(path, map.width, map.height, &map.rgba8)?;
         println!(
             "wrote {} (distinct decoders per {} tile, colour bar {} … {})",
             path.display(),

@@ -7,7 +7,10 @@ use clap::Args;
 
 use neurotex::render::RenderMode;
 
-use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_size};
+use super::args::{
+    NtcModeArgs, SceneArg, UploadArgs, parse_image_path, parse_positive_u32, parse_size,
+};
+use super::output_policy;
 
 /// The arguments of `neurotex view`.
 #[derive(Args, Debug)]
@@ -18,10 +21,10 @@ pub struct ViewArgs {
     #[arg(long, value_parser = parse_size)]
     size: Option<(u32, u32)>,
     /// Scripted run: render this many frames once the scene is ready, then exit.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_positive_u32)]
     frames: Option<u32>,
     /// Scripted run: save the last frame, overlay included, to this PNG (needs --frames).
-    #[arg(long, requires = "frames")]
+    #[arg(long, requires = "frames", value_parser = parse_image_path)]
     screenshot: Option<PathBuf>,
     /// Play this camera path of the scene description from its start.
     #[arg(long)]
@@ -57,6 +60,9 @@ pub fn run(a: ViewArgs) -> Result<()> {
         anyhow::bail!(
             "view loads a package per mode: give a folder of <strategy>.ntc files with --packages"
         );
+    }
+    if let Some(shot) = &a.screenshot {
+        output_policy(a.scene.scene.iter()).check(shot)?;
     }
     let max_texture_size = a.upload.limit.max_texture_size;
     neurotex::app::run(neurotex::app::ViewerOptions {

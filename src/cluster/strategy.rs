@@ -248,7 +248,12 @@ impl Plan {
             path: path.to_path_buf(),
             source,
         })?;
-        let plan: Plan = serde_json::from_slice(&bytes).map_err(|e| ClusterError::Json {
+        Self::from_slice(&bytes, path)
+    }
+
+    /// Parse the bytes of a plan file read from `path` (named in errors).
+    pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Plan, ClusterError> {
+        let plan: Plan = serde_json::from_slice(bytes).map_err(|e| ClusterError::Json {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;

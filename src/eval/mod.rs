@@ -576,6 +576,7 @@ pub fn evaluate(
             resume: opts.resume,
             skip_bcn: true,
             log_every: opts.log_every,
+            input_files: Vec::new(),
         };
         let result = compress(
             ctx,

@@ -4,15 +4,22 @@
 //!
 //! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc` and an
 //! interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`; `resume`
-//! continues from there; a partial file that is damaged or from another run is an error
+//! continues from there; a finished group or checkpoint that is damaged is an error
 //! naming it and saying what to delete. The package is written (temp file + rename) only
 //! when every group is done, then the partial folder is removed.
+//!
+//! The partial folder carries a marker, `neurotex-partial.json` ([`PartialManifest`]):
+//! the identity of every input file (path, size, modification time, BLAKE3 hash), a hash
+//! of every decoded set and of the settings (recipe, steps, seed, groups, constants). A
+//! folder is only resumed, or deleted to start afresh, when its manifest matches the run
+//! exactly; a folder without the marker (not made by neurotex) or with another run's
+//! manifest is an error naming it and what differs, and is never touched.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::format::NtcPackage;
 use super::train::TrainConfig;
@@ -45,6 +52,14 @@ pub enum CompressError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// An input file could not be read for the partial folder's manifest.
+    #[error("cannot read input {path}: {source}")]
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// The groups do not cover the sets exactly once.
     #[error("invalid grouping: {0}")]
     Groups(String),
@@ -60,6 +75,24 @@ pub enum CompressError {
         path: PathBuf,
         /// What is wrong with it.
         source: NtcFormatError,
+    },
+    /// A partial folder without neurotex's marker: it is left alone.
+    #[error(
+        "{partial} exists but was not made by neurotex compress (no {PARTIAL_MANIFEST}); move it away or choose another --out"
+    )]
+    PartialNotOurs {
+        /// The folder.
+        partial: PathBuf,
+    },
+    /// A partial folder of a run with other inputs or settings: it is left alone.
+    #[error(
+        "{partial} holds the progress of another run ({difference}); delete it to start afresh, or run with the inputs and settings it was made from"
+    )]
+    PartialMismatch {
+        /// The folder.
+        partial: PathBuf,
+        /// What differs.
+        difference: String,
     },
     /// The loss-curve chart could not be drawn or written.
     #[error(transparent)]
@@ -89,6 +122,9 @@ pub struct CompressOptions {
     pub skip_bcn: bool,
     /// Progress (and loss-curve) interval in steps.
     pub log_every: u64,
+    /// The files the sets were read from (scenes, manifests, images), recorded in the
+    /// partial folder's manifest so that `resume` never continues stale work.
+    pub input_files: Vec<PathBuf>,
 }
 
 /// One material's line of the report.
@@ -200,6 +236,219 @@ pub fn partial_dir(out: &Path) -> PathBuf {
     out.with_file_name(name)
 }
 
+/// The marker and manifest file of a partial folder.
+pub const PARTIAL_MANIFEST: &str = "neurotex-partial.json";
+
+/// `format` of a [`PartialManifest`].
+const PARTIAL_FORMAT: &str = "neurotex-compress-partial";
+
+/// One input file as a partial folder's manifest records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileIdentity {
+    /// The path as given.
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch (0 when unknown).
+    pub modified_ns: u64,
+    /// BLAKE3 of the content, hex.
+    pub blake3: String,
+}
+
+impl FileIdentity {
+    /// Read `path`'s identity.
+    pub fn of(path: &Path) -> Result<Self, std::io::Error> {
+        let meta = std::fs::metadata(path)?;
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut hasher = blake3::Hasher::new();
+        hasher.update_reader(std::fs::File::open(path)?)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            size: meta.len(),
+            modified_ns,
+            blake3: hasher.finalize().to_hex().to_string(),
+        })
+    }
+}
+
+/// What a partial folder was made from (`<out>.partial/neurotex-partial.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartialManifest {
+    /// Always `neurotex-compress-partial`.
+    pub format: String,
+    /// Layout version (1).
+    pub version: u32,
+    /// Every input file.
+    pub files: Vec<FileIdentity>,
+    /// Per set: its name and the BLAKE3 (hex) of its size, channels and every mip's texels.
+    pub sets: Vec<(String, String)>,
+    /// BLAKE3 (hex) of the settings: training recipe, steps, seed, groups, constants.
+    pub settings: String,
+}
+
+impl PartialManifest {
+    /// The manifest of a run.
+    pub fn of_run(
+        sets: &[TextureSet],
+        constants: &[[f32; CHANNELS]],
+        groups: &[Vec<usize>],
+        opts: &CompressOptions,
+    ) -> Result<Self, CompressError> {
+        let files = opts
+            .input_files
+            .iter()
+            .map(|p| {
+                FileIdentity::of(p).map_err(|source| CompressError::Input {
+                    path: p.clone(),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let sets = sets
+            .iter()
+            .map(|set| {
+                let mut h = blake3::Hasher::new();
+                h.update(&set.width.to_le_bytes());
+                h.update(&set.height.to_le_bytes());
+                h.update(&set.present.0.to_le_bytes());
+                for mip in &set.mips {
+                    h.update(&mip.width.to_le_bytes());
+                    h.update(&mip.height.to_le_bytes());
+                    h.update(&mip.texels);
+                }
+                (set.name.clone(), h.finalize().to_hex().to_string())
+            })
+            .collect();
+        let settings = serde_json::to_vec(&(&opts.train, opts.steps, opts.seed, groups, constants))
+            .map_err(|e| CompressError::Groups(format!("settings: {e}")))?;
+        Ok(Self {
+            format: PARTIAL_FORMAT.into(),
+            version: 1,
+            files,
+            sets,
+            settings: blake3::hash(&settings).to_hex().to_string(),
+        })
+    }
+
+    /// What differs between `self` (found) and `run` (wanted), in words.
+    fn difference(&self, run: &PartialManifest) -> String {
+        for want in &run.files {
+            match self.files.iter().find(|f| f.path == want.path) {
+                None => return format!("{} was not among its inputs", want.path.display()),
+                Some(f) if f.size != want.size => {
+                    return format!(
+                        "{} changed size ({} → {} bytes)",
+                        want.path.display(),
+                        f.size,
+                        want.size
+                    );
+                }
+                Some(f) if f.blake3 != want.blake3 => {
+                    return format!("{} changed content", want.path.display());
+                }
+                Some(f) if f.modified_ns != want.modified_ns => {
+                    return format!("{} was modified", want.path.display());
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(f) = self
+            .files
+            .iter()
+            .find(|f| !run.files.iter().any(|w| w.path == f.path))
+        {
+            return format!("it also read {}", f.path.display());
+        }
+        if self.sets.len() != run.sets.len() {
+            return format!(
+                "{} texture sets, this run has {}",
+                self.sets.len(),
+                run.sets.len()
+            );
+        }
+        if let Some((a, b)) = self.sets.iter().zip(&run.sets).find(|(a, b)| a != b) {
+            return if a.0 == b.0 {
+                format!("the texels of set `{}` differ", a.0)
+            } else {
+                format!("set `{}` where this run has `{}`", a.0, b.0)
+            };
+        }
+        if self.settings != run.settings {
+            return "other settings (recipe, steps, seed, groups or constants)".into();
+        }
+        format!("format `{}` version {}", self.format, self.version)
+    }
+}
+
+/// Make `partial` ready for a run with `manifest`: a folder with a matching manifest is
+/// kept (`resume`) or emptied; a missing one is created; anything else is an error and
+/// stays untouched. Returns whether earlier progress may be reused.
+fn prepare_partial(
+    partial: &Path,
+    manifest: &PartialManifest,
+    resume: bool,
+) -> Result<bool, CompressError> {
+    let io = |source| CompressError::Io {
+        path: partial.to_path_buf(),
+        source,
+    };
+    let marker = partial.join(PARTIAL_MANIFEST);
+    let mut resuming = false;
+    if partial.exists() {
+        let found: PartialManifest = std::fs::read(&marker)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or_else(|| CompressError::PartialNotOurs {
+                partial: partial.to_path_buf(),
+            })?;
+        if found != *manifest {
+            return Err(CompressError::PartialMismatch {
+                partial: partial.to_path_buf(),
+                difference: found.difference(manifest),
+            });
+        }
+        if resume {
+            resuming = true;
+        } else {
+            std::fs::remove_dir_all(partial).map_err(io)?;
+        }
+    }
+    if !resuming {
+        // Made complete under a temporary name, then renamed: a kill at any moment
+        // leaves either no folder or one with its marker.
+        let json = serde_json::to_vec_pretty(manifest)
+            .map_err(|e| CompressError::Groups(format!("manifest: {e}")))?;
+        let mut name = partial.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".{}.tmp", std::process::id()));
+        let staging = partial.with_file_name(name);
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging).map_err(io)?;
+        crate::io::write_atomic(&staging.join(PARTIAL_MANIFEST), &json).map_err(io)?;
+        std::fs::rename(&staging, partial).map_err(io)?;
+    }
+    Ok(resuming)
+}
+
+/// Delete `<out>.partial/` if neurotex made it (it holds the marker), whatever run it
+/// belongs to; a folder without the marker is left alone. For owners of an output folder
+/// (the package cache) that know the partial progress is stale. Returns whether a folder
+/// was deleted.
+pub fn remove_partial_if_ours(out: &Path) -> Result<bool, CompressError> {
+    let partial = partial_dir(out);
+    if !partial.join(PARTIAL_MANIFEST).is_file() {
+        return Ok(false);
+    }
+    std::fs::remove_dir_all(&partial).map_err(|source| CompressError::Io {
+        path: partial,
+        source,
+    })?;
+    Ok(true)
+}
+
 /// Compress `sets` in `groups` (indices into `sets`), writing the package to `out`.
 /// `progress(group, groups, &TrainProgress)` is called as training advances.
 #[allow(clippy::too_many_arguments)]
@@ -218,23 +467,15 @@ pub fn compress(
     check_groups(groups, sets.len())?;
     let start = Instant::now();
     let partial = partial_dir(out);
-    if !opts.resume && partial.exists() {
-        std::fs::remove_dir_all(&partial).map_err(|source| CompressError::Io {
-            path: partial.clone(),
-            source,
-        })?;
-    }
-    std::fs::create_dir_all(&partial).map_err(|source| CompressError::Io {
-        path: partial.clone(),
-        source,
-    })?;
+    let manifest = PartialManifest::of_run(sets, constants, groups, opts)?;
+    let resuming = prepare_partial(&partial, &manifest, opts.resume)?;
     let mut package = NtcPackage::new(opts.train.model.clone())?;
     let mut group_reports = Vec::new();
     let mut curves = Vec::new();
     for (g, members) in groups.iter().enumerate() {
         let done = partial.join(format!("group{g}.ntc"));
         let ckpt = partial.join(format!("group{g}.ckpt"));
-        if opts.resume && done.exists() {
+        if resuming && done.exists() {
             let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
                 path: done.clone(),
                 source,
@@ -250,7 +491,7 @@ pub fn compress(
         }
         let group_sets: Vec<TextureSet> = members.iter().map(|&i| sets[i].clone()).collect();
         let seed = opts.seed.wrapping_add(g as u64);
-        let resume = if opts.resume && ckpt.exists() {
+        let resume = if resuming && ckpt.exists() {
             let checkpoint = Checkpoint::load(&ckpt)?;
             checkpoint
                 .fits(&opts.train, opts.steps, seed)
@@ -361,6 +602,17 @@ pub fn compress(
 }
 
 impl CompressReport {
+    /// Every file [`write`](Self::write) writes for `path`: the JSON, the Markdown table,
+    /// the curves CSV and the chart.
+    pub fn files(path: &Path) -> [PathBuf; 4] {
+        [
+            path.to_path_buf(),
+            path.with_extension("md"),
+            path.with_extension("curves.csv"),
+            path.with_extension("curves.png"),
+        ]
+    }
+
     /// Write the report: JSON at `path`, and beside it the Markdown table (`.md`), the
     /// loss curves (`.curves.csv`) and their chart (`.curves.png`, 1200×420).
     pub fn write(&self, path: &Path) -> Result<(), CompressError> {
@@ -597,6 +849,74 @@ mod tests {
             md.contains("| wood | normal | 99.00 (exact) | 40.00 | – |"),
             "{md}"
         );
+    }
+
+    /// A one-set run over the file `input`.
+    fn run_manifest(input: &Path, steps: u64) -> PartialManifest {
+        let set = TextureSet::neutral();
+        let opts = CompressOptions {
+            train: TrainConfig::default(),
+            steps,
+            seed: 1,
+            resume: false,
+            skip_bcn: true,
+            log_every: 100,
+            input_files: vec![input.to_path_buf()],
+        };
+        PartialManifest::of_run(&[set], &[[1.0; CHANNELS]], &[vec![0]], &opts).expect("manifest")
+    }
+
+    #[test]
+    fn partial_folders_are_only_reused_or_deleted_when_they_match() {
+        let dir = std::env::temp_dir().join(format!("neurotex-partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let input = dir.join("albedo.png");
+        std::fs::write(&input, b"first").expect("write");
+        let partial = dir.join("out.ntc.partial");
+
+        // Someone else's folder: refused and left alone.
+        std::fs::create_dir_all(&partial).expect("dir");
+        std::fs::write(partial.join("precious.txt"), b"keep").expect("write");
+        let e = prepare_partial(&partial, &run_manifest(&input, 10), false).unwrap_err();
+        assert!(matches!(e, CompressError::PartialNotOurs { .. }), "{e}");
+        assert!(partial.join("precious.txt").exists());
+        std::fs::remove_dir_all(&partial).expect("clean");
+
+        // Ours: created with the marker, resumed when it matches.
+        let m = run_manifest(&input, 10);
+        assert!(!prepare_partial(&partial, &m, true).expect("fresh"));
+        std::fs::write(partial.join("group0.ntc"), b"done").expect("write");
+        assert!(prepare_partial(&partial, &m, true).expect("resume"));
+        assert!(partial.join("group0.ntc").exists());
+
+        // Other settings: refused, untouched.
+        let e = prepare_partial(&partial, &run_manifest(&input, 11), false).unwrap_err();
+        assert!(e.to_string().contains("other settings"), "{e}");
+        // An input that changed: refused, named, untouched.
+        std::fs::write(&input, b"second!").expect("write");
+        let e = prepare_partial(&partial, &run_manifest(&input, 10), true).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("albedo.png") && msg.contains("changed size"),
+            "{msg}"
+        );
+        assert!(partial.join("group0.ntc").exists());
+
+        // Matching without resume: emptied for a fresh start.
+        std::fs::remove_dir_all(&partial).expect("clean");
+        let m = run_manifest(&input, 10);
+        assert!(!prepare_partial(&partial, &m, false).expect("fresh"));
+        std::fs::write(partial.join("group0.ntc"), b"done").expect("write");
+        assert!(!prepare_partial(&partial, &m, false).expect("restart"));
+        assert!(!partial.join("group0.ntc").exists());
+
+        // The cache's clean-up deletes only folders with the marker.
+        assert!(remove_partial_if_ours(&dir.join("out.ntc")).expect("ours"));
+        std::fs::create_dir_all(&partial).expect("dir");
+        assert!(!remove_partial_if_ours(&dir.join("out.ntc")).expect("not ours"));
+        assert!(partial.exists());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -443,6 +443,29 @@ impl NtcPackage {
                     ),
                 ));
             }
+            // Every size the table implies must follow from the texture size: the
+            // standard pyramid of the preset (so a 16384² material cannot hide behind
+            // 4×4 latents), whose latent words the file then has to hold.
+            let standard = LatentLayout::new(
+                m.layout.width(),
+                m.layout.height(),
+                m.layout.mips(),
+                self.config.preset,
+                self.config.features,
+            )
+            .map_err(|e| invalid(what.clone(), e))?;
+            if standard != m.layout {
+                return Err(invalid(
+                    what,
+                    format!(
+                        "its latent grids and mip pairs are not those of a {}×{} texture with {} mips at preset {:?}",
+                        m.layout.width(),
+                        m.layout.height(),
+                        m.layout.mips(),
+                        self.config.preset
+                    ),
+                ));
+            }
             let words = m.layout.packed_words(self.config.latent_bits);
             if m.latents.len() != words {
                 return Err(invalid(
@@ -455,6 +478,96 @@ impl NtcPackage {
             }
         }
         Ok(())
+    }
+
+    /// Bytes that decoding the package on the CPU (`neurotex decompress`, one decoder's
+    /// materials at a time) needs at its peak: the decoder's latents as f32 plus the
+    /// largest decoded mip (f32 per channel) and its RGBA8 image and PNG.
+    pub fn decode_bytes(&self) -> u64 {
+        use crate::texture::budget::product;
+        let mut peak = 0u64;
+        for d in 0..self.decoders.len() as u32 {
+            let mut latents = 0u64;
+            let mut largest = 0u64;
+            for m in self.materials.iter().filter(|m| m.decoder == d) {
+                latents = latents.saturating_add(product(&[m.layout.value_count() as u64, 4]));
+                let texels = product(&[m.layout.width().into(), m.layout.height().into()]);
+                largest = largest.max(texels);
+            }
+            let mip = product(&[largest, CHANNELS as u64 * 4 + 8]);
+            peak = peak.max(latents.saturating_add(mip));
+        }
+        peak
+    }
+
+    /// Refuse a package whose CPU decode ([`decode_bytes`](Self::decode_bytes)) needs
+    /// more than `limit` bytes, before anything is decoded.
+    pub fn check_decode_budget(
+        &self,
+        limit: u64,
+    ) -> Result<(), crate::texture::budget::OverBudget> {
+        crate::texture::budget::check(|| self.describe("decoding"), self.decode_bytes(), limit)
+    }
+
+    /// Bytes a renderer allocates for the package: the latent words, the f16 decoders
+    /// and the per-material and per-mip tables; with `inference_on_load` also every
+    /// material's baked textures (three RGBA8 groups with their mip chains).
+    pub fn upload_bytes(&self, inference_on_load: bool) -> u64 {
+        use crate::texture::budget::product;
+        let mut total = 0u64;
+        for m in &self.materials {
+            total = total
+                .saturating_add(product(&[m.latents.len() as u64, 4]))
+                .saturating_add(product(&[m.layout.mips() as u64, 64]))
+                .saturating_add(64);
+            if inference_on_load {
+                let texels = product(&[m.layout.width().into(), m.layout.height().into()]);
+                total = total.saturating_add(product(&[texels, 3 * 4 * 4]) / 3);
+            }
+        }
+        let params = self.config.decoder_param_count() as u64;
+        total.saturating_add(product(&[self.decoders.len() as u64, params, 2]))
+    }
+
+    /// Refuse a package whose upload ([`upload_bytes`](Self::upload_bytes)) needs more
+    /// than `limit` bytes, before anything is allocated on the device.
+    pub fn check_upload_budget(
+        &self,
+        inference_on_load: bool,
+        limit: u64,
+    ) -> Result<(), crate::texture::budget::OverBudget> {
+        crate::texture::budget::check(
+            || {
+                self.describe(if inference_on_load {
+                    "uploading and baking"
+                } else {
+                    "uploading"
+                })
+            },
+            self.upload_bytes(inference_on_load),
+            limit,
+        )
+    }
+
+    /// "<verb> <file or `the package`> (N materials, largest W×H)", for budget messages.
+    fn describe(&self, verb: &str) -> String {
+        let largest = self
+            .materials
+            .iter()
+            .max_by_key(|m| u64::from(m.layout.width()) * u64::from(m.layout.height()));
+        format!(
+            "{verb} {} ({} materials{})",
+            self.source
+                .as_ref()
+                .map_or("the package".to_string(), |p| p.display().to_string()),
+            self.materials.len(),
+            largest.map_or(String::new(), |m| format!(
+                ", largest `{}` {}×{}",
+                m.name,
+                m.layout.width(),
+                m.layout.height()
+            ))
+        )
     }
 
     /// The package as bytes (after [`validate`](Self::validate)).

@@ -25,6 +25,12 @@ pub enum ToolError {
     /// Writing a PNG failed.
     #[error(transparent)]
     Texture(#[from] TextureError),
+    /// An output is refused by the output policy.
+    #[error(transparent)]
+    Output(#[from] crate::outputs::OutputError),
+    /// Decoding would need more memory than the budget.
+    #[error(transparent)]
+    OverBudget(#[from] crate::texture::budget::OverBudget),
     /// The output folder is unusable.
     #[error("cannot create {path}: {source}")]
     Io {
@@ -188,14 +194,76 @@ fn group_rgba(decoded: &[f32], group: ImageGroup) -> Vec<u8> {
         .collect()
 }
 
+/// The files [`decompress`] writes: per material (package order) its stem, unique among
+/// the package's materials even where names differ only in characters a file name
+/// cannot hold or in case (`x y`, `x_y` and `X.y` become `x_y`, `x_y-2`, `X_y-3`).
+pub fn output_stems(package: &NtcPackage) -> Vec<String> {
+    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+    package
+        .materials
+        .iter()
+        .map(|m| {
+            let base = file_stem(&m.name);
+            let mut stem = base.clone();
+            let mut n = 2;
+            while !taken.insert(stem.to_lowercase()) {
+                stem = format!("{base}-{n}");
+                n += 1;
+            }
+            stem
+        })
+        .collect()
+}
+
+/// Every file [`decompress`] writes, in order: `(material index, mip level, group, path)`.
+pub fn output_files(
+    package: &NtcPackage,
+    out_dir: &Path,
+    mips: bool,
+) -> Vec<(usize, usize, ImageGroup, PathBuf)> {
+    let stems = output_stems(package);
+    let mut files = Vec::new();
+    for decoder in 0..package.decoders.len() as u32 {
+        for (index, m) in package.materials.iter().enumerate() {
+            if m.decoder != decoder {
+                continue;
+            }
+            let levels = if mips { m.layout.mips() } else { 1 };
+            for level in 0..levels {
+                for group in ImageGroup::ALL {
+                    if !m.present.intersects(group.mask()) {
+                        continue;
+                    }
+                    let suffix = if mips {
+                        format!("_mip{level}")
+                    } else {
+                        String::new()
+                    };
+                    let path =
+                        out_dir.join(format!("{}_{}{suffix}.png", stems[index], group.name()));
+                    files.push((index, level, group, path));
+                }
+            }
+        }
+    }
+    files
+}
+
 /// Decode every material of `package` into `out_dir`: `<material>_<group>.png` for each
-/// present channel group (and `_mip<N>` files for every level when `mips`). Returns the
-/// files written.
+/// present channel group (and `_mip<N>` files for every level when `mips`), with the
+/// unique stems of [`output_stems`]. Every file is checked against `policy` and the
+/// decode against the memory budget before anything is written. Returns the files
+/// written.
 pub fn decompress(
     package: &NtcPackage,
     out_dir: &Path,
     mips: bool,
+    policy: &crate::outputs::OutputPolicy,
 ) -> Result<Vec<PathBuf>, ToolError> {
+    package.check_decode_budget(crate::texture::budget::limit())?;
+    policy.check_dir(out_dir)?;
+    let files = output_files(package, out_dir, mips);
+    policy.check_all(files.iter().map(|(_, _, _, p)| p.as_path()))?;
     std::fs::create_dir_all(out_dir).map_err(|source| ToolError::Io {
         path: out_dir.to_path_buf(),
         source,
@@ -207,26 +275,16 @@ pub fn decompress(
             let m = &package.materials[index];
             let levels = if mips { m.layout.mips() } else { 1 };
             for level in 0..levels {
-                let decoded = decode_mip(&model, local, level)?;
                 let Some((w, h)) = m.layout.mip_size(level) else {
                     continue;
                 };
-                for group in ImageGroup::ALL {
-                    if !m.present.intersects(group.mask()) {
-                        continue;
-                    }
-                    let suffix = if mips {
-                        format!("_mip{level}")
-                    } else {
-                        String::new()
-                    };
-                    let path = out_dir.join(format!(
-                        "{}_{}{suffix}.png",
-                        file_stem(&m.name),
-                        group.name()
-                    ));
-                    write_png_rgba8(&path, w, h, &group_rgba(&decoded, group))?;
-                    written.push(path);
+                let decoded = decode_mip(&model, local, level)?;
+                for (_, _, group, path) in files
+                    .iter()
+                    .filter(|(i, l, _, _)| *i == index && *l == level)
+                {
+                    write_png_rgba8(path, w, h, &group_rgba(&decoded, *group))?;
+                    written.push(path.clone());
                 }
             }
         }

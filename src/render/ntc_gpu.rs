@@ -48,6 +48,19 @@ pub enum NtcRenderError {
     /// The package is inconsistent.
     #[error(transparent)]
     Package(#[from] NtcFormatError),
+    /// The device ran out of memory for the package.
+    #[error("out of GPU memory allocating {what} ({bytes} bytes): {message}")]
+    OutOfMemory {
+        /// What was allocated.
+        what: String,
+        /// Bytes asked for.
+        bytes: u64,
+        /// wgpu's message.
+        message: String,
+    },
+    /// The package needs more memory than the budget allows.
+    #[error(transparent)]
+    OverBudget(#[from] crate::texture::budget::OverBudget),
     /// A textured scene material whose texture set the package does not hold.
     #[error(
         "scene material {material} (`{name}`) uses texture set `{set}`, which package {package} \
@@ -210,6 +223,7 @@ impl NtcSceneGpu {
         material_map: &[Option<u32>],
     ) -> Result<Self, NtcRenderError> {
         package.validate()?;
+        package.check_upload_budget(false, crate::texture::budget::limit())?;
         let limits = ctx.device.limits();
         let limit = limits
             .max_storage_buffer_binding_size
@@ -342,16 +356,32 @@ impl NtcSceneGpu {
         } else {
             bytemuck::cast_slice(&materials)
         };
+        // Out of device memory is an error with the size asked, not a lost device later.
+        let asked = (latents.len() + decoder_words.len()) as u64 * 4
+            + material_bytes.len() as u64
+            + (mips.len() * std::mem::size_of::<NtcMipGpu>()) as u64;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let latent_buffer = storage("ntc.latents", bytemuck::cast_slice(&latents), 4);
+        let decoder_buffer = storage("ntc.decoders", bytemuck::cast_slice(&decoder_words), 4);
+        let material_buffer = storage("ntc.materials", material_bytes, 0);
+        let mip_buffer = storage(
+            "ntc.mips",
+            bytemuck::cast_slice(&mips),
+            std::mem::size_of::<NtcMipGpu>(),
+        );
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(NtcRenderError::OutOfMemory {
+                what: "the NTC package's buffers".into(),
+                bytes: asked,
+                message: error.to_string(),
+            });
+        }
         Ok(Self {
             config: config.clone(),
-            latents: storage("ntc.latents", bytemuck::cast_slice(&latents), 4),
-            decoders: storage("ntc.decoders", bytemuck::cast_slice(&decoder_words), 4),
-            materials: storage("ntc.materials", material_bytes, 0),
-            mips: storage(
-                "ntc.mips",
-                bytemuck::cast_slice(&mips),
-                std::mem::size_of::<NtcMipGpu>(),
-            ),
+            latents: latent_buffer,
+            decoders: decoder_buffer,
+            materials: material_buffer,
+            mips: mip_buffer,
             decoder_of_material,
             decoder_count: package.decoders.len(),
             package_mip_base,

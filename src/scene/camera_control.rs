@@ -460,6 +460,14 @@ pub fn save_recording(
                 let absolute = dir.join(gltf);
                 out.gltf = Some(std::fs::canonicalize(&absolute).unwrap_or(absolute));
             }
+            if let Some(dir) = &source_dir {
+                for folder in &mut out.asset_folders {
+                    if folder.is_relative() {
+                        let absolute = dir.join(&*folder);
+                        *folder = std::fs::canonicalize(&absolute).unwrap_or(absolute);
+                    }
+                }
+            }
             let fallback = cwd.join(target.file_name().unwrap_or(target.as_os_str()));
             log::warn!(
                 "{} is not writable ({e}); writing {} instead",

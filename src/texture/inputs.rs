@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::set::{load_parallel, unique_names};
+use super::set::{Slot, load_parallel, unique_names};
 use super::{LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
-use crate::scene::Material;
+use crate::scene::{ImageSource, Material};
 
 /// One input of an offline run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +139,29 @@ impl InputSets {
         })
     }
 
+    /// Every file the sets come from: the inputs themselves, the `texture_sets.csv`
+    /// beside a scene, and every image file, each once, in order of first use.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = Vec::new();
+        for s in &self.sources {
+            files.push(s.path().to_path_buf());
+            let labels = s.path().with_file_name("texture_sets.csv");
+            if matches!(s, InputSource::Scene(_)) && labels.is_file() {
+                files.push(labels);
+            }
+        }
+        for desc in &self.descs {
+            for (_, src) in desc.sources() {
+                if let crate::scene::ImageSource::File(p) = src
+                    && !files.contains(p)
+                {
+                    files.push(p.clone());
+                }
+            }
+        }
+        files
+    }
+
     /// Decode every set (in parallel), downscaled to `opts.max_size` when given; sets get
     /// their unique names.
     pub fn load(&self, opts: &LoadOptions) -> Result<Vec<LoadedSet>, TextureError> {
@@ -216,6 +239,84 @@ pub fn categories_from_csv(
                 .unwrap_or_default()
         })
         .collect())
+}
+
+/// Write the report of the distinct texture sets of `inputs` as CSV (temporary file +
+/// rename), in the schema the loader reads beside a scene (`texture_sets.csv`), so the
+/// report can serve as one.
+///
+/// Columns: `set_id` (the set's unique name), `category` and `paper_category` (the set's
+/// label, empty when unknown), `materials` (names of the materials using the set,
+/// `;`-joined), one column per slot (`base_color, normal, metallic_roughness,
+/// occlusion, emissive`: the image's display name, empty when absent) and
+/// `occlusion_from_arm`.
+pub fn write_texture_sets_csv(path: &Path, inputs: &InputSets) -> Result<(), TextureError> {
+    let invalid = |reason: String| TextureError::InvalidInput {
+        file: path.display().to_string(),
+        reason,
+    };
+    let sets = &inputs.descs;
+    if inputs.materials.len() != inputs.material_sets.len()
+        || inputs.names.len() != sets.len()
+        || inputs.categories.len() != sets.len()
+    {
+        return Err(invalid(format!(
+            "{} materials, {} material→set entries, {} sets, {} names, {} labels",
+            inputs.materials.len(),
+            inputs.material_sets.len(),
+            sets.len(),
+            inputs.names.len(),
+            inputs.categories.len()
+        )));
+    }
+    let mut users: Vec<Vec<&str>> = vec![Vec::new(); sets.len()];
+    for (m, s) in inputs.materials.iter().zip(&inputs.material_sets) {
+        if let Some(s) = *s {
+            users
+                .get_mut(s)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "material `{}` uses set {s}, but there are only {} sets",
+                        m.name,
+                        sets.len()
+                    ))
+                })?
+                .push(&m.name);
+        }
+    }
+    let csv_err = |e: csv::Error| TextureError::Csv {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["set_id", "category", "paper_category", "materials"];
+    header.extend(Slot::ALL.iter().map(|s| s.name()));
+    header.push("occlusion_from_arm");
+    w.write_record(&header).map_err(csv_err)?;
+    for (i, set) in sets.iter().enumerate() {
+        let label = inputs.categories[i].clone();
+        let mut record = vec![
+            inputs.names[i].clone(),
+            label.clone(),
+            label,
+            users[i].join(";"),
+        ];
+        record.extend(Slot::ALL.iter().map(|&s| {
+            set.source(s)
+                .map(ImageSource::display_name)
+                .unwrap_or_default()
+        }));
+        record.push(set.occlusion_from_arm.to_string());
+        w.write_record(&record).map_err(csv_err)?;
+    }
+    let bytes = w.into_inner().map_err(|e| TextureError::Csv {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    crate::io::write_atomic(path, &bytes).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@
 //! - [`bcn`]: BCn baselines measured with it.
 
 pub mod bcn;
+pub mod budget;
 pub mod image_io;
 pub mod inputs;
 pub mod manifest;
@@ -39,10 +40,12 @@ pub mod mips;
 pub mod set;
 pub mod srgb;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-pub use image_io::{DecodedImage, Samples, decode, write_png_rgba8};
-pub use manifest::{ManifestEntry, read_manifest, write_texture_sets_csv};
+pub use image_io::{
+    DecodedImage, OutputFormat, Samples, decode, output_format, write_image_rgba8, write_png_rgba8,
+};
+pub use manifest::{ManifestEntry, read_manifest};
 pub use mips::build_mip_chain;
 pub use set::{
     LoadOptions, LoadedSet, SceneTextures, SetMip, Slot, TextureSet, TextureSetDesc,
@@ -115,7 +118,8 @@ pub const GROUPS: usize = 3;
 pub const GROUP_IS_SRGB: [bool; GROUPS] = [true, false, false];
 
 /// Largest accepted image side in pixels; larger images are refused before decoding.
-pub const MAX_IMAGE_SIDE: u32 = 16384;
+/// Defined with the scene types, whose built-in texture size it also bounds.
+pub use crate::scene::MAX_IMAGE_SIDE;
 
 /// Errors raised while reading, converting or writing textures. Every variant names the
 /// file (or embedded image) involved.
@@ -200,6 +204,17 @@ pub enum TextureError {
         path: PathBuf,
         /// The csv crate's message (it includes the line).
         message: String,
+    },
+    /// Decoding would need more memory than the budget allows.
+    #[error(transparent)]
+    OverBudget(#[from] budget::OverBudget),
+    /// Images of one set whose sizes are too far apart to resample into one.
+    #[error("{set}: {reason}")]
+    SizeMismatch {
+        /// The set (its images' names).
+        set: String,
+        /// What disagrees, and by how much.
+        reason: String,
     },
     /// Arguments that do not fit together (buffer length, table lengths, ...).
     #[error("{file}: invalid input: {reason}")]
@@ -429,6 +444,16 @@ impl std::ops::BitAnd for ChannelMask {
 pub fn quantize_u8(v: f32) -> u8 {
     // `as` saturates and maps NaN to 0.
     (v.clamp(0.0, 1.0) * 255.0 + 0.5) as u8
+}
+
+/// Write `bytes` to `path` through a temporary file in the same folder and a rename, so
+/// readers never see a half-written file.
+pub(crate) fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), TextureError> {
+    // Errors name the destination, never the hidden temporary file.
+    crate::io::write_atomic(path, bytes).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -2,8 +2,11 @@
 //!
 //! A [`TextureSetDesc`] is the identity of a set (its image per slot plus the ARM flag)
 //! without any decoding; it is hashable so that materials sharing the same images share
-//! one set ([`scene_texture_sets`]). [`TextureSetDesc::load`] decodes the images, resamples
-//! them to a common size (the largest width and height among them, optionally capped) and
+//! one set ([`scene_texture_sets`]). [`TextureSetDesc::load`] reads every image's header
+//! first and refuses sets whose images disagree in size by more than
+//! [`MAX_RESAMPLE_FACTOR`] per side or that would exceed the memory budget; then it decodes
+//! the images, resamples them to a common size (the largest width and height among them,
+//! optionally capped) and
 //! fills the [`CHANNELS`] canonical channels described in [`crate::texture`]:
 //! - base colour RGB ← base colour texture RGB (sRGB values kept as they are), alpha ← its A;
 //! - normal X, Y ← normal map R, G (OpenGL convention);
@@ -19,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use super::image_io::{DecodedImage, decode};
+use super::image_io::{DecodedImage, ImageInfo, decode, probe};
 use super::mips::build_mip_chain;
 use super::{
     CHANNELS, Channel, ChannelMask, GROUPS, TextureError, linear_to_srgb, quantize_u8,
@@ -140,54 +143,49 @@ impl TextureSetDesc {
     /// channels keep neutral values) and recorded in [`LoadedSet::missing`].
     pub fn load(&self, opts: &LoadOptions) -> Result<LoadedSet, TextureError> {
         let mut missing = Vec::new();
-        // Decode each distinct image once (FlightHelmet puts one ORM image in two slots).
-        let mut decoded: Vec<(&ImageSource, Option<DecodedImage>)> = Vec::new();
-        let mut get =
-            |slot: Slot, missing: &mut Vec<String>| -> Result<Option<usize>, TextureError> {
-                let Some(src) = self.source(slot) else {
-                    return Ok(None);
-                };
-                if let Some(i) = decoded.iter().position(|(s, _)| *s == src) {
-                    return Ok(decoded[i].1.is_some().then_some(i));
-                }
-                match decode(src) {
-                    Ok(img) => {
-                        decoded.push((src, Some(img)));
-                        Ok(Some(decoded.len() - 1))
-                    }
-                    Err(e) if opts.allow_missing => {
-                        missing.push(format!("{}: {e}", slot.name()));
-                        decoded.push((src, None));
-                        Ok(None)
-                    }
-                    Err(e) => Err(e),
-                }
-            };
-        let mut uses: Vec<(Slot, usize)> = Vec::new();
-        for slot in [
+        // The slots read (occlusion only when it is not packed into metallic-roughness),
+        // each distinct image once (FlightHelmet puts one ORM image in two slots).
+        let mut slots: Vec<Slot> = [
             Slot::BaseColor,
             Slot::Normal,
             Slot::MetallicRoughness,
             Slot::Emissive,
-        ] {
-            if let Some(i) = get(slot, &mut missing)? {
+        ]
+        .into_iter()
+        .filter(|&s| self.source(s).is_some())
+        .collect();
+        let arm = self.occlusion_from_arm && slots.contains(&Slot::MetallicRoughness);
+        if !arm && self.occlusion.is_some() {
+            slots.push(Slot::Occlusion);
+        }
+        // Headers first: sizes are checked before any pixel is decoded.
+        let mut images: Vec<(&ImageSource, Slot, ImageInfo)> = Vec::new();
+        let mut uses: Vec<(Slot, usize)> = Vec::new();
+        for slot in slots {
+            let Some(src) = self.source(slot) else {
+                continue;
+            };
+            if let Some(i) = images.iter().position(|(s, _, _)| *s == src) {
                 uses.push((slot, i));
+                continue;
+            }
+            match probe(src) {
+                Ok(info) => {
+                    images.push((src, slot, info));
+                    uses.push((slot, images.len() - 1));
+                }
+                Err(e) if opts.allow_missing && !matches!(e, TextureError::OverBudget(_)) => {
+                    missing.push(format!("{}: {e}", slot.name()));
+                }
+                Err(e) => return Err(e),
             }
         }
-        let arm =
-            self.occlusion_from_arm && uses.iter().any(|(s, _)| *s == Slot::MetallicRoughness);
-        if !arm && let Some(i) = get(Slot::Occlusion, &mut missing)? {
-            uses.push((Slot::Occlusion, i));
-        }
-        let image = |i: usize| decoded[i].1.as_ref();
 
         // Common size: the largest of the images, capped by `max_size`.
         let (mut width, mut height) = (1u32, 1u32);
-        for &(_, i) in &uses {
-            if let Some(img) = image(i) {
-                width = width.max(img.width);
-                height = height.max(img.height);
-            }
+        for (_, _, info) in &images {
+            width = width.max(info.width);
+            height = height.max(info.height);
         }
         if let Some(max) = opts.max_size {
             let max = max.max(1);
@@ -198,6 +196,26 @@ impl TextureSetDesc {
                 height = ((height as f64 * scale).round() as u32).clamp(1, max);
             }
         }
+        self.check_sizes(&images, width, height)?;
+
+        // Decode, after the budget check of everything the load holds at once.
+        let mut decoded: Vec<DecodedImage> = Vec::with_capacity(images.len());
+        for (src, slot, _) in &images {
+            match decode(src) {
+                Ok(img) => decoded.push(img),
+                Err(e) if opts.allow_missing && !matches!(e, TextureError::OverBudget(_)) => {
+                    missing.push(format!("{}: {e}", slot.name()));
+                    decoded.push(DecodedImage {
+                        width: 0,
+                        height: 0,
+                        channels: 0,
+                        samples: super::Samples::U8(Vec::new()),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let image = |i: usize| decoded.get(i).filter(|d| d.width > 0);
 
         let n = width as usize * height as usize;
         let neutral: [u8; CHANNELS] =
@@ -271,6 +289,88 @@ impl TextureSetDesc {
             },
             missing,
         })
+    }
+}
+
+/// Most a set's image is enlarged to the set's common size, per axis. Images that
+/// disagree more (a 16384×1 base colour with a 1×16384 roughness map) are refused: the
+/// set would be 16384² texels made from 32768.
+pub const MAX_RESAMPLE_FACTOR: u64 = 16;
+
+impl TextureSetDesc {
+    /// Check the images' sizes against the common size `width × height`: each enlarged
+    /// at most [`MAX_RESAMPLE_FACTOR`]× per axis, and everything the load holds at once
+    /// (decoded images, one resampling working set, the canonical texels and the mip
+    /// chain) within the memory budget.
+    fn check_sizes(
+        &self,
+        images: &[(&ImageSource, Slot, ImageInfo)],
+        width: u32,
+        height: u32,
+    ) -> Result<(), TextureError> {
+        use super::budget::product;
+        let sizes = || {
+            images
+                .iter()
+                .map(|(src, slot, i)| {
+                    format!(
+                        "{} {} is {}×{}",
+                        slot.name(),
+                        src.display_name(),
+                        i.width,
+                        i.height
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for (src, _, info) in images {
+            let fx = u64::from(width).div_ceil(info.width.into());
+            let fy = u64::from(height).div_ceil(info.height.into());
+            let factor = fx.max(fy);
+            if factor > MAX_RESAMPLE_FACTOR {
+                return Err(TextureError::SizeMismatch {
+                    set: self.name(),
+                    reason: format!(
+                        "{}: resampling to the common {width}×{height} would enlarge {} {factor}× (at most {MAX_RESAMPLE_FACTOR}× per side)",
+                        sizes(),
+                        src.display_name()
+                    ),
+                });
+            }
+        }
+        let texels = product(&[width.into(), height.into()]);
+        let decoded: u64 = images
+            .iter()
+            .map(|(_, _, i)| i.decoded_bytes())
+            .fold(0, u64::saturating_add);
+        // One slot's resampling: its source, a horizontal pass and the result as f32 RGBA.
+        let plane = images
+            .iter()
+            .map(|(_, _, i)| {
+                let src = product(&[i.width.into(), i.height.into()]);
+                let tmp = product(&[width.into(), i.height.into()]);
+                src.saturating_add(tmp)
+                    .saturating_add(texels)
+                    .saturating_mul(16)
+            })
+            .max()
+            .unwrap_or(0);
+        // Canonical texels with the mip chain (4/3 of mip 0).
+        let set = product(&[texels, CHANNELS as u64, 4]) / 3;
+        let needed = decoded.saturating_add(plane).saturating_add(set);
+        super::budget::check(
+            || {
+                format!(
+                    "the texture set `{}` ({width}×{height}; {})",
+                    self.name(),
+                    sizes()
+                )
+            },
+            needed,
+            super::budget::limit(),
+        )?;
+        Ok(())
     }
 }
 
