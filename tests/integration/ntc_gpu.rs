@@ -11,7 +11,6 @@
 //! quantum per atomic add: `adds / (2 S)` with one add per workgroup for a decoder
 //! parameter and one per tapping sample for a latent (S = 2^24 and 2^26).
 
-mod common;
 
 use std::sync::atomic::AtomicBool;
 
@@ -163,7 +162,7 @@ fn trainer(
         atomics,
         ..GpuTrainerOptions::default()
     };
-    GpuTrainer::new(common::ctx(), sets, start, &options).unwrap_or_else(|e| panic!("{e}"))
+    GpuTrainer::new(crate::common::ctx(), sets, start, &options).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Largest |gpu − cpu| and largest |cpu| of a block.
@@ -307,7 +306,7 @@ fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
         set_from_fn("small", 8, ChannelMask::BASE_COLOR, pattern(8.0, 0.0)),
     ];
     let start = Checkpoint::fresh(&sets, &config, 10, 3).expect("fresh");
-    let mut gpu = GpuTrainer::new(common::ctx(), &sets, start, &GpuTrainerOptions::default())
+    let mut gpu = GpuTrainer::new(crate::common::ctx(), &sets, start, &GpuTrainerOptions::default())
         .expect("trainer");
     let batch = gpu.draw_batch(5).expect("batch");
     assert_eq!(batch.len(), 20000);
@@ -452,7 +451,7 @@ fn training_reaches_the_psnr_band_for_one_and_two_sets() {
         let before = cpu::evaluate(&untrained, sets).expect("evaluate")[0].psnr[0].expect("base");
         let mut reports = Vec::new();
         let trained = train_gpu(
-            common::ctx(),
+            crate::common::ctx(),
             sets,
             &config,
             steps,
@@ -538,7 +537,7 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
         atomics: GradientAtomics::FixedPoint,
         ..GpuTrainerOptions::default()
     };
-    let ctx = common::ctx();
+    let ctx = crate::common::ctx();
     let steps = 40;
     let fresh = || Checkpoint::fresh(&sets, &config, steps, 7).expect("fresh");
     let mut straight = GpuTrainer::new(ctx, &sets, fresh(), &options).expect("trainer");
@@ -549,7 +548,7 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
     assert_eq!(first.step(25).expect("steps"), 25);
     let saved = first.checkpoint().expect("checkpoint");
     assert_eq!(saved.step, 25);
-    let path = common::temp_dir("ntc_checkpoint").join("run.ckpt");
+    let path = crate::common::temp_dir("ntc_checkpoint").join("run.ckpt");
     saved.save(&path).expect("save");
     let loaded = Checkpoint::load(&path).expect("load");
     assert!(loaded == saved, "the saved checkpoint reads back unchanged");
@@ -641,21 +640,21 @@ fn bad_input_is_an_error() {
     let mut broken = sets.clone();
     broken[1].mips[2].texels.pop();
     let start = Checkpoint::new(&config, model.clone(), 10, 0);
-    let err = GpuTrainer::new(common::ctx(), &broken, start, &GpuTrainerOptions::default())
+    let err = GpuTrainer::new(crate::common::ctx(), &broken, start, &GpuTrainerOptions::default())
         .err()
         .expect("broken set");
     assert!(err.to_string().contains("`b`"), "{err}");
     let start = Checkpoint::new(&config, model, 10, 0);
     assert!(
         GpuTrainer::new(
-            common::ctx(),
+            crate::common::ctx(),
             &sets[..1],
             start,
             &GpuTrainerOptions::default()
         )
         .is_err()
     );
-    assert_eq!(common::ctx().uncaptured_error_count(), 0);
+    assert_eq!(crate::common::ctx().uncaptured_error_count(), 0);
 }
 
 /// `name` from the environment, or `default`.
@@ -671,7 +670,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 /// NVIDIA H200 through Vulkan (1024², batch 65536) 3.1e7 texels/s, 2.1 ms per step,
 /// evaluation 1.9e8 texels/s, alike for f32 and fixed-point atomics and workgroups of 32
 /// and 64. Run in release:
-/// `cargo test --release --test ntc_gpu -- --ignored --nocapture`; on a big GPU raise the
+/// `cargo test --release --test integration ntc_gpu -- --ignored --nocapture`; on a big GPU raise the
 /// sizes with `NTC_BENCH_SIZE` (texture side, default 256), `NTC_BENCH_BATCH` (default
 /// 32768), `NTC_BENCH_STEPS` (timed steps, default 8) and `NTC_BENCH_WORKGROUP` (largest
 /// workgroup, default 64).
@@ -691,7 +690,7 @@ fn throughput_of_the_default_model() {
         batch_size: batch,
         ..TrainConfig::default()
     };
-    let ctx = common::ctx();
+    let ctx = crate::common::ctx();
     for atomics in [GradientAtomics::Auto, GradientAtomics::FixedPoint] {
         let start = Checkpoint::fresh(&sets, &config, 10 * steps, 1).expect("fresh");
         let options = GpuTrainerOptions {
