@@ -15,7 +15,8 @@ use super::{ClusterError, stats};
 use crate::texture::{CHANNELS, TextureSet};
 
 /// The embedder to use, as picked on the command line (`--embedder stats|clip`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderKind {
     /// Low-level texture statistics (colour moments, oriented filter energies, radial

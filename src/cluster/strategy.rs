@@ -36,7 +36,8 @@ const PLAN_VERSION: u32 = 1;
 const SHUFFLE_SALT: u64 = 0x5eed_5417_f1e5_0001;
 
 /// How texture sets are grouped onto shared decoders.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Strategy {
     /// One group (decoder) per texture set.

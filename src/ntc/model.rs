@@ -120,18 +120,8 @@ pub enum ConfigError {
 
 /// Quality preset: only the latent grid resolution changes, grid 0 being the source size
 /// divided by [`Preset::divisor`].
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
     /// Grid 0 at source / 8.
@@ -176,18 +166,8 @@ impl Preset {
 }
 
 /// Activation after every hidden layer.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Activation {
     /// Hard-GELU, the piecewise quadratic of the NTC paper and the Metal write-up:
@@ -257,7 +237,17 @@ impl Activation {
 }
 
 /// Bits per stored latent value.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize
+)]
 #[serde(try_from = "u32", into = "u32")]
 pub enum LatentBits {
     /// 2 bits: 4 levels.

@@ -63,17 +63,8 @@ use scene_gpu::{SceneGpu, UploadError};
 use targets::FrameTargets;
 use tiles::TileSize;
 /// Which image the renderer outputs.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Aov {
     /// The lit, tonemapped image.
@@ -97,18 +88,8 @@ pub enum Aov {
 
 /// Where the material channels of a frame come from: the original textures, or NTC
 /// packages made with one of the decoder-sharing strategies.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RenderMode {
     /// The original textures, sampled with hardware filtering.

@@ -4,18 +4,8 @@
 //! the paper measures.
 
 /// The tile shape of the decode and divergence passes.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 pub enum TileSize {
     /// 8×8 pixels (64 threads, two 32-wide or one 64-wide wave).
     #[default]

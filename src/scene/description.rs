@@ -60,7 +60,8 @@ pub struct SceneDescription {
 }
 
 /// Built-in scenes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Builtin {
     /// The procedural toy shop (`neurotex gen-scene toyshop`).

@@ -83,7 +83,8 @@ pub type Result<T, E = SceneError> = std::result::Result<T, E>;
 
 /// One vertex as uploaded to the GPU (`shaders/gbuffer.wgsl`, `VertexInput`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Vertex {
     /// Object-space position (metres).
     pub position: [f32; 3],

@@ -70,7 +70,8 @@ pub const CHANNEL_GROUPS: [(ChannelMask, &str); 7] = [
 
 /// The four images a material's channels ship in: the textures of the BCn baselines and
 /// of `decompress`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ImageGroup {
     /// Base colour RGB and alpha (channels 0–3).

@@ -1,47 +1,11 @@
 //! Bad input through the real binary: each case must give one clear error that names the
 //! file and the problem, a non-zero exit code, and no panic.
 
-
 use std::path::Path;
-use std::process::Command;
 
-use crate::common::{quad_scene, temp_dir, write_checker_png};
-
-/// Run `neurotex` and return (success, stdout, stderr).
-fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_neurotex"))
-        .args(args)
-        .env(
-            "NEUROTEX_CACHE",
-            std::env::temp_dir().join("neurotex-test-cache"),
-        )
-        .output()
-        .expect("run neurotex");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
-    (out.status.success(), stdout, stderr)
-}
-
-/// Expect failure with an `error:` line containing every needle.
-fn expect_error(args: &[&str], needles: &[&str]) -> String {
-    let (ok, stdout, stderr) = run(args);
-    assert!(!ok, "expected failure for {args:?}; stdout: {stdout}");
-    // The last `error:` line is ours (drivers may log their own lines before it).
-    let line = stderr
-        .lines()
-        .rfind(|l| l.starts_with("error:"))
-        .unwrap_or_else(|| panic!("no `error:` line in stderr: {stderr}"))
-        .to_string();
-    for n in needles {
-        assert!(line.contains(n), "error line lacks `{n}`: {line}");
-    }
-    line
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
-}
+use crate::common::{
+    expect_error, kill_once_exists, quad_scene, run, run_env, s, temp_dir, write_checker_png,
+};
 
 #[test]
 fn missing_scene_file() {
@@ -333,23 +297,6 @@ fn compress_inspect_decompress_round_trip() {
     std::fs::write(&bad, &bytes[..n / 3]).unwrap();
     expect_error(&["inspect", s(&bad)], &["bad.ntc", "truncated"]);
     expect_error(&["inspect", s(&dir.join("missing.ntc"))], &["missing.ntc"]);
-}
-
-/// Run `neurotex` with extra environment variables; (success, stdout, stderr).
-fn run_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_neurotex"))
-        .args(args)
-        .envs(env.iter().copied())
-        .env(
-            "NEUROTEX_CACHE",
-            std::env::temp_dir().join("neurotex-test-cache"),
-        )
-        .output()
-        .expect("run neurotex");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
-    (out.status.success(), stdout, stderr)
 }
 
 #[test]
@@ -801,23 +748,10 @@ fn damaged_partial_progress_names_the_file_and_the_remedy() {
         "100000",
     ];
     // A real partial folder (with the run's marker): a run killed once it has started.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neurotex"))
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let marker = partial.join("neurotex-partial.json");
-    let started = std::time::Instant::now();
-    while !marker.exists() && started.elapsed() < std::time::Duration::from_secs(300) {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    child.kill().ok();
-    child.wait().unwrap();
-    assert!(marker.exists(), "the run made its partial folder");
+    assert!(kill_once_exists(
+        &args,
+        &partial.join("neurotex-partial.json")
+    ));
     let mut resume: Vec<&str> = args.to_vec();
     resume.push("--resume");
     // An interrupted group's checkpoint that is not one.
@@ -860,25 +794,11 @@ fn a_killed_compression_resumes_to_a_valid_package() {
         "256",
         "--no-bcn",
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neurotex"))
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
     // Kill (no Ctrl-C, no checkpoint) once the first group is finished.
-    let done = dir.join("k.ntc.partial/group0.ntc");
-    let started = std::time::Instant::now();
-    while !done.exists() && started.elapsed() < std::time::Duration::from_secs(300) {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let killed = child.try_wait().unwrap().is_none();
-    child.kill().ok();
-    child.wait().unwrap();
-    assert!(killed, "the run ended before it could be killed");
+    assert!(
+        kill_once_exists(&args, &dir.join("k.ntc.partial/group0.ntc")),
+        "the run ended before it could be killed"
+    );
     assert!(!out.exists(), "no package before every group is done");
     assert!(dir.join("k.ntc.partial/neurotex-partial.json").exists());
     // Resuming reuses group 0 and trains group 1 again from its start.

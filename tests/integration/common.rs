@@ -14,6 +14,73 @@ use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::scene::Scene;
 use neurotex::texture::SceneTextures;
 
+/// A temporary path as the `&str` a command line takes.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// Run `neurotex` with `args` and extra environment variables, built-in scenes cached in
+/// one shared temporary folder; (success, stdout, stderr). A panic inside it fails the
+/// test.
+pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env(
+            "NEUROTEX_CACHE",
+            std::env::temp_dir().join("neurotex-test-cache"),
+        )
+        .output()
+        .expect("run neurotex");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
+    (out.status.success(), stdout, stderr)
+}
+
+/// [`run_env`] without extra variables.
+pub fn run(args: &[&str]) -> (bool, String, String) {
+    run_env(args, &[])
+}
+
+/// Run `neurotex`, which must fail; its last `error:` line (drivers may log their own
+/// lines before it), which must contain every needle.
+pub fn expect_error(args: &[&str], needles: &[&str]) -> String {
+    let (ok, stdout, stderr) = run(args);
+    assert!(!ok, "expected failure for {args:?}; stdout: {stdout}");
+    let line = stderr
+        .lines()
+        .rfind(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no `error:` line in stderr: {stderr}"))
+        .to_string();
+    for n in needles {
+        assert!(line.contains(n), "error line lacks `{n}`: {line}");
+    }
+    line
+}
+
+/// Start `neurotex` with `args` and kill it (no Ctrl-C) as soon as `path` exists; whether
+/// it was still running then (false: it ended first, or `path` did not appear in 5 min).
+pub fn kill_once_exists(args: &[&str], path: &Path) -> bool {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn neurotex");
+    let started = std::time::Instant::now();
+    while !path.exists() && started.elapsed() < std::time::Duration::from_secs(300) {
+        if child.try_wait().expect("wait for neurotex").is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let killed = path.exists() && child.try_wait().expect("wait for neurotex").is_none();
+    child.kill().ok();
+    child.wait().expect("reap neurotex");
+    killed
+}
+
 /// The shared adapter (lavapipe in CI). Fails loudly when there is none: GPU tests never
 /// pass silently without a GPU.
 pub fn ctx() -> &'static GpuContext {

@@ -5,7 +5,6 @@
 //! material without a decoder, ids past the maps and the bitangent-sign bit set.
 //! Plus the host ↔ WGSL mirrors these passes rely on (no GPU needed).
 
-
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};

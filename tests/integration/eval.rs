@@ -7,45 +7,16 @@
 //! runs in well under a minute and a half on two CPU cores; the PSNR bands are therefore
 //! wide, and only the structure of the results is asserted exactly.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::common::temp_dir;
-
-/// Run `neurotex` and return (success, stdout, stderr); never a panic inside it.
-fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_neurotex"))
-        .args(args)
-        .output()
-        .expect("run neurotex");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
-    (out.status.success(), stdout, stderr)
-}
+use crate::common::{expect_error, run, s, temp_dir};
 
 /// Run `neurotex`, which must succeed; its stdout.
 fn ok(args: &[&str]) -> String {
     let (success, stdout, stderr) = run(args);
     assert!(success, "{args:?} failed:\n{stdout}\n{stderr}");
     stdout
-}
-
-/// Run `neurotex`, which must fail; its last `error:` line.
-fn error(args: &[&str]) -> String {
-    let (success, stdout, stderr) = run(args);
-    assert!(!success, "{args:?} succeeded:\n{stdout}");
-    stderr
-        .lines()
-        .rfind(|l| l.starts_with("error:"))
-        .unwrap_or_else(|| panic!("no `error:` line in {stderr}"))
-        .to_string()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
 }
 
 /// A deterministic byte stream (xorshift).
@@ -400,7 +371,7 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
     }
 
     // A non-empty out folder needs --resume.
-    let line = error(&args);
+    let line = expect_error(&args, &[]);
     assert!(
         line.contains(s(&out)) && line.contains("--resume"),
         "{line}"
@@ -465,13 +436,16 @@ fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
     assert!(!stdout.contains("Table 2 category"), "{stdout}");
     assert!(stdout.contains("Table 2 baseline"), "{stdout}");
     // Asked for: an error naming the input.
-    let line = error(&[&base[..], &["--strategies", "baseline,category"]].concat());
+    let line = expect_error(
+        &[&base[..], &["--strategies", "baseline,category"]].concat(),
+        &[],
+    );
     assert!(
         line.contains("manifest.csv") && line.contains("category"),
         "{line}"
     );
     // Out-of-range decoder counts name the option.
-    let line = error(&[&base[..], &["--m-sweep", "1,7"]].concat());
+    let line = expect_error(&[&base[..], &["--m-sweep", "1,7"]].concat(), &[]);
     assert!(
         line.contains("m = 7") && line.contains("6 texture sets"),
         "{line}"

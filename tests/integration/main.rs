@@ -4,8 +4,8 @@
 //! library once and shares one GPU context (lavapipe in CI) between every GPU test.
 //! Goldens live in `tests/golden/`.
 
-mod common;
 mod cli;
+mod common;
 mod divergence;
 mod eval;
 mod gpu_context;

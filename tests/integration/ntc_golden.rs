@@ -18,7 +18,6 @@
 //!
 //! `NEUROTEX_BLESS=1 cargo test --test integration ntc_golden` rewrites `tests/golden/ntc_*.png`.
 
-
 use std::path::PathBuf;
 use std::sync::OnceLock;
 

@@ -11,7 +11,6 @@
 //! quantum per atomic add: `adds / (2 S)` with one add per workgroup for a decoder
 //! parameter and one per tapping sample for a latent (S = 2^24 and 2^26).
 
-
 use std::sync::atomic::AtomicBool;
 
 use neurotex::ntc::model::{
@@ -306,8 +305,13 @@ fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
         set_from_fn("small", 8, ChannelMask::BASE_COLOR, pattern(8.0, 0.0)),
     ];
     let start = Checkpoint::fresh(&sets, &config, 10, 3).expect("fresh");
-    let mut gpu = GpuTrainer::new(crate::common::ctx(), &sets, start, &GpuTrainerOptions::default())
-        .expect("trainer");
+    let mut gpu = GpuTrainer::new(
+        crate::common::ctx(),
+        &sets,
+        start,
+        &GpuTrainerOptions::default(),
+    )
+    .expect("trainer");
     let batch = gpu.draw_batch(5).expect("batch");
     assert_eq!(batch.len(), 20000);
     assert_eq!(
@@ -640,9 +644,14 @@ fn bad_input_is_an_error() {
     let mut broken = sets.clone();
     broken[1].mips[2].texels.pop();
     let start = Checkpoint::new(&config, model.clone(), 10, 0);
-    let err = GpuTrainer::new(crate::common::ctx(), &broken, start, &GpuTrainerOptions::default())
-        .err()
-        .expect("broken set");
+    let err = GpuTrainer::new(
+        crate::common::ctx(),
+        &broken,
+        start,
+        &GpuTrainerOptions::default(),
+    )
+    .err()
+    .expect("broken set");
     assert!(err.to_string().contains("`b`"), "{err}");
     let start = Checkpoint::new(&config, model, 10, 0);
     assert!(

@@ -5,7 +5,6 @@
 //! choice's average against the trilinear filter, the bake against the CPU decode, and
 //! the host ↔ WGSL struct sizes.
 
-
 use glam::{Vec2, Vec3};
 use half::f16;
 use neurotex::gpu::encoder::FrameEncoder;

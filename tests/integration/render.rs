@@ -1,7 +1,6 @@
 //! GPU tests of the renderer (one binary, one adapter: lavapipe in CI): the G-buffer
 //! against CPU expectations on a tiny analytic scene, and tiny golden images.
 
-
 use std::path::{Path, PathBuf};
 
 use glam::{Mat4, Vec2, Vec3};

@@ -3,12 +3,11 @@
 //! size; plus property tests of the round trips (quantisation, packages, checkpoints,
 //! camera paths).
 
-
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::common::{s, temp_dir};
 use base64::Engine as _;
-use crate::common::temp_dir;
 use neurotex::ntc::NtcPackage;
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription, SceneDescription};
 use neurotex::scene::gltf_import::{self, UriPolicy};
@@ -363,10 +362,6 @@ fn garbage_and_truncated_glb_are_errors() {
         let e = Scene::load(&path).expect_err(name).to_string();
         assert!(e.contains(name), "{e}");
     }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
 }
 
 // ---------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 //! motion, convergence of a static view, reset, clipping under motion, pass-through; and the
 //! blue-noise texture upload.
 
-
 use half::f16;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::{GpuProfiler, read_texture};

@@ -7,7 +7,6 @@
 //! `Xvfb` (and stops it afterwards). Without Xvfb it fails with a message saying so —
 //! window tests never pass silently.
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,7 +21,7 @@ use neurotex::scene::camera_control::{
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription};
 use neurotex::ui::timings::{PerfHistory, median, timing_rows};
 
-use crate::common::{quad_scene, temp_dir};
+use crate::common::{quad_scene, s, temp_dir};
 
 // ---------------------------------------------------------------------------------------
 // The real window under Xvfb.
@@ -152,10 +151,6 @@ fn assert_screenshot(path: &Path, w: u32, h: u32) -> usize {
         colours.len()
     );
     colours.len()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The shared machinery of full-screen passes (lighting, tonemap): one bind group of
 //! `textureLoad` inputs, one full-screen triangle, one colour target. The passes that use
 //! it own their inputs and labels; this struct owns the pipeline and the bind group of the
-//! inputs it was last handed.
+//! inputs it was last handed. [`fullscreen_pipeline`] alone also serves the heatmap
+//! overlay, which blends into its target.
 
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
@@ -37,27 +38,7 @@ impl FullscreenPass {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some(label),
-            layout: Some(&pl),
-            vertex: wgpu::VertexState {
-                module: &module,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &[],
-            },
-            primitive: Default::default(),
-            depth_stencil: None,
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &module,
-                entry_point: Some("fs_main"),
-                compilation_options: Default::default(),
-                targets: &[layout::target(target)],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
+        let pipeline = fullscreen_pipeline(device, label, &pl, &module, layout::target(target));
         Ok(Self {
             label,
             layout,
@@ -91,4 +72,36 @@ impl FullscreenPass {
             pass.draw(0..3, 0..1);
         });
     }
+}
+
+/// The pipeline drawing one full-screen triangle with `module` (entry points `vs_main` /
+/// `fs_main`, no vertex buffers, no depth) into one colour target.
+pub fn fullscreen_pipeline(
+    device: &wgpu::Device,
+    label: &str,
+    layout: &wgpu::PipelineLayout,
+    module: &wgpu::ShaderModule,
+    target: Option<wgpu::ColorTargetState>,
+) -> wgpu::RenderPipeline {
+    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some(label),
+        layout: Some(layout),
+        vertex: wgpu::VertexState {
+            module,
+            entry_point: Some("vs_main"),
+            compilation_options: Default::default(),
+            buffers: &[],
+        },
+        primitive: Default::default(),
+        depth_stencil: None,
+        multisample: Default::default(),
+        fragment: Some(wgpu::FragmentState {
+            module,
+            entry_point: Some("fs_main"),
+            compilation_options: Default::default(),
+            targets: &[target],
+        }),
+        multiview_mask: None,
+        cache: None,
+    })
 }

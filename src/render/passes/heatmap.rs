@@ -19,6 +19,7 @@
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
 use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
+use crate::render::passes::fullscreen::fullscreen_pipeline;
 use crate::render::targets::Target;
 use crate::render::tiles::TileSize;
 
@@ -30,17 +31,8 @@ pub const COLOR_BAR_WIDTH: u32 = 16;
 pub const COLOR_BAR_MIN_HEIGHT: u32 = 16;
 
 /// Which scalar the heatmap shows.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HeatmapSource {
     /// Distinct decoders per tile under the current map (the paper's `D`).
@@ -137,7 +129,8 @@ pub struct PixelRect {
 /// The heatmap's uniform, mirroring `Heatmap` in `shaders/heatmap.wgsl` (see there for
 /// each field).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(bytemuck::Pod, bytemuck::Zeroable)]
 pub struct HeatmapUniform {
     /// Value shown with the first colour.
     pub lo: f32,
@@ -234,31 +227,12 @@ impl Variant {
                 operation: wgpu::BlendOperation::Add,
             },
         };
-        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some(label),
-            layout: Some(&pipeline_layout),
-            vertex: wgpu::VertexState {
-                module: &module,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &[],
-            },
-            primitive: Default::default(),
-            depth_stencil: None,
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &module,
-                entry_point: Some("fs_main"),
-                compilation_options: Default::default(),
-                targets: &[Some(wgpu::ColorTargetState {
-                    format: output_format,
-                    blend: Some(blend),
-                    write_mask: wgpu::ColorWrites::ALL,
-                })],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
+        let target = wgpu::ColorTargetState {
+            format: output_format,
+            blend: Some(blend),
+            write_mask: wgpu::ColorWrites::ALL,
+        };
+        let pipeline = fullscreen_pipeline(device, label, &pipeline_layout, &module, Some(target));
         Ok(Self {
             layout,
             pipeline,

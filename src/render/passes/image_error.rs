@@ -43,17 +43,8 @@ pub const GROUP_W: u32 = 16;
 pub const PARTIAL_BYTES: u64 = 8;
 
 /// In which encoding colours are compared.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorSpace {
     /// The values as the shader loads them: data targets (normals, roughness, …).
@@ -129,7 +120,8 @@ pub fn reference_error(
 
 /// The pass's uniform, mirroring `Params` in `shaders/image_error.wgsl`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(bytemuck::Pod, bytemuck::Zeroable)]
 pub struct ImageErrorUniform {
     /// 1 for [`ErrorSpace::SrgbEncoded`], else 0.
     pub srgb_encode: u32,

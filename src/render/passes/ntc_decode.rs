@@ -24,18 +24,8 @@ use crate::render::targets::{GBuffer, MaterialTargets, format};
 use crate::render::tiles::TileSize;
 
 /// How the decoder MLP is evaluated.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NtcKernel {
     /// f32 arithmetic (FMA) on the package's f16 weights, kept as f16 pairs in workgroup
