@@ -10,6 +10,8 @@ use winit::keyboard::KeyCode;
 use super::UiAction;
 use crate::render::Aov;
 use crate::scene::camera_control::InputState;
+use Action as A;
+use KeyCode as K;
 
 /// What a held key or mouse button sets while it is down: one flag of the camera input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,9 +128,6 @@ impl Shortcut {
         }
     }
 }
-
-use Action as A;
-use KeyCode as K;
 
 /// Every shortcut of the viewer, in the order the help panel lists them.
 pub const SHORTCUTS: &[Shortcut] = &[
