@@ -7,7 +7,7 @@
 //!                                                      ▼
 //! surface texture ◄─ overlay (egui-wgpu) ◄─ Renderer::record(internal size = window × scale)
 //!        │
-//!        └─► queue.present  (F12 / --screenshot: read back first, BGRA → RGBA, PNG)
+//!        └─► queue.present  (a screenshot reads the frame back first, BGRA → RGBA, PNG)
 //! ```
 //!
 //! Scenes load on a background thread (parse, texture decode, upload), so the window
@@ -15,54 +15,63 @@
 //! Surface loss (minimise, resize to zero, `Lost` / `Outdated`) reconfigures and skips the
 //! frame (a surface that cannot be recreated three times in a row ends the viewer with
 //! an error); a lost GPU device ends it with the reason at the next frame, never a
-//! frozen window; a panic inside the loader thread comes back as its message; wgpu validation errors in a frame are caught with an error scope and logged,
-//! never panicking. Scripted runs (`--frames N --screenshot out.png`) render N frames
-//! after the scene is ready, save the last one including the overlay, and exit.
+//! frozen window; a panic inside the loader thread comes back as its message; wgpu
+//! validation errors in a frame are caught with an error scope and logged, never
+//! panicking. Scripted runs (`--frames N --screenshot out.png`) render N frames after the
+//! scene is ready, save the last one including the overlay, and exit.
 //!
-//! This module owns the window, the surface and the event loop; it does not draw any
-//! panel itself (that is `ui`) and contains no camera rules (that is
+//! This module holds the [`Viewer`] state, the frame loop and rendering; its children
+//! hold one concern each, as `impl Viewer` blocks over the same state:
+//! - `present`: the surface (formats, size, vsync), acquiring frames, screenshots;
+//! - `loading`: background scene loads, reloads and their failures;
+//! - `paths`: camera-path selection and playback, recording and saving;
+//! - `input`: keys and mouse through the key table (`ui::keys`), the camera update;
+//! - [`package_jobs`]: the background thread that reads or makes the NTC packages.
+//!
+//! It does not draw any panel itself (that is `ui`) and contains no camera rules (that is
 //! `scene::camera_control`).
 
+mod input;
+mod loading;
 pub mod package_jobs;
+mod paths;
+mod present;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc;
 use std::time::Instant;
 
 use winit::application::ApplicationHandler;
 use winit::dpi::PhysicalSize;
-use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event::WindowEvent;
 use winit::event_loop::{ActiveEventLoop, EventLoop};
-use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{Window, WindowId};
 
-use crate::gpu::{GpuContext, GpuError, GpuProfiler, read_texture};
+use crate::gpu::{GpuContext, GpuError, GpuProfiler};
 use crate::packages::PackageRecipe;
 use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::UploadOptions;
 use crate::render::{Aov, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer};
-use crate::scene::camera_control::{
-    self, CameraState, InputState, PATH_SPEED_RANGE, PathPlayer, PathRecorder,
-};
-use crate::scene::description::{CameraPath, SceneDescription};
-use crate::scene::open::{OpenedScene, open, select_camera};
+use crate::scene::camera_control::{CameraState, InputState, PathPlayer, PathRecorder};
+use crate::scene::description::CameraPath;
+use crate::scene::open::OpenedScene;
 use crate::scene::{Aabb, Camera};
 use crate::texture::SceneTextures;
+use crate::ui::keys::{Action, keys_of};
 use crate::ui::painter::OverlayPainter;
 use crate::ui::timings::PerfHistory;
 use crate::ui::{
-    self, AOVS, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats, UiAction,
+    self, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats, UiAction,
     ViewSettings,
 };
+use loading::{Loading, scene_name};
 use package_jobs::{PackageJobs, PackageStatus};
+use present::{Presenter, next_free_path, next_screenshot_path};
+pub use present::{SurfaceFormats, choose_surface_format, scaled_size, to_rgba8};
 
 /// Window size when neither `--size` nor anything else says.
 pub const DEFAULT_WINDOW_SIZE: (u32, u32) = (1280, 720);
-
-/// Longest time step (seconds) the interactive controls integrate over in one frame.
-const MAX_CONTROL_STEP: f32 = 0.1;
 
 /// How the viewer starts.
 #[derive(Clone, Debug)]
@@ -120,9 +129,6 @@ impl Default for ViewerOptions {
         }
     }
 }
-
-/// Failed surface recreations in a row after which the viewer exits with an error.
-const MAX_SURFACE_FAILURES: u32 = 3;
 
 /// Why the viewer could not run (or a scripted run failed).
 #[derive(Debug, thiserror::Error)]
@@ -253,250 +259,6 @@ struct LoadedScene {
     textures: Option<Arc<SceneTextures>>,
 }
 
-/// A load running on a background thread.
-struct Loading {
-    what: String,
-    rx: mpsc::Receiver<Result<LoadedScene, String>>,
-    /// The first load (applies `--camera-path`, sets the camera).
-    initial: bool,
-}
-
-/// What the background thread needs.
-struct LoadRequest {
-    ctx: GpuContext,
-    source: Option<PathBuf>,
-    upload: UploadOptions,
-    size: (u32, u32),
-    format: wgpu::TextureFormat,
-    camera_path: Option<String>,
-}
-
-impl LoadRequest {
-    fn load(self) -> Result<LoadedScene, String> {
-        let started = Instant::now();
-        let opened = open(self.source.as_deref()).map_err(|e| e.to_string())?;
-        if let Some(name) = &self.camera_path
-            && !opened
-                .description
-                .camera_paths
-                .iter()
-                .any(|p| &p.name == name)
-        {
-            let names: Vec<&str> = opened
-                .description
-                .camera_paths
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect();
-            return Err(format!(
-                "no camera path named `{name}` in {} (available: {})",
-                scene_name(self.source.as_deref()),
-                if names.is_empty() {
-                    "none".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            ));
-        }
-        let start = select_camera(&opened, None).map_err(|e| e.to_string())?;
-        let textures = SceneTextures::load(&opened.scene.materials, &self.upload.load_options())
-            .map_err(|e| e.to_string())?;
-        let renderer = Renderer::new(
-            &self.ctx,
-            &opened.scene,
-            &textures,
-            self.upload.anisotropy,
-            self.size,
-            self.format,
-        )
-        .map_err(|e| e.to_string())?;
-        let stats = SceneStats::new(
-            scene_name(self.source.as_deref()),
-            &opened.scene,
-            renderer.scene.sets.len(),
-            renderer.scene.texture_bytes,
-            renderer.scene.missing_textures.len(),
-        );
-        let focus = camera_control::focus_distance(&start, &opened.scene.bounds);
-        log::info!(
-            "loaded {} in {:.1} s: {} triangles, {} materials, {} texture sets ({})",
-            stats.name,
-            started.elapsed().as_secs_f32(),
-            stats.triangles,
-            stats.materials,
-            stats.texture_sets,
-            ui::format_bytes(stats.texture_bytes)
-        );
-        Ok(LoadedScene {
-            source: self.source,
-            opened,
-            renderer,
-            stats,
-            start,
-            focus,
-            packages: None,
-            textures: Some(Arc::new(textures)),
-        })
-    }
-}
-
-fn scene_name(source: Option<&Path>) -> String {
-    source.map_or_else(
-        || "toy shop (built-in)".to_owned(),
-        |p| {
-            p.file_name().map_or_else(
-                || p.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
-        },
-    )
-}
-
-/// The surface and how it is configured.
-struct Presenter {
-    surface: wgpu::Surface<'static>,
-    config: wgpu::SurfaceConfiguration,
-    formats: SurfaceFormats,
-    present_modes: Vec<wgpu::PresentMode>,
-    /// Screenshots read the surface texture directly (else render offscreen).
-    copy_src: bool,
-    /// The window has a zero-sized client area (minimised).
-    minimised: bool,
-}
-
-impl Presenter {
-    fn configure(&mut self, ctx: &GpuContext) {
-        if self.config.width == 0 || self.config.height == 0 {
-            self.minimised = true;
-            return;
-        }
-        self.minimised = false;
-        self.surface.configure(&ctx.device, &self.config);
-    }
-
-    fn vsync_off_mode(&self) -> Option<wgpu::PresentMode> {
-        [wgpu::PresentMode::Mailbox, wgpu::PresentMode::Immediate]
-            .into_iter()
-            .find(|m| self.present_modes.contains(m))
-    }
-
-    fn set_vsync(&mut self, ctx: &GpuContext, vsync: bool) {
-        let mode = if vsync {
-            wgpu::PresentMode::Fifo
-        } else {
-            self.vsync_off_mode().unwrap_or(wgpu::PresentMode::Fifo)
-        };
-        if mode != self.config.present_mode {
-            self.config.present_mode = mode;
-            self.configure(ctx);
-        }
-    }
-}
-
-/// The surface format and the two views a frame is drawn through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SurfaceFormats {
-    /// The surface's own format.
-    pub surface: wgpu::TextureFormat,
-    /// sRGB view the renderer's tonemap pass writes linear values into.
-    pub render: wgpu::TextureFormat,
-    /// View egui draws into: the non-sRGB twin, because egui blends in gamma space (the
-    /// same format as `render` when the backend has no surface view formats).
-    pub overlay: wgpu::TextureFormat,
-}
-
-impl SurfaceFormats {
-    /// The view formats the surface (and an offscreen copy of it) must allow.
-    pub fn view_formats(&self) -> Vec<wgpu::TextureFormat> {
-        let mut v = Vec::new();
-        for f in [self.render, self.overlay] {
-            if f != self.surface && !v.contains(&f) {
-                v.push(f);
-            }
-        }
-        v
-    }
-}
-
-/// The formats to use among those the surface `offered`: 8-bit BGRA or RGBA, seen as sRGB
-/// by the renderer and as plain UNORM by egui. Without `view_formats` (surface view
-/// formats unsupported, e.g. GL) only an sRGB surface format works, and egui draws
-/// through it too.
-pub fn choose_surface_format(
-    offered: &[wgpu::TextureFormat],
-    view_formats: bool,
-) -> Option<SurfaceFormats> {
-    use wgpu::TextureFormat as F;
-    let candidates: &[F] = if view_formats {
-        &[
-            F::Bgra8Unorm,
-            F::Rgba8Unorm,
-            F::Bgra8UnormSrgb,
-            F::Rgba8UnormSrgb,
-        ]
-    } else {
-        &[F::Bgra8UnormSrgb, F::Rgba8UnormSrgb]
-    };
-    let surface = candidates.iter().copied().find(|f| offered.contains(f))?;
-    let render = surface.add_srgb_suffix();
-    Some(SurfaceFormats {
-        surface,
-        render,
-        overlay: if view_formats {
-            surface.remove_srgb_suffix()
-        } else {
-            render
-        },
-    })
-}
-
-/// Tightly packed pixels of an 8-bit RGBA or BGRA texture as opaque RGBA8 (screenshots);
-/// `None` for other formats.
-pub fn to_rgba8(format: wgpu::TextureFormat, bytes: &[u8]) -> Option<Vec<u8>> {
-    use wgpu::TextureFormat as F;
-    let bgra = match format {
-        F::Bgra8Unorm | F::Bgra8UnormSrgb => true,
-        F::Rgba8Unorm | F::Rgba8UnormSrgb => false,
-        _ => return None,
-    };
-    Some(
-        bytes
-            .chunks_exact(4)
-            .flat_map(|p| {
-                if bgra {
-                    [p[2], p[1], p[0], 255]
-                } else {
-                    [p[0], p[1], p[2], 255]
-                }
-            })
-            .collect(),
-    )
-}
-
-/// The renderer's internal size for a window of `size` at `scale`.
-pub fn scaled_size(size: (u32, u32), scale: f32) -> (u32, u32) {
-    let s = scale.clamp(*RENDER_SCALE_RANGE.start(), *RENDER_SCALE_RANGE.end());
-    let f = |v: u32| ((v as f32 * s).round() as u32).max(1);
-    (f(size.0), f(size.1))
-}
-
-/// The first `screenshot-<n>.png` in `dir` that does not exist, from `n = start`.
-fn next_screenshot_path(dir: &Path, start: &mut u32) -> PathBuf {
-    next_free_path(dir, "screenshot", "png", start)
-}
-
-/// The first `<stem>-<n>.<ext>` in `dir` that does not exist, counting from `*start`
-/// (which is left past it).
-fn next_free_path(dir: &Path, stem: &str, ext: &str, start: &mut u32) -> PathBuf {
-    loop {
-        let p = dir.join(format!("{stem}-{}.{ext}", *start));
-        *start += 1;
-        if !p.exists() {
-            return p;
-        }
-    }
-}
-
 /// Everything the running viewer holds.
 struct Viewer {
     options: ViewerOptions,
@@ -572,61 +334,8 @@ impl Viewer {
                 *s = Some(format!("{reason:?}: {message}"));
             }
         });
-        let caps = surface.get_capabilities(&ctx.adapter);
-        let view_formats_ok = ctx
-            .adapter
-            .get_downlevel_capabilities()
-            .flags
-            .contains(wgpu::DownlevelFlags::SURFACE_VIEW_FORMATS);
-        let formats = choose_surface_format(&caps.formats, view_formats_ok)
-            .ok_or_else(|| ViewerError::NoFormat(format!("{:?}", caps.formats)))?;
-        let copy_src = caps.usages.contains(wgpu::TextureUsages::COPY_SRC);
-        let mut usage = wgpu::TextureUsages::RENDER_ATTACHMENT;
-        if copy_src {
-            usage |= wgpu::TextureUsages::COPY_SRC;
-        } else if caps.usages.contains(wgpu::TextureUsages::COPY_DST) {
-            usage |= wgpu::TextureUsages::COPY_DST;
-        }
-        let size = window.inner_size();
-        let config = wgpu::SurfaceConfiguration {
-            usage,
-            format: formats.surface,
-            color_space: wgpu::SurfaceColorSpace::Auto,
-            width: size.width,
-            height: size.height,
-            present_mode: wgpu::PresentMode::Fifo,
-            desired_maximum_frame_latency: 2,
-            alpha_mode: caps
-                .alpha_modes
-                .first()
-                .copied()
-                .unwrap_or(wgpu::CompositeAlphaMode::Auto),
-            view_formats: formats.view_formats(),
-        };
-        let mut presenter = Presenter {
-            surface,
-            config,
-            formats,
-            present_modes: caps.present_modes.clone(),
-            copy_src,
-            minimised: false,
-        };
-        presenter.configure(&ctx);
-        presenter.set_vsync(&ctx, options.vsync);
-        log::info!(
-            "surface {:?} (renderer view {:?}, overlay view {:?}), {:?}, {}×{}, screenshots {}",
-            formats.surface,
-            formats.render,
-            formats.overlay,
-            presenter.config.present_mode,
-            size.width,
-            size.height,
-            if copy_src {
-                "from the surface"
-            } else {
-                "offscreen"
-            }
-        );
+        let presenter = Presenter::new(surface, &ctx, window.inner_size(), options.vsync)?;
+        let formats = presenter.formats;
 
         let egui_ctx = egui::Context::default();
         ui::install_style(&egui_ctx);
@@ -812,156 +521,6 @@ impl Viewer {
             .and_then(|h| renderer.color_bar_rect().map(|r| (r, h.lo, h.hi)));
     }
 
-    fn surface_size(&self) -> (u32, u32) {
-        (self.presenter.config.width, self.presenter.config.height)
-    }
-
-    fn start_load(&mut self, initial: bool) {
-        if self.loading.is_some() {
-            return;
-        }
-        let request = LoadRequest {
-            ctx: self.ctx.clone(),
-            source: self.options.scene.clone(),
-            upload: self.options.upload.clone(),
-            size: scaled_size(self.surface_size(), self.settings.render_scale),
-            format: self.presenter.formats.render,
-            camera_path: if initial {
-                self.options.camera_path.clone()
-            } else {
-                None
-            },
-        };
-        let what = scene_name(request.source.as_deref());
-        let (tx, rx) = mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("scene-load".into())
-            .spawn(move || {
-                // A panic in a library the load calls becomes its error message.
-                let result =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request.load()))
-                        .unwrap_or_else(|payload| {
-                            Err(format!(
-                                "loading failed inside a library: {}",
-                                crate::scene::gltf_import::panic_message(payload.as_ref())
-                            ))
-                        });
-                // The receiver may be gone when the window closed meanwhile.
-                let _ = tx.send(result);
-            });
-        match spawned {
-            Ok(_) => {
-                self.loading = Some(Loading { what, rx, initial });
-            }
-            Err(e) => self.fail_load(initial, format!("cannot start the loader thread: {e}")),
-        }
-    }
-
-    fn fail_load(&mut self, initial: bool, message: String) {
-        log::error!("scene failed to load: {message}");
-        if initial {
-            self.initial_error = Some(message.clone());
-        } else if self.scene.is_some() {
-            self.status = "reload failed; kept the previous scene".into();
-        }
-        self.scene_error = Some(message);
-    }
-
-    /// Installs a finished load, if any.
-    fn poll_loading(&mut self) {
-        let Some(loading) = &self.loading else {
-            return;
-        };
-        let result = match loading.rx.try_recv() {
-            Ok(r) => r,
-            Err(mpsc::TryRecvError::Empty) => return,
-            Err(mpsc::TryRecvError::Disconnected) => {
-                Err("the loader thread ended without a result".into())
-            }
-        };
-        let initial = loading.initial;
-        self.loading = None;
-        match result {
-            Err(message) => self.fail_load(initial, message),
-            Ok(mut loaded) => {
-                loaded.renderer.resize(
-                    &self.ctx.device,
-                    scaled_size(self.surface_size(), self.settings.render_scale),
-                );
-                self.settings.lighting = loaded.opened.description.lighting;
-                let speed = camera_control::default_speed(&loaded.opened.scene.bounds);
-                if initial {
-                    self.camera = CameraState::from_camera(&loaded.start, speed, loaded.focus);
-                    if let Some(name) = &self.options.camera_path {
-                        self.selected_path = loaded
-                            .opened
-                            .description
-                            .camera_paths
-                            .iter()
-                            .position(|p| &p.name == name);
-                        self.player = PathPlayer {
-                            playing: self.selected_path.is_some(),
-                            ..PathPlayer::default()
-                        };
-                    } else if !loaded.opened.description.camera_paths.is_empty() {
-                        self.selected_path = Some(0);
-                    }
-                } else {
-                    self.status = format!("reloaded {}", loaded.stats.name);
-                }
-                self.scene_error = None;
-                self.perf.clear();
-                self.scene = Some(loaded);
-            }
-        }
-    }
-
-    /// The scene's camera paths followed by this session's recordings.
-    fn paths(&self) -> Vec<&CameraPath> {
-        self.scene
-            .iter()
-            .flat_map(|s| s.opened.description.camera_paths.iter())
-            .chain(self.recordings.iter())
-            .collect()
-    }
-
-    fn selected(&self) -> Option<&CameraPath> {
-        self.selected_path
-            .and_then(|i| self.paths().get(i).copied())
-    }
-
-    fn follow_path(&mut self) {
-        if let Some(cam) = self.selected().and_then(|p| self.player.camera(p)) {
-            let mode = self.camera.mode;
-            self.camera = CameraState {
-                mode,
-                ..CameraState::from_camera(&cam, self.camera.speed, self.camera.distance)
-            };
-        }
-    }
-
-    /// Moves the camera for a frame `dt` seconds after the previous one: along the path
-    /// in real time, or by the input (with `dt` capped at [`MAX_CONTROL_STEP`] so a hitch
-    /// never throws the camera through a wall).
-    fn update_camera(&mut self, dt: f32) {
-        let duration = self.selected().map(CameraPath::duration);
-        match duration {
-            Some(duration) if self.player.playing => {
-                self.player.advance(duration, dt);
-                self.follow_path();
-            }
-            _ => {
-                self.player.playing = false;
-                self.camera =
-                    camera_control::step(&self.camera, &self.input, dt.min(MAX_CONTROL_STEP));
-            }
-        }
-        self.input.end_frame();
-        if let Some(rec) = &mut self.recorder {
-            rec.advance(&self.camera.camera(), dt);
-        }
-    }
-
     fn apply(&mut self, action: UiAction) {
         match action {
             UiAction::Reload => self.start_load(false),
@@ -1006,7 +565,10 @@ impl Viewer {
         }
         if !self.profiler.is_tracing() {
             self.profiler.start_trace();
-            self.status = "tracing the GPU passes: F8 saves the trace".into();
+            self.status = format!(
+                "tracing the GPU passes: {} saves the trace",
+                keys_of(Action::ToggleTrace)
+            );
             return;
         }
         let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
@@ -1021,159 +583,6 @@ impl Viewer {
                 e.to_string()
             }
         };
-    }
-
-    fn toggle_recording(&mut self) {
-        match self.recorder.take() {
-            None => {
-                self.player.playing = false;
-                self.recorder = Some(PathRecorder::new(&self.camera.camera()));
-                self.status = "recording: fly around, F9 stops".into();
-            }
-            Some(rec) => {
-                let seconds = rec.elapsed();
-                let taken: Vec<CameraPath> = self.paths().into_iter().cloned().collect();
-                let name = camera_control::unique_path_name(&taken, "recorded");
-                match rec.finish(name) {
-                    Some(path) => {
-                        self.status = format!(
-                            "recorded `{}`: {} keys, {seconds:.1} s — F10 saves",
-                            path.name,
-                            path.keys.len()
-                        );
-                        self.recordings.push(path);
-                        self.selected_path = Some(self.paths().len() - 1);
-                        self.player = PathPlayer {
-                            looping: self.player.looping,
-                            speed: self.player.speed,
-                            ..PathPlayer::default()
-                        };
-                        self.unsaved = true;
-                    }
-                    None => self.status = "recording too short (under 0.5 s); nothing kept".into(),
-                }
-            }
-        }
-    }
-
-    fn save_recordings(&mut self) {
-        let Some(scene) = &self.scene else {
-            return;
-        };
-        if self.recordings.is_empty() {
-            self.status = "nothing recorded yet (F9 records)".into();
-            return;
-        }
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        let description: &SceneDescription = &scene.opened.description;
-        match camera_control::save_recording(
-            scene.source.as_deref(),
-            description,
-            self.recordings.clone(),
-            &cwd,
-        ) {
-            Ok(path) => {
-                self.status = format!("saved {}", path.display());
-                log::info!("saved the recorded camera paths into {}", path.display());
-                self.unsaved = false;
-            }
-            Err(e) => {
-                self.status = format!("saving failed: {e}");
-                log::error!("saving the recording failed: {e}");
-            }
-        }
-    }
-
-    fn on_key(&mut self, code: KeyCode, pressed: bool, repeat: bool) -> bool {
-        let held = match code {
-            KeyCode::KeyW => Some(&mut self.input.forward),
-            KeyCode::KeyS => Some(&mut self.input.back),
-            KeyCode::KeyA => Some(&mut self.input.left),
-            KeyCode::KeyD => Some(&mut self.input.right),
-            KeyCode::KeyQ => Some(&mut self.input.down),
-            KeyCode::KeyE => Some(&mut self.input.up),
-            _ => None,
-        };
-        if let Some(flag) = held {
-            *flag = pressed;
-            return false;
-        }
-        if !pressed || repeat {
-            return false;
-        }
-        let s = &mut self.settings;
-        match code {
-            KeyCode::Escape => return true,
-            KeyCode::F1 => s.show_overlay = !s.show_overlay,
-            KeyCode::F2 => s.show_help = !s.show_help,
-            KeyCode::F5 => self.apply(UiAction::Reload),
-            KeyCode::F12 => self.apply(UiAction::Screenshot),
-            KeyCode::F8 => self.toggle_trace(),
-            KeyCode::F9 => self.apply(UiAction::ToggleRecording),
-            KeyCode::F10 => self.apply(UiAction::SaveRecording),
-            KeyCode::KeyR => self.apply(UiAction::ResetCamera),
-            KeyCode::KeyP => self.apply(UiAction::PlayPath),
-            KeyCode::Tab => self.camera.mode = self.camera.mode.toggled(),
-            KeyCode::Space => {
-                if self.selected_path.is_some() {
-                    self.player.playing = !self.player.playing;
-                }
-            }
-            KeyCode::KeyL => self.player.looping = !self.player.looping,
-            KeyCode::BracketLeft | KeyCode::BracketRight => {
-                let f = if code == KeyCode::BracketLeft {
-                    0.5
-                } else {
-                    2.0
-                };
-                self.player.speed = (self.player.speed * f)
-                    .clamp(*PATH_SPEED_RANGE.start(), *PATH_SPEED_RANGE.end());
-                self.status = format!("path speed {}×", self.player.speed);
-            }
-            KeyCode::KeyC => {
-                let n = self.paths().len();
-                if n > 0 {
-                    self.selected_path = Some(self.selected_path.map_or(0, |i| (i + 1) % n));
-                    self.player.time = 0.0;
-                    self.follow_path();
-                }
-            }
-            KeyCode::Minus | KeyCode::Equal => {
-                let d = if code == KeyCode::Minus { -0.25 } else { 0.25 };
-                s.render_scale = (s.render_scale + d)
-                    .clamp(*RENDER_SCALE_RANGE.start(), *RENDER_SCALE_RANGE.end());
-            }
-            KeyCode::KeyV => s.vsync = !s.vsync,
-            KeyCode::KeyM => {
-                let i = RenderMode::ALL
-                    .iter()
-                    .position(|m| *m == s.mode)
-                    .unwrap_or(0);
-                s.mode = RenderMode::ALL[(i + 1) % RenderMode::ALL.len()];
-                self.status = format!("mode {}", s.mode);
-            }
-            KeyCode::KeyH => s.show_heatmap = !s.show_heatmap,
-            KeyCode::KeyT => s.passes.temporal.enabled = !s.passes.temporal.enabled,
-            KeyCode::KeyF => s.passes.decode.stochastic = !s.passes.decode.stochastic,
-            KeyCode::KeyB => s.passes.inference_on_load = !s.passes.inference_on_load,
-            KeyCode::KeyX => self.apply(UiAction::MeasurePsnr),
-            _ => {
-                let digits = [
-                    KeyCode::Digit1,
-                    KeyCode::Digit2,
-                    KeyCode::Digit3,
-                    KeyCode::Digit4,
-                    KeyCode::Digit5,
-                    KeyCode::Digit6,
-                    KeyCode::Digit7,
-                    KeyCode::Digit8,
-                ];
-                if let Some(i) = digits.iter().position(|&d| d == code) {
-                    s.aov = AOVS[i].0;
-                }
-            }
-        }
-        false
     }
 
     fn window_event(&mut self, event: WindowEvent) -> Flow {
@@ -1192,70 +601,13 @@ impl Viewer {
             }
         }
         match event {
-            WindowEvent::CloseRequested => return Flow::Exit(Ok(())),
-            WindowEvent::Resized(size) => self.resize(size),
-            WindowEvent::RedrawRequested => return self.redraw(),
-            WindowEvent::Focused(false) => self.input.release_all(),
-            WindowEvent::ModifiersChanged(m) => self.input.fast = m.state().shift_key(),
-            WindowEvent::KeyboardInput { event, .. } => {
-                if let PhysicalKey::Code(code) = event.physical_key {
-                    let pressed = event.state == ElementState::Pressed;
-                    // Releases always count, so that no movement key sticks.
-                    if (!pressed || !typing) && self.on_key(code, pressed, event.repeat) {
-                        return Flow::Exit(Ok(()));
-                    }
-                }
+            WindowEvent::CloseRequested => Flow::Exit(Ok(())),
+            WindowEvent::Resized(size) => {
+                self.resize(size);
+                Flow::Continue
             }
-            WindowEvent::MouseInput { state, button, .. } => {
-                let pressed = state == ElementState::Pressed;
-                let free = !pressed || !self.egui_ctx.is_pointer_over_egui();
-                match button {
-                    MouseButton::Right if free => self.input.look = pressed,
-                    MouseButton::Left if free => self.input.drag = pressed,
-                    _ => {}
-                }
-            }
-            WindowEvent::CursorMoved { position, .. } => {
-                if let Some((x, y)) = self.cursor
-                    && (self.input.look || self.input.drag)
-                {
-                    self.input.mouse_delta +=
-                        glam::Vec2::new((position.x - x) as f32, (position.y - y) as f32);
-                }
-                self.cursor = Some((position.x, position.y));
-            }
-            WindowEvent::CursorLeft { .. } => self.cursor = None,
-            WindowEvent::MouseWheel { delta, .. } if !self.egui_ctx.is_pointer_over_egui() => {
-                self.input.wheel += match delta {
-                    MouseScrollDelta::LineDelta(_, y) => y,
-                    MouseScrollDelta::PixelDelta(p) => (p.y / 40.0) as f32,
-                };
-            }
-            _ => {}
-        }
-        Flow::Continue
-    }
-
-    fn resize(&mut self, size: PhysicalSize<u32>) {
-        self.presenter.config.width = size.width;
-        self.presenter.config.height = size.height;
-        self.presenter.configure(&self.ctx);
-    }
-
-    /// Keeps the renderer's size and the present mode in step with the settings.
-    fn sync_settings(&mut self) {
-        if self.presenter.minimised {
-            return;
-        }
-        let internal = scaled_size(self.surface_size(), self.settings.render_scale);
-        if let Some(scene) = &mut self.scene
-            && scene.renderer.size() != internal
-        {
-            scene.renderer.resize(&self.ctx.device, internal);
-        }
-        self.presenter.set_vsync(&self.ctx, self.settings.vsync);
-        if !self.settings.vsync && self.presenter.vsync_off_mode().is_none() {
-            self.settings.vsync = true;
+            WindowEvent::RedrawRequested => self.redraw(),
+            other => self.input_event(other, typing),
         }
     }
 
@@ -1407,54 +759,8 @@ impl Viewer {
         pixels_per_point: f32,
         screenshot: Option<&Path>,
     ) -> Result<bool, ViewerError> {
-        if self.presenter.minimised {
+        let Some(frame) = self.acquire_frame()? else {
             return Ok(false);
-        }
-        let acquiring = Instant::now();
-        let acquired = self.presenter.surface.get_current_texture();
-        self.waited = acquiring.elapsed();
-        let frame = match acquired {
-            wgpu::CurrentSurfaceTexture::Success(t) => t,
-            wgpu::CurrentSurfaceTexture::Suboptimal(t) => {
-                // Present this one, reconfigure before the next.
-                self.presenter.config.width = t.texture.width();
-                self.presenter.config.height = t.texture.height();
-                t
-            }
-            wgpu::CurrentSurfaceTexture::Timeout | wgpu::CurrentSurfaceTexture::Occluded => {
-                return Ok(false);
-            }
-            wgpu::CurrentSurfaceTexture::Outdated => {
-                let size = self.window.inner_size();
-                self.resize(size);
-                return Ok(false);
-            }
-            wgpu::CurrentSurfaceTexture::Lost => {
-                log::warn!("surface lost; recreating it");
-                match self.ctx.instance.create_surface(self.window.clone()) {
-                    Ok(surface) => {
-                        self.presenter.surface = surface;
-                        self.presenter.configure(&self.ctx);
-                        self.surface_failures = 0;
-                    }
-                    Err(e) => {
-                        // A few tries, then a clear exit rather than a window that
-                        // never draws again.
-                        self.surface_failures += 1;
-                        log::error!("recreating the surface failed: {e}");
-                        if self.surface_failures >= MAX_SURFACE_FAILURES {
-                            return Err(ViewerError::SurfaceLost(e.to_string()));
-                        }
-                    }
-                }
-                return Ok(false);
-            }
-            wgpu::CurrentSurfaceTexture::Validation => {
-                log::error!(
-                    "acquiring the surface texture raised a validation error; frame skipped"
-                );
-                return Ok(false);
-            }
         };
         let (w, h) = (frame.texture.width(), frame.texture.height());
         let formats = self.presenter.formats;
@@ -1573,18 +879,6 @@ impl Viewer {
         }
         saved.map(|()| true)
     }
-
-    fn save_screenshot(&self, texture: &wgpu::Texture, path: &Path) -> Result<(), ViewerError> {
-        let err = |reason: String| ViewerError::Screenshot {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let data = read_texture(&self.ctx, texture, 0, 0).map_err(|e| err(e.to_string()))?;
-        let rgba = to_rgba8(data.format, &data.bytes)
-            .ok_or_else(|| err(format!("cannot convert {:?} to RGBA8", data.format)))?;
-        crate::texture::write_png_rgba8(path, data.width, data.height, &rgba)
-            .map_err(|e| err(e.to_string()))
-    }
 }
 
 /// Clears `target` to the viewer's background (no scene yet).
@@ -1624,53 +918,5 @@ fn heatmap_settings(source: HeatmapSource) -> HeatmapSettings {
         lo,
         hi,
         ..HeatmapSettings::default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn surface_formats_give_an_srgb_renderer_view_and_a_unorm_overlay_view() {
-        use wgpu::TextureFormat as F;
-        let both = choose_surface_format(&[F::Bgra8UnormSrgb, F::Bgra8Unorm], true).unwrap();
-        assert_eq!(
-            (both.surface, both.render, both.overlay),
-            (F::Bgra8Unorm, F::Bgra8UnormSrgb, F::Bgra8Unorm)
-        );
-        assert_eq!(both.view_formats(), [F::Bgra8UnormSrgb]);
-        let srgb_only = choose_surface_format(&[F::Rgba8UnormSrgb], true).unwrap();
-        assert_eq!(srgb_only.view_formats(), [F::Rgba8Unorm]);
-        let no_views = choose_surface_format(&[F::Bgra8UnormSrgb, F::Bgra8Unorm], false).unwrap();
-        assert_eq!(
-            (no_views.surface, no_views.render, no_views.overlay),
-            (F::Bgra8UnormSrgb, F::Bgra8UnormSrgb, F::Bgra8UnormSrgb)
-        );
-        assert!(no_views.view_formats().is_empty());
-        assert_eq!(choose_surface_format(&[F::Bgra8Unorm], false), None);
-        assert_eq!(choose_surface_format(&[F::Rgba16Float], true), None);
-    }
-
-    #[test]
-    fn bgra_screenshots_swizzle_to_opaque_rgba() {
-        let px = [10, 20, 30, 0, 1, 2, 3, 4];
-        assert_eq!(
-            to_rgba8(wgpu::TextureFormat::Bgra8UnormSrgb, &px),
-            Some(vec![30, 20, 10, 255, 3, 2, 1, 255])
-        );
-        assert_eq!(
-            to_rgba8(wgpu::TextureFormat::Rgba8Unorm, &px),
-            Some(vec![10, 20, 30, 255, 1, 2, 3, 255])
-        );
-        assert_eq!(to_rgba8(wgpu::TextureFormat::R8Unorm, &px), None);
-    }
-
-    #[test]
-    fn render_scale_rounds_and_clamps() {
-        assert_eq!(scaled_size((1280, 720), 0.5), (640, 360));
-        assert_eq!(scaled_size((1280, 720), 0.01), (320, 180));
-        assert_eq!(scaled_size((3, 3), 0.25), (1, 1));
-        assert_eq!(scaled_size((100, 100), 2.0), (100, 100));
     }
 }

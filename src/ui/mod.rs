@@ -9,10 +9,11 @@
 //! GPU resources besides the egui renderer in [`painter`] and never loads scenes itself.
 //!
 //! - [`timings`]: timing history and the per-pass table rows (pure).
-//! - [`help`]: the shortcut list.
+//! - [`keys`]: the key table (every shortcut, its help text and action), which the
+//!   viewer's input handler and the help panel both read.
 //! - [`painter`]: draws egui's output with `egui-wgpu`.
 
-pub mod help;
+pub mod keys;
 pub mod painter;
 pub mod timings;
 
@@ -31,12 +32,13 @@ use crate::scene::Scene;
 use crate::scene::camera_control::{
     CameraMode, CameraState, PATH_SPEED_RANGE, PathPlayer, PathRecorder, SPEED_RANGE,
 };
+use keys::{Action, hint, keys_of};
 use timings::PerfHistory;
 
 /// Allowed render scales: the renderer's internal size over the window size.
 pub const RENDER_SCALE_RANGE: RangeInclusive<f32> = 0.25..=1.0;
 
-/// Every AOV with its UI name, in shortcut order (keys 1–8).
+/// Every AOV with its UI name, in the order the overlay lists them.
 pub const AOVS: [(Aov, &str); 8] = [
     (Aov::Final, "Final"),
     (Aov::Albedo, "Albedo"),
@@ -405,12 +407,18 @@ fn scene_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>, actions: &mut Vec<Ui
         }
         ui.horizontal(|ui| {
             if ui
-                .add_enabled(info.loading.is_none(), egui::Button::new("Reload (F5)"))
+                .add_enabled(
+                    info.loading.is_none(),
+                    egui::Button::new(hint("Reload", Action::Ui(UiAction::Reload))),
+                )
                 .clicked()
             {
                 actions.push(UiAction::Reload);
             }
-            if ui.button("Screenshot (F12)").clicked() {
+            if ui
+                .button(hint("Screenshot", Action::Ui(UiAction::Screenshot)))
+                .clicked()
+            {
                 actions.push(UiAction::Screenshot);
             }
         });
@@ -424,8 +432,9 @@ fn view_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>, settings: &mut ViewSe
             egui::ComboBox::from_id_salt("aov")
                 .selected_text(aov_name(settings.aov))
                 .show_ui(ui, |ui| {
-                    for (i, (aov, name)) in AOVS.iter().enumerate() {
-                        ui.selectable_value(&mut settings.aov, *aov, format!("{}  {name}", i + 1));
+                    for (aov, name) in AOVS {
+                        let keys = keys_of(Action::ShowAov(aov));
+                        ui.selectable_value(&mut settings.aov, aov, format!("{keys}  {name}"));
                     }
                 });
             ui.end_row();
@@ -461,7 +470,7 @@ fn ntc_section(
 ) {
     let ntc = info.ntc;
     section(ui, "Neural textures", true, |ui| {
-        ui.label(RichText::new("material source (M)").color(DIM));
+        ui.label(RichText::new(hint("material source", Action::NextMode)).color(DIM));
         ui.radio_value(
             &mut settings.mode,
             RenderMode::Reference,
@@ -511,18 +520,21 @@ fn ntc_section(
         });
         ui.checkbox(
             &mut settings.passes.decode.stochastic,
-            "stochastic trilinear filtering (F)",
+            hint("stochastic trilinear filtering", Action::ToggleStochastic),
         );
         ui.checkbox(
             &mut settings.passes.temporal.enabled,
-            "temporal accumulation (T)",
+            hint("temporal accumulation", Action::ToggleTemporal),
         );
         ui.checkbox(
             &mut settings.passes.inference_on_load,
-            "inference on load (B)",
+            hint("inference on load", Action::ToggleInferenceOnLoad),
         );
         ui.horizontal(|ui| {
-            ui.checkbox(&mut settings.show_heatmap, "heatmap (H)");
+            ui.checkbox(
+                &mut settings.show_heatmap,
+                hint("heatmap", Action::ToggleHeatmap),
+            );
             egui::ComboBox::from_id_salt("heatmap")
                 .selected_text(heatmap_source_name(settings.heatmap_source))
                 .show_ui(ui, |ui| {
@@ -544,7 +556,7 @@ fn ntc_section(
             if ui
                 .add_enabled(
                     ntc.active_mode != RenderMode::Reference && !settings.passes.inference_on_load,
-                    egui::Button::new("PSNR vs reference (X)"),
+                    egui::Button::new(hint("PSNR vs reference", Action::Ui(UiAction::MeasurePsnr))),
                 )
                 .clicked()
             {
@@ -725,7 +737,7 @@ fn lighting_section(ui: &mut egui::Ui, lighting: &mut Lighting) {
 fn camera_section(ui: &mut egui::Ui, camera: &mut CameraState, actions: &mut Vec<UiAction>) {
     section(ui, "Camera", true, |ui| {
         egui::Grid::new("camera").num_columns(2).show(ui, |ui| {
-            ui.label(RichText::new("mode (Tab)").color(DIM));
+            ui.label(RichText::new(hint("mode", Action::ToggleCameraMode)).color(DIM));
             ui.horizontal(|ui| {
                 ui.selectable_value(&mut camera.mode, CameraMode::Fly, CameraMode::Fly.name());
                 ui.selectable_value(
@@ -755,7 +767,10 @@ fn camera_section(ui: &mut egui::Ui, camera: &mut CameraState, actions: &mut Vec
                 ),
             );
         });
-        if ui.button("Reset camera (R)").clicked() {
+        if ui
+            .button(hint("Reset camera", Action::Ui(UiAction::ResetCamera)))
+            .clicked()
+        {
             actions.push(UiAction::ResetCamera);
         }
     });
@@ -786,13 +801,16 @@ fn paths_section(
                     }
                 });
             ui.horizontal(|ui| {
-                if ui.button("Play (P)").clicked() {
+                if ui
+                    .button(hint("Play", Action::Ui(UiAction::PlayPath)))
+                    .clicked()
+                {
                     actions.push(UiAction::PlayPath);
                 }
                 let label = if player.playing {
-                    "Pause (Space)"
+                    hint("Pause", Action::PauseResumePath)
                 } else {
-                    "Resume (Space)"
+                    hint("Resume", Action::PauseResumePath)
                 };
                 if ui
                     .add_enabled(selected.is_some(), egui::Button::new(label))
@@ -821,15 +839,23 @@ fn paths_section(
         ui.horizontal(|ui| {
             let recording = info.recording.is_some();
             let label = if recording {
-                RichText::new("Stop recording (F9)").color(Color32::from_rgb(255, 90, 90))
+                RichText::new(hint(
+                    "Stop recording",
+                    Action::Ui(UiAction::ToggleRecording),
+                ))
+                .color(Color32::from_rgb(255, 90, 90))
             } else {
-                RichText::new("Record (F9)").color(Color32::from_rgb(255, 120, 120))
+                RichText::new(hint("Record", Action::Ui(UiAction::ToggleRecording)))
+                    .color(Color32::from_rgb(255, 120, 120))
             };
             if ui.button(label).clicked() {
                 actions.push(UiAction::ToggleRecording);
             }
             if ui
-                .add_enabled(info.can_save_recording, egui::Button::new("Save (F10)"))
+                .add_enabled(
+                    info.can_save_recording,
+                    egui::Button::new(hint("Save", Action::Ui(UiAction::SaveRecording))),
+                )
                 .clicked()
             {
                 actions.push(UiAction::SaveRecording);
@@ -1063,11 +1089,14 @@ fn status_bar(ctx: &egui::Context, info: &OverlayInfo<'_>) {
                             ui.label(RichText::new(info.status).color(ACCENT));
                             ui.separator();
                         }
-                        ui.label(
-                            RichText::new("F1 overlay · F2 help · F12 screenshot · Tab fly/orbit")
-                                .color(DIM)
-                                .small(),
+                        let keys = format!(
+                            "{} overlay · {} help · {} screenshot · {} fly/orbit",
+                            keys_of(Action::ToggleOverlay),
+                            keys_of(Action::ToggleHelp),
+                            keys_of(Action::Ui(UiAction::Screenshot)),
+                            keys_of(Action::ToggleCameraMode),
                         );
+                        ui.label(RichText::new(keys).color(DIM).small());
                     });
                 });
         });
@@ -1085,9 +1114,14 @@ fn help_window(ctx: &egui::Context, open: &mut bool) {
                 .num_columns(2)
                 .striped(true)
                 .show(ui, |ui| {
-                    for (keys, what) in help::SHORTCUTS {
-                        ui.label(RichText::new(*keys).monospace().strong().color(ACCENT));
-                        ui.label(*what);
+                    for shortcut in keys::SHORTCUTS {
+                        ui.label(
+                            RichText::new(shortcut.keys())
+                                .monospace()
+                                .strong()
+                                .color(ACCENT),
+                        );
+                        ui.label(shortcut.help);
                         ui.end_row();
                     }
                 });
@@ -1113,7 +1147,10 @@ fn error_window(ctx: &egui::Context, error: &str, actions: &mut Vec<UiAction>) {
         ui.set_max_width(560.0);
         ui.label(RichText::new(error).monospace().color(Color32::WHITE));
         ui.horizontal(|ui| {
-            if ui.button("Reload (F5)").clicked() {
+            if ui
+                .button(hint("Reload", Action::Ui(UiAction::Reload)))
+                .clicked()
+            {
                 actions.push(UiAction::Reload);
             }
             if ui.button("Dismiss").clicked() {
