@@ -119,12 +119,24 @@ pub fn clear_color(
     view: &wgpu::TextureView,
     color: wgpu::Color,
 ) -> Option<wgpu::RenderPassColorAttachment<'_>> {
+    color_attachment(view, wgpu::LoadOp::Clear(color))
+}
+
+/// A colour attachment drawn over (its contents kept) and stored.
+pub fn load_color(view: &wgpu::TextureView) -> Option<wgpu::RenderPassColorAttachment<'_>> {
+    color_attachment(view, wgpu::LoadOp::Load)
+}
+
+fn color_attachment(
+    view: &wgpu::TextureView,
+    load: wgpu::LoadOp<wgpu::Color>,
+) -> Option<wgpu::RenderPassColorAttachment<'_>> {
     Some(wgpu::RenderPassColorAttachment {
         view,
         depth_slice: None,
         resolve_target: None,
         ops: wgpu::Operations {
-            load: wgpu::LoadOp::Clear(color),
+            load,
             store: wgpu::StoreOp::Store,
         },
     })

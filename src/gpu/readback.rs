@@ -216,12 +216,11 @@ pub fn read_texture(
     let unpadded = physical.width / block_w * block_bytes;
     let padded = padded_bytes_per_row(unpadded);
 
-    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("read_texture staging"),
-        size: u64::from(padded) * u64::from(rows),
-        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
-        mapped_at_creation: false,
-    });
+    let buffer = staging_buffer(
+        &ctx.device,
+        "read_texture staging",
+        u64::from(padded) * u64::from(rows),
+    );
     ctx.error_scope(|| {
         let mut encoder = ctx
             .device
@@ -291,12 +290,7 @@ pub fn read_buffer(
     // Rounding up may pass the buffer's end only when its size is not a multiple of 4,
     // which wgpu does not allow for COPY_SRC buffers.
     let copy_len = len.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
-    let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("read_buffer staging"),
-        size: copy_len,
-        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
-        mapped_at_creation: false,
-    });
+    let staging = staging_buffer(&ctx.device, "read_buffer staging", copy_len);
     ctx.error_scope(|| {
         let mut encoder = ctx
             .device
@@ -309,6 +303,16 @@ pub fn read_buffer(
     let mut data = map_and_read(ctx, &staging, 0..copy_len)?;
     data.truncate(len as usize);
     Ok(data)
+}
+
+/// A buffer of `size` bytes that copies land in and the CPU maps for reading.
+pub fn staging_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    })
 }
 
 /// Maps `range` of a `MAP_READ` buffer, waits for the GPU, copies the bytes out, unmaps.

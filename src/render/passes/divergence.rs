@@ -148,12 +148,11 @@ impl DivergencePass {
         });
         let slots = (0..STATS_RING)
             .map(|i| Slot {
-                buffer: device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(&format!("divergence.staging {i}")),
-                    size: histogram_bytes,
-                    usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
-                    mapped_at_creation: false,
-                }),
+                buffer: crate::gpu::readback::staging_buffer(
+                    device,
+                    &format!("divergence.staging {i}"),
+                    histogram_bytes,
+                ),
                 in_flight: None,
             })
             .collect();

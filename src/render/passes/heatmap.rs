@@ -389,15 +389,7 @@ impl HeatmapPass {
             .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&uniform));
         let desc = wgpu::RenderPassDescriptor {
             label: Some(Self::LABEL),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view: output,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: wgpu::LoadOp::Load,
-                    store: wgpu::StoreOp::Store,
-                },
-            })],
+            color_attachments: &[layout::load_color(output)],
             depth_stencil_attachment: None,
             timestamp_writes: None,
             occlusion_query_set: None,
