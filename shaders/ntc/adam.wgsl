@@ -1,16 +1,46 @@
-// defines: GRAD_SCALE_DECODER=16777216.0, GRAD_SCALE_LATENTS=67108864.0
+// defines: GRAD_SCALE_DECODER=16777216.0, GRAD_SCALE_LATENTS=67108864.0, DELTA_SCALE=16.0
 // variants: - | FIXED_POINT_GRADIENTS
+// variants: - | NTC_MIXED
 //
-// NTC training, kernel 3: one Adam step over params[0 .. update_count] (cpu::adam_step in
-// f32). Parameters below decoder_count form the decoder block (learning rate with the
-// freezing factor λ already applied, no clamp), the rest the latent block (clamped to the
-// quantisation range [-1, 1]). Each block has its own bias corrections, since fine-tuning
-// restarts the decoder's moments. The kernel reads each gradient and resets it to 0 for
-// the next step. A learning rate of 0 advances the moments but leaves the parameter alone.
+// NTC training, the last kernel of a step: one Adam step over params[0 .. update_count]
+// (cpu::adam_step in f32). Parameters below decoder_count form the decoder block (learning
+// rate with the freezing factor λ already applied, no clamp), the rest the latent block
+// (clamped to the quantisation range [-1, 1]). Each block has its own bias corrections,
+// since fine-tuning restarts the decoder's moments. A learning rate of 0 advances the
+// moments but leaves the parameter alone.
+//
+// Gradients: the latents' (and, in the f32 trainer, the decoder's) are read from the
+// atomic `grads` and reset to 0 for the next step. With NTC_MIXED (the mixed-precision
+// trainer) a decoder gradient is the sum, in workgroup order (deterministic), of
+// train_step's per-workgroup partials dw_partials[w · decoder_count + i] for
+// w < partial_count, times 1 / (batch_size · DELTA_SCALE); the updated decoder is also
+// written to `weights16` in f16, and workgroup 0 first reduces the step's loss
+// (common/ntc_loss.wgsl), so a step of that trainer is two dispatches.
+
+#ifdef NTC_MIXED
+enable f16;
+#endif
 
 #import "common/ntc_train.wgsl"
+#ifdef NTC_MIXED
+#import "common/ntc_loss.wgsl"
+#endif
 
 const ADAM_WORKGROUP: u32 = 256u;
+
+// The gradient of parameter `index` for this step.
+fn take_gradient(index: u32) -> f32 {
+#ifdef NTC_MIXED
+    if index < step_params.decoder_count {
+        var sum = 0.0;
+        for (var w = 0u; w < step_params.partial_count; w++) {
+            sum += dw_partials[w * step_params.decoder_count + index];
+        }
+        return sum * (step_params.inv_batch / ${DELTA_SCALE});
+    }
+#endif
+    return grad_take(index);
+}
 
 @compute @workgroup_size(ADAM_WORKGROUP)
 fn adam(
@@ -18,11 +48,17 @@ fn adam(
     @builtin(num_workgroups) workgroups: vec3u,
     @builtin(local_invocation_index) local: u32,
 ) {
-    let index = linear_workgroup(workgroup, workgroups) * ADAM_WORKGROUP + local;
+    let group = linear_workgroup(workgroup, workgroups);
+#ifdef NTC_MIXED
+    if group == 0u {
+        reduce_losses(local);
+    }
+#endif
+    let index = group * ADAM_WORKGROUP + local;
     if index >= step_params.update_count {
         return;
     }
-    let g = grad_take(index);
+    let g = take_gradient(index);
     let decoder = index < step_params.decoder_count;
     var mv = moments[index];
     mv.x = step_params.beta1 * mv.x + step_params.one_minus_beta1 * g;
@@ -38,5 +74,10 @@ fn adam(
             p = clamp(p, -1.0, 1.0);
         }
         params[index] = p;
+#ifdef NTC_MIXED
+        if decoder {
+            weights16[index] = f16(p);
+        }
+#endif
     }
 }

@@ -260,6 +260,15 @@ impl TrainConfig {
     }
 }
 
+/// Nominal floating-point operations of one training sample for a decoder of shape
+/// `config`: 6 per weight (a multiply-add each in the forward pass, the inputs' δ and the
+/// weight gradient). Texels per second times this is the trainer's TFLOP/s figure; the
+/// first layer's δ is only needed for the latent inputs, so the kernels do slightly less.
+pub fn training_flops_per_sample(config: &NtcConfig) -> f64 {
+    let weights: usize = config.layer_shapes().iter().map(|s| s.weight_count()).sum();
+    6.0 * weights as f64
+}
+
 /// Named channel groups that quality is reported for, in [`Quality::psnr`] order.
 pub const QUALITY_GROUPS: [(ChannelMask, &str); 7] = [
     (ChannelMask::BASE_COLOR, "base_color"),
