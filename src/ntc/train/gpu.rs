@@ -47,7 +47,7 @@
 //! matrix product with f16 operands and f32 sums: `Z = A · Wᵀ` forward, `δ_in = δ · W`
 //! backward (then `⊙ act'(z)`), and the weight gradient `dW += δᵀ · A` over the chunk's
 //! rows, which the workgroup adds to its own slice of decoder gradients (no atomics).
-//! Adam sums the slices in workgroup order. δ is stored in f16 as [`DELTA_SCALE`] times
+//! Adam sums the slices in a fixed order. δ is stored in f16 as [`DELTA_SCALE`] times
 //! the per-sample gradient (loss scaling: the batch mean would underflow f16), and
 //! unscaled in f32 where it leaves f16: in the decoder's sums and before the latent
 //! scatter. The weights are read from an f16 copy of the f32 master weights that Adam
@@ -156,6 +156,10 @@ const SAMPLE_WORKGROUP: u32 = 256;
 
 /// Workgroup size of `adam` (`ADAM_WORKGROUP` in `adam.wgsl`).
 const ADAM_WORKGROUP: u32 = 256;
+
+/// Decoder parameters per workgroup of the mixed-precision `adam` (`DECODER_PER_GROUP`
+/// in `adam.wgsl`), each summed by `ADAM_WORKGROUP / DECODER_PER_GROUP` lanes.
+const ADAM_DECODER_PER_GROUP: u32 = 32;
 
 /// Workgroups of one `evaluate` dispatch (each thread loops over the mip).
 const EVAL_WORKGROUPS: u32 = 4096;
@@ -1897,7 +1901,8 @@ impl GpuTrainer {
             .collect();
         if mixed {
             // The decoder's gradients are the per-workgroup partials, summed as Adam sums
-            // them: in f32, in workgroup order, times the f32 inv_batch / DELTA_SCALE
+            // them: in f32, in its order (8 lanes of every 8th partial, then the lanes),
+            // times the f32 inv_batch / DELTA_SCALE
             // (nearly cancelling partials make an f64 sum differ in the last bits, which
             // Adam's normalisation magnifies for gradients near ε).
             let partials = f32s(&read_buffer(
@@ -1906,12 +1911,23 @@ impl GpuTrainer {
                 0..4 * u64::from(params.loss_groups) * u64::from(self.decoder_count),
             )?);
             let unscale = params.inv_batch / DELTA_SCALE;
+            let lanes = (ADAM_WORKGROUP / ADAM_DECODER_PER_GROUP) as usize;
             for (i, g) in values.iter_mut().take(decoder_count).enumerate() {
-                let sum = partials
+                let column: Vec<f32> = partials
                     .iter()
                     .skip(i)
                     .step_by(decoder_count.max(1))
-                    .fold(0.0f32, |sum, &p| sum + p);
+                    .copied()
+                    .collect();
+                let sum = (0..lanes)
+                    .map(|lane| {
+                        column
+                            .iter()
+                            .skip(lane)
+                            .step_by(lanes)
+                            .fold(0.0f32, |sum, &p| sum + p)
+                    })
+                    .fold(0.0f32, |sum, lane| sum + lane);
                 *g = f64::from(sum * unscale);
             }
         }
@@ -1995,7 +2011,7 @@ impl GpuTrainer {
         self.run_kernel(
             &params,
             &self.kernels.adam,
-            params.update_count.div_ceil(ADAM_WORKGROUP),
+            self.adam_groups(params.update_count),
         )?;
         self.pending_batch = 0;
         self.grads_dirty = lr_latents.is_none();
@@ -2202,6 +2218,22 @@ impl GpuTrainer {
         }
     }
 
+    /// Workgroups of an `adam` dispatch updating `params[0 .. update_count]`: one
+    /// parameter per thread, except that the mixed-precision trainer's decoder takes
+    /// [`ADAM_DECODER_PER_GROUP`] per workgroup; at least one (its workgroup 0 reduces the
+    /// loss).
+    fn adam_groups(&self, update_count: u32) -> u32 {
+        match self.kernels.step {
+            StepKernels::F32 { .. } => update_count.div_ceil(ADAM_WORKGROUP),
+            StepKernels::Mixed { .. } => {
+                let decoder = update_count.min(self.decoder_count);
+                (decoder.div_ceil(ADAM_DECODER_PER_GROUP)
+                    + (update_count - decoder).div_ceil(ADAM_WORKGROUP))
+                .max(1)
+            }
+        }
+    }
+
     /// Workgroups of one step's `forward_backward` or `train_step` dispatch.
     fn step_groups(&self) -> u32 {
         self.batch_params(self.batch_capacity).loss_groups
@@ -2305,7 +2337,7 @@ impl GpuTrainer {
                     }
                 }
                 pass.set_pipeline(&k.adam);
-                dispatch(&mut pass, update.div_ceil(ADAM_WORKGROUP), max);
+                dispatch(&mut pass, trainer.adam_groups(update), max);
             }
         })?;
         self.step += count;
