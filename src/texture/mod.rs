@@ -42,7 +42,7 @@ pub use manifest::{ManifestEntry, read_manifest, write_texture_sets_csv};
 pub use mips::build_mip_chain;
 pub use set::{
     LoadOptions, LoadedSet, SetMip, Slot, TextureSet, TextureSetDesc, arm_packed,
-    scene_texture_sets,
+    relevant_channels, scene_texture_sets,
 };
 
 /// Number of canonical channels per texel.

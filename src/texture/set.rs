@@ -309,6 +309,23 @@ pub struct TextureSet {
 }
 
 impl TextureSet {
+    /// Leave the channels outside `keep` out of [`present`](Self::present) and give them
+    /// their neutral value in every mip, as if the set had no texture for them.
+    pub fn keep_channels(&mut self, keep: ChannelMask) {
+        let dropped = ChannelMask(self.present.0 & !keep.0);
+        if dropped.is_empty() {
+            return;
+        }
+        self.present = self.present & keep;
+        for mip in &mut self.mips {
+            for texel in mip.texels.chunks_exact_mut(CHANNELS) {
+                for c in dropped.channels() {
+                    texel[c.index()] = c.neutral_u8();
+                }
+            }
+        }
+    }
+
     /// A 1×1 set holding only neutral values (no channel present): what a material
     /// without textures samples, so that its constant factors apply unchanged.
     pub fn neutral() -> TextureSet {
@@ -378,6 +395,35 @@ pub fn scene_texture_sets(materials: &[Material]) -> (Vec<TextureSetDesc>, Vec<O
         })
         .collect();
     (sets, material_sets)
+}
+
+/// The channels whose texture values can show in `material`'s appearance: all, except
+/// those its constants make irrelevant under glTF semantics, which the renderer follows
+/// (an absent channel is the neutral value times the factor, [`crate::texture`]):
+/// base colour when the base colour factor's RGB is 0, alpha for an `OPAQUE` material
+/// (glTF ignores it), the normal when the normal scale is 0 (flat), occlusion when its
+/// strength is 0, roughness and metallic when their factor is 0, emissive when the
+/// emissive factor is 0. A channel that no material of a set needs is left out of the
+/// set's `present` mask ([`TextureSet::keep_channels`]): it gets loss weight 0, is not
+/// trained and is not scored.
+pub fn relevant_channels(material: &Material) -> ChannelMask {
+    let [r, g, b, _] = material.base_color_factor;
+    let irrelevant = [
+        ([r, g, b] == [0.0; 3], ChannelMask::BASE_COLOR),
+        (
+            material.alpha_mode == crate::scene::AlphaMode::Opaque,
+            ChannelMask::ALPHA,
+        ),
+        (material.normal_scale == 0.0, ChannelMask::NORMAL),
+        (material.occlusion_strength == 0.0, ChannelMask::OCCLUSION),
+        (material.roughness_factor == 0.0, ChannelMask::ROUGHNESS),
+        (material.metallic_factor == 0.0, ChannelMask::METALLIC),
+        (material.emissive_factor == [0.0; 3], ChannelMask::EMISSIVE),
+    ];
+    irrelevant
+        .into_iter()
+        .filter(|(zeroed, _)| !zeroed)
+        .fold(ChannelMask::NONE, |mask, (_, channels)| mask | channels)
 }
 
 /// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
@@ -591,6 +637,66 @@ mod tests {
             textures,
             occlusion_from_arm: arm,
             ..Material::default()
+        }
+    }
+
+    #[test]
+    fn zeroed_factors_make_channels_irrelevant() {
+        let m = Material::default();
+        // The default is opaque: only alpha is irrelevant (emissive factor 0 too).
+        assert_eq!(
+            relevant_channels(&m),
+            ChannelMask(ChannelMask::ALL.0 & !(ChannelMask::ALPHA | ChannelMask::EMISSIVE).0)
+        );
+        let m = Material {
+            metallic_factor: 0.0,
+            occlusion_strength: 0.0,
+            emissive_factor: [0.0, 0.5, 0.0],
+            alpha_mode: crate::scene::AlphaMode::Mask { cutoff: 0.5 },
+            ..Material::default()
+        };
+        let relevant = relevant_channels(&m);
+        assert!(!relevant.intersects(ChannelMask::METALLIC | ChannelMask::OCCLUSION));
+        assert!(
+            relevant.contains(ChannelMask::ALPHA | ChannelMask::EMISSIVE | ChannelMask::ROUGHNESS)
+        );
+        let flat_black = Material {
+            base_color_factor: [0.0, 0.0, 0.0, 1.0],
+            normal_scale: 0.0,
+            roughness_factor: 0.0,
+            ..Material::default()
+        };
+        assert!(
+            !relevant_channels(&flat_black)
+                .intersects(ChannelMask::BASE_COLOR | ChannelMask::NORMAL | ChannelMask::ROUGHNESS)
+        );
+    }
+
+    #[test]
+    fn dropped_channels_become_neutral_in_every_mip() {
+        let mip0 = SetMip {
+            width: 2,
+            height: 2,
+            texels: vec![7; 4 * CHANNELS],
+        };
+        let mut set = TextureSet {
+            name: "orm".into(),
+            width: 2,
+            height: 2,
+            present: ChannelMask::ALL,
+            mips: build_mip_chain(mip0),
+        };
+        set.keep_channels(ChannelMask(ChannelMask::ALL.0 & !ChannelMask::METALLIC.0));
+        assert!(!set.present.intersects(ChannelMask::METALLIC));
+        assert!(set.present.contains(ChannelMask::ROUGHNESS));
+        for mip in &set.mips {
+            for texel in mip.texels.chunks_exact(CHANNELS) {
+                assert_eq!(
+                    texel[Channel::Metallic.index()],
+                    Channel::Metallic.neutral_u8()
+                );
+                assert_eq!(texel[Channel::Roughness.index()], 7);
+            }
         }
     }
 
