@@ -14,9 +14,9 @@ use std::sync::atomic::AtomicBool;
 
 use crate::cluster::{self, ClusterError, Plan, Strategy};
 use crate::gpu::GpuContext;
-use crate::ntc::compress::{CompressError, CompressOptions, compress, set_constants};
+use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress, set_constants};
 use crate::ntc::train::gpu::TrainProgress;
-use crate::ntc::{NtcFormatError, NtcPackage, Preset, TrainConfig};
+use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::render::ntc_gpu::{NtcRenderError, map_materials};
 use crate::scene::ImageSource;
 use crate::scene::open::cache_dir;
@@ -56,7 +56,8 @@ pub enum PackageError {
 pub struct PackageRecipe {
     /// Latent grid scale.
     pub preset: Preset,
-    /// Main training steps per group.
+    /// Main training steps per texture set (a group of `k` sets trains `k` times as
+    /// many).
     pub steps: u64,
     /// Groups of the clustered and random strategies (clamped to the number of sets).
     pub m: usize,
@@ -70,7 +71,7 @@ impl Default for PackageRecipe {
     fn default() -> Self {
         Self {
             preset: Preset::High,
-            steps: 4000,
+            steps: Recipe::Default.values().steps,
             m: 10,
             seed: 1,
             max_texture_size: None,
@@ -82,9 +83,7 @@ impl PackageRecipe {
     /// The training configuration: the default recipe at `preset` (gradual decoder
     /// freezing for every group of two or more sets).
     pub fn train_config(&self) -> TrainConfig {
-        let mut train = TrainConfig::default();
-        train.model.preset = self.preset;
-        train
+        Recipe::Default.config(self.preset)
     }
 }
 
@@ -181,7 +180,7 @@ impl ScenePackages {
     pub fn key(&self, strategy: Strategy) -> String {
         let r = &self.recipe;
         format!(
-            "neurotex scene package\nformat {}\nscene {}\nstrategy {}\npreset {:?}\nsteps {}\nm {}\nseed {}\nmax_texture_size {:?}\n{}",
+            "neurotex scene package\nformat {}\nscene {}\nstrategy {}\npreset {:?}\nsteps per set {}\nm {}\nseed {}\nmax_texture_size {:?}\n{}",
             crate::ntc::format::VERSION,
             self.scene.display(),
             strategy.name(),
@@ -250,6 +249,8 @@ impl ScenePackages {
                 .is_ok_and(|k| k == self.key(strategy)),
             skip_bcn: true,
             log_every: 100,
+            rate: RateControl::Fixed,
+            kernel: None,
         };
         // The key is written first: it marks the partial folder as belonging to it, and
         // the package (written last, by rename) is what makes the pair fresh.

@@ -17,7 +17,9 @@
 //! sections, in this order, each:
 //!       tag [u8; 4], length u64 (= the header's), crc u32 (CRC-32 of the payload),
 //!       payload [length]
-//!   "CONF" config:    features, latent_bits, preset (0 low … 3 very-high),
+//!   "CONF" config:    features, latent_bits, preset (0 low … 3 very-high; the one
+//!                     requested: each material's grids below are its own, so groups
+//!                     compressed at other presets by rate control share the package),
 //!                     activation (0 hard-gelu, 1 leaky-relu), pe_waves,
 //!                     hidden_count: u32 each; then hidden widths: u32 × hidden_count
 //!   "MATL" materials: per material
@@ -307,7 +309,13 @@ impl NtcPackage {
         constants: &[[f32; CHANNELS]],
     ) -> Result<u32, NtcFormatError> {
         let model = &group.model;
-        if model.config() != &self.config {
+        // The decoder's shape must be the package's; the preset may differ (each
+        // material's grids are stored, so groups can have their own latent resolution).
+        let shape = NtcConfig {
+            preset: self.config.preset,
+            ..model.config().clone()
+        };
+        if shape != self.config {
             return Err(invalid(
                 "group",
                 "its model configuration differs from the package's",

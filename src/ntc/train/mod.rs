@@ -323,6 +323,22 @@ impl Quality {
         quality
     }
 
+    /// PSNR pooled over every measured channel: `10 · log10(1 / MSE)` of the mean squared
+    /// error over all channels of the measured groups (each group's MSE weighted by its
+    /// channel count; every group covers the same texels), infinite for an exact match,
+    /// `None` when no group is measured.
+    pub fn pooled(&self) -> Option<f32> {
+        let (sum, channels) = self
+            .psnr
+            .iter()
+            .zip(QUALITY_GROUPS)
+            .filter_map(|(p, (mask, _))| p.map(|p| (p, mask.channels().count())))
+            .fold((0.0f64, 0usize), |(sum, n), (p, c)| {
+                (sum + c as f64 * 10f64.powf(-f64::from(p) / 10.0), n + c)
+            });
+        (channels > 0).then(|| psnr(sum / channels as f64))
+    }
+
     /// Mean PSNR over the groups measured (`None` when none is).
     pub fn mean(&self) -> Option<f32> {
         let measured: Vec<f32> = self.psnr.iter().flatten().copied().collect();
@@ -530,5 +546,20 @@ mod tests {
             Quality::default()
         );
         assert!((psnr(1e-4) - 40.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn pooled_quality_weights_groups_by_channels() {
+        // Base colour (3 channels) at MSE 1e-4, metallic (1 channel) at MSE 1e-2:
+        // pooled MSE (3e-4 + 1e-2) / 4.
+        let mut q = Quality::default();
+        q.psnr[0] = Some(psnr(1e-4));
+        q.psnr[5] = Some(psnr(1e-2));
+        let expected = psnr((3e-4 + 1e-2) / 4.0);
+        assert!((q.pooled().expect("pooled") - expected).abs() < 1e-4);
+        assert_eq!(Quality::default().pooled(), None);
+        q.psnr[5] = None;
+        q.psnr[0] = Some(f32::INFINITY);
+        assert_eq!(q.pooled(), Some(f32::INFINITY));
     }
 }
