@@ -13,7 +13,8 @@
 //! Module map:
 //! - [`gpu`]: adapter/device creation, feature negotiation, timestamp scopes, readback,
 //!   shader loading with `#import`.
-//! - [`scene`]: glTF import, tangents, cameras, scene description files, built-in scenes.
+//! - [`scene`]: glTF import, tangents, cameras, scene description files, opening scenes.
+//! - [`builtin`]: the procedural scenes (toy shop, street) and their construction kit.
 //! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, inputs.
 //! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans.
 //! - [`ntc`]: the codec: model, quantisation, `.ntc` format, trainers, compression.
@@ -27,6 +28,7 @@
 pub mod app;
 pub mod bench;
 pub mod bench_output;
+pub mod builtin;
 pub mod cluster;
 pub mod eval;
 pub mod gpu;

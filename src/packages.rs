@@ -255,11 +255,12 @@ impl ScenePackages {
         // The key is written first: it marks the partial folder as belonging to it, and
         // the package (written last, by rename) is what makes the pair fresh.
         let key_path = self.key_path(strategy);
-        crate::scene::gltf_builder::write_atomic(&key_path, self.key(strategy).as_bytes())
-            .map_err(|source| PackageError::Io {
+        crate::io::write_atomic(&key_path, self.key(strategy).as_bytes()).map_err(|source| {
+            PackageError::Io {
                 path: key_path,
                 source,
-            })?;
+            }
+        })?;
         let (package, _) = compress(
             ctx,
             &sets,

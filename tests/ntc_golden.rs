@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use glam::Vec3;
+use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::gpu::read_texture;
 use neurotex::ntc::compress::set_constants;
 use neurotex::ntc::{NtcConfig, NtcPackage, Preset, TrainConfig, train_cpu};
@@ -37,7 +38,6 @@ use neurotex::render::tiles::TileSize;
 use neurotex::render::{
     Aov, FrameOptions, FrameSettings, Lighting, NtcOptions, RenderMode, Renderer,
 };
-use neurotex::scene::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::scene::{Camera, Scene};
 use neurotex::texture::LoadOptions;
 use neurotex::texture::inputs::{InputSets, InputSource};

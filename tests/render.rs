@@ -226,11 +226,11 @@ fn toyshop(texture_size: u32) -> PathBuf {
         "neurotex-render-toyshop-{}-{texture_size}",
         std::process::id()
     ));
-    let opts = neurotex::scene::toyshop::ToyshopOptions {
+    let opts = neurotex::builtin::toyshop::ToyshopOptions {
         texture_size,
         ..Default::default()
     };
-    neurotex::scene::toyshop::generate(&dir, &opts).expect("generate toy shop")
+    neurotex::builtin::toyshop::generate(&dir, &opts).expect("generate toy shop")
 }
 
 fn render_png(

@@ -506,11 +506,9 @@ pub enum EvalEvent<'a> {
 
 /// Write `text` to `path` through a temporary file and a rename.
 fn write_text(path: &Path, text: &str) -> Result<(), EvalError> {
-    crate::scene::gltf_builder::write_atomic(path, text.as_bytes()).map_err(|source| {
-        EvalError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
+    crate::io::write_atomic(path, text.as_bytes()).map_err(|source| EvalError::Io {
+        path: path.to_path_buf(),
+        source,
     })
 }
 

@@ -2,19 +2,17 @@
 //!
 //! Owns the CPU-side scene description (meshes flattened into world-space instances,
 //! PBR materials with their texture references, cameras), the glTF importer, tangent
-//! generation, scene description files (`scenes/*.toml`) and the procedural built-in
-//! scenes. It does not decode images (that is `texture`) and never touches the GPU.
+//! generation, scene description files (`scenes/*.toml`) and opening any scene argument
+//! ([`open`], which generates a built-in scene from `crate::builtin` into a cache). It
+//! does not decode images (that is `texture`), write scenes (the generators are
+//! `crate::builtin`) or touch the GPU.
 
 pub mod auto_camera;
 pub mod camera_control;
 pub mod description;
-pub mod gltf_builder;
 pub mod gltf_import;
 pub mod open;
-pub mod procedural;
-pub mod street;
 pub mod tangents;
-pub mod toyshop;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -86,13 +86,13 @@ pub fn cache_dir() -> PathBuf {
 pub fn builtin_gltf(builtin: Builtin, texture_size: u32) -> Result<PathBuf, SceneError> {
     match builtin {
         Builtin::Toyshop => {
-            let opts = super::toyshop::ToyshopOptions {
+            let opts = crate::builtin::toyshop::ToyshopOptions {
                 texture_size,
                 ..Default::default()
             };
             let dir = cache_dir().join(format!(
                 "toyshop-v{}-{}px-seed{}",
-                super::toyshop::GENERATOR_VERSION,
+                crate::builtin::toyshop::GENERATOR_VERSION,
                 opts.texture_size,
                 opts.seed
             ));
@@ -101,7 +101,7 @@ pub fn builtin_gltf(builtin: Builtin, texture_size: u32) -> Result<PathBuf, Scen
                 return Ok(gltf);
             }
             log::info!("generating the built-in toy shop into {}", dir.display());
-            super::toyshop::generate(&dir, &opts).map_err(|e| SceneError::Builtin {
+            crate::builtin::toyshop::generate(&dir, &opts).map_err(|e| SceneError::Builtin {
                 path: dir.clone(),
                 reason: e.to_string(),
             })

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use glam::Vec3;
+use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::gpu::GpuContext;
-use neurotex::scene::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 
 /// The shared adapter (lavapipe in CI). Fails loudly when there is none: GPU tests never
 /// pass silently without a GPU.

@@ -23,10 +23,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use glam::{Mat4, Quat, Vec3};
 use image::{ExtendedColorType, ImageEncoder, codecs::png::PngEncoder};
 
+use crate::io::write_atomic;
+
 use super::gltf_builder::{
-    GltfBuilder, GltfWriteError, MaterialDesc, MeshData, NodeTransform, UvMode, box_mesh, cone,
-    cylinder, look_rotation, plane, torus, uv_sphere, write_atomic,
+    GltfBuilder, GltfWriteError, MaterialDesc, MeshData, UvMode, box_mesh, cone, cylinder,
+    look_rotation, plane, torus, uv_sphere,
 };
+use super::kit::{Assembly, Mtl, Part, Segments, cuboid, rot};
 use super::procedural::{
     Cellular, SrgbEncoder, cellular, derive_seed, fbm, hash_str, hash_u32, hash2, lerp, lerp3,
     normal_map_from_height, scale3, scratches, sin_cos_turns, smoothstep, srgb_hex, unit_f32,
@@ -1043,48 +1046,39 @@ fn letter_blocks(u: f32, v: f32, c: &Ctx) -> Texel {
 // Geometry
 // ---------------------------------------------------------------------------------------
 
-/// A piece of geometry with its material.
-type Part = (MeshData, Mat);
+/// Segment counts of the shop's round shapes.
+const SEGMENTS: Segments = Segments {
+    steps: &[(0.08, 24), (0.025, 16)],
+    least: 10,
+};
 
-/// Rotation of `turns` around a unit `axis`, through the platform-independent sine.
-fn rot(axis: Vec3, turns: f32) -> Quat {
-    let (s, c) = sin_cos_turns(turns * 0.5);
-    Quat::from_xyzw(axis.x * s, axis.y * s, axis.z * s, c)
-}
-
-/// Segment count for a round shape of radius `r`.
-fn segments(r: f32) -> u32 {
-    if r >= 0.08 {
-        24
-    } else if r >= 0.025 {
-        16
-    } else {
-        10
+impl From<Mat> for Mtl {
+    /// The material at its real-world texture density.
+    fn from(m: Mat) -> Mtl {
+        Mtl {
+            index: m.index(),
+            uv: m.uv(),
+        }
     }
-}
-
-/// A box of `size` centred at `center`, textured at real-world density.
-fn cuboid(m: Mat, size: Vec3, center: Vec3) -> Part {
-    (
-        box_mesh(size, m.uv()).transformed(Mat4::from_translation(center)),
-        m,
-    )
 }
 
 /// A box of `size` centred at `center` whose every face shows the whole texture.
 fn labelled(m: Mat, size: Vec3, center: Vec3) -> Part {
     (
         box_mesh(size, UvMode::Unit).transformed(Mat4::from_translation(center)),
-        m,
+        m.index(),
     )
 }
 
 /// A sphere of radius `r` stretched by `stretch`, tilted by `tilt` turns around Z and
 /// centred at `center`.
 fn ball(m: Mat, r: f32, center: Vec3, stretch: Vec3, tilt: f32) -> Part {
-    let s = segments(r);
+    let s = SEGMENTS.for_radius(r);
     let xf = Mat4::from_scale_rotation_translation(stretch, rot(Vec3::Z, tilt), center);
-    (uv_sphere(r, s, s * 2 / 3, m.uv()).transformed(xf), m)
+    (
+        uv_sphere(r, s, s * 2 / 3, m.uv()).transformed(xf),
+        m.index(),
+    )
 }
 
 /// A capped cylinder of radius `r` and length `len` along `axis` (X, Y or Z), centred at
@@ -1099,8 +1093,8 @@ fn rod(m: Mat, r: f32, len: f32, center: Vec3, axis: Vec3) -> Part {
     };
     let xf = Mat4::from_rotation_translation(q, center);
     (
-        cylinder(r, len, segments(r), true, m.uv()).transformed(xf),
-        m,
+        cylinder(r, len, SEGMENTS.for_radius(r), true, m.uv()).transformed(xf),
+        m.index(),
     )
 }
 
@@ -1110,12 +1104,12 @@ fn ring(m: Mat, major: f32, minor: f32, center: Vec3) -> Part {
         torus(
             major,
             minor,
-            segments(major) + 8,
-            segments(minor).min(12),
+            SEGMENTS.for_radius(major) + 8,
+            SEGMENTS.for_radius(minor).min(12),
             m.uv(),
         )
         .transformed(Mat4::from_translation(center)),
-        m,
+        m.index(),
     )
 }
 
@@ -1234,61 +1228,9 @@ impl Item {
     }
 }
 
-/// The scene under construction.
-struct Shop {
-    b: GltfBuilder,
-    seed: u32,
-}
-
-impl Shop {
-    /// A deterministic number in `[0, 1)` for the pair `(a, b)`.
-    fn rand(&self, a: i32, b: i32) -> f32 {
-        unit_f32(hash2(a, b, self.seed))
-    }
-
-    /// Adds a mesh, merging parts that share a material into one primitive.
-    fn mesh(&mut self, name: &str, parts: Vec<Part>) -> usize {
-        let mut prims: Vec<(MeshData, usize)> = Vec::new();
-        for (data, m) in parts {
-            match prims.iter_mut().find(|p| p.1 == m.index()) {
-                Some(p) => p.0.append(&data),
-                None => prims.push((data, m.index())),
-            }
-        }
-        self.b.add_mesh_primitives(name, prims)
-    }
-
-    /// Places `mesh` at `pos`, turned `yaw` turns around +Y and uniformly scaled.
-    fn put(&mut self, name: &str, mesh: usize, pos: Vec3, yaw: f32, scale: f32) -> usize {
-        self.b.add_mesh_node(
-            name,
-            mesh,
-            NodeTransform::trs(pos, rot(Vec3::Y, yaw), Vec3::splat(scale)),
-        )
-    }
-
-    /// Adds world-space geometry as its own mesh and node.
-    fn fixed(&mut self, name: &str, parts: Vec<Part>) -> usize {
-        let mesh = self.mesh(name, parts);
-        self.put(name, mesh, Vec3::ZERO, 0.0, 1.0)
-    }
-
-    /// Groups `children` under a node at `pos` turned `yaw` turns.
-    fn group(&mut self, name: &str, pos: Vec3, yaw: f32, children: Vec<usize>) -> usize {
-        self.b.add_group(
-            name,
-            NodeTransform::trs(pos, rot(Vec3::Y, yaw), Vec3::ONE),
-            children,
-        )
-    }
-}
-
 /// Builds the whole shop as a glTF document.
 fn build_shop(seed: u64) -> GltfBuilder {
-    let mut shop = Shop {
-        b: GltfBuilder::new(),
-        seed: derive_seed(seed, hash_str("layout")),
-    };
+    let mut shop = Assembly::new(GltfBuilder::new(), derive_seed(seed, hash_str("layout")));
     for m in ALL_MATS {
         shop.b.add_material(m.desc());
     }
@@ -1303,7 +1245,7 @@ fn build_shop(seed: u64) -> GltfBuilder {
     shop.b
 }
 
-fn prefabs(shop: &mut Shop) -> Prefabs {
+fn prefabs(shop: &mut Assembly) -> Prefabs {
     let v = Vec3::new;
     let one = Vec3::ONE;
 
@@ -1530,7 +1472,10 @@ fn prefabs(shop: &mut Shop) -> Prefabs {
     let top = |body: Mat, band: Mat| {
         let down = Mat4::from_rotation_translation(rot(Vec3::X, 0.5), v(0.0, 0.03, 0.0));
         vec![
-            (cone(0.06, 0.06, 20, body.uv()).transformed(down), body),
+            (
+                cone(0.06, 0.06, 20, body.uv()).transformed(down),
+                body.index(),
+            ),
             rod(band, 0.064, 0.015, v(0.0, 0.0675, 0.0), Vec3::Y),
             ball(body, 0.06, v(0.0, 0.075, 0.0), v(1.0, 0.45, 1.0), 0.0),
             rod(Mat::Brushed, 0.006, 0.05, v(0.0, 0.115, 0.0), Vec3::Y),
@@ -1555,7 +1500,7 @@ fn prefabs(shop: &mut Shop) -> Prefabs {
                     * Mat4::from_quat(rot(Vec3::Z, 0.25));
             parts.push((
                 cylinder(0.006, 0.2, 10, true, Mat::WoodLight.uv()).transformed(xf),
-                Mat::WoodLight,
+                Mat::WoodLight.index(),
             ));
         }
         shop.mesh("tin_drum", parts)
@@ -1622,8 +1567,8 @@ fn prefabs(shop: &mut Shop) -> Prefabs {
         shop.mesh("brick_green", brick(Mat::PlasticGreen)),
     ];
 
-    let pick = |shop: &Shop, a: i32, b: i32| {
-        ATLAS_LETTERS[(hash2(a, b, shop.seed) % ATLAS_LETTERS.len() as u32) as usize]
+    let pick = |shop: &Assembly, a: i32, b: i32| {
+        ATLAS_LETTERS[(shop.hash(a, b) % ATLAS_LETTERS.len() as u32) as usize]
     };
     let mut blocks = Vec::new();
     for k in 0..6 {
@@ -1702,7 +1647,7 @@ fn prefabs(shop: &mut Shop) -> Prefabs {
 }
 
 /// Places a toy with its bottom centre at `pos`; returns the node.
-fn place(shop: &mut Shop, p: &Prefabs, item: Item, pos: Vec3, yaw: f32, key: i32) -> usize {
+fn place(shop: &mut Assembly, p: &Prefabs, item: Item, pos: Vec3, yaw: f32, key: i32) -> usize {
     match item {
         Item::Product(k) => shop.put("toy_box", p.products[k], pos, yaw, 1.0),
         Item::Teddy => shop.put("teddy", p.teddy, pos, yaw, 0.55),
@@ -1717,8 +1662,8 @@ fn place(shop: &mut Shop, p: &Prefabs, item: Item, pos: Vec3, yaw: f32, key: i32
         Item::Top(k) => shop.put("spinning_top", p.tops[k], pos, yaw, 1.0),
         Item::BlockStack => block_stack(shop, p, pos, yaw, 0.07, key),
         Item::Bricks => {
-            let pick = |shop: &Shop, i: i32| {
-                p.bricks[(hash2(key, i, shop.seed) % p.bricks.len() as u32) as usize]
+            let pick = |shop: &Assembly, i: i32| {
+                p.bricks[(shop.hash(key, i) % p.bricks.len() as u32) as usize]
             };
             let a = shop.put(
                 "brick",
@@ -1747,15 +1692,15 @@ fn place(shop: &mut Shop, p: &Prefabs, item: Item, pos: Vec3, yaw: f32, key: i32
 }
 
 /// A 3-2-1 pyramid of letter blocks of edge `s`.
-fn block_stack(shop: &mut Shop, p: &Prefabs, pos: Vec3, yaw: f32, s: f32, key: i32) -> usize {
+fn block_stack(shop: &mut Assembly, p: &Prefabs, pos: Vec3, yaw: f32, s: f32, key: i32) -> usize {
     let mut children = Vec::new();
     let mut i = 0;
     for (row, count) in [3, 2, 1].into_iter().enumerate() {
         for k in 0..count {
             let x = (k as f32 - (count - 1) as f32 * 0.5) * s * 1.04;
-            let mesh = p.blocks[(hash2(key, i, shop.seed) % p.blocks.len() as u32) as usize];
-            let turn = (hash2(key, i + 50, shop.seed) % 4) as f32 * 0.25
-                + (shop.rand(key, i + 99) - 0.5) * 0.04;
+            let mesh = p.blocks[(shop.hash(key, i) % p.blocks.len() as u32) as usize];
+            let turn =
+                (shop.hash(key, i + 50) % 4) as f32 * 0.25 + (shop.rand(key, i + 99) - 0.5) * 0.04;
             let c = Vec3::new(x, (row as f32 + 0.5) * s, 0.0);
             children.push(shop.put("letter_block", mesh, c, turn, s));
             i += 1;
@@ -1764,7 +1709,7 @@ fn block_stack(shop: &mut Shop, p: &Prefabs, pos: Vec3, yaw: f32, s: f32, key: i
     shop.group("block_stack", pos, yaw, children)
 }
 
-fn room(shop: &mut Shop) {
+fn room(shop: &mut Assembly) {
     let v = Vec3::new;
     shop.fixed(
         "floor",
@@ -1810,12 +1755,12 @@ fn room(shop: &mut Shop) {
         "poster",
         vec![(
             plane(0.75, 0.95, UvMode::Unit).transformed(poster),
-            Mat::LabelBlocks,
+            Mat::LabelBlocks.index(),
         )],
     );
 }
 
-fn shelves(shop: &mut Shop, p: &Prefabs) {
+fn shelves(shop: &mut Assembly, p: &Prefabs) {
     // (position, yaw, wide?) — two units on the back wall, two on the left wall.
     let units = [
         (Vec3::new(-2.35, 0.0, -3.0 + SHELF_DEPTH * 0.5), 0.0, true),
@@ -1829,12 +1774,11 @@ fn shelves(shop: &mut Shop, p: &Prefabs) {
         let mut children = vec![shop.put("shelf_unit", mesh, Vec3::ZERO, 0.0, 1.0)];
         for (b, &top) in BOARD_TOPS.iter().enumerate() {
             let key = (u * 8 + b) as i32;
-            let theme =
-                THEMES[(u * 5 + b * 2 + (hash2(key, 0, shop.seed) % 2) as usize) % THEMES.len()];
+            let theme = THEMES[(u * 5 + b * 2 + (shop.hash(key, 0) % 2) as usize) % THEMES.len()];
             let end = width * 0.5 - BOARD - 0.03;
             let mut x = -end;
             for i in 0..32 {
-                let item = theme[(hash2(key, i + 1, shop.seed) % theme.len() as u32) as usize];
+                let item = theme[(shop.hash(key, i + 1) % theme.len() as u32) as usize];
                 let w = item.width();
                 if x + w > end {
                     break;
@@ -1863,7 +1807,7 @@ fn shelves(shop: &mut Shop, p: &Prefabs) {
     }
 }
 
-fn counter(shop: &mut Shop, p: &Prefabs) {
+fn counter(shop: &mut Assembly, p: &Prefabs) {
     let v = Vec3::new;
     // The counter runs along z at x ≈ 2.45, facing the shop (−x).
     let (cx, cz, len) = (2.45, -0.5, 2.2);
@@ -1999,7 +1943,7 @@ fn counter(shop: &mut Shop, p: &Prefabs) {
     let mut items = vec![shop.put("wall_shelf", wall_shelf, Vec3::ZERO, 0.0, 1.0)];
     let mut z = -1.1;
     for i in 0..12 {
-        let item = Item::Product((hash2(960, i, shop.seed) % 6) as usize);
+        let item = Item::Product((shop.hash(960, i) % 6) as usize);
         let w = item.width();
         if z + w > 1.1 {
             break;
@@ -2012,7 +1956,7 @@ fn counter(shop: &mut Shop, p: &Prefabs) {
     shop.group("wall_shelf", v(3.85, 1.55, cz), 0.0, items);
 }
 
-fn display_table(shop: &mut Shop, p: &Prefabs) {
+fn display_table(shop: &mut Assembly, p: &Prefabs) {
     let v = Vec3::new;
     let (cx, cz) = (-0.5, -1.55);
     let mut parts = vec![
@@ -2043,7 +1987,7 @@ fn display_table(shop: &mut Shop, p: &Prefabs) {
     shop.group("display_table", v(cx, 0.0, cz), 0.0, children);
 }
 
-fn floor_toys(shop: &mut Shop, p: &Prefabs) {
+fn floor_toys(shop: &mut Assembly, p: &Prefabs) {
     let v = Vec3::new;
     let rug_top = 0.012;
     shop.fixed(
@@ -2061,7 +2005,7 @@ fn floor_toys(shop: &mut Shop, p: &Prefabs) {
         .into_iter()
         .enumerate()
     {
-        let mesh = p.blocks[(hash2(2100, i as i32, shop.seed) % 6) as usize];
+        let mesh = p.blocks[(shop.hash(2100, i as i32) % 6) as usize];
         shop.put("letter_block", mesh, v(x, rug_top + 0.06, z), yaw, 0.12);
     }
     for (i, (x, z, yaw)) in [(0.3, 0.55, 0.1), (0.45, 0.4, 0.35), (0.2, 0.75, 0.8)]
@@ -2117,7 +2061,7 @@ fn floor_toys(shop: &mut Shop, p: &Prefabs) {
         shop.put("wagon", p.wagons[1], v(-0.18, on_rails, 0.0), 0.0, 1.0),
     ];
     for (i, x) in [0.12, 0.24, -0.24].into_iter().enumerate() {
-        let mesh = p.blocks[(hash2(2200, i as i32, shop.seed) % 6) as usize];
+        let mesh = p.blocks[(shop.hash(2200, i as i32) % 6) as usize];
         let c = v(x - 0.03, on_rails + 0.155 + 0.03, 0.0);
         train.push(shop.put("cargo_block", mesh, c, 0.05 * i as f32, 0.06));
     }
@@ -2139,7 +2083,7 @@ fn floor_toys(shop: &mut Shop, p: &Prefabs) {
 
 /// Pennant garlands along the upper walls: a sagging cord with small felt and plastic
 /// flags.
-fn bunting(shop: &mut Shop) {
+fn bunting(shop: &mut Assembly) {
     const FLAGS: [Mat; 5] = [
         Mat::PlasticRed,
         Mat::PlasticYellow,
@@ -2154,7 +2098,7 @@ fn bunting(shop: &mut Shop) {
             * Mat4::from_quat(rot(Vec3::X, 0.5));
         (
             cone(0.09, 0.2, 3, m.uv()).transformed(xf * Mat4::from_quat(rot(Vec3::Y, 0.5))),
-            m,
+            m.index(),
         )
     };
     // (start, end, yaw of the flags)
@@ -2184,7 +2128,7 @@ fn bunting(shop: &mut Shop) {
             let xf = Mat4::from_rotation_translation(q, (p0 + p1) * 0.5);
             parts.push((
                 cylinder(0.004, d.length(), 6, false, Mat::Brushed.uv()).transformed(xf),
-                Mat::Brushed,
+                Mat::Brushed.index(),
             ));
         }
         for k in 0..flags {
@@ -2196,8 +2140,8 @@ fn bunting(shop: &mut Shop) {
     }
 }
 
-fn cameras(shop: &mut Shop) {
-    let add = |shop: &mut Shop, name: &str, eye: Vec3, target: Vec3, yfov_deg: f32| {
+fn cameras(shop: &mut Assembly) {
+    let add = |shop: &mut Assembly, name: &str, eye: Vec3, target: Vec3, yfov_deg: f32| {
         let rotation = look_rotation(target - eye, Vec3::Y);
         shop.b
             .add_camera(name, eye, rotation, yfov_deg.to_radians(), 0.05);

@@ -31,14 +31,16 @@ use std::path::{Component, Path, PathBuf};
 
 use glam::{Mat4, Quat, Vec3};
 
-use super::description::{CameraKey, CameraPath, RenderDefaults, SceneDescription};
 use super::gltf_builder::{
-    GltfBuilder, GltfWriteError, MaterialDesc, MeshData, NodeTransform, UvMode, box_mesh, cone,
-    cylinder, plane, torus, uv_sphere, write_atomic,
+    GltfBuilder, GltfWriteError, MaterialDesc, UvMode, box_mesh, cone, cylinder, plane, torus,
+    uv_sphere,
 };
-use super::procedural::{derive_seed, hash_str, hash_u32, hash2, sin_cos_turns, unit_f32};
-use super::{AlphaMode, ImageSource, TextureRef};
+use super::kit::{Assembly, Mtl, Part, Segments, cuboid, rot, v};
+use super::procedural::{derive_seed, hash_str, hash_u32, hash2, sin_cos_turns};
+use crate::io::write_atomic;
 use crate::render::Lighting;
+use crate::scene::description::{CameraKey, CameraPath, RenderDefaults, SceneDescription};
+use crate::scene::{AlphaMode, ImageSource, TextureRef};
 use crate::texture::{ManifestEntry, TextureError, read_manifest};
 
 /// Options of [`generate`].
@@ -125,13 +127,12 @@ pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, StreetE
         builder.add_material(material_desc(entry, &base, manifest)?);
     }
     let mut street = Street {
-        b: builder,
+        asm: Assembly::new(builder, derive_seed(opts.seed, hash_str("street layout"))),
         pal: Palette::new(&entries, opts.seed),
-        seed: derive_seed(opts.seed, hash_str("street layout")),
         slots: Vec::new(),
     };
     street.build();
-    let gltf = street.b.write(out_dir, NAME)?;
+    let gltf = street.asm.b.write(out_dir, NAME)?;
     let toml_path = out_dir.join(DESCRIPTION_FILE);
     let text = description_text(opts.seed).map_err(|reason| StreetError::Description {
         path: toml_path.clone(),
@@ -145,7 +146,7 @@ pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, StreetE
     log::info!(
         "street: {} texture sets, {} triangles → {}",
         entries.len(),
-        street.b.instanced_triangle_count(),
+        street.asm.b.instanced_triangle_count(),
         gltf.display()
     );
     Ok(toml_path)
@@ -754,15 +755,6 @@ impl Role {
     }
 }
 
-/// A texture set chosen for an element, with the element's UV layout.
-#[derive(Clone, Copy, Debug)]
-struct Mtl {
-    /// glTF material index (= manifest row).
-    index: usize,
-    /// UV layout.
-    uv: UvMode,
-}
-
 /// The manifest's sets with their kinds and how often each was picked.
 struct Palette {
     kinds: Vec<Kind>,
@@ -833,39 +825,11 @@ impl Palette {
 // Geometry helpers
 // ---------------------------------------------------------------------------------------
 
-/// A piece of geometry with its material index.
-type Part = (MeshData, usize);
-
-fn v(x: f32, y: f32, z: f32) -> Vec3 {
-    Vec3::new(x, y, z)
-}
-
-/// Rotation of `turns` around a unit `axis`, through the platform-independent sine.
-fn rot(axis: Vec3, turns: f32) -> Quat {
-    let (s, c) = sin_cos_turns(turns * 0.5);
-    Quat::from_xyzw(axis.x * s, axis.y * s, axis.z * s, c)
-}
-
-/// Segment count for a round shape of radius `r`.
-fn segments(r: f32) -> u32 {
-    if r >= 0.15 {
-        24
-    } else if r >= 0.05 {
-        16
-    } else if r >= 0.02 {
-        10
-    } else {
-        6
-    }
-}
-
-/// A box of `size` centred at `center`.
-fn cuboid(m: Mtl, size: Vec3, center: Vec3) -> Part {
-    (
-        box_mesh(size, m.uv).transformed(Mat4::from_translation(center)),
-        m.index,
-    )
-}
+/// Segment counts of the street's round shapes.
+const SEGMENTS: Segments = Segments {
+    steps: &[(0.15, 24), (0.05, 16), (0.02, 10)],
+    least: 6,
+};
 
 /// A box of `size` centred at `center`, turned `yaw` turns around +Y after tilting
 /// `tilt` turns around +X (its ±Z faces show upright images from outside).
@@ -926,7 +890,7 @@ fn rod(m: Mtl, r: f32, a: Vec3, b: Vec3) -> Part {
     let q = Quat::from_rotation_arc(Vec3::Y, d.try_normalize().unwrap_or(Vec3::Y));
     let xf = Mat4::from_rotation_translation(q, (a + b) * 0.5);
     (
-        cylinder(r, len, segments(r), true, m.uv).transformed(xf),
+        cylinder(r, len, SEGMENTS.for_radius(r), true, m.uv).transformed(xf),
         m.index,
     )
 }
@@ -938,7 +902,7 @@ fn drum(m: Mtl, r: f32, h: f32, base: Vec3) -> Part {
 
 /// An ellipsoid with semi-axes `radii` centred at `center`.
 fn ellipsoid(m: Mtl, radii: Vec3, center: Vec3) -> Part {
-    let s = segments(radii.max_element());
+    let s = SEGMENTS.for_radius(radii.max_element());
     let xf = Mat4::from_scale_rotation_translation(radii, Quat::IDENTITY, center);
     (uv_sphere(1.0, s, s * 2 / 3, m.uv).transformed(xf), m.index)
 }
@@ -946,7 +910,8 @@ fn ellipsoid(m: Mtl, radii: Vec3, center: Vec3) -> Part {
 /// A horizontal ring (torus) centred at `center`.
 fn hoop(m: Mtl, major: f32, minor: f32, center: Vec3) -> Part {
     (
-        torus(major, minor, segments(major), 6, m.uv).transformed(Mat4::from_translation(center)),
+        torus(major, minor, SEGMENTS.for_radius(major), 6, m.uv)
+            .transformed(Mat4::from_translation(center)),
         m.index,
     )
 }
@@ -964,7 +929,7 @@ fn spire(m: Mtl, r: f32, h: f32, n: u32, base: Vec3) -> Part {
 fn roundel(m: Mtl, r: f32, t: f32, center: Vec3, yaw: f32) -> Part {
     let xf = Mat4::from_rotation_translation(rot(Vec3::Y, yaw) * rot(Vec3::X, 0.25), center);
     (
-        cylinder(r, t, segments(r), true, m.uv).transformed(xf),
+        cylinder(r, t, SEGMENTS.for_radius(r), true, m.uv).transformed(xf),
         m.index,
     )
 }
@@ -986,18 +951,6 @@ fn railing(parts: &mut Vec<Part>, m: Mtl, a: Vec3, b: Vec3, h: f32) {
         let p = a.lerp(b, i as f32 / n as f32);
         parts.push(cuboid(m, v(0.022, h, 0.022), p + up * (h * 0.5)));
     }
-}
-
-/// Merges parts that share a material into one primitive each.
-fn merge(parts: Vec<Part>) -> Vec<(MeshData, usize)> {
-    let mut prims: Vec<(MeshData, usize)> = Vec::new();
-    for (data, m) in parts {
-        match prims.iter_mut().find(|p| p.1 == m) {
-            Some(p) => p.0.append(&data),
-            None => prims.push((data, m)),
-        }
-    }
-    prims
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1075,43 +1028,14 @@ struct WallSlot {
 
 /// The scene under construction.
 struct Street {
-    b: GltfBuilder,
+    asm: Assembly,
     pal: Palette,
-    seed: u32,
     slots: Vec<WallSlot>,
 }
 
 impl Street {
-    /// A deterministic number in `[0, 1)` for the pair `(a, b)`.
-    fn rand(&self, a: i32, b: i32) -> f32 {
-        unit_f32(hash2(a, b, self.seed))
-    }
-
     fn pick(&mut self, role: Role) -> Mtl {
         self.pal.pick(role)
-    }
-
-    /// Adds world-space parts as one mesh and node (nothing when `parts` is empty).
-    fn fixed(&mut self, name: &str, parts: Vec<Part>) {
-        if parts.is_empty() {
-            return;
-        }
-        let mesh = self.b.add_mesh_primitives(name, merge(parts));
-        self.b.add_mesh_node(name, mesh, NodeTransform::IDENTITY);
-    }
-
-    /// Adds a reusable mesh and returns its index.
-    fn prefab(&mut self, name: &str, parts: Vec<Part>) -> usize {
-        self.b.add_mesh_primitives(name, merge(parts))
-    }
-
-    /// Places `mesh` standing at `pos`, turned `yaw` turns around +Y.
-    fn put(&mut self, name: &str, mesh: usize, pos: Vec3, yaw: f32) {
-        self.b.add_mesh_node(
-            name,
-            mesh,
-            NodeTransform::trs(pos, rot(Vec3::Y, yaw), Vec3::ONE),
-        );
     }
 
     fn build(&mut self) {
@@ -1162,12 +1086,12 @@ impl Street {
                 v(x_kerb.max(x_edge), y, GROUND_HALF_Z),
             ));
         }
-        self.fixed("ground", parts);
+        self.asm.fixed("ground", parts);
     }
 
     /// A plan for a building of `width` with seeded features.
     fn plan(&self, key: i32, width: f32, ground: Ground) -> Plan {
-        let r = |k: i32| self.rand(key, k);
+        let r = |k: i32| self.asm.rand(key, k);
         Plan {
             width,
             upper: 3 + (r(1) * 2.99) as u32,
@@ -1185,8 +1109,8 @@ impl Street {
     /// Both rows of buildings and the two closing the cross streets.
     fn buildings(&mut self) {
         // Café side: the café in the middle, two buildings on each side of it.
-        let a = 6.5 + 2.0 * self.rand(1, 0);
-        let b = 6.5 + 2.0 * self.rand(2, 0);
+        let a = 6.5 + 2.0 * self.asm.rand(1, 0);
+        let b = 6.5 + 2.0 * self.asm.rand(2, 0);
         let north = [
             (-STREET_END, -STREET_END + a, Ground::Residential),
             (-STREET_END + a, -7.0, Ground::Shop),
@@ -1213,13 +1137,13 @@ impl Street {
         }
         // Opposite side: four buildings of seeded widths; the last one is residential
         // (it carries the street name plate).
-        let raw: Vec<f32> = (0..4).map(|i| 9.0 + 4.0 * self.rand(3, i)).collect();
+        let raw: Vec<f32> = (0..4).map(|i| 9.0 + 4.0 * self.asm.rand(3, i)).collect();
         let total: f32 = raw.iter().sum();
         let mut x = -STREET_END;
         for (i, w) in raw.iter().enumerate() {
             let width = w / total * 2.0 * STREET_END;
             let key = 20 + i as i32;
-            let ground = if i == 3 || self.rand(key, 0) < 0.35 {
+            let ground = if i == 3 || self.asm.rand(key, 0) < 0.35 {
                 Ground::Residential
             } else {
                 Ground::Shop
@@ -1287,7 +1211,7 @@ impl Street {
             .into_iter()
             .map(|(d, i)| (d.transformed(xf), i))
             .collect();
-        self.fixed(name, parts);
+        self.asm.fixed(name, parts);
     }
 
     /// Remembers the facade point `(x, y)` (local) as a spot for an extra prop.
@@ -1416,7 +1340,7 @@ impl Street {
         let plinth = self.pick(Role::Plinth);
         let bw = plan.width / centres.len() as f32;
         let dw = (bw - 0.4).clamp(1.0, 2.0);
-        let door_i = (self.rand(plan.key, 20) * centres.len() as f32) as usize;
+        let door_i = (self.asm.rand(plan.key, 20) * centres.len() as f32) as usize;
         let door_i = door_i.min(centres.len().saturating_sub(1));
         let (sill, wh) = (1.2, 2.2);
         let openings: Vec<[f32; 4]> = centres
@@ -1500,7 +1424,7 @@ impl Street {
         let sb = ow / nb as f32;
         let door_bay = if cafe {
             nb / 2
-        } else if self.rand(plan.key, 21) < 0.5 {
+        } else if self.asm.rand(plan.key, 21) < 0.5 {
             0
         } else {
             nb - 1
@@ -1707,7 +1631,7 @@ impl Street {
         let xs: Vec<f32> = if w > 9.0 {
             vec![-hw * 0.55, hw * 0.45]
         } else {
-            vec![(self.rand(plan.key, 30) - 0.5) * hw]
+            vec![(self.asm.rand(plan.key, 30) - 0.5) * hw]
         };
         for x in xs {
             parts.push(cuboid(chimney, v(0.7, 1.8, 1.0), v(x, top + 3.5, -4.5)));
@@ -1718,7 +1642,7 @@ impl Street {
         }
         if plan.antenna {
             let ant = self.pick(Role::Antenna);
-            let x = (self.rand(plan.key, 31) - 0.5) * hw;
+            let x = (self.asm.rand(plan.key, 31) - 0.5) * hw;
             let base = v(x, top + 3.0, -6.0);
             parts.push(rod(ant, 0.03, base, base + Vec3::Y * 2.6));
             for (h, len) in [(2.0, 1.4), (2.3, 1.1), (2.55, 0.8)] {
@@ -1795,11 +1719,15 @@ impl Street {
             }
             p
         };
-        let table = self.prefab("terrace_table", table_parts(None));
-        let cloth_table = self.prefab("terrace_table_cloth", table_parts(Some(cloth)));
-        let chair = self.prefab("terrace_chair", chair_parts(None));
-        let cushion_chair = self.prefab("terrace_chair_cushion", chair_parts(Some(cushion)));
-        let bottle = self.prefab(
+        let table = self.asm.mesh("terrace_table", table_parts(None));
+        let cloth_table = self
+            .asm
+            .mesh("terrace_table_cloth", table_parts(Some(cloth)));
+        let chair = self.asm.mesh("terrace_chair", chair_parts(None));
+        let cushion_chair = self
+            .asm
+            .mesh("terrace_chair_cushion", chair_parts(Some(cushion)));
+        let bottle = self.asm.mesh(
             "bottle",
             vec![
                 drum(glass, 0.036, 0.2, Vec3::ZERO),
@@ -1809,18 +1737,20 @@ impl Street {
                 drum(cap, 0.016, 0.025, v(0.0, 0.3, 0.0)),
             ],
         );
-        let ashtray = self.prefab("ashtray", vec![drum(ash, 0.06, 0.025, Vec3::ZERO)]);
+        let ashtray = self
+            .asm
+            .mesh("ashtray", vec![drum(ash, 0.06, 0.025, Vec3::ZERO)]);
 
         let xs = [-5.6, -3.8, -2.0, 2.0, 3.8, 5.6];
         for (r, z) in [8.3f32, 6.45].into_iter().enumerate() {
             for (i, &x) in xs.iter().enumerate() {
                 let k = (r * xs.len() + i) as i32;
-                let jitter = |s: &Street, j: i32| (s.rand(100 + k, j) - 0.5) * 0.16;
+                let jitter = |s: &Street, j: i32| (s.asm.rand(100 + k, j) - 0.5) * 0.16;
                 let pos = v(x + jitter(self, 0), PAVE_Y, z + jitter(self, 1));
                 let with_cloth = (k + r as i32) % 2 == 0;
                 let mesh = if with_cloth { cloth_table } else { table };
-                let yaw = self.rand(100 + k, 2);
-                self.put("table", mesh, pos, yaw);
+                let yaw = self.asm.rand(100 + k, 2);
+                self.asm.put("table", mesh, pos, yaw, 1.0);
                 for (c, dx) in [-0.36f32, 0.36].into_iter().enumerate() {
                     let mesh = if (k + c as i32) % 3 == 0 {
                         cushion_chair
@@ -1828,22 +1758,31 @@ impl Street {
                         chair
                     };
                     let yaw = 0.5 + jitter(self, 3 + c as i32) * 0.4;
-                    self.put("chair", mesh, pos + v(dx, 0.0, 0.52), yaw);
+                    self.asm
+                        .put("chair", mesh, pos + v(dx, 0.0, 0.52), yaw, 1.0);
                 }
                 if k % 3 == 1 {
                     let yaw = jitter(self, 6) * 0.4;
-                    self.put("chair", chair, pos + v(0.05, 0.0, -0.56), yaw);
+                    self.asm
+                        .put("chair", chair, pos + v(0.05, 0.0, -0.56), yaw, 1.0);
                 }
                 let surface = if with_cloth { 0.785 } else { 0.77 };
-                let a = self.rand(100 + k, 7);
+                let a = self.asm.rand(100 + k, 7);
                 let (s, c) = sin_cos_turns(a);
-                self.put("ashtray", ashtray, pos + v(0.15 * s, surface, 0.15 * c), a);
+                self.asm.put(
+                    "ashtray",
+                    ashtray,
+                    pos + v(0.15 * s, surface, 0.15 * c),
+                    a,
+                    1.0,
+                );
                 if k % 3 == 0 {
-                    self.put(
+                    self.asm.put(
                         "bottle",
                         bottle,
                         pos + v(-0.12 * s, surface, -0.12 * c),
                         0.0,
+                        1.0,
                     );
                 }
             }
@@ -1881,7 +1820,7 @@ impl Street {
             0.0,
             -0.035,
         ));
-        self.fixed("terrace", parts);
+        self.asm.fixed("terrace", parts);
     }
 
     /// Lamps, bollards, a barrier, bins, an electrical cabinet, planters, crates and
@@ -1889,7 +1828,7 @@ impl Street {
     fn furniture(&mut self) {
         let post = self.pick(Role::LampPost);
         let head = self.pick(Role::LampHead);
-        let lamp = self.prefab(
+        let lamp = self.asm.mesh(
             "street_lamp",
             vec![
                 drum(post, 0.17, 0.8, Vec3::ZERO),
@@ -1915,11 +1854,11 @@ impl Street {
             (14.0, -KERB_Z - 0.65),
         ];
         for (x, z) in lamps {
-            self.put("street_lamp", lamp, v(x, PAVE_Y, z), 0.0);
+            self.asm.put("street_lamp", lamp, v(x, PAVE_Y, z), 0.0, 1.0);
         }
 
         let bm = self.pick(Role::Bollard);
-        let bollard = self.prefab(
+        let bollard = self.asm.mesh(
             "bollard",
             vec![
                 drum(bm, 0.085, 0.75, Vec3::ZERO),
@@ -1939,16 +1878,18 @@ impl Street {
             k += 1;
             let south = -KERB_Z - 0.55;
             if !near_lamp(x, south) && !(barrier_x.0 - 0.6..=barrier_x.1 + 0.6).contains(&x) {
-                self.put("bollard", bollard, v(x, PAVE_Y, south), 0.0);
+                self.asm
+                    .put("bollard", bollard, v(x, PAVE_Y, south), 0.0, 1.0);
             }
             let north = KERB_Z + 0.55;
             if x.abs() > 11.0 && !near_lamp(x, north) {
-                self.put("bollard", bollard, v(x, PAVE_Y, north), 0.0);
+                self.asm
+                    .put("bollard", bollard, v(x, PAVE_Y, north), 0.0, 1.0);
             }
         }
 
         let bar = self.pick(Role::Barrier);
-        let panel = self.prefab(
+        let panel = self.asm.mesh(
             "barrier",
             vec![
                 cuboid(bar, v(1.3, 0.7, 0.03), v(0.0, 0.55, 0.0)),
@@ -1960,11 +1901,12 @@ impl Street {
         let n = ((barrier_x.1 - barrier_x.0) / 1.4).round() as usize;
         for i in 0..n {
             let x = barrier_x.0 + 0.7 + 1.4 * i as f32;
-            self.put("barrier", panel, v(x, PAVE_Y, -KERB_Z - 0.5), 0.0);
+            self.asm
+                .put("barrier", panel, v(x, PAVE_Y, -KERB_Z - 0.5), 0.0, 1.0);
         }
 
         let bin_m = self.pick(Role::TrashCan);
-        let bin = self.prefab(
+        let bin = self.asm.mesh(
             "litter_bin",
             vec![
                 rod(bin_m, 0.035, Vec3::ZERO, v(0.0, 1.05, 0.0)),
@@ -1972,28 +1914,37 @@ impl Street {
                 hoop(bin_m, 0.205, 0.015, v(0.0, 0.9, 0.23)),
             ],
         );
-        self.put("litter_bin", bin, v(-6.5, PAVE_Y, -KERB_Z - 0.6), 0.5);
-        self.put("litter_bin", bin, v(-13.0, PAVE_Y, NORTH_Z - 0.45), 0.5);
-        self.put("litter_bin", bin, v(18.0, PAVE_Y, SOUTH_Z + 0.45), 0.0);
+        self.asm
+            .put("litter_bin", bin, v(-6.5, PAVE_Y, -KERB_Z - 0.6), 0.5, 1.0);
+        self.asm.put(
+            "litter_bin",
+            bin,
+            v(-13.0, PAVE_Y, NORTH_Z - 0.45),
+            0.5,
+            1.0,
+        );
+        self.asm
+            .put("litter_bin", bin, v(18.0, PAVE_Y, SOUTH_Z + 0.45), 0.0, 1.0);
 
         let e = self.pick(Role::ElectricBox);
-        let cabinet = self.prefab(
+        let cabinet = self.asm.mesh(
             "electrical_cabinet",
             vec![
                 cuboid(e, v(0.9, 1.3, 0.4), v(0.0, 0.65, 0.0)),
                 cuboid(e, v(0.96, 0.05, 0.46), v(0.0, 1.325, 0.0)),
             ],
         );
-        self.put(
+        self.asm.put(
             "electrical_cabinet",
             cabinet,
             v(-17.5, PAVE_Y, SOUTH_Z + 0.25),
             0.0,
+            1.0,
         );
 
         let pm = self.pick(Role::Planter);
         let flowers = self.pick(Role::Flowers);
-        let planter = self.prefab(
+        let planter = self.asm.mesh(
             "planter",
             vec![
                 cuboid(pm, v(1.1, 0.5, 0.5), v(0.0, 0.25, 0.0)),
@@ -2006,20 +1957,26 @@ impl Street {
             (-9.0, SOUTH_Z + 0.35, 0.0),
             (8.0, SOUTH_Z + 0.35, 0.0),
         ] {
-            self.put("planter", planter, v(x, PAVE_Y, z), yaw);
+            self.asm.put("planter", planter, v(x, PAVE_Y, z), yaw, 1.0);
         }
 
         let crate_m = self.pick(Role::Crate);
-        let crate_mesh = self.prefab(
+        let crate_mesh = self.asm.mesh(
             "crate",
             vec![cuboid(crate_m, v(0.55, 0.32, 0.38), v(0.0, 0.16, 0.0))],
         );
         for (x, y, yaw) in [(14.2, 0.0, 0.02), (14.8, 0.0, -0.03), (14.5, 0.32, 0.05)] {
-            self.put("crate", crate_mesh, v(x, PAVE_Y + y, NORTH_Z - 0.35), yaw);
+            self.asm.put(
+                "crate",
+                crate_mesh,
+                v(x, PAVE_Y + y, NORTH_Z - 0.35),
+                yaw,
+                1.0,
+            );
         }
         let wood = self.pick(Role::Barrel);
         let hoops = self.pick(Role::Hoop);
-        let barrel = self.prefab(
+        let barrel = self.asm.mesh(
             "barrel",
             vec![
                 drum(wood, 0.28, 0.85, Vec3::ZERO),
@@ -2028,12 +1985,12 @@ impl Street {
             ],
         );
         for (x, z) in [(15.9, NORTH_Z - 0.4), (16.55, NORTH_Z - 0.5)] {
-            self.put("barrel", barrel, v(x, PAVE_Y, z), 0.0);
+            self.asm.put("barrel", barrel, v(x, PAVE_Y, z), 0.0, 1.0);
         }
 
         let plate = self.pick(Role::StreetSign);
         let y = PAVE_Y + 4.08;
-        self.fixed(
+        self.asm.fixed(
             "street_name_plates",
             vec![
                 cuboid(
@@ -2060,7 +2017,7 @@ impl Street {
             return;
         }
         let mut slots = std::mem::take(&mut self.slots);
-        let seed = self.seed;
+        let seed = self.asm.seed();
         // Low, bare piers first; among those, the ones nearest the terrace.
         slots.sort_by_key(|s| {
             let at = s.frame.w_axis.truncate() - v(0.0, 0.0, 5.0);
@@ -2093,7 +2050,7 @@ impl Street {
                 }
             }
         }
-        self.fixed("extra_props", parts);
+        self.asm.fixed("extra_props", parts);
     }
 
     /// A wall-mounted prop showing `set`, shaped after its kind, in a slot frame (origin

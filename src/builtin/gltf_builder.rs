@@ -3,9 +3,9 @@
 //! Owns [`GltfBuilder`], which accumulates meshes (positions, normals, UVs as `f32`,
 //! `u32` indices), PBR metallic-roughness materials with external image references,
 //! a node hierarchy and perspective cameras, and writes `<name>.gltf` (JSON) plus one
-//! `<name>.bin` buffer next to it. It also owns the shape helpers that produce
-//! [`MeshData`] (box, UV sphere, cylinder, cone, torus, plane) and [`write_atomic`],
-//! which every generator uses so that no reader ever sees a half-written file.
+//! `<name>.bin` buffer next to it, both through [`write_atomic`] so that no reader ever
+//! sees a half-written file. It also owns the shape helpers that produce [`MeshData`]
+//! (box, UV sphere, cylinder, cone, torus, plane).
 //!
 //! Conventions: y-up, metres, counter-clockwise front faces, glTF UVs (origin top-left,
 //! v down). Shapes are centred on the origin. Angles inside the shape helpers go through
@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use glam::{Mat3, Mat4, Quat, Vec3};
 use serde_json::{Map, Value, json};
 
-use super::AlphaMode;
 use super::procedural::sin_cos_turns;
+use crate::io::write_atomic;
+use crate::scene::AlphaMode;
 
 /// Errors raised while writing a glTF file. Every variant names the file involved.
 #[derive(Debug, thiserror::Error)]
@@ -39,27 +40,6 @@ pub enum GltfWriteError {
         /// What is wrong.
         reason: String,
     },
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory that is then
-/// renamed into place, so readers see either the old file or the complete new one.
-/// Temporary names are unique per process and call, so concurrent writers never share one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let file_name = path.file_name().ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name")
-    })?;
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(file_name);
-    tmp_name.push(format!(".{}-{n}.tmp", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        // Best effort: do not leave the temporary behind; the original error matters more.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// Triangle-list geometry of one primitive: per-vertex positions, normals and UVs plus
