@@ -83,7 +83,8 @@ pub struct TrainOverrides {
     /// recipe's).
     #[arg(long)]
     finetune_fraction: Option<f64>,
-    /// Training kernels (default: the adapter's fastest: coop-matrix, f16, f32).
+    /// Training kernels (default: the adapter's fastest: coop-matrix, else f16, else f32;
+    /// f32 on a CPU adapter).
     #[arg(long, value_enum)]
     pub train_kernel: Option<ntc::train::gpu::TrainKernel>,
 }
