@@ -852,10 +852,12 @@ fn env_or(name: &str, default: u64) -> u64 {
 /// for every kernel the adapter runs, each batch size and both gradient paths, in
 /// texels per second and TFLOP/s (the decoder's nominal
 /// [`training_flops_per_sample`](neurotex::ntc::train::training_flops_per_sample)).
-/// Measured with the f32 kernel: lavapipe (2 cores, 256², batch 32768) 3.8e4 texels/s;
-/// NVIDIA H200 through Vulkan (1024², batch 65536) 3.1e7 texels/s, 2.1 ms per step,
-/// evaluation 1.9e8 texels/s, alike for f32 and fixed-point atomics and workgroups of 32
-/// and 64 (the mixed-precision kernels: docs/RESULTS.md). Run in release:
+/// Measured on an NVIDIA H200 through Vulkan (1024², 256 steps; texels/s, TFLOP/s, ms per
+/// step; f32 and fixed-point atomics within 1 % of each other): batch 32768 — f32 3.2e7,
+/// 1.58, 1.02; f16 9.7e6, 0.48, 3.38; coop-matrix 6.8e7, 3.34, 0.48; batch 65536 — f32
+/// 3.3e7, 1.64, 1.96; f16 9.7e6, 0.48, 6.72; coop-matrix 7.2e7, 3.53, 0.91; evaluation
+/// 1.8e8 texels/s. lavapipe (2 cores, 64², batch 1024): f32 1.7e4, f16 2.7e3. Run in
+/// release:
 /// `cargo test --release --test ntc_gpu -- --ignored --nocapture`; on a big GPU raise the
 /// sizes with `NTC_BENCH_SIZE` (texture side, default 256), `NTC_BENCH_BATCHES` (batch
 /// sizes, comma-separated, default 32768), `NTC_BENCH_STEPS` (timed steps, default 8) and

@@ -83,8 +83,8 @@ pub struct TrainOverrides {
     /// recipe's).
     #[arg(long)]
     finetune_fraction: Option<f64>,
-    /// Training kernels (default: the adapter's fastest: coop-matrix, else f16, else f32;
-    /// f32 on a CPU adapter).
+    /// Training kernels (default: coop-matrix where the adapter has it, else f32; f16 is
+    /// slower than f32 and there to test the mixed-precision step).
     #[arg(long, value_enum)]
     pub train_kernel: Option<ntc::train::gpu::TrainKernel>,
 }
