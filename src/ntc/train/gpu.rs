@@ -58,7 +58,7 @@
 //! step) against the f32 trainer's 3.3e7 (1.6 TFLOP/s, 1.96 ms); at 32768, 6.8e7 against
 //! 3.2e7. A step costs about 52 µs plus 0.84 µs per chunk of 64 samples (from the two
 //! batch sizes), so `train_step` dominates, and it is far from the matrix units' rate
-//! (the products are < 5 % of its time at 470 TFLOP/s): the chunk's scalar phases between
+//! (the products are < 1 % of its time at 470 TFLOP/s): the chunk's scalar phases between
 //! its ~40 workgroup barriers (input building with its latent gathers and QAT hashes,
 //! activations, the latent scatter) are what to time next, by variants that leave a
 //! stage out.
