@@ -404,7 +404,7 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary"))
             .expect("summary JSON");
     assert_eq!(summary["runs"].as_array().map(Vec::len), Some(5));
-    assert_eq!(summary["steps"], 64);
+    assert_eq!(summary["steps"], 32);
     assert!(
         summary["command_line"]
             .as_str()

@@ -1699,7 +1699,8 @@ impl GpuTrainer {
         self.batch_capacity
     }
 
-    /// Workgroup size of `forward_backward` (samples per decoder-gradient reduction).
+    /// Workgroup size of the f32 kernels `forward_backward` (samples per decoder-gradient
+    /// reduction of the f32 trainer) and `evaluate`.
     pub fn workgroup_size(&self) -> u32 {
         self.kernels.workgroup
     }
