@@ -8,21 +8,22 @@
 //! the path, each submitted and timed on its own with timestamp queries; the report keeps
 //! the median and the 10th/90th percentiles of the material pass (`ntc.decode`, or the
 //! reference's classify + material-depth + material draw) and of the whole frame (the sum
-//! of every timed pass). Divergence is counted on the path's middle frame.
+//! of every timed pass). Divergence is counted on the path's middle frame. With a trace
+//! file every frame of every configuration (warm-up included) is also written as a Chrome
+//! trace.
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, PassTiming};
-use crate::ntc::plot::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
-use crate::render::divergence::DivergenceStats;
+use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
+use crate::gpu::profiler::TraceError;
+use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
+use crate::render::divergence_stats::DivergenceStats;
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::tiles::TileSize;
-use crate::render::{
-    FrameOptions, FrameSettings, Lighting, NtcOptions, RenderError, RenderMode, Renderer,
-};
-use crate::scene::Camera;
+use crate::render::{FrameSettings, KernelChoice, PassSettings, RenderError, RenderMode, Renderer};
+use crate::scene::{Camera, Lighting};
 
 /// Errors of a benchmark run.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,9 @@ pub enum BenchError {
     /// The chart could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),
+    /// The trace could not be written.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
     /// An output could not be written.
     #[error("cannot write {path}: {source}")]
     Io {
@@ -129,6 +133,8 @@ pub struct BenchOptions {
     pub tiles: Vec<TileSize>,
     /// Untimed frames before each configuration.
     pub warmup: u32,
+    /// Also write the timed frames as a Chrome trace to this file.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// The material pass's time in a frame's timings.
@@ -154,6 +160,10 @@ pub fn run_bench(
     if !ctx.granted.timestamps {
         return Err(BenchError::NoTimestamps(ctx.describe()));
     }
+    let mut profiler = GpuProfiler::new(ctx);
+    if opts.trace.is_some() {
+        profiler.start_trace();
+    }
     let mut rows = Vec::new();
     for &mode in &opts.modes {
         if !renderer.has_mode(mode) {
@@ -171,9 +181,9 @@ pub fn run_bench(
         for (kernel, tile) in configs {
             if let (Some(k), Some(t)) = (kernel, tile) {
                 let set = renderer
-                    .set_ntc_options(
+                    .set_kernel_choice(
                         ctx,
-                        NtcOptions {
+                        KernelChoice {
                             kernel: Some(k),
                             tile: t,
                         },
@@ -189,7 +199,13 @@ pub fn run_bench(
                 _ => mode.to_string(),
             };
             note(&format!("{label}: measuring"));
-            let row = measure(ctx, renderer, output, cameras, lighting, mode, opts.warmup)?;
+            let shots = Shots {
+                output,
+                cameras,
+                lighting,
+                opts,
+            };
+            let row = measure(ctx, &mut profiler, renderer, &shots, mode)?;
             let row = BenchRow {
                 kernel: kernel.and(renderer.kernel()),
                 tile,
@@ -203,53 +219,77 @@ pub fn run_bench(
             rows.push(row);
         }
     }
+    if let Some(path) = &opts.trace {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let scopes = profiler.write_trace(path)?;
+        note(&format!("wrote {} ({scopes} timed passes)", path.display()));
+    }
     Ok(rows)
 }
 
+/// What every configuration of a run renders.
+struct Shots<'a> {
+    output: &'a wgpu::TextureView,
+    cameras: &'a [Camera],
+    lighting: Lighting,
+    opts: &'a BenchOptions,
+}
+
+/// Measure `mode` along the shots' cameras with the current kernel choice (every frame
+/// goes into `profiler`'s trace when one is recorded).
 fn measure(
     ctx: &GpuContext,
+    profiler: &mut GpuProfiler,
     renderer: &mut Renderer,
-    output: &wgpu::TextureView,
-    cameras: &[Camera],
-    lighting: Lighting,
+    shots: &Shots<'_>,
     mode: RenderMode,
-    warmup: u32,
 ) -> Result<BenchRow, BenchError> {
-    let mut timer = GpuTimer::new(ctx, 32);
+    let Shots {
+        output,
+        cameras,
+        lighting,
+        opts,
+    } = *shots;
     let settings = |camera: &Camera| FrameSettings {
         camera: camera.clone(),
         lighting,
         aov: crate::render::Aov::Final,
         mode,
-        options: FrameOptions::default(),
+        passes: PassSettings::default(),
     };
     let frame = |renderer: &mut Renderer,
                  camera: &Camera,
-                 timer: &mut GpuTimer|
+                 profiler: &mut GpuProfiler|
      -> Result<Vec<PassTiming>, GpuError> {
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("bench.frame"),
             });
-        timer.begin_frame();
-        ctx.error_scope(|| renderer.record(ctx, &mut encoder, output, &settings(camera), timer))?;
-        timer.resolve(&mut encoder);
+        ctx.error_scope(|| {
+            renderer.record(ctx, &mut encoder, output, &settings(camera), profiler)
+        })?;
         ctx.queue.submit([encoder.finish()]);
-        Ok(timer.collect(ctx))
+        profiler.end_frame(ctx);
+        Ok(profiler.collect(ctx))
     };
     let first = cameras.first().cloned().ok_or(BenchError::NoFrames)?;
     // Every frame's statistics are read (collecting the timings waited for the GPU), so
     // the readback ring never fills and the middle frame's are its own.
-    for _ in 0..warmup {
-        frame(renderer, &first, &mut timer)?;
+    for _ in 0..opts.warmup {
+        frame(renderer, &first, profiler)?;
         renderer.try_divergence(&ctx.device);
     }
     let mut material = Vec::new();
     let mut total = Vec::new();
     let mut divergence = None;
     for (i, camera) in cameras.iter().enumerate() {
-        let timings = frame(renderer, camera, &mut timer)?;
+        let timings = frame(renderer, camera, profiler)?;
         material.push(material_ms(&timings));
         total.push(timings.iter().map(|t| t.ms).sum());
         let stats = renderer.try_divergence(&ctx.device);
@@ -267,9 +307,10 @@ fn measure(
                 });
             let middle = &cameras[cameras.len() / 2];
             ctx.error_scope(|| {
-                renderer.record(ctx, &mut encoder, output, &settings(middle), &timer)
+                renderer.record(ctx, &mut encoder, output, &settings(middle), profiler)
             })?;
             ctx.queue.submit([encoder.finish()]);
+            profiler.end_frame(ctx);
             renderer.divergence_blocking(ctx)?
         }
     };

@@ -40,6 +40,9 @@ pub fn offscreen_target(ctx: &GpuContext, size: (u32, u32)) -> wgpu::Texture {
     })
 }
 
+/// The files [`write_report`] writes into its folder.
+pub const REPORT_FILES: [&str; 4] = ["bench.json", "bench.csv", "bench.md", "bench.png"];
+
 /// Write `report` into the folder `dir` (created when missing): `bench.json`,
 /// `bench.csv`, `bench.md` and the chart `bench.png`. Returns the Markdown table.
 pub fn write_report(dir: &Path, report: &BenchReport) -> Result<String, BenchOutputError> {

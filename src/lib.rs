@@ -6,34 +6,45 @@
 //! glTF / manifest ─► scene::Scene ─► texture::TextureSet (canonical 12 channels, mips)
 //!                                         │ cluster (embed, k-means, strategies)
 //!                                         ▼ ntc::compress (GPU trainer) ─► .ntc package
-//! render::Renderer: G-buffer ─► reference material pass | NTC decode pass (per-tile
+//! render::Renderer (the scene + its decoded texture sets, packages): per frame a
+//!     FramePlan, then G-buffer ─► reference material pass | NTC decode pass (per-tile
 //!     decoders, stochastic trilinear) ─► lighting ─► temporal ─► tonemap (+ divergence)
 //! ```
 //!
 //! Module map:
-//! - [`gpu`]: adapter/device creation, feature negotiation, timestamp scopes, readback,
-//!   shader loading with `#import`.
+//! - [`gpu`]: adapter/device creation, feature negotiation, pass timing (`wgpu-profiler`),
+//!   readback, shader loading with `#import`, compute kernels, layouts, cached bind groups,
+//!   Rust ↔ WGSL mirror checks.
 //! - [`scene`]: glTF import, tangents, cameras, scene description files, opening scenes.
 //! - [`builtin`]: the procedural scenes (toy shop, street) and their construction kit.
-//! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, inputs.
+//! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, inputs,
+//!   sRGB, PSNR (the one convention of every report) and the BCn baselines.
 //! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans.
 //! - [`ntc`]: the codec: model, quantisation, `.ntc` format, trainers, compression.
 //! - [`packages`]: a scene's package per strategy, compressed on demand and cached.
-//! - [`render`]: the deferred renderer, one struct per pass, NTC decoding and divergence.
+//! - [`outputs`]: the output policy (never over an input, never over a file without
+//!   `--force`).
+//! - [`render`]: the deferred renderer: the frame plan, the frame's targets, one struct per
+//!   pass with explicit inputs and outputs, NTC decoding and divergence.
 //! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings, and
 //!   [`bench_output`]: the benchmark's off-screen target and report folder.
-//! - [`io`]: atomic file output, used by every writer.
+//! - [`io`]: atomic file output, used by every writer; [`charts`]: the reports' charts.
+//!
+//! Each module imports only modules below it in the layer order of `docs/ARCHITECTURE.md`
+//! (checked by `tests/layers.rs`).
 //! - [`app`], [`ui`]: the interactive viewer and its overlay.
 
 pub mod app;
 pub mod bench;
 pub mod bench_output;
 pub mod builtin;
+pub mod charts;
 pub mod cluster;
 pub mod eval;
 pub mod gpu;
 pub mod io;
 pub mod ntc;
+pub mod outputs;
 pub mod packages;
 pub mod render;
 pub mod scene;

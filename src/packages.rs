@@ -14,14 +14,15 @@ use std::sync::atomic::AtomicBool;
 
 use crate::cluster::{self, ClusterError, Plan, Strategy};
 use crate::gpu::GpuContext;
-use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress, set_constants};
+use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
 use crate::ntc::train::gpu::TrainProgress;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
+use crate::render::RenderMode;
 use crate::render::ntc_gpu::{NtcRenderError, map_materials};
 use crate::scene::ImageSource;
 use crate::scene::open::cache_dir;
 use crate::texture::inputs::{InputError, InputSets, InputSource};
-use crate::texture::{LoadOptions, TextureError, TextureSet};
+use crate::texture::{SceneTextures, TextureSet, set_constants};
 
 /// Errors while finding or making a scene's packages.
 #[derive(Debug, thiserror::Error)]
@@ -29,9 +30,6 @@ pub enum PackageError {
     /// The scene or its texture sets could not be opened.
     #[error(transparent)]
     Inputs(#[from] InputError),
-    /// A texture failed to decode.
-    #[error(transparent)]
-    Texture(#[from] TextureError),
     /// Grouping failed.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
@@ -41,6 +39,15 @@ pub enum PackageError {
     /// A cached package could not be read.
     #[error(transparent)]
     Format(#[from] NtcFormatError),
+    /// The decoded texture sets handed in are not this scene's, or not as the recipe
+    /// needs them.
+    #[error("{scene}: cannot compress its packages from these texture sets: {reason}")]
+    Textures {
+        /// The scene file.
+        scene: PathBuf,
+        /// What does not match.
+        reason: String,
+    },
     /// A cache file could not be written.
     #[error("cannot write {path}: {source}")]
     Io {
@@ -84,6 +91,19 @@ impl PackageRecipe {
     /// freezing for every group of two or more sets).
     pub fn train_config(&self) -> TrainConfig {
         Recipe::Default.config(self.preset)
+    }
+}
+
+/// The decoder-sharing strategy whose packages an NTC render mode renders (`None` for the
+/// reference).
+pub fn strategy_of(mode: RenderMode) -> Option<Strategy> {
+    match mode {
+        RenderMode::Reference => None,
+        RenderMode::Baseline => Some(Strategy::Baseline),
+        RenderMode::Clustered => Some(Strategy::Clustered),
+        RenderMode::Single => Some(Strategy::Single),
+        RenderMode::Random => Some(Strategy::Random),
+        RenderMode::Category => Some(Strategy::Category),
     }
 }
 
@@ -203,12 +223,15 @@ impl ScenePackages {
     }
 
     /// The package of `strategy`: read from the cache when fresh, else compressed on
-    /// `ctx` (`progress(group, groups, progress)` as training advances; `cancel` stops
-    /// it, keeping partial progress for the next call) and cached.
+    /// `ctx` from `textures` (the scene's sets as the renderer got them, decoded without
+    /// missing images at the recipe's size limit; `progress(group, groups, progress)` as
+    /// training advances; `cancel` stops it, keeping partial progress for the next call)
+    /// and cached.
     pub fn load_or_compress(
         &self,
         ctx: &GpuContext,
         strategy: Strategy,
+        textures: &SceneTextures,
         cancel: &AtomicBool,
         progress: &mut dyn FnMut(usize, usize, &TrainProgress),
     ) -> Result<NtcPackage, PackageError> {
@@ -223,13 +246,11 @@ impl ScenePackages {
             path: self.dir.clone(),
             source,
         })?;
-        let sets = self.inputs.load_sets(&LoadOptions {
-            allow_missing: false,
-            max_size: self.recipe.max_texture_size,
-        })?;
+        self.check_textures(textures)?;
+        let sets = &textures.sets;
         let plan = plan_for(
             &self.inputs,
-            &sets,
+            sets,
             strategy,
             self.recipe.m,
             self.recipe.seed,
@@ -251,7 +272,12 @@ impl ScenePackages {
             log_every: 100,
             rate: RateControl::Fixed,
             kernel: None,
+            input_files: self.inputs.files(),
         };
+        // Progress of another key is stale: the cache owns it and starts afresh.
+        if !options.resume {
+            crate::ntc::compress::remove_partial_if_ours(&path)?;
+        }
         // The key is written first: it marks the partial folder as belonging to it, and
         // the package (written last, by rename) is what makes the pair fresh.
         let key_path = self.key_path(strategy);
@@ -263,7 +289,7 @@ impl ScenePackages {
         })?;
         let (package, _) = compress(
             ctx,
-            &sets,
+            sets,
             &constants,
             &groups,
             &options,
@@ -273,6 +299,36 @@ impl ScenePackages {
             progress,
         )?;
         Ok(package)
+    }
+
+    /// Whether `textures` are this scene's sets as compression needs them: the same sets,
+    /// none missing an image, at the recipe's size limit.
+    fn check_textures(&self, textures: &SceneTextures) -> Result<(), PackageError> {
+        let reason = if textures.descs != self.inputs.descs {
+            Some(format!(
+                "they are {} sets of another scene, not its {}",
+                textures.descs.len(),
+                self.inputs.descs.len()
+            ))
+        } else if let Some(missing) = textures.missing.first() {
+            Some(format!(
+                "{} image(s) are missing ({missing}); packages need every image",
+                textures.missing.len()
+            ))
+        } else if textures.options.max_size != self.recipe.max_texture_size {
+            Some(format!(
+                "they were decoded at the size limit {:?}, the recipe has {:?}",
+                textures.options.max_size, self.recipe.max_texture_size
+            ))
+        } else {
+            None
+        };
+        reason.map_or(Ok(()), |reason| {
+            Err(PackageError::Textures {
+                scene: self.scene.clone(),
+                reason,
+            })
+        })
     }
 
     /// Per scene material, the index of the package material holding its texture set
@@ -327,4 +383,18 @@ fn sets_key(inputs: &InputSets) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ntc_mode_has_the_strategy_of_its_name() {
+        assert_eq!(strategy_of(RenderMode::Reference), None);
+        for mode in RenderMode::ALL.into_iter().filter(|m| m.is_ntc()) {
+            let strategy = strategy_of(mode).expect("an NTC mode has a strategy");
+            assert_eq!(strategy.name(), mode.name(), "{mode:?}");
+        }
+    }
 }

@@ -336,6 +336,416 @@ fn compress_inspect_decompress_round_trip() {
     expect_error(&["inspect", s(&dir.join("missing.ntc"))], &["missing.ntc"]);
 }
 
+/// Run `neurotex` with extra environment variables; (success, stdout, stderr).
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env(
+            "NEUROTEX_CACHE",
+            std::env::temp_dir().join("neurotex-test-cache"),
+        )
+        .output()
+        .expect("run neurotex");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
+    (out.status.success(), stdout, stderr)
+}
+
+#[test]
+fn outputs_never_replace_inputs() {
+    let dir = temp_dir("policy");
+    let texture = dir.join("checker.png");
+    write_checker_png(&texture, 16);
+    let before = std::fs::read(&texture).unwrap();
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let scene = s(&gltf);
+    // render --out and --divergence-map over the scene's texture (also through `..`).
+    let dotted = dir.join("sub/../checker.png");
+    for args in [
+        vec!["render", "--scene", scene, "--out", s(&texture)],
+        vec!["render", "--scene", scene, "--out", s(&dotted)],
+        vec![
+            "render",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("o.png")),
+            "--divergence-map",
+            s(&texture),
+        ],
+    ] {
+        expect_error(&args, &["refusing to write", "checker.png", "inputs"]);
+    }
+    // --force never makes an input writable.
+    expect_error(
+        &["render", "--scene", scene, "--out", s(&texture), "--force"],
+        &["refusing to write", "inputs"],
+    );
+    // compress --out / --report, cluster --out and its derived contact sheet.
+    expect_error(
+        &["compress", "--scene", scene, "--out", s(&texture)],
+        &["refusing to write", "checker.png"],
+    );
+    expect_error(
+        &[
+            "compress",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("q.ntc")),
+            "--report",
+            s(&texture),
+        ],
+        &["refusing to write", "checker.png"],
+    );
+    expect_error(
+        &[
+            "cluster",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("checker.json")),
+            "--m",
+            "1",
+        ],
+        &["refusing to write", "checker.png"],
+    );
+    // import --csv over the glTF, gen-scene street over its own manifest.
+    expect_error(
+        &["import", "--scene", scene, "--csv", scene],
+        &["refusing to write", "quad.gltf"],
+    );
+    let manifest = dir.join("texture_sets.csv");
+    std::fs::write(
+        &manifest,
+        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\nquad,Test,Test,checker.png,,0,0.5,0\n",
+    )
+    .unwrap();
+    expect_error(
+        &[
+            "gen-scene",
+            "street",
+            "--textures",
+            s(&manifest),
+            "--out",
+            s(&dir),
+        ],
+        &["refusing to write", "texture_sets.csv"],
+    );
+    assert_eq!(
+        std::fs::read(&texture).unwrap(),
+        before,
+        "the input is intact"
+    );
+}
+
+#[test]
+fn existing_outputs_need_force_and_formats_follow_the_extension() {
+    let dir = temp_dir("force");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let out = dir.join("frame.png");
+    std::fs::write(&out, b"precious").unwrap();
+    let render = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "render",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(out),
+            "--size",
+            "16x16",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let (ok, _, stderr) = render(&out, &[]);
+    assert!(!ok && stderr.contains("pass --force"), "{stderr}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    let (ok, _, stderr) = render(&out, &["--force"]);
+    assert!(ok, "{stderr}");
+    assert!(image::open(&out).is_ok());
+    // The format comes from the extension: JPEG bytes for .jpg, an error for .webp.
+    let jpg = dir.join("frame.jpg");
+    let (ok, _, stderr) = render(&jpg, &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        &std::fs::read(&jpg).unwrap()[..2],
+        &[0xFF, 0xD8],
+        "JPEG magic"
+    );
+    expect_error(
+        &[
+            "render",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&dir.join("frame.webp")),
+        ],
+        &["frame.webp", ".png"],
+    );
+}
+
+#[test]
+fn counts_and_sizes_are_checked_alike_everywhere() {
+    let dir = temp_dir("flags");
+    let gltf = quad_scene(&dir, None);
+    let scene = s(&gltf);
+    let o = dir.join("o.ntc");
+    for args in [
+        vec!["compress", "--scene", scene, "--out", s(&o), "--steps", "0"],
+        vec![
+            "eval",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("e")),
+            "--steps",
+            "0",
+        ],
+        vec![
+            "render",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("a.png")),
+            "--ntc-steps",
+            "0",
+        ],
+        vec![
+            "render",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("a.png")),
+            "--ntc-m",
+            "0",
+        ],
+        vec![
+            "bench",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("b")),
+            "--ntc-m",
+            "0",
+        ],
+        vec!["compress", "--scene", scene, "--out", s(&o), "--m", "0"],
+        vec![
+            "cluster",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("p.json")),
+            "--m",
+            "0",
+        ],
+    ] {
+        expect_error(&args, &["at least 1"]);
+    }
+    expect_error(
+        &[
+            "render",
+            "--scene",
+            scene,
+            "--out",
+            s(&dir.join("a.png")),
+            "--max-texture-size",
+            "0",
+        ],
+        &["--max-texture-size", "1..=16384"],
+    );
+    // A description's [render] size passes the --size check.
+    let toml = dir.join("scene.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "gltf = {:?}\n[render]\nsize = [0, 720]\n",
+            gltf.file_name().unwrap()
+        ),
+    )
+    .unwrap();
+    expect_error(
+        &[
+            "render",
+            "--scene",
+            s(&toml),
+            "--out",
+            s(&dir.join("a.png")),
+        ],
+        &["scene.toml", "render.size", "1..=16384"],
+    );
+}
+
+#[test]
+fn import_csv_writes_the_schema_the_loader_reads() {
+    let dir = temp_dir("importcsv");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let csv = dir.join("texture_sets.csv");
+    let (ok, _, stderr) = run(&["import", "--scene", s(&gltf), "--csv", s(&csv)]);
+    assert!(ok, "{stderr}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        text.starts_with("set_id,category,paper_category,"),
+        "{text}"
+    );
+    // Every later command on the scene still works (the loader reads this file).
+    let (ok, _, stderr) = run(&["import", "--scene", s(&gltf)]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = run(&[
+        "cluster",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&dir.join("plan.json")),
+        "--m",
+        "1",
+    ]);
+    assert!(ok, "{stderr}");
+    // Writing it again is refused: it is now an input of the scene.
+    expect_error(
+        &["import", "--scene", s(&gltf), "--csv", s(&csv), "--force"],
+        &["refusing to write", "texture_sets.csv"],
+    );
+}
+
+#[test]
+fn hostile_scenes_fail_cleanly_through_the_binary() {
+    let dir = temp_dir("hostile");
+    let gltf = quad_scene(&dir, None);
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&gltf).unwrap()).unwrap();
+    doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"] = 99.into();
+    let bad = dir.join("bad.gltf");
+    std::fs::write(&bad, serde_json::to_vec(&doc).unwrap()).unwrap();
+    expect_error(
+        &["import", "--scene", s(&bad)],
+        &[
+            "bad.gltf",
+            "meshes[0].primitives[0].attributes.POSITION",
+            "does not exist",
+        ],
+    );
+    // A buffer outside the folder: refused, allowed with --allow-outside-uris.
+    let inner = dir.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&gltf).unwrap()).unwrap();
+    let uri = doc["buffers"][0]["uri"].as_str().unwrap().to_string();
+    doc["buffers"][0]["uri"] = format!("../{uri}").into();
+    let out = inner.join("out.gltf");
+    std::fs::write(&out, serde_json::to_vec(&doc).unwrap()).unwrap();
+    expect_error(
+        &["import", "--scene", s(&out)],
+        &["out.gltf", "buffers[0].uri", "outside the scene's folder"],
+    );
+    let (ok, _, stderr) = run(&["import", "--scene", s(&out), "--allow-outside-uris"]);
+    assert!(ok, "{stderr}");
+    // A description with a NaN key time.
+    let toml = dir.join("nan.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "gltf = {:?}\n[[camera_paths]]\nname = \"p\"\nkeys = [ {{ time = nan, position = [0, 1, 3], target = [0, 0, 0] }} ]\n",
+            gltf.file_name().unwrap()
+        ),
+    )
+    .unwrap();
+    for cmd in ["render", "bench"] {
+        expect_error(
+            &[cmd, "--scene", s(&toml), "--out", s(&dir.join("x.png"))],
+            &["nan.toml", "time", "not a finite number"],
+        );
+    }
+}
+
+#[test]
+fn package_budget_and_name_collisions() {
+    use neurotex::ntc::NtcPackage;
+    use neurotex::ntc::model::{GroupModel, LatentLayout, full_mip_count};
+    use neurotex::ntc::train::{Quality, TrainedGroup, TrainedMaterial};
+    let dir = temp_dir("collide");
+    let config = neurotex::ntc::NtcConfig {
+        features: 4,
+        hidden: vec![8],
+        ..Default::default()
+    };
+    let names = ["x y", "x_y", "X.y"];
+    let layouts = names
+        .iter()
+        .map(|_| LatentLayout::new(4, 4, full_mip_count(4, 4), config.preset, 4).unwrap())
+        .collect();
+    let group = TrainedGroup {
+        model: GroupModel::init(&config, layouts, 1).unwrap(),
+        materials: names
+            .iter()
+            .map(|n| TrainedMaterial {
+                name: (*n).into(),
+                present: neurotex::texture::ChannelMask::BASE_COLOR,
+                quality: Quality::default(),
+            })
+            .collect(),
+        losses: Vec::new(),
+    };
+    let mut package = NtcPackage::new(config).unwrap();
+    package
+        .add_group(&group, &[[1.0; neurotex::texture::CHANNELS]; 3])
+        .unwrap();
+    let file = dir.join("names.ntc");
+    package.write(&file).unwrap();
+    let out = dir.join("decoded");
+    let (ok, stdout, stderr) = run(&["decompress", s(&file), "--out", s(&out)]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("wrote 3 PNGs"), "{stdout}");
+    let mut files: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    // Again into the same folder: the files exist.
+    expect_error(
+        &["decompress", s(&file), "--out", s(&out)],
+        &["refusing to replace", "pass --force"],
+    );
+    // Over the budget: refused before decoding, with the sizes.
+    let (ok, _, stderr) = run_env(
+        &["decompress", s(&file), "--out", s(&dir.join("d2"))],
+        &[("NEUROTEX_MEMORY_BUDGET", "1000")],
+    );
+    assert!(
+        !ok && stderr.contains("limit 1000") && stderr.contains("needs"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn foreign_partial_folders_are_left_alone() {
+    let dir = temp_dir("partial");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let out = dir.join("q.ntc");
+    let partial = dir.join("q.ntc.partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    std::fs::write(partial.join("mine.txt"), b"keep").unwrap();
+    expect_error(
+        &[
+            "compress",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&out),
+            "--steps",
+            "5",
+        ],
+        &["q.ntc.partial", "not made by neurotex"],
+    );
+    assert!(partial.join("mine.txt").exists());
+}
+
 #[test]
 fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
     let dir = temp_dir("rate");
@@ -373,7 +783,7 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
             .map(|t| {
                 (
                     t["preset"].as_str().expect("preset").to_owned(),
-                    t["psnr_pooled"].as_f64().expect("psnr"),
+                    t["psnr_pooled"]["db"].as_f64().expect("psnr"),
                 )
             })
             .collect()
@@ -407,10 +817,12 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
     // --match-bcn targets the set's BC1/BC5 pooled PSNR.
     let bcn = compress("bcn", &["--match-bcn", "bc1"]);
     let target = bcn["target_psnr"].as_f64().expect("target");
-    let baseline = bcn["bcn"][0]["psnr_mip0"]["all"]
+    // The one PSNR: the same pooled number the report shows for NTC and BCn.
+    let baseline = bcn["bcn"][0]["psnr_mip0"]["pooled"]["db"]
         .as_f64()
         .expect("bc1 psnr");
     assert_eq!(target, baseline, "{bcn}");
+    assert!(bcn["psnr"]["pooled"]["db"].as_f64().is_some(), "{bcn}");
     let x = dir.join("x.ntc");
     expect_error(
         &[
@@ -464,4 +876,99 @@ fn cluster_divergence_aware_needs_a_sound_record() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     expect_error(&args, &["views.cooc.json", "JSON"]);
     assert!(!plan.exists(), "no plan is written from a bad record");
+}
+
+#[test]
+fn damaged_partial_progress_names_the_file_and_the_remedy() {
+    let dir = temp_dir("partial");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let ntc = dir.join("quad.ntc");
+    let partial = dir.join("quad.ntc.partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    let args = [
+        "compress",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&ntc),
+        "--steps",
+        "20",
+        "--resume",
+    ];
+    // An interrupted group's checkpoint that is not one.
+    std::fs::write(partial.join("group0.ckpt"), b"NTCCKPT\0 not a checkpoint").unwrap();
+    expect_error(
+        &args,
+        &[
+            "group0.ckpt",
+            "delete it",
+            "quad.ntc.partial",
+            "from the start",
+        ],
+    );
+    // A finished group's package that is damaged.
+    std::fs::write(partial.join("group0.ntc"), b"NTC\0 truncated").unwrap();
+    expect_error(&args, &["group0.ntc", "delete it", "quad.ntc.partial"]);
+}
+
+#[test]
+fn a_killed_compression_resumes_to_a_valid_package() {
+    let dir = temp_dir("killed");
+    write_checker_png(&dir.join("a.png"), 8);
+    write_checker_png(&dir.join("b.png"), 16);
+    let manifest = dir.join("sets.csv");
+    std::fs::write(
+        &manifest,
+        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\na,T,T,a.png,,0,0.5,0\nb,T,T,b.png,,0,0.5,0\n",
+    )
+    .unwrap();
+    let out = dir.join("k.ntc");
+    let args = [
+        "compress",
+        "--manifest",
+        s(&manifest),
+        "--out",
+        s(&out),
+        "--steps",
+        "600",
+        "--batch",
+        "256",
+        "--no-bcn",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Kill (no Ctrl-C, no checkpoint) once the first group is finished.
+    let done = dir.join("k.ntc.partial/group0.ntc");
+    let started = std::time::Instant::now();
+    while !done.exists() && started.elapsed() < std::time::Duration::from_secs(300) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let killed = child.try_wait().unwrap().is_none();
+    child.kill().ok();
+    child.wait().unwrap();
+    assert!(killed, "the run ended before it could be killed");
+    assert!(!out.exists(), "no package before every group is done");
+    assert!(dir.join("k.ntc.partial/neurotex-partial.json").exists());
+    // Resuming reuses group 0 and trains group 1 again from its start.
+    let mut resume: Vec<&str> = args.to_vec();
+    resume.push("--resume");
+    let (ok, stdout, stderr) = run(&resume);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("2 materials, 2 decoders"), "{stdout}");
+    assert!(
+        !dir.join("k.ntc.partial").exists(),
+        "the partial folder is removed"
+    );
+    let (ok, stdout, stderr) = run(&["inspect", s(&out), "--json"]);
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["materials"].as_array().map(Vec::len), Some(2));
 }

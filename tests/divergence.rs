@@ -1,24 +1,30 @@
-//! GPU tests of the divergence statistics, the heatmap overlay and the image-error pass
-//! (one binary, one adapter: lavapipe in CI) against their CPU references, on a synthetic
-//! 37×29 material-id image: not a multiple of any tile size, with pixels without geometry,
+//! GPU tests of the divergence statistics, the heatmap overlay, the image-error pass and
+//! the reference pass's material classification (one binary, one adapter: lavapipe in CI)
+//! against their CPU references, on a synthetic 37×29 material-id image: not a multiple of any tile size, with pixels without geometry,
 //! materials that share a decoder in the current map but not in the baseline map, a
 //! material without a decoder, ids past the maps and the bitangent-sign bit set.
 //! Plus the host ↔ WGSL mirrors these passes rely on (no GPU needed).
 
 mod common;
 
+use neurotex::gpu::encoder::FrameEncoder;
+use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};
-use neurotex::gpu::{GpuContext, GpuTimer, read_texture};
-use neurotex::render::divergence::{
+use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
+use neurotex::render::divergence_stats::{
     DivergenceStats, NO_DECODER, NO_MATERIAL, TileCounts, count_tiles,
 };
-use neurotex::render::passes::divergence::{DivergencePass, STATS_RING};
+use neurotex::render::passes::divergence::{
+    DecoderMap, DivergenceInputs, DivergencePass, STATS_RING,
+};
 use neurotex::render::passes::heatmap::{
-    HeatmapPass, HeatmapSettings, HeatmapSource, HeatmapUniform, colormap,
+    HeatmapInputs, HeatmapPass, HeatmapSettings, HeatmapSource, HeatmapUniform, colormap,
 };
 use neurotex::render::passes::image_error::{
-    CompareError, ErrorSpace, ImageErrorPass, ImageErrorUniform, reference_error,
+    CompareError, ErrorSpace, ErrorTargets, ImageErrorInputs, ImageErrorPass, ImageErrorUniform,
+    PARTIAL_BYTES, reference_error,
 };
+use neurotex::render::passes::reference::{MaterialClassify, MaterialRect, classify_reference};
 use neurotex::render::targets::{GBuffer, Target};
 use neurotex::render::tiles::TileSize;
 
@@ -127,28 +133,58 @@ fn upload(
     texture
 }
 
+/// `texture` with its full view.
+fn target(texture: wgpu::Texture) -> Target {
+    let view = texture.create_view(&Default::default());
+    Target { texture, view }
+}
+
 /// Records `f` into one encoder (timed as a frame would be) and submits it.
-fn submit(ctx: &GpuContext, f: impl FnOnce(&mut wgpu::CommandEncoder, &GpuTimer)) {
-    let mut timer = GpuTimer::new(ctx, 8);
-    timer.begin_frame();
+fn submit<R>(ctx: &GpuContext, f: impl FnOnce(&mut FrameEncoder<'_>) -> R) -> R {
+    let mut profiler = GpuProfiler::new(ctx);
     let mut encoder = ctx
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("test.divergence"),
         });
-    f(&mut encoder, &timer);
-    timer.resolve(&mut encoder);
+    let result = f(&mut FrameEncoder::new(ctx, &mut encoder, &profiler));
     ctx.queue.submit([encoder.finish()]);
+    profiler.end_frame(ctx);
+    result
 }
 
-/// A divergence pass over the synthetic image, created for the wrong size and resized
-/// (so `resize` + `bind` are exercised), maps set before binding.
-fn divergence_pass(ctx: &GpuContext, tile: TileSize, gbuffer: &GBuffer) -> DivergencePass {
-    let mut pass = DivergencePass::new(ctx, tile, (3, 2)).unwrap_or_else(|e| panic!("{e}"));
-    pass.set_maps(&ctx.device, &CURRENT, &BASELINE);
-    pass.resize(&ctx.device, SIZE);
-    pass.bind(&ctx.device, gbuffer);
-    pass
+/// A divergence pass for `tile` with the test maps and a tile texture for [`SIZE`].
+struct Divergence {
+    pass: DivergencePass,
+    current: DecoderMap,
+    baseline: DecoderMap,
+    tiles: Target,
+}
+
+impl Divergence {
+    fn new(ctx: &GpuContext, tile: TileSize, size: (u32, u32)) -> Self {
+        Self {
+            pass: DivergencePass::new(ctx, tile).unwrap_or_else(|e| panic!("{e}")),
+            current: DecoderMap::new(&ctx.device, "test.current", &CURRENT),
+            baseline: DecoderMap::new(&ctx.device, "test.baseline", &BASELINE),
+            tiles: DivergencePass::tile_target(&ctx.device, tile, size),
+        }
+    }
+
+    /// Records the count over `gbuffer`'s material ids.
+    fn record(&self, frame: &mut FrameEncoder<'_>, gbuffer: &GBuffer) {
+        let inputs = DivergenceInputs {
+            material_ids: &gbuffer.material,
+            current: &self.current,
+            baseline: &self.baseline,
+        };
+        self.pass.record(frame, &inputs, &self.tiles);
+    }
+}
+
+/// A divergence pass over the synthetic image.
+fn divergence_pass(ctx: &GpuContext, tile: TileSize) -> Divergence {
+    Divergence::new(ctx, tile, SIZE)
 }
 
 #[test]
@@ -178,11 +214,11 @@ fn gpu_tile_counts_and_stats_equal_the_cpu_reference_for_every_tile_size() {
             assert!(expected.contains(&TileCounts::default()), "{tile}");
         }
 
-        let mut pass = divergence_pass(ctx, tile, &gbuffer);
-        submit(ctx, |encoder, timer| pass.record(encoder, timer));
-        let stats = pass.stats_blocking(ctx).unwrap();
+        let mut d = divergence_pass(ctx, tile);
+        submit(ctx, |frame| d.record(frame, &gbuffer));
+        let stats = d.pass.stats_blocking(ctx).unwrap();
         assert_eq!(
-            pass.read_tiles(ctx).unwrap(),
+            DivergencePass::read_tiles(ctx, &d.tiles).unwrap(),
             expected,
             "tile counts, {tile}"
         );
@@ -199,31 +235,35 @@ fn stats_readback_never_waits_and_recovers_unsubmitted_frames() {
     let ctx = ctx();
     let words = synthetic_words();
     let gbuffer = gbuffer_with(ctx, SIZE, &words);
-    let mut pass = divergence_pass(ctx, TileSize::T8x4, &gbuffer);
+    let mut d = divergence_pass(ctx, TileSize::T8x4);
     // Nothing recorded yet: nothing to read, and saying so is an error, not a hang.
-    assert!(pass.try_stats(&ctx.device).is_none());
-    assert!(pass.stats_blocking(ctx).is_err());
+    assert!(d.pass.try_stats(&ctx.device).is_none());
+    assert!(d.pass.stats_blocking(ctx).is_err());
     // Fill every staging buffer from encoders that are dropped unsubmitted...
     for _ in 0..STATS_RING {
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        pass.record(&mut encoder, &GpuTimer::new(ctx, 1));
+        let profiler = GpuProfiler::new(ctx);
+        d.record(
+            &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
+            &gbuffer,
+        );
     }
     // ...which the next read notices and frees, so later frames still come back.
-    assert!(pass.try_stats(&ctx.device).is_none());
-    submit(ctx, |encoder, timer| pass.record(encoder, timer));
+    assert!(d.pass.try_stats(&ctx.device).is_none());
+    submit(ctx, |frame| d.record(frame, &gbuffer));
     ctx.wait_idle().unwrap();
     let want = DivergenceStats::from_counts(
         TileSize::T8x4,
         &count_tiles(&words, SIZE, TileSize::T8x4, &CURRENT, &BASELINE),
     );
-    assert_eq!(pass.try_stats(&ctx.device), Some(want.clone()));
+    assert_eq!(d.pass.try_stats(&ctx.device), Some(want.clone()));
     // More frames than staging buffers between reads: the surplus is dropped, the newest
     // kept frames are returned.
     for _ in 0..STATS_RING + 2 {
-        submit(ctx, |encoder, timer| pass.record(encoder, timer));
+        submit(ctx, |frame| d.record(frame, &gbuffer));
     }
-    assert_eq!(pass.stats_blocking(ctx).unwrap(), want);
-    assert!(pass.try_stats(&ctx.device).is_none());
+    assert_eq!(d.pass.stats_blocking(ctx).unwrap(), want);
+    assert!(d.pass.try_stats(&ctx.device).is_none());
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 
@@ -268,21 +308,20 @@ fn blended(t: f32, opacity: f64, dst: &[u8], format: wgpu::TextureFormat) -> [f6
     out
 }
 
-/// Draws the heatmap of `settings` over [`background`] in a `format` output of `size`
-/// and returns the output's bytes.
+/// Draws the heatmap of `settings` from `inputs` over [`background`] in a `format` output
+/// of `size` and returns the output's bytes.
 fn draw_heatmap(
     ctx: &GpuContext,
     format: wgpu::TextureFormat,
     size: (u32, u32),
-    bind: impl FnOnce(&mut HeatmapPass),
+    inputs: &HeatmapInputs<'_>,
     settings: &HeatmapSettings,
 ) -> Vec<u8> {
     let output = upload(ctx, "test.output", size, format, &background(size));
     let view = output.create_view(&Default::default());
-    let mut heatmap = HeatmapPass::new(ctx, format).unwrap_or_else(|e| panic!("{e}"));
-    bind(&mut heatmap);
-    submit(ctx, |encoder, timer| {
-        heatmap.record(&ctx.queue, encoder, &view, size, settings, timer)
+    let heatmap = HeatmapPass::new(ctx, format).unwrap_or_else(|e| panic!("{e}"));
+    submit(ctx, |frame| {
+        heatmap.record(frame, inputs, settings, &view, size)
     });
     read_texture(ctx, &output, 0, 0).unwrap().bytes
 }
@@ -334,9 +373,17 @@ fn heatmap_tints_covered_pixels_by_their_tile_and_leaves_the_rest() {
     let words = synthetic_words();
     let gbuffer = gbuffer_with(ctx, SIZE, &words);
     let tile = TileSize::T8x8;
-    let mut divergence = divergence_pass(ctx, tile, &gbuffer);
-    submit(ctx, |encoder, timer| divergence.record(encoder, timer));
-    divergence.stats_blocking(ctx).unwrap();
+    let mut divergence = divergence_pass(ctx, tile);
+    submit(ctx, |frame| divergence.record(frame, &gbuffer));
+    divergence.pass.stats_blocking(ctx).unwrap();
+    // An error texture of zeros: the error source must read it, not the tile counts.
+    let zeros = ErrorTargets::new(&ctx.device, SIZE);
+    let inputs = HeatmapInputs {
+        material_ids: &gbuffer.material,
+        tiles: &divergence.tiles,
+        tile,
+        error: &zeros.error,
+    };
     let counts = count_tiles(&words, SIZE, tile, &CURRENT, &BASELINE);
     let (grid_w, _) = tile.grid(SIZE);
     let tile_of = |i: usize| {
@@ -363,13 +410,7 @@ fn heatmap_tints_covered_pixels_by_their_tile_and_leaves_the_rest() {
                 opacity: 1.0,
                 color_bar: false,
             };
-            let out = draw_heatmap(
-                ctx,
-                format,
-                SIZE,
-                |h| h.bind(&ctx.device, &gbuffer, Some(&divergence), None),
-                &settings,
-            );
+            let out = draw_heatmap(ctx, format, SIZE, &inputs, &settings);
             let what = format!("{source:?} into {format:?}");
             assert_overlay(&what, &words, &out, COLOR_STEPS, |i, dst| {
                 blended(count(tile_of(i)) as f32 / 6.0, 1.0, dst, format)
@@ -383,13 +424,7 @@ fn heatmap_tints_covered_pixels_by_their_tile_and_leaves_the_rest() {
             opacity: 0.5,
             color_bar: false,
         };
-        let out = draw_heatmap(
-            ctx,
-            format,
-            SIZE,
-            |h| h.bind(&ctx.device, &gbuffer, Some(&divergence), None),
-            &settings,
-        );
+        let out = draw_heatmap(ctx, format, SIZE, &inputs, &settings);
         assert_overlay(
             &format!("blend into {format:?}"),
             &words,
@@ -401,19 +436,19 @@ fn heatmap_tints_covered_pixels_by_their_tile_and_leaves_the_rest() {
             },
         );
     }
-    // A source that is not bound draws nothing.
+    // The error source reads the error texture (all zeros here, below `lo`: the first
+    // colour of the map everywhere with geometry), not the tile counts.
     let settings = HeatmapSettings {
         source: HeatmapSource::Error,
+        opacity: 1.0,
+        color_bar: false,
         ..Default::default()
     };
-    let out = draw_heatmap(
-        ctx,
-        wgpu::TextureFormat::Rgba8UnormSrgb,
-        SIZE,
-        |h| h.bind(&ctx.device, &gbuffer, Some(&divergence), None),
-        &settings,
-    );
-    assert_eq!(out, background(SIZE));
+    let format = wgpu::TextureFormat::Rgba8UnormSrgb;
+    let out = draw_heatmap(ctx, format, SIZE, &inputs, &settings);
+    assert_overlay("zero error", &words, &out, COLOR_STEPS, |_, dst| {
+        blended(0.0, 1.0, dst, format)
+    });
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 
@@ -422,16 +457,17 @@ fn heatmap_colour_bar_runs_from_hi_at_the_top_to_lo_at_the_bottom() {
     let ctx = ctx();
     let size = (128, 96);
     let gbuffer = gbuffer_with(ctx, size, &vec![NO_MATERIAL; (size.0 * size.1) as usize]);
-    let divergence = DivergencePass::new(ctx, TileSize::T8x8, size).unwrap();
+    let divergence = Divergence::new(ctx, TileSize::T8x8, size);
+    let error = ErrorTargets::new(&ctx.device, size);
+    let inputs = HeatmapInputs {
+        material_ids: &gbuffer.material,
+        tiles: &divergence.tiles,
+        tile: TileSize::T8x8,
+        error: &error.error,
+    };
     let format = wgpu::TextureFormat::Rgba8UnormSrgb;
     let settings = HeatmapSettings::default();
-    let out = draw_heatmap(
-        ctx,
-        format,
-        size,
-        |h| h.bind(&ctx.device, &gbuffer, Some(&divergence), None),
-        &settings,
-    );
+    let out = draw_heatmap(ctx, format, size, &inputs, &settings);
     let bar = HeatmapPass::color_bar_rect(size).expect("a 128×96 output has a bar");
     let bg = background(size);
     let inner_h = f64::from(bar.height - 2);
@@ -467,7 +503,7 @@ fn heatmap_colour_bar_runs_from_hi_at_the_top_to_lo_at_the_bottom() {
         ctx,
         format,
         size,
-        |h| h.bind(&ctx.device, &gbuffer, Some(&divergence), None),
+        &inputs,
         &HeatmapSettings {
             color_bar: false,
             ..settings
@@ -538,29 +574,37 @@ fn image_error_and_psnr_equal_the_cpu_reference() {
         })
         .collect();
     let f16 = wgpu::TextureFormat::Rgba16Float;
-    let tex_a = upload(ctx, "test.a", SIZE, f16, bytemuck::cast_slice(&a));
-    let tex_b = upload(ctx, "test.b", SIZE, f16, bytemuck::cast_slice(&b));
+    let tex_a = target(upload(ctx, "test.a", SIZE, f16, bytemuck::cast_slice(&a)));
+    let tex_b = target(upload(ctx, "test.b", SIZE, f16, bytemuck::cast_slice(&b)));
     let floats = |v: &[half::f16]| v.iter().map(|h| h.to_f32()).collect::<Vec<_>>();
     let (a_f32, b_f32) = (floats(&a), floats(&b));
 
-    // Created for another size, resized: exercises `resize`.
-    let mut pass = ImageErrorPass::new(ctx, (5, 5)).unwrap_or_else(|e| panic!("{e}"));
+    let pass = ImageErrorPass::new(ctx).unwrap_or_else(|e| panic!("{e}"));
+    let compare = |a: &Target, b: &Target, gbuffer: &GBuffer, space, out: &ErrorTargets| {
+        let inputs = ImageErrorInputs {
+            a,
+            b,
+            material_ids: &gbuffer.material,
+            space,
+        };
+        submit(ctx, |frame| pass.record(frame, &inputs, out))
+    };
+    // Outputs of another size are refused.
+    let small = ErrorTargets::new(&ctx.device, (5, 5));
     assert!(matches!(
-        pass.bind(&ctx.device, &tex_a, &tex_b, &gbuffer, ErrorSpace::Stored),
+        compare(&tex_a, &tex_b, &gbuffer, ErrorSpace::Stored, &small),
         Err(CompareError::SizeMismatch { .. })
     ));
-    pass.resize(&ctx.device, SIZE);
+    let out = ErrorTargets::new(&ctx.device, SIZE);
 
-    let check = |pass: &mut ImageErrorPass,
-                 a: &wgpu::Texture,
-                 b: &wgpu::Texture,
+    let check = |a: &Target,
+                 b: &Target,
                  (ref_a, ref_b): (&[f32], &[f32]),
                  space: ErrorSpace,
                  tolerance: Tolerance| {
-        pass.bind(&ctx.device, a, b, &gbuffer, space).unwrap();
-        submit(ctx, |encoder, timer| pass.record(encoder, timer));
+        compare(a, b, &gbuffer, space, &out).unwrap();
         let (want_errors, want) = reference_error(ref_a, ref_b, &words, space);
-        let got_errors = read_texture(ctx, pass.error_texture(), 0, 0)
+        let got_errors = read_texture(ctx, &out.error.texture, 0, 0)
             .unwrap()
             .to_f32()
             .unwrap();
@@ -570,18 +614,17 @@ fn image_error_and_psnr_equal_the_cpu_reference() {
                 "{space:?}: pixel {i}: {g} vs {w}"
             );
         }
-        let got = pass.summary_blocking(ctx).unwrap();
+        let got = out.summary_blocking(ctx).unwrap();
         assert_eq!(got.pixels, want.pixels, "{space:?}");
         let (got_psnr, want_psnr) = (got.psnr().unwrap(), want.psnr().unwrap());
         assert!(
             (got_psnr - want_psnr).abs() <= tolerance.psnr_db,
             "{space:?}: PSNR {got_psnr} vs {want_psnr}"
         );
-        assert_eq!(pass.psnr_blocking(ctx).unwrap(), Some(got_psnr));
+        assert_eq!(out.psnr_blocking(ctx).unwrap(), Some(got_psnr));
         (got_psnr, want_errors)
     };
     let (psnr, errors) = check(
-        &mut pass,
         &tex_a,
         &tex_b,
         (&a_f32, &b_f32),
@@ -595,7 +638,6 @@ fn image_error_and_psnr_equal_the_cpu_reference() {
 
     // sRGB-encoded space: linear colour (base colour targets) ...
     check(
-        &mut pass,
         &tex_a,
         &tex_b,
         (&a_f32, &b_f32),
@@ -611,15 +653,14 @@ fn image_error_and_psnr_equal_the_cpu_reference() {
     };
     let (bytes_a, bytes_b) = (bytes(4), bytes(5));
     let srgb = wgpu::TextureFormat::Rgba8UnormSrgb;
-    let tex_sa = upload(ctx, "test.srgb_a", SIZE, srgb, &bytes_a);
-    let tex_sb = upload(ctx, "test.srgb_b", SIZE, srgb, &bytes_b);
+    let tex_sa = target(upload(ctx, "test.srgb_a", SIZE, srgb, &bytes_a));
+    let tex_sb = target(upload(ctx, "test.srgb_b", SIZE, srgb, &bytes_b));
     let linear = |v: &[u8]| {
         v.iter()
             .map(|&b| srgb_decode(f64::from(b) / 255.0) as f32)
             .collect::<Vec<_>>()
     };
     check(
-        &mut pass,
         &tex_sa,
         &tex_sb,
         (&linear(&bytes_a), &linear(&bytes_b)),
@@ -628,32 +669,26 @@ fn image_error_and_psnr_equal_the_cpu_reference() {
     );
 
     // Identical images have no PSNR; nor do images without geometry.
-    pass.bind(&ctx.device, &tex_a, &tex_a, &gbuffer, ErrorSpace::Stored)
-        .unwrap();
-    submit(ctx, |encoder, timer| pass.record(encoder, timer));
-    assert_eq!(pass.psnr_blocking(ctx).unwrap(), None);
+    compare(&tex_a, &tex_a, &gbuffer, ErrorSpace::Stored, &out).unwrap();
+    assert_eq!(out.psnr_blocking(ctx).unwrap(), None);
     let empty = gbuffer_with(ctx, SIZE, &vec![NO_MATERIAL; pixels]);
-    pass.bind(&ctx.device, &tex_a, &tex_b, &empty, ErrorSpace::Stored)
-        .unwrap();
-    submit(ctx, |encoder, timer| pass.record(encoder, timer));
-    let summary = pass.summary_blocking(ctx).unwrap();
+    compare(&tex_a, &tex_b, &empty, ErrorSpace::Stored, &out).unwrap();
+    let summary = out.summary_blocking(ctx).unwrap();
     assert_eq!((summary.pixels, summary.psnr()), (0, None));
     // Integer images cannot be compared.
     assert!(matches!(
-        pass.bind(
-            &ctx.device,
-            &gbuffer.material.texture,
+        compare(
+            &gbuffer.material,
             &tex_b,
             &gbuffer,
-            ErrorSpace::Stored
+            ErrorSpace::Stored,
+            &out
         ),
         Err(CompareError::NotFloat { .. })
     ));
 
     // The heatmap of the stored-space error: colour by each pixel's own error.
-    pass.bind(&ctx.device, &tex_a, &tex_b, &gbuffer, ErrorSpace::Stored)
-        .unwrap();
-    submit(ctx, |encoder, timer| pass.record(encoder, timer));
+    compare(&tex_a, &tex_b, &gbuffer, ErrorSpace::Stored, &out).unwrap();
     let hi = errors.iter().copied().fold(0.0, f32::max);
     let settings = HeatmapSettings {
         source: HeatmapSource::Error,
@@ -663,45 +698,28 @@ fn image_error_and_psnr_equal_the_cpu_reference() {
         color_bar: false,
     };
     let format = wgpu::TextureFormat::Rgba8UnormSrgb;
-    let out = draw_heatmap(
-        ctx,
-        format,
-        SIZE,
-        |h| h.bind(&ctx.device, &gbuffer, None, Some(&pass)),
-        &settings,
-    );
+    let divergence = divergence_pass(ctx, TileSize::T8x8);
+    let inputs = HeatmapInputs {
+        material_ids: &gbuffer.material,
+        tiles: &divergence.tiles,
+        tile: TileSize::T8x8,
+        error: &out.error,
+    };
+    let out = draw_heatmap(ctx, format, SIZE, &inputs, &settings);
     assert_overlay("error heatmap", &words, &out, COLOR_STEPS, |i, dst| {
         blended(errors[i] / hi, 1.0, dst, format)
     });
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 
-/// Byte size of the WGSL struct `name` in `module`, as naga lays it out.
-fn wgsl_size(module: &naga::Module, name: &str) -> usize {
-    module
-        .types
-        .iter()
-        .find_map(|(_, t)| match (&t.name, &t.inner) {
-            (Some(n), naga::TypeInner::Struct { span, .. }) if n == name => Some(*span as usize),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("struct {name} not found"))
-}
-
 #[test]
 fn host_mirrors_match_the_shaders() {
     let lib = ShaderLibrary::embedded();
     let heatmap = lib.validate("heatmap.wgsl", &[]).unwrap();
-    assert_eq!(
-        wgsl_size(&heatmap, "Heatmap"),
-        std::mem::size_of::<HeatmapUniform>()
-    );
+    assert_mirrors::<HeatmapUniform>(&heatmap, "Heatmap");
     let image_error = lib.validate("image_error.wgsl", &[]).unwrap();
-    assert_eq!(
-        wgsl_size(&image_error, "Params"),
-        std::mem::size_of::<ImageErrorUniform>()
-    );
-    assert_eq!(wgsl_size(&image_error, "Partial"), 8);
+    assert_mirrors::<ImageErrorUniform>(&image_error, "Params");
+    assert_eq!(wgsl_size(&image_error, "Partial") as u64, PARTIAL_BYTES);
 
     // The divergence shader declares exactly the tile sizes the host has.
     let header = lib.header("divergence.wgsl").unwrap();
@@ -722,4 +740,41 @@ fn host_mirrors_match_the_shaders() {
     assert!(frame.contains(&format!("const NO_MATERIAL: u32 = {NO_MATERIAL:#X}u;")));
     let divergence = neurotex::gpu::shader::shader_source("divergence.wgsl").unwrap();
     assert!(divergence.contains(&format!("const NO_DECODER: u32 = {NO_DECODER:#X}u;")));
+}
+
+/// The classify kernel finds exactly the CPU reference's rectangle of every material:
+/// pixels without geometry, ids past the material count and the bitangent bit must not
+/// matter, and a material with no pixel keeps an empty rectangle. The image holds ids
+/// 0..=11 and 0xABCDE: with 11 materials, id 11 is past the count; with 13, material 12
+/// has no pixel.
+#[test]
+fn classify_rectangles_equal_the_cpu_reference() {
+    let ctx = ctx();
+    let words = synthetic_words();
+    let gbuffer = gbuffer_with(ctx, SIZE, &words);
+    let classify = MaterialClassify::new(ctx).unwrap_or_else(|e| panic!("{e}"));
+    for materials in [11, 13] {
+        let expected = classify_reference(&words, SIZE, materials);
+        // Material 5 fills the bottom-right block, so its rectangle reaches the corner.
+        assert_eq!((expected[5].max_x, expected[5].max_y), SIZE);
+        assert!(expected[5].min_x_inv >= SIZE.0 - 24 && expected[5].min_y_inv >= SIZE.1 - 16);
+        assert!(expected[..11].iter().all(|r| *r != MaterialRect::default()));
+        if materials == 13 {
+            assert_eq!(
+                expected[12],
+                MaterialRect::default(),
+                "material 12 has no pixel"
+            );
+        }
+        let rects = MaterialClassify::rects_buffer(&ctx.device, materials);
+        // Stale contents must be cleared by the pass itself.
+        ctx.queue.write_buffer(&rects, 0, &[0xAB; 16]);
+        submit(ctx, |frame| {
+            classify.record(frame, &gbuffer.material, &rects)
+        });
+        let bytes = neurotex::gpu::read_buffer(ctx, &rects, 0..rects.size()).unwrap();
+        let got: Vec<MaterialRect> = bytemuck::pod_collect_to_vec(&bytes);
+        assert_eq!(got, expected, "{materials} materials");
+    }
+    assert_eq!(ctx.uncaptured_error_count(), 0);
 }

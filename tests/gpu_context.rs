@@ -1,13 +1,14 @@
 //! GPU tests of the `gpu` module on a real adapter (lavapipe in CI): context creation,
-//! timestamp scopes, readback with row padding, error scopes, shader-module creation.
+//! pass timing through the profiler, readback with row padding, error scopes, shader-module creation.
 //!
 //! All tests share one headless context. Without an adapter they fail loudly (with the
 //! install hint from `GpuError::NoAdapter`); they never pass silently.
 
 use std::sync::OnceLock;
 
+use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::shader::{ShaderLibrary, shader_source};
-use neurotex::gpu::{GpuContext, GpuError, GpuTimer, read_buffer, read_texture};
+use neurotex::gpu::{GpuContext, GpuError, GpuProfiler, read_buffer, read_texture};
 
 fn ctx() -> &'static GpuContext {
     static CTX: OnceLock<GpuContext> = OnceLock::new();
@@ -119,20 +120,33 @@ fn kernels(ctx: &GpuContext) -> Kernels {
 
 /// Records one timed pass per (label, pipeline).
 fn record(
+    ctx: &GpuContext,
     encoder: &mut wgpu::CommandEncoder,
-    timer: &GpuTimer,
+    profiler: &GpuProfiler,
     k: &Kernels,
     passes: &[(&str, &wgpu::ComputePipeline)],
 ) {
+    let mut frame = FrameEncoder::new(ctx, encoder, profiler);
     for (label, pipeline) in passes {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(label),
-            timestamp_writes: timer.compute_pass_writes(label),
+        frame.compute_pass(label, |pass| {
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &k.bind_group, &[]);
+            pass.dispatch_workgroups(N / WG, 1, 1);
         });
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, &k.bind_group, &[]);
-        pass.dispatch_workgroups(N / WG, 1, 1);
     }
+}
+
+/// One frame of `passes`: recorded, submitted, ended.
+fn frame(
+    ctx: &GpuContext,
+    profiler: &mut GpuProfiler,
+    k: &Kernels,
+    passes: &[(&str, &wgpu::ComputePipeline)],
+) {
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    record(ctx, &mut encoder, profiler, k, passes);
+    ctx.queue.submit([encoder.finish()]);
+    profiler.end_frame(ctx);
 }
 
 #[test]
@@ -167,21 +181,17 @@ fn context_negotiates_features_and_limits() {
 fn timed_compute_passes_report_labels_and_times() {
     let ctx = ctx();
     let k = kernels(ctx);
-    let mut timer = GpuTimer::new(ctx, 8);
-    assert_eq!(timer.is_enabled(), ctx.granted.timestamps);
+    let mut profiler = GpuProfiler::new(ctx);
+    assert_eq!(profiler.is_enabled(), ctx.granted.timestamps);
 
-    // Blocking path: frame, submit, collect.
-    timer.begin_frame();
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    record(
-        &mut encoder,
-        &timer,
+    // Blocking path: frame, submit, end the frame, collect.
+    frame(
+        ctx,
+        &mut profiler,
         &k,
         &[("fill", &k.fill), ("halve", &k.halve)],
     );
-    timer.resolve(&mut encoder);
-    ctx.queue.submit([encoder.finish()]);
-    let rows = timer.collect(ctx);
+    let rows = profiler.collect(ctx);
 
     let data = read_buffer(ctx, &k.buffer, 0..u64::from(N) * 4).unwrap();
     let values: &[f32] = bytemuck::cast_slice(&data);
@@ -200,42 +210,57 @@ fn timed_compute_passes_report_labels_and_times() {
         assert!(row.ms < 1000.0, "{row:?}");
     }
     // Zero for every pass would mean the timestamps were read before they landed
-    // (wgpu issue 6406), which the later-submit copy avoids.
+    // (wgpu issue 6406), which resolving them in a later submission avoids.
     assert!(rows.iter().any(|r| r.ms > 0.0), "{rows:?}");
 
-    // Non-blocking path: frame A's results are copied by frame B's resolve and read by
-    // try_collect once the GPU is done.
+    // Non-blocking path: two frames in flight; once the GPU is done, try_collect returns
+    // the newest, and nothing more until another frame finishes.
     for frame_labels in [["a_fill", "a_halve"], ["b_fill", "b_halve"]] {
-        timer.begin_frame();
-        let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        record(
-            &mut encoder,
-            &timer,
-            &k,
-            &[(frame_labels[0], &k.fill), (frame_labels[1], &k.halve)],
-        );
-        timer.resolve(&mut encoder);
-        ctx.queue.submit([encoder.finish()]);
+        let passes = [(frame_labels[0], &k.fill), (frame_labels[1], &k.halve)];
+        frame(ctx, &mut profiler, &k, &passes);
     }
     ctx.wait_idle().unwrap();
-    let rows = timer.try_collect(ctx).expect("frame A's timings are ready");
+    let rows = profiler.try_collect(ctx).expect("the frames have finished");
     let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
-    assert_eq!(labels, ["a_fill", "a_halve"]);
+    assert_eq!(labels, ["b_fill", "b_halve"]);
     assert!(
-        timer.try_collect(ctx).is_none(),
-        "frame B is not copied yet"
+        profiler.try_collect(ctx).is_none(),
+        "every finished frame was taken"
     );
-    let rows = timer.collect(ctx);
-    assert_eq!(rows[0].label, "b_fill");
 
-    // Scopes beyond max_scopes go untimed instead of failing.
-    timer.begin_frame();
-    let scopes: Vec<bool> = (0..10)
-        .map(|i| timer.compute_pass_writes(&format!("p{i}")).is_some())
-        .collect();
-    assert_eq!(scopes.iter().filter(|s| **s).count(), 8);
-    timer.begin_frame(); // forget them: they were never written, so never resolve them
-    assert!(timer.labels().is_empty());
+    // No pass goes untimed, however many a frame has.
+    let many: Vec<String> = (0..40).map(|i| format!("p{i}")).collect();
+    let passes: Vec<(&str, &wgpu::ComputePipeline)> =
+        many.iter().map(|l| (l.as_str(), &k.fill)).collect();
+    frame(ctx, &mut profiler, &k, &passes);
+    let rows = profiler.collect(ctx);
+    let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, many);
+
+    // A trace keeps every collected frame and is written as a Chrome trace.
+    profiler.start_trace();
+    for _ in 0..2 {
+        frame(
+            ctx,
+            &mut profiler,
+            &k,
+            &[("fill", &k.fill), ("halve", &k.halve)],
+        );
+        profiler.collect(ctx);
+    }
+    let dir = std::env::temp_dir().join(format!("neurotex-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.json");
+    assert_eq!(profiler.write_trace(&path).unwrap(), 4);
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().expect("trace events");
+    assert!(events.iter().any(|e| e["name"] == "halve"), "{trace}");
+    assert!(!profiler.is_tracing());
+    assert!(
+        profiler.write_trace(&path).is_err(),
+        "no trace is recorded now"
+    );
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 

@@ -26,21 +26,21 @@ use std::sync::OnceLock;
 use glam::Vec3;
 use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::gpu::read_texture;
-use neurotex::ntc::compress::set_constants;
 use neurotex::ntc::{NtcConfig, NtcPackage, Preset, TrainConfig, train_cpu};
 use neurotex::packages;
-use neurotex::render::headless::{OUTPUT_FORMAT, render_frames};
+use neurotex::render::headless::render_frames;
 use neurotex::render::ntc_gpu::map_scene_materials;
 use neurotex::render::passes::heatmap::{HeatmapPass, HeatmapSettings};
 use neurotex::render::passes::ntc_decode::{DecodeSettings, NtcKernel};
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
 use neurotex::render::{
-    Aov, FrameOptions, FrameSettings, Lighting, NtcOptions, RenderMode, Renderer,
+    Aov, Fallback, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer,
 };
-use neurotex::scene::{Camera, Scene};
+use neurotex::scene::{Camera, Lighting, Scene};
 use neurotex::texture::LoadOptions;
 use neurotex::texture::inputs::{InputSets, InputSource};
+use neurotex::texture::set_constants;
 
 use common::ctx;
 
@@ -231,12 +231,12 @@ fn renderer(mode: RenderMode, map: &[Option<u32>]) -> Renderer {
         max_texture_size: None,
         anisotropy: None,
     };
-    let mut r = Renderer::new(ctx, &f.scene, &upload, SIZE, OUTPUT_FORMAT).expect("renderer");
+    let mut r = common::renderer(&f.scene, &upload, SIZE);
     r.set_package(ctx, mode, f.package.clone(), map)
         .expect("set package");
-    r.set_ntc_options(
+    r.set_kernel_choice(
         ctx,
-        NtcOptions {
+        KernelChoice {
             kernel: Some(NtcKernel::F32),
             tile: TileSize::T8x8,
         },
@@ -251,12 +251,12 @@ fn settings(mode: RenderMode, stochastic: bool) -> FrameSettings {
         lighting: fixture().lighting,
         aov: Aov::Final,
         mode,
-        options: FrameOptions {
+        passes: PassSettings {
             decode: DecodeSettings {
                 stochastic,
                 lod_bias: 0.0,
             },
-            ..FrameOptions::default()
+            ..PassSettings::default()
         },
     }
 }
@@ -265,8 +265,14 @@ fn settings(mode: RenderMode, stochastic: bool) -> FrameSettings {
 /// (an NTC mode that fails to bind silently falls back to the reference) with F32.
 fn render(renderer: &mut Renderer, settings: &FrameSettings, frames: u32) -> Vec<u8> {
     let ctx = ctx();
-    assert_eq!(renderer.active_mode(settings), settings.mode);
+    assert_eq!(renderer.plan(settings).mode(), settings.mode);
     let frame = render_frames(ctx, renderer, settings, frames).expect("render");
+    assert_eq!(
+        frame.plan.mode(),
+        settings.mode,
+        "{:?}",
+        frame.plan.fallback
+    );
     if settings.mode != RenderMode::Reference {
         assert_eq!(renderer.kernel(), Some(NtcKernel::F32));
     }
@@ -276,7 +282,7 @@ fn render(renderer: &mut Renderer, settings: &FrameSettings, frames: u32) -> Vec
 
 /// Per pixel, whether the G-buffer of the last frame has geometry there.
 fn geometry_mask(renderer: &Renderer) -> Vec<bool> {
-    read_texture(ctx(), &renderer.gbuffer.material.texture, 0, 0)
+    read_texture(ctx(), &renderer.targets().gbuffer.material.texture, 0, 0)
         .expect("read material ids")
         .to_u32()
         .expect("u32")
@@ -447,13 +453,13 @@ fn golden_ntc_divergence_heatmap() {
     assert_eq!(without.decoder_count(RenderMode::Baseline), Some(2));
     let plain = render(&mut without, &settings(RenderMode::Baseline, false), 1);
     let mut s = settings(RenderMode::Baseline, false);
-    s.options.heatmap = Some(HeatmapSettings::default());
+    s.passes.heatmap = Some(HeatmapSettings::default());
     let mut r = renderer(RenderMode::Baseline, &f.map);
     let rgba = render(&mut r, &s, 1);
     let stats = r.divergence_blocking(ctx).expect("divergence statistics");
 
     // CPU count: distinct decoders (package decoder of each textured material) per tile.
-    let words = read_texture(ctx, &r.gbuffer.material.texture, 0, 0)
+    let words = read_texture(ctx, &r.targets().gbuffer.material.texture, 0, 0)
         .expect("read material ids")
         .to_u32()
         .expect("u32");
@@ -568,7 +574,9 @@ fn wrong_map_or_mode_exceeds_tolerance() {
 
     // No package for Clustered: the frame is the reference, byte for byte.
     let clustered = settings(RenderMode::Clustered, false);
-    assert_eq!(r.active_mode(&clustered), RenderMode::Reference);
+    assert_eq!(r.plan(&clustered).mode(), RenderMode::Reference);
     let fallback = render_frames(ctx(), &mut r, &clustered, 1).expect("render");
+    assert_eq!(fallback.plan.mode(), RenderMode::Reference);
+    assert_eq!(fallback.plan.fallback, Some(Fallback::NoPackage));
     assert_eq!(&fallback.rgba8, reference_one);
 }

@@ -30,10 +30,11 @@ use neurotex::ntc::model::{
     Activation, DecoderWeights, GridShape, GroupModel, LatentLayout, LatentPyramid, MipPair,
     NtcConfig, SplitMix64,
 };
+use neurotex::ntc::train::checkpoint::Checkpoint;
 use neurotex::ntc::train::cpu::{self, AdamState, Gradients};
 use neurotex::ntc::train::gpu::{
-    Checkpoint, GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer,
-    GpuTrainerOptions, GradientAtomics, QatNoise, TrainKernel, TrainOptions, train_gpu,
+    GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer, GpuTrainerOptions,
+    GradientAtomics, QatNoise, TrainKernel, TrainOptions, train_gpu,
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};

@@ -9,8 +9,10 @@ mod common;
 
 use glam::{Vec2, Vec3};
 use half::f16;
+use neurotex::gpu::encoder::FrameEncoder;
+use neurotex::gpu::mirror::assert_mirrors;
 use neurotex::gpu::shader::ShaderLibrary;
-use neurotex::gpu::{GpuContext, GpuTimer, read_texture};
+use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
 use neurotex::ntc::format::{NtcMaterial, NtcPackage};
 use neurotex::ntc::model::{
     DecoderWeights, LatentLayout, NtcConfig, Preset, SplitMix64, full_mip_count,
@@ -23,13 +25,13 @@ use neurotex::render::ntc_gpu::{
 };
 use neurotex::render::passes::ntc_bake::{BakeParams, NtcBakePass};
 use neurotex::render::passes::ntc_decode::{
-    DecodeParams, DecodeSettings, NtcDecodePass, NtcKernel,
+    DecodeInputs, DecodeParams, DecodeSettings, NtcDecodePass, NtcKernel,
 };
 use neurotex::render::scene_gpu::{SceneGpu, UploadOptions};
 use neurotex::render::targets::{GBuffer, MaterialTargets, Target, format};
 use neurotex::render::tiles::TileSize;
 use neurotex::scene::{Aabb, Material, Scene};
-use neurotex::texture::{CHANNELS, ChannelMask};
+use neurotex::texture::{CHANNELS, ChannelMask, SceneTextures};
 use wgpu::util::DeviceExt as _;
 
 use common::ctx;
@@ -343,14 +345,9 @@ fn fixture() -> Fixture {
     let package = package();
     let (materials, map) = scene_materials();
     let gpu_materials = materials.iter().map(MaterialData::from_material).collect();
-    let scene = SceneGpu::upload(
-        &ctx.device,
-        &ctx.queue,
-        &scene(materials),
-        &UploadOptions::default(),
-        1,
-    )
-    .expect("scene");
+    let textures = SceneTextures::load(&materials, &Default::default()).expect("texture sets");
+    let scene =
+        SceneGpu::upload(&ctx.device, &ctx.queue, &scene(materials), &textures, 1).expect("scene");
     let ntc = NtcSceneGpu::upload(ctx, &package, &map).expect("ntc upload");
     let (noise_values, noise) = noise_texture(ctx);
     Fixture {
@@ -383,16 +380,15 @@ fn decode_frames(
         usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    pass.bind(
-        device,
-        &frame_buffer,
-        &f.scene,
-        &gbuffer,
-        &f.noise,
-        &f.ntc,
-        &targets,
-    );
-    let timer = GpuTimer::new(ctx, 4);
+    let inputs = DecodeInputs {
+        frame: &frame_buffer,
+        materials: &f.scene.material_buffer,
+        gbuffer: &gbuffer,
+        blue_noise: &f.noise,
+        package: &f.ntc,
+        settings,
+    };
+    let mut profiler = GpuProfiler::new(ctx);
     frames
         .map(|frame| {
             let mut uniform: FrameUniform = bytemuck::Zeroable::zeroed();
@@ -400,8 +396,13 @@ fn decode_frames(
             ctx.queue
                 .write_buffer(&frame_buffer, 0, bytemuck::bytes_of(&uniform));
             let mut encoder = device.create_command_encoder(&Default::default());
-            pass.record(&ctx.queue, &mut encoder, g.size, settings, &timer);
+            pass.record(
+                &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
+                &inputs,
+                &targets,
+            );
             ctx.queue.submit([encoder.finish()]);
+            profiler.end_frame(ctx);
             [
                 &targets.base_color,
                 &targets.normal_rm,
@@ -673,19 +674,6 @@ fn unavailable_kernels_say_why() {
     assert!(err.to_string().contains("package material 7"), "{err}");
 }
 
-/// Byte size of the WGSL struct `name` as laid out by naga.
-fn wgsl_size(module: &naga::Module, name: &str) -> usize {
-    module
-        .types
-        .iter()
-        .find(|(_, t)| t.name.as_deref() == Some(name))
-        .map(|(_, t)| match &t.inner {
-            naga::TypeInner::Struct { span, .. } => *span as usize,
-            other => panic!("{name} is not a struct: {other:?}"),
-        })
-        .unwrap_or_else(|| panic!("struct {name} not found"))
-}
-
 /// The host mirrors have the sizes naga computes for their WGSL twins.
 #[test]
 fn material_table_and_params_match_wgsl() {
@@ -696,27 +684,15 @@ fn material_table_and_params_match_wgsl() {
     let module = library
         .validate("ntc_decode.wgsl", &defines)
         .expect("validates");
-    assert_eq!(
-        wgsl_size(&module, "NtcMaterial"),
-        std::mem::size_of::<NtcMaterialGpu>()
-    );
-    assert_eq!(
-        wgsl_size(&module, "NtcMip"),
-        std::mem::size_of::<NtcMipGpu>()
-    );
-    assert_eq!(
-        wgsl_size(&module, "DecodeParams"),
-        std::mem::size_of::<DecodeParams>()
-    );
+    assert_mirrors::<NtcMaterialGpu>(&module, "NtcMaterial");
+    assert_mirrors::<NtcMipGpu>(&module, "NtcMip");
+    assert_mirrors::<DecodeParams>(&module, "DecodeParams");
     let header = library.header("ntc_bake.wgsl").expect("header");
     let set = &header.define_sets()[0];
     let module = library
         .validate("ntc_bake.wgsl", &neurotex::gpu::shader::define_refs(set))
         .expect("validates");
-    assert_eq!(
-        wgsl_size(&module, "BakeParams"),
-        std::mem::size_of::<BakeParams>()
-    );
+    assert_mirrors::<BakeParams>(&module, "BakeParams");
 }
 
 /// Inference on load end to end: a glTF quad textured with `checker.png` renders (albedo
@@ -724,9 +700,9 @@ fn material_table_and_params_match_wgsl() {
 /// original image, without validation errors, and the image changes.
 #[test]
 fn baked_textures_replace_the_scene_set() {
-    use neurotex::render::headless::{OUTPUT_FORMAT, render_frame};
+    use neurotex::render::headless::render_frame;
     use neurotex::render::passes::ntc_bake::NtcBakePass;
-    use neurotex::render::{Aov, FrameSettings, Renderer};
+    use neurotex::render::{Aov, FrameSettings, MaterialPath, RenderMode};
     let ctx = ctx();
     let dir = common::temp_dir("ntc_bake_scene");
     common::write_checker_png(&dir.join("checker.png"), 16);
@@ -737,35 +713,38 @@ fn baked_textures_replace_the_scene_set() {
     package.materials[0].name = "checker".into();
     let map = neurotex::render::ntc_gpu::map_scene_materials(&package, &opened.scene).expect("map");
     assert_eq!(map, vec![Some(0)]);
-    let mut renderer = Renderer::new(
-        ctx,
-        &opened.scene,
-        &UploadOptions::default(),
-        (32, 32),
-        OUTPUT_FORMAT,
-    )
-    .expect("renderer");
+    let mut renderer = common::renderer(&opened.scene, &UploadOptions::default(), (32, 32));
     let settings = FrameSettings {
         camera,
         lighting: opened.description.lighting,
         aov: Aov::Albedo,
         mode: neurotex::render::RenderMode::Reference,
-        options: Default::default(),
+        passes: Default::default(),
     };
     let before = render_frame(ctx, &mut renderer, &settings)
         .expect("frame")
         .rgba8;
     let ntc = NtcSceneGpu::upload(ctx, &package, &map).expect("upload");
     let bake = NtcBakePass::new(ctx, &package.config).expect("bake pass");
-    let replaced = bake
-        .bake_into_scene(ctx, &package, &ntc, &mut renderer.scene)
+    let baked = bake
+        .bake_materials(ctx, &package, &ntc, &renderer.scene)
         .expect("bake");
-    assert_eq!(replaced, 1);
-    let after = render_frame(ctx, &mut renderer, &settings)
-        .expect("frame")
-        .rgba8;
-    assert_ne!(before, after, "the baked textures were not used");
-    renderer.scene.restore_set_textures(&ctx.device);
+    assert_eq!(baked.replaced, 1);
+    // The renderer's inference-on-load path: the same bake, sampled by the passes.
+    renderer
+        .set_package(ctx, RenderMode::Baseline, package, &map)
+        .expect("package");
+    let mut baked_settings = settings.clone();
+    baked_settings.mode = RenderMode::Baseline;
+    baked_settings.passes.inference_on_load = true;
+    let after = render_frame(ctx, &mut renderer, &baked_settings).expect("frame");
+    assert_eq!(
+        after.plan.material,
+        MaterialPath::Baked(RenderMode::Baseline),
+        "{:?}",
+        after.plan.fallback
+    );
+    assert_ne!(before, after.rgba8, "the baked textures were not used");
     let restored = render_frame(ctx, &mut renderer, &settings)
         .expect("frame")
         .rgba8;

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use glam::{Mat4, Vec2, Vec3};
 use neurotex::gpu::read_texture;
-use neurotex::render::headless::{OUTPUT_FORMAT, render_frame};
+use neurotex::render::headless::render_frame;
 use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::{Aov, FrameSettings, Lighting, Renderer};
-use neurotex::scene::{Aabb, Camera, Instance, Material, Mesh, Primitive, Scene, Vertex};
+use neurotex::render::{Aov, FrameSettings};
+use neurotex::scene::{Aabb, Camera, Instance, Lighting, Material, Mesh, Primitive, Scene, Vertex};
 
 use common::ctx;
 
@@ -93,23 +93,16 @@ fn gbuffer_matches_cpu_expectations() {
         yfov: 90f32.to_radians(),
         znear: 0.1,
     };
-    let mut renderer = Renderer::new(
-        ctx,
-        &scene,
-        &UploadOptions::default(),
-        (N, N),
-        OUTPUT_FORMAT,
-    )
-    .unwrap();
+    let mut renderer = common::renderer(&scene, &UploadOptions::default(), (N, N));
     let settings = FrameSettings {
         camera,
         lighting: Lighting::default(),
         aov: Aov::Final,
         mode: neurotex::render::RenderMode::Reference,
-        options: Default::default(),
+        passes: Default::default(),
     };
     render_frame(ctx, &mut renderer, &settings).unwrap();
-    let g = &renderer.gbuffer;
+    let g = &renderer.targets().gbuffer;
     let material = read_texture(ctx, &g.material.texture, 0, 0)
         .unwrap()
         .to_u32()
@@ -134,7 +127,7 @@ fn gbuffer_matches_cpu_expectations() {
         .unwrap()
         .to_f32()
         .unwrap();
-    let base = read_texture(ctx, &renderer.materials.base_color.texture, 0, 0)
+    let base = read_texture(ctx, &renderer.targets().materials.base_color.texture, 0, 0)
         .unwrap()
         .to_f32()
         .unwrap();
@@ -208,7 +201,7 @@ fn gbuffer_matches_cpu_expectations() {
     let mut moved = settings.clone();
     moved.camera.position.x += 0.4;
     render_frame(ctx, &mut renderer, &moved).unwrap();
-    let motion = read_texture(ctx, &renderer.gbuffer.motion.texture, 0, 0)
+    let motion = read_texture(ctx, &renderer.targets().gbuffer.motion.texture, 0, 0)
         .unwrap()
         .to_f32()
         .unwrap();
@@ -247,13 +240,13 @@ fn render_png(
         max_texture_size,
         anisotropy: None,
     };
-    let mut renderer = Renderer::new(ctx, &opened.scene, &upload, size, OUTPUT_FORMAT).unwrap();
+    let mut renderer = common::renderer(&opened.scene, &upload, size);
     let settings = FrameSettings {
         camera,
         lighting: opened.description.lighting,
         aov,
         mode: neurotex::render::RenderMode::Reference,
-        options: Default::default(),
+        passes: Default::default(),
     };
     render_frame(ctx, &mut renderer, &settings).unwrap().rgba8
 }

@@ -1,22 +1,19 @@
-//! Host ↔ WGSL struct mirrors: every `#[repr(C)]` struct in `render::gpu_types` has the
-//! size naga computes for its WGSL twin in `shaders/common/frame.wgsl`, and the host
-//! constants that the shaders hard-code agree.
+//! Host ↔ WGSL mirrors: every `#[repr(C)]` struct in `render::gpu_types` has the size
+//! naga computes for its WGSL twin in `shaders/common/frame.wgsl`, and every constant the
+//! host and the shaders both declare (ids and masks of the G-buffer word, decoder-map
+//! entries, flags, tile and workgroup sizes) has the same value on both sides.
 
-use neurotex::gpu::shader::ShaderLibrary;
-use neurotex::render::gpu_types::{FrameUniform, InstanceData, MaterialData};
-
-/// Byte size of the WGSL struct `name` as laid out by naga.
-fn wgsl_size(module: &naga::Module, name: &str) -> u32 {
-    module
-        .types
-        .iter()
-        .find(|(_, t)| t.name.as_deref() == Some(name))
-        .map(|(_, t)| match &t.inner {
-            naga::TypeInner::Struct { span, .. } => *span,
-            other => panic!("{name} is not a struct: {other:?}"),
-        })
-        .unwrap_or_else(|| panic!("struct {name} not found in common/frame.wgsl"))
-}
+use neurotex::gpu::mirror::{assert_const, assert_mirrors, workgroup_size};
+use neurotex::gpu::shader::{ShaderLibrary, define_refs};
+use neurotex::ntc::NtcConfig;
+use neurotex::render::gpu_types::{
+    ALPHA_BLEND, ALPHA_MASK, ALPHA_OPAQUE, BITANGENT_NEGATIVE, FrameUniform, InstanceData,
+    MATERIAL_ID_MASK, MaterialData, NO_DECODER, NO_MATERIAL,
+};
+use neurotex::render::passes::ntc_bake::{NtcBakePass, WORKGROUP_SIDE};
+use neurotex::render::passes::ntc_decode::{DECODE_STOCHASTIC, NtcDecodePass, NtcKernel};
+use neurotex::render::passes::{image_error, reference, temporal};
+use neurotex::render::tiles::TileSize;
 
 #[test]
 fn struct_sizes_match_wgsl() {
@@ -25,18 +22,9 @@ fn struct_sizes_match_wgsl() {
     let module = lib
         .validate("gbuffer.wgsl", &[])
         .expect("gbuffer.wgsl validates");
-    assert_eq!(
-        wgsl_size(&module, "Frame") as usize,
-        std::mem::size_of::<FrameUniform>()
-    );
-    assert_eq!(
-        wgsl_size(&module, "InstanceData") as usize,
-        std::mem::size_of::<InstanceData>()
-    );
-    assert_eq!(
-        wgsl_size(&module, "MaterialData") as usize,
-        std::mem::size_of::<MaterialData>()
-    );
+    assert_mirrors::<FrameUniform>(&module, "Frame");
+    assert_mirrors::<InstanceData>(&module, "InstanceData");
+    assert_mirrors::<MaterialData>(&module, "MaterialData");
 }
 
 #[test]
@@ -61,4 +49,84 @@ fn aov_values_match_wgsl_constants() {
         src.contains(&format!("const MATERIAL_ID_MASK: u32 = {max};")),
         "MATERIAL_ID_MASK ≠ MAX_MATERIALS − 1"
     );
+}
+
+/// `path` composed with `defines` and validated, as the passes compose it.
+fn module(path: &str, defines: &[(String, String)]) -> naga::Module {
+    ShaderLibrary::embedded()
+        .validate(path, &define_refs(defines))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn host_constants_match_their_wgsl_twins() {
+    // The G-buffer word and material constants (common/frame.wgsl, through gbuffer.wgsl).
+    let gbuffer = module("gbuffer.wgsl", &[]);
+    assert_const(&gbuffer, "NO_MATERIAL", NO_MATERIAL);
+    assert_const(&gbuffer, "MATERIAL_ID_MASK", MATERIAL_ID_MASK);
+    assert_const(&gbuffer, "BITANGENT_NEGATIVE", BITANGENT_NEGATIVE);
+    assert_const(&gbuffer, "ALPHA_OPAQUE", ALPHA_OPAQUE);
+    assert_const(&gbuffer, "ALPHA_MASK", ALPHA_MASK);
+    assert_const(&gbuffer, "ALPHA_BLEND", ALPHA_BLEND);
+
+    // Decode and divergence passes at every tile size, composed as the host composes them.
+    let config = NtcConfig::default();
+    for tile in TileSize::ALL {
+        let defines = NtcDecodePass::defines(&config, NtcKernel::F32, tile);
+        let decode = module("ntc_decode.wgsl", &defines);
+        assert_const(&decode, "NTC_NONE", NO_DECODER);
+        assert_const(&decode, "NTC_THREADS", tile.pixels());
+        assert_const(&decode, "DECODE_STOCHASTIC", DECODE_STOCHASTIC);
+        assert_const(&decode, "NTC_OUTPUTS", neurotex::ntc::model::OUTPUTS as u32);
+        assert_const(
+            &decode,
+            "NTC_CHANNEL_GROUPS",
+            neurotex::texture::GROUPS as u32,
+        );
+        assert_const(&decode, "MATERIAL_ID_MASK", MATERIAL_ID_MASK);
+        assert_eq!(
+            workgroup_size(&decode, "decode"),
+            Some([tile.pixels(), 1, 1]),
+            "{tile}"
+        );
+        let tile_defines: Vec<(String, String)> = tile
+            .defines()
+            .map(|(name, value)| (name.to_owned(), value))
+            .to_vec();
+        let divergence = module("divergence.wgsl", &tile_defines);
+        assert_const(&divergence, "NO_DECODER", NO_DECODER);
+        assert_const(&divergence, "TILE_PIXELS", tile.pixels());
+        let (w, h) = tile.dims();
+        assert_eq!(workgroup_size(&divergence, "count"), Some([w, h, 1]));
+    }
+
+    let bake = module("ntc_bake.wgsl", &NtcBakePass::defines(&config));
+    assert_const(&bake, "NTC_NONE", NO_DECODER);
+    assert_const(&bake, "NTC_THREADS", WORKGROUP_SIDE * WORKGROUP_SIDE);
+    assert_eq!(
+        workgroup_size(&bake, "bake_mip"),
+        Some([WORKGROUP_SIDE, WORKGROUP_SIDE, 1])
+    );
+
+    let temporal_module = module("temporal.wgsl", &[]);
+    let side = temporal::WORKGROUP_SIZE;
+    assert_eq!(
+        workgroup_size(&temporal_module, "resolve"),
+        Some([side, side, 1])
+    );
+
+    let image_error_module = module("image_error.wgsl", &[]);
+    let group = image_error::GROUP_W;
+    assert_const(&image_error_module, "GROUP_W", group);
+    assert_const(&image_error_module, "GROUP_PIXELS", group * group);
+    assert_eq!(
+        workgroup_size(&image_error_module, "measure"),
+        Some([group, group, 1])
+    );
+
+    let classify = module("material_classify.wgsl", &[]);
+    assert_mirrors::<reference::MaterialRect>(&classify, "MaterialRect");
+    let side = reference::CLASSIFY_TILE;
+    assert_eq!(workgroup_size(&classify, "classify"), Some([side, side, 1]));
+    assert_const(&classify, "NO_MATERIAL", NO_MATERIAL);
 }

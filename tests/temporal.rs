@@ -6,12 +6,15 @@
 mod common;
 
 use half::f16;
-use neurotex::gpu::{GpuTimer, read_texture};
+use neurotex::gpu::encoder::FrameEncoder;
+use neurotex::gpu::{GpuProfiler, read_texture};
 use neurotex::render::blue_noise::{self, BLUE_NOISE_SIZE, BlueNoise};
 use neurotex::render::passes::temporal::{
-    ReferenceFrame, TemporalPass, TemporalReference, TemporalSettings,
+    ReferenceFrame, TemporalError, TemporalInputs, TemporalPass, TemporalReference,
+    TemporalSettings,
 };
-use neurotex::render::targets::{GBuffer, Target, format};
+use neurotex::render::targets::{FrameTargets, GBuffer, Target, format};
+use neurotex::render::tiles::TileSize;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 
@@ -19,41 +22,53 @@ use common::ctx;
 
 type Rgba = [f32; 4];
 
-/// A temporal pass with input targets the test writes.
+/// A temporal pass with input targets the test writes and the output it reads.
 struct Harness {
     size: (u32, u32),
     pass: TemporalPass,
     hdr: Target,
     gbuffer: GBuffer,
-    timer: GpuTimer,
+    output: Target,
+    timer: GpuProfiler,
 }
 
 impl Harness {
     fn new(size: (u32, u32)) -> Self {
         let ctx = ctx();
         let pass = TemporalPass::new(ctx, size).unwrap_or_else(|e| panic!("{e}"));
-        let mut harness = Self {
+        Self {
             size,
             pass,
             hdr: hdr_target(size),
             gbuffer: gbuffer(size),
-            timer: GpuTimer::new(ctx, 4),
-        };
-        harness.bind();
-        harness
+            output: FrameTargets::new(&ctx.device, size, TileSize::T8x8).accumulated,
+            timer: GpuProfiler::new(ctx),
+        }
     }
 
-    fn bind(&mut self) {
-        self.pass.bind(&ctx().device, &self.hdr, &self.gbuffer);
-    }
-
-    /// Reallocates pass and inputs for `size`.
+    /// Reallocates pass, inputs and output for `size`.
     fn resize(&mut self, size: (u32, u32)) {
         self.size = size;
         self.pass.resize(&ctx().device, size);
         self.hdr = hdr_target(size);
         self.gbuffer = gbuffer(size);
-        self.bind();
+        self.output = FrameTargets::new(&ctx().device, size, TileSize::T8x8).accumulated;
+    }
+
+    /// Records one frame of the pass into `encoder`.
+    fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        settings: &TemporalSettings,
+    ) -> Result<(), TemporalError> {
+        let inputs = TemporalInputs {
+            hdr: &self.hdr,
+            motion: &self.gbuffer.motion,
+            depth: &self.gbuffer.depth,
+            settings,
+        };
+        let mut frame = FrameEncoder::new(ctx(), encoder, &self.timer);
+        self.pass.record(&mut frame, &inputs, &self.output)
     }
 
     /// Uploads one frame's inputs (depth constant: 0 = no surface), records the pass and
@@ -88,16 +103,14 @@ impl Harness {
             occlusion_query_set: None,
             multiview_mask: None,
         });
-        self.timer.begin_frame();
-        self.pass
-            .record(&ctx.queue, &mut encoder, settings, &self.timer);
-        self.timer.resolve(&mut encoder);
+        self.record(&mut encoder, settings).unwrap();
         ctx.queue.submit([encoder.finish()]);
+        self.timer.end_frame(ctx);
         self.output()
     }
 
     fn output(&self) -> Vec<Rgba> {
-        let data = read_texture(ctx(), &self.pass.output().texture, 0, 0).unwrap();
+        let data = read_texture(ctx(), &self.output.texture, 0, 0).unwrap();
         rgba(&data.to_f32().unwrap())
     }
 }
@@ -459,7 +472,7 @@ fn disabled_passes_the_current_frame_through() {
 }
 
 #[test]
-fn bind_refuses_inputs_of_another_size_and_times_the_pass() {
+fn record_refuses_inputs_of_another_size_and_times_the_pass() {
     let size = (16, 8);
     let mut harness = Harness::new(size);
     let truth = vec![[1.0, 2.0, 3.0]; (size.0 * size.1) as usize];
@@ -474,18 +487,18 @@ fn bind_refuses_inputs_of_another_size_and_times_the_pass() {
             "{timings:?}"
         );
     }
-    // Inputs of another size leave the pass unbound: recording changes nothing.
+    // Inputs of another size are an error: recording changes nothing.
     harness.hdr = hdr_target((8, 8));
-    harness.bind();
     let before = harness.output();
     let mut encoder = ctx()
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-    harness.pass.record(
-        &ctx().queue,
-        &mut encoder,
-        &TemporalSettings::default(),
-        &harness.timer,
+    let err = harness
+        .record(&mut encoder, &TemporalSettings::default())
+        .expect_err("an 8×8 input to a 16×8 pass");
+    assert!(
+        matches!(err, TemporalError::SizeMismatch { input: "hdr", .. }),
+        "{err}"
     );
     ctx().queue.submit([encoder.finish()]);
     assert_eq!(harness.output(), before);

@@ -13,7 +13,9 @@
 //! Scenes load on a background thread (parse, texture decode, upload), so the window
 //! stays responsive; a failed load shows an error panel and keeps the previous scene.
 //! Surface loss (minimise, resize to zero, `Lost` / `Outdated`) reconfigures and skips the
-//! frame; wgpu validation errors in a frame are caught with an error scope and logged,
+//! frame (a surface that cannot be recreated three times in a row ends the viewer with
+//! an error); a lost GPU device ends it with the reason at the next frame, never a
+//! frozen window; a panic inside the loader thread comes back as its message; wgpu validation errors in a frame are caught with an error scope and logged,
 //! never panicking. Scripted runs (`--frames N --screenshot out.png`) render N frames
 //! after the scene is ready, save the last one including the overlay, and exit.
 //!
@@ -21,7 +23,7 @@
 //! panel itself (that is `ui`) and contains no camera rules (that is
 //! `scene::camera_control`).
 
-pub mod packages;
+pub mod package_jobs;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,34 +37,32 @@ use winit::event_loop::{ActiveEventLoop, EventLoop};
 use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{Window, WindowId};
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, read_texture};
+use crate::gpu::{GpuContext, GpuError, GpuProfiler, read_texture};
 use crate::packages::PackageRecipe;
 use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::UploadOptions;
-use crate::render::{Aov, FrameOptions, FrameSettings, NtcOptions, RenderMode, Renderer};
+use crate::render::{Aov, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer};
 use crate::scene::camera_control::{
     self, CameraState, InputState, PATH_SPEED_RANGE, PathPlayer, PathRecorder,
 };
 use crate::scene::description::{CameraPath, SceneDescription};
 use crate::scene::open::{OpenedScene, open, select_camera};
 use crate::scene::{Aabb, Camera};
+use crate::texture::SceneTextures;
 use crate::ui::painter::OverlayPainter;
 use crate::ui::timings::PerfHistory;
 use crate::ui::{
     self, AOVS, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats, UiAction,
     ViewSettings,
 };
-use packages::{PackageJobs, PackageStatus};
+use package_jobs::{PackageJobs, PackageStatus};
 
 /// Window size when neither `--size` nor anything else says.
 pub const DEFAULT_WINDOW_SIZE: (u32, u32) = (1280, 720);
 
 /// Longest time step (seconds) the interactive controls integrate over in one frame.
 const MAX_CONTROL_STEP: f32 = 0.1;
-
-/// Timed passes per frame the viewer's [`GpuTimer`] has room for.
-const MAX_TIMED_PASSES: u32 = 32;
 
 /// How the viewer starts.
 #[derive(Clone, Debug)]
@@ -90,9 +90,9 @@ pub struct ViewerOptions {
     /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
     pub packages: Option<PathBuf>,
     /// Decode kernel and tile size to start with.
-    pub ntc: NtcOptions,
-    /// Frame options to start with (filtering, accumulation, inference on load).
-    pub options: FrameOptions,
+    pub ntc: KernelChoice,
+    /// Pass settings to start with (filtering, accumulation, inference on load).
+    pub passes: PassSettings,
     /// Start with the divergence heatmap on.
     pub heatmap: bool,
     /// The NTC modes whose packages the viewer prepares (the others stay unavailable).
@@ -113,13 +113,16 @@ impl Default for ViewerOptions {
             mode: RenderMode::Reference,
             recipe: PackageRecipe::default(),
             packages: None,
-            ntc: NtcOptions::default(),
-            options: FrameOptions::default(),
+            ntc: KernelChoice::default(),
+            passes: PassSettings::default(),
             heatmap: false,
             modes: RenderMode::ALL.to_vec(),
         }
     }
 }
+
+/// Failed surface recreations in a row after which the viewer exits with an error.
+const MAX_SURFACE_FAILURES: u32 = 3;
 
 /// Why the viewer could not run (or a scripted run failed).
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +153,15 @@ pub enum ViewerError {
     /// A scripted run's scene failed to load.
     #[error("the scene failed to load: {0}")]
     Scene(String),
+    /// The GPU device was lost (driver reset, GPU removed or switched off).
+    #[error(
+        "the GPU device was lost ({0}); the viewer cannot continue without it — restart it \
+         (on a machine with several GPUs, check that the one in use was not switched off)"
+    )]
+    DeviceLost(String),
+    /// The window's surface was lost and could not be recreated.
+    #[error("the window surface was lost and could not be recreated: {0}")]
+    SurfaceLost(String),
     /// Writing a screenshot failed.
     #[error("screenshot {path}: {reason}")]
     Screenshot {
@@ -235,6 +247,10 @@ struct LoadedScene {
     /// The scene's NTC packages being loaded or made: started when an NTC mode is first
     /// chosen, so a session that stays on the reference costs no compression.
     packages: Option<PackageJobs>,
+    /// The decoded texture sets, kept until the package jobs start and take them, so that
+    /// a package compressed in the background trains on the sets the renderer uploaded
+    /// instead of decoding the images again.
+    textures: Option<Arc<SceneTextures>>,
 }
 
 /// A load running on a background thread.
@@ -283,10 +299,13 @@ impl LoadRequest {
             ));
         }
         let start = select_camera(&opened, None).map_err(|e| e.to_string())?;
+        let textures = SceneTextures::load(&opened.scene.materials, &self.upload.load_options())
+            .map_err(|e| e.to_string())?;
         let renderer = Renderer::new(
             &self.ctx,
             &opened.scene,
-            &self.upload,
+            &textures,
+            self.upload.anisotropy,
             self.size,
             self.format,
         )
@@ -316,6 +335,7 @@ impl LoadRequest {
             start,
             focus,
             packages: None,
+            textures: Some(Arc::new(textures)),
         })
     }
 }
@@ -462,8 +482,14 @@ pub fn scaled_size(size: (u32, u32), scale: f32) -> (u32, u32) {
 
 /// The first `screenshot-<n>.png` in `dir` that does not exist, from `n = start`.
 fn next_screenshot_path(dir: &Path, start: &mut u32) -> PathBuf {
+    next_free_path(dir, "screenshot", "png", start)
+}
+
+/// The first `<stem>-<n>.<ext>` in `dir` that does not exist, counting from `*start`
+/// (which is left past it).
+fn next_free_path(dir: &Path, stem: &str, ext: &str, start: &mut u32) -> PathBuf {
     loop {
-        let p = dir.join(format!("screenshot-{}.png", *start));
+        let p = dir.join(format!("{stem}-{}.{ext}", *start));
         *start += 1;
         if !p.exists() {
             return p;
@@ -481,7 +507,7 @@ struct Viewer {
     egui_ctx: egui::Context,
     egui_state: egui_winit::State,
     painter: OverlayPainter,
-    timer: GpuTimer,
+    profiler: GpuProfiler,
 
     scene: Option<LoadedScene>,
     loading: Option<Loading>,
@@ -503,15 +529,20 @@ struct Viewer {
     last_frame: Instant,
     /// Time the last frame spent waiting for a surface texture or a screenshot readback.
     waited: std::time::Duration,
+    /// Set by wgpu's device-lost callback (reason and message); the next frame exits.
+    device_lost: Arc<std::sync::Mutex<Option<String>>>,
+    /// Consecutive failures to recreate a lost surface.
+    surface_failures: u32,
     status: String,
     screenshot: Option<PathBuf>,
     screenshot_counter: u32,
+    trace_counter: u32,
     frames_done: u32,
     ntc: NtcInfo,
     /// Measure the PSNR of the next frame.
     psnr_request: bool,
     /// The lighting of the last frame: a change restarts the accumulation.
-    last_lighting: Option<crate::render::Lighting>,
+    last_lighting: Option<crate::scene::Lighting>,
 }
 
 impl Viewer {
@@ -533,6 +564,14 @@ impl Viewer {
             .create_surface(window.clone())
             .map_err(|e| ViewerError::Surface(e.to_string()))?;
         let ctx = GpuContext::for_surface(instance, &surface)?;
+        let device_lost = Arc::new(std::sync::Mutex::new(None));
+        let slot = Arc::clone(&device_lost);
+        ctx.device.set_device_lost_callback(move |reason, message| {
+            log::error!("GPU device lost ({reason:?}): {message}");
+            if let Ok(mut s) = slot.lock() {
+                *s = Some(format!("{reason:?}: {message}"));
+            }
+        });
         let caps = surface.get_capabilities(&ctx.adapter);
         let view_formats_ok = ctx
             .adapter
@@ -601,7 +640,7 @@ impl Viewer {
             Some(max_texture_side),
         );
         let painter = OverlayPainter::new(&ctx, formats.overlay);
-        let timer = GpuTimer::with_ring(&ctx, MAX_TIMED_PASSES, 4);
+        let profiler = GpuProfiler::new(&ctx);
         let settings = ViewSettings {
             aov: Aov::Final,
             lighting: Default::default(),
@@ -612,7 +651,7 @@ impl Viewer {
             show_overlay: true,
             show_help: false,
             mode: options.mode,
-            options: options.options,
+            passes: options.passes,
             show_heatmap: options.heatmap,
             heatmap_source: HeatmapSource::Decoders,
             ntc: options.ntc,
@@ -629,7 +668,7 @@ impl Viewer {
             egui_ctx,
             egui_state,
             painter,
-            timer,
+            profiler,
             scene: None,
             loading: None,
             scene_error: None,
@@ -646,9 +685,12 @@ impl Viewer {
             perf: PerfHistory::default(),
             last_frame: Instant::now(),
             waited: std::time::Duration::ZERO,
+            device_lost,
+            surface_failures: 0,
             status: String::new(),
             screenshot: None,
             screenshot_counter: 1,
+            trace_counter: 1,
             frames_done: 0,
             ntc: NtcInfo::default(),
             psnr_request: false,
@@ -661,16 +703,16 @@ impl Viewer {
     /// What the next frame renders.
     fn frame_settings(&self) -> FrameSettings {
         let s = &self.settings;
-        let mut options = s.options;
-        options.heatmap = s.show_heatmap.then(|| heatmap_settings(s.heatmap_source));
-        options.compare =
+        let mut passes = s.passes;
+        passes.heatmap = s.show_heatmap.then(|| heatmap_settings(s.heatmap_source));
+        passes.compare =
             self.psnr_request || (s.show_heatmap && s.heatmap_source == HeatmapSource::Error);
         FrameSettings {
             camera: self.camera.camera(),
             lighting: s.lighting,
             aov: s.aov,
             mode: s.mode,
-            options,
+            passes,
         }
     }
 
@@ -695,13 +737,17 @@ impl Viewer {
             self.ntc = NtcInfo::default();
             return;
         };
-        if scene.packages.is_none() && self.settings.mode != RenderMode::Reference {
+        if scene.packages.is_none()
+            && self.settings.mode != RenderMode::Reference
+            && let Some(textures) = scene.textures.take()
+        {
             // The chosen mode first, then the others in order.
             let mut modes = self.options.modes.clone();
             modes.sort_by_key(|m| *m != self.settings.mode);
             scene.packages = Some(PackageJobs::start(
                 self.ctx.clone(),
                 scene.opened.scene.source.clone(),
+                textures,
                 PackageRecipe {
                     max_texture_size: self.options.upload.max_texture_size,
                     ..self.options.recipe.clone()
@@ -725,9 +771,12 @@ impl Viewer {
                 self.status = format!("{} package failed: {e}", ready.mode);
             }
         }
-        if let Err(e) = scene.renderer.set_ntc_options(&self.ctx, self.settings.ntc) {
+        if let Err(e) = scene
+            .renderer
+            .set_kernel_choice(&self.ctx, self.settings.ntc)
+        {
             self.status = e.to_string();
-            self.settings.ntc = NtcOptions {
+            self.settings.ntc = KernelChoice {
                 kernel: scene.renderer.kernel(),
                 tile: scene.renderer.tile(),
             };
@@ -746,7 +795,7 @@ impl Viewer {
                 .options
                 .modes
                 .iter()
-                .filter(|m| m.strategy().is_some())
+                .filter(|m| m.is_ntc())
                 .map(|&m| (m, "choose to prepare".to_string(), false))
                 .collect(),
         };
@@ -755,10 +804,10 @@ impl Viewer {
             .into_iter()
             .filter(|k| k.supported(&self.ctx.granted))
             .collect();
-        self.ntc.active_mode = renderer.active_mode(&settings);
+        self.ntc.active_mode = renderer.plan(&settings).mode();
         self.ntc.decoders = renderer.decoder_count(self.ntc.active_mode);
         self.ntc.color_bar = settings
-            .options
+            .passes
             .heatmap
             .and_then(|h| renderer.color_bar_rect().map(|r| (r, h.lo, h.hi)));
     }
@@ -788,8 +837,17 @@ impl Viewer {
         let spawned = std::thread::Builder::new()
             .name("scene-load".into())
             .spawn(move || {
+                // A panic in a library the load calls becomes its error message.
+                let result =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request.load()))
+                        .unwrap_or_else(|payload| {
+                            Err(format!(
+                                "loading failed inside a library: {}",
+                                crate::scene::gltf_import::panic_message(payload.as_ref())
+                            ))
+                        });
                 // The receiver may be gone when the window closed meanwhile.
-                let _ = tx.send(request.load());
+                let _ = tx.send(result);
             });
         match spawned {
             Ok(_) => {
@@ -817,7 +875,9 @@ impl Viewer {
         let result = match loading.rx.try_recv() {
             Ok(r) => r,
             Err(mpsc::TryRecvError::Empty) => return,
-            Err(mpsc::TryRecvError::Disconnected) => Err("the loader thread panicked".into()),
+            Err(mpsc::TryRecvError::Disconnected) => {
+                Err("the loader thread ended without a result".into())
+            }
         };
         let initial = loading.initial;
         self.loading = None;
@@ -937,6 +997,32 @@ impl Viewer {
         }
     }
 
+    /// F8: start recording a Chrome trace of the GPU passes, or write the one being
+    /// recorded to the next free `trace-<n>.json` in the working directory.
+    fn toggle_trace(&mut self) {
+        if !self.profiler.is_enabled() {
+            self.status = "no GPU timestamps on this adapter: nothing to trace".into();
+            return;
+        }
+        if !self.profiler.is_tracing() {
+            self.profiler.start_trace();
+            self.status = "tracing the GPU passes: F8 saves the trace".into();
+            return;
+        }
+        let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let path = next_free_path(&dir, "trace", "json", &mut self.trace_counter);
+        self.status = match self.profiler.write_trace(&path) {
+            Ok(scopes) => {
+                log::info!("GPU trace: {} ({scopes} timed passes)", path.display());
+                format!("saved {} ({scopes} timed passes)", path.display())
+            }
+            Err(e) => {
+                log::error!("{e}");
+                e.to_string()
+            }
+        };
+    }
+
     fn toggle_recording(&mut self) {
         match self.recorder.take() {
             None => {
@@ -1022,6 +1108,7 @@ impl Viewer {
             KeyCode::F2 => s.show_help = !s.show_help,
             KeyCode::F5 => self.apply(UiAction::Reload),
             KeyCode::F12 => self.apply(UiAction::Screenshot),
+            KeyCode::F8 => self.toggle_trace(),
             KeyCode::F9 => self.apply(UiAction::ToggleRecording),
             KeyCode::F10 => self.apply(UiAction::SaveRecording),
             KeyCode::KeyR => self.apply(UiAction::ResetCamera),
@@ -1066,9 +1153,9 @@ impl Viewer {
                 self.status = format!("mode {}", s.mode);
             }
             KeyCode::KeyH => s.show_heatmap = !s.show_heatmap,
-            KeyCode::KeyT => s.options.temporal.enabled = !s.options.temporal.enabled,
-            KeyCode::KeyF => s.options.decode.stochastic = !s.options.decode.stochastic,
-            KeyCode::KeyB => s.options.inference_on_load = !s.options.inference_on_load,
+            KeyCode::KeyT => s.passes.temporal.enabled = !s.passes.temporal.enabled,
+            KeyCode::KeyF => s.passes.decode.stochastic = !s.passes.decode.stochastic,
+            KeyCode::KeyB => s.passes.inference_on_load = !s.passes.inference_on_load,
             KeyCode::KeyX => self.apply(UiAction::MeasurePsnr),
             _ => {
                 let digits = [
@@ -1173,6 +1260,9 @@ impl Viewer {
     }
 
     fn redraw(&mut self) -> Flow {
+        if let Some(reason) = self.device_lost.lock().ok().and_then(|l| l.clone()) {
+            return Flow::Exit(Err(ViewerError::DeviceLost(reason)));
+        }
         let started = Instant::now();
         let frame_ms = (started - self.last_frame).as_secs_f64() * 1e3;
         let dt = (started - self.last_frame).as_secs_f32().min(1.0);
@@ -1181,7 +1271,7 @@ impl Viewer {
         self.poll_loading();
         self.poll_packages();
         self.update_camera(dt);
-        if let Some(t) = self.timer.try_collect(&self.ctx) {
+        if let Some(t) = self.profiler.try_collect(&self.ctx) {
             self.perf.push_gpu(t);
         }
 
@@ -1290,7 +1380,9 @@ impl Viewer {
                 }
             }
             Err(e) => {
-                if self.options.frames.is_some() {
+                if self.options.frames.is_some()
+                    || matches!(e, ViewerError::SurfaceLost(_) | ViewerError::DeviceLost(_))
+                {
                     return Flow::Exit(Err(e));
                 }
                 self.status = e.to_string();
@@ -1343,8 +1435,17 @@ impl Viewer {
                     Ok(surface) => {
                         self.presenter.surface = surface;
                         self.presenter.configure(&self.ctx);
+                        self.surface_failures = 0;
                     }
-                    Err(e) => log::error!("recreating the surface failed: {e}"),
+                    Err(e) => {
+                        // A few tries, then a clear exit rather than a window that
+                        // never draws again.
+                        self.surface_failures += 1;
+                        log::error!("recreating the surface failed: {e}");
+                        if self.surface_failures >= MAX_SURFACE_FAILURES {
+                            return Err(ViewerError::SurfaceLost(e.to_string()));
+                        }
+                    }
                 }
                 return Ok(false);
             }
@@ -1390,33 +1491,36 @@ impl Viewer {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("viewer.frame"),
             });
-        self.timer.begin_frame();
         let settings = self.frame_settings();
         let jobs = self.egui_ctx.tessellate(shapes, pixels_per_point);
         let screen = egui_wgpu::ScreenDescriptor {
             size_in_pixels: [w, h],
             pixels_per_point,
         };
-        let (ctx, timer, painter) = (&self.ctx, &self.timer, &mut self.painter);
+        let (ctx, profiler, painter) = (&self.ctx, &self.profiler, &mut self.painter);
         let scene = &mut self.scene;
         let recorded = ctx.error_scope(|| {
-            match scene {
-                Some(s) => s
-                    .renderer
-                    .record(ctx, &mut encoder, &target, &settings, timer),
-                None => clear(&mut encoder, &target),
-            }
-            painter.paint(ctx, &mut encoder, &overlay_target, &screen, &jobs)
+            let plan = match scene {
+                Some(s) => Some(
+                    s.renderer
+                        .record(ctx, &mut encoder, &target, &settings, profiler),
+                ),
+                None => {
+                    clear(&mut encoder, &target);
+                    None
+                }
+            };
+            let extra = painter.paint(ctx, &mut encoder, &overlay_target, &screen, &jobs);
+            (plan, extra)
         });
-        let extra = match recorded {
-            Ok(extra) => extra,
+        let (plan, extra) = match recorded {
+            Ok(recorded) => recorded,
             Err(e) => {
                 // Dropping the encoder and the unpresented surface texture skips the frame.
                 log::error!("frame skipped: {e}");
                 return Ok(false);
             }
         };
-        self.timer.resolve(&mut encoder);
         if let Some(off) = &offscreen
             && self
                 .presenter
@@ -1433,10 +1537,11 @@ impl Viewer {
         self.ctx
             .queue
             .submit(extra.into_iter().chain([encoder.finish()]));
-        if settings.options.compare && self.psnr_request {
+        self.profiler.end_frame(&self.ctx);
+        if settings.passes.compare && self.psnr_request {
             self.psnr_request = false;
-            if let Some(s) = &self.scene {
-                let mode = s.renderer.active_mode(&settings);
+            if let (Some(s), Some(plan)) = (&self.scene, &plan) {
+                let mode = plan.mode();
                 self.ntc.psnr = Some(match s.renderer.psnr_blocking(&self.ctx) {
                     Ok(Some(p)) => format!("{mode}: {p:.2} dB"),
                     Ok(None) => format!("{mode}: identical"),

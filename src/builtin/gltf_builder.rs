@@ -773,7 +773,34 @@ impl GltfBuilder {
         for mesh in &self.meshes {
             let mut prims = Vec::new();
             for p in &mesh.primitives {
-                let d = &p.data;
+                // Normal-mapped materials get MikkTSpace tangents written as TANGENT (the
+                // importer would compute the same ones), so the files validate without
+                // warnings; generating them may split vertices along UV seams.
+                let normal_mapped = self
+                    .materials
+                    .get(p.material)
+                    .is_some_and(|m| m.normal_texture.is_some());
+                let with_tangents = normal_mapped.then(|| {
+                    let vertices: Vec<crate::scene::Vertex> = (0..p.data.vertex_count())
+                        .map(|i| crate::scene::Vertex {
+                            position: p.data.positions[i],
+                            normal: p.data.normals[i],
+                            tangent: [1.0, 0.0, 0.0, 1.0],
+                            uv: p.data.uvs[i],
+                        })
+                        .collect();
+                    let (vertices, indices) =
+                        crate::scene::tangents::generate(&vertices, &p.data.indices);
+                    let data = MeshData {
+                        positions: vertices.iter().map(|v| v.position).collect(),
+                        normals: vertices.iter().map(|v| v.normal).collect(),
+                        uvs: vertices.iter().map(|v| v.uv).collect(),
+                        indices,
+                    };
+                    let tangents: Vec<[f32; 4]> = vertices.iter().map(|v| v.tangent).collect();
+                    (data, tangents)
+                });
+                let d = with_tangents.as_ref().map_or(&p.data, |(d, _)| d);
                 let count = d.vertex_count();
                 let (lo, hi) = d.bounds().expect("validated meshes are not empty");
                 let floats = |v: &mut Vec<u8>, xs: &mut dyn Iterator<Item = f32>| {
@@ -806,6 +833,16 @@ impl GltfBuilder {
                 }));
                 let uv = accessors.len() - 1;
 
+                let tangent = with_tangents.as_ref().map(|(_, tangents)| {
+                    bytes.clear();
+                    floats(&mut bytes, &mut tangents.iter().flatten().copied());
+                    let view = push_view(&mut bin, &bytes, ARRAY_BUFFER);
+                    accessors.push(json!({
+                        "bufferView": view, "componentType": FLOAT, "count": count, "type": "VEC4",
+                    }));
+                    accessors.len() - 1
+                });
+
                 bytes.clear();
                 for i in &d.indices {
                     bytes.extend_from_slice(&i.to_le_bytes());
@@ -817,8 +854,13 @@ impl GltfBuilder {
                 }));
                 let indices = accessors.len() - 1;
 
+                let mut attributes =
+                    json!({ "POSITION": position, "NORMAL": normal, "TEXCOORD_0": uv });
+                if let Some(t) = tangent {
+                    attributes["TANGENT"] = t.into();
+                }
                 prims.push(json!({
-                    "attributes": { "POSITION": position, "NORMAL": normal, "TEXCOORD_0": uv },
+                    "attributes": attributes,
                     "indices": indices,
                     "material": p.material,
                     "mode": 4,

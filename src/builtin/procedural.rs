@@ -2,8 +2,8 @@
 //!
 //! Owns the small toolbox the scene generators paint their textures with: integer
 //! hashing, tileable value and gradient noise, fBm, cellular (Voronoi) noise,
-//! a platform-independent `sin`/`cos`, sRGB conversion and height-field → normal-map
-//! conversion (tangent space, OpenGL convention: +X right, +Y up in the image).
+//! a platform-independent `sin`/`cos`, sRGB colour constants (through
+//! [`crate::texture::srgb`]) and height-field → normal-map conversion (tangent space, OpenGL convention: +X right, +Y up in the image).
 //!
 //! Everything here is a pure function of its arguments. Results depend only on IEEE
 //! `+ − × ÷ √`, `floor` and integer arithmetic, never on the platform's `libm`
@@ -13,6 +13,8 @@
 //! Noise functions take texture coordinates `(u, v)` and an integer lattice frequency
 //! per axis; the result is periodic with period 1 in both `u` and `v`, so textures
 //! built from it tile seamlessly.
+
+use crate::texture::srgb::srgb_to_linear;
 
 /// Mixes a 32-bit integer into a well-distributed 32-bit hash (Wellons' `lowbias32`).
 pub fn hash_u32(mut x: u32) -> u32 {
@@ -271,68 +273,6 @@ pub fn sin_cos_turns(t: f32) -> (f32, f32) {
     (s as f32, c as f32)
 }
 
-/// `x^(1/n)` for `x ≥ 0` and `n ≥ 1` by Newton iteration (pure IEEE arithmetic).
-///
-/// The start value divides the exponent bits by `n` (within a few percent of the root);
-/// after the first step Newton's iterates of the convex `yⁿ − x` approach the root from
-/// above, so iteration stops as soon as they stop decreasing.
-fn root(x: f64, n: u32) -> f64 {
-    if x <= 0.0 || n <= 1 {
-        return x.max(0.0);
-    }
-    let one = 1.0f64.to_bits() as i64;
-    let guess = f64::from_bits((one + (x.to_bits() as i64 - one) / i64::from(n)) as u64);
-    let step = |y: f64| {
-        let mut p = 1.0;
-        for _ in 1..n {
-            p *= y;
-        }
-        (f64::from(n - 1) * y + x / p) / f64::from(n)
-    };
-    let mut y = step(guess);
-    for _ in 0..100 {
-        let next = step(y);
-        if next >= y {
-            break;
-        }
-        y = next;
-    }
-    y
-}
-
-/// `x^k` for a small non-negative integer `k` by repeated multiplication.
-fn pow_int(x: f64, k: u32) -> f64 {
-    let mut p = 1.0;
-    for _ in 0..k {
-        p *= x;
-    }
-    p
-}
-
-/// Decodes an sRGB-encoded value in `[0, 1]` to linear light.
-pub fn srgb_to_linear(c: f32) -> f32 {
-    let c = f64::from(c.clamp(0.0, 1.0));
-    let l = if c <= 0.04045 {
-        c / 12.92
-    } else {
-        // ((c + 0.055) / 1.055)^2.4 = (x^12)^(1/5)
-        root(pow_int((c + 0.055) / 1.055, 12), 5)
-    };
-    l as f32
-}
-
-/// Encodes a linear value in `[0, 1]` with the sRGB transfer function.
-pub fn linear_to_srgb(l: f32) -> f32 {
-    let l = f64::from(l.clamp(0.0, 1.0));
-    let c = if l <= 0.003_130_8 {
-        l * 12.92
-    } else {
-        // 1.055 · l^(1/2.4) − 0.055, with l^(5/12) = (l^5)^(1/12)
-        1.055 * root(pow_int(l, 5), 12) - 0.055
-    };
-    c as f32
-}
-
 /// Linear RGB of an sRGB colour written as `0xRRGGBB`.
 pub fn srgb_hex(rgb: u32) -> [f32; 3] {
     let ch = |shift: u32| srgb_to_linear(((rgb >> shift) & 0xff) as f32 / 255.0);
@@ -342,37 +282,6 @@ pub fn srgb_hex(rgb: u32) -> [f32; 3] {
 /// Quantises a value in `[0, 1]` to 8 bits (round to nearest, clamped).
 pub fn unorm8(x: f32) -> u8 {
     (x.clamp(0.0, 1.0) * 255.0 + 0.5) as u8
-}
-
-/// Fast, exact linear → 8-bit sRGB encoder built on a 255-entry threshold table.
-///
-/// Returns the same code as rounding [`linear_to_srgb`] to 8 bits at the midpoints
-/// of the sRGB code values, with no transcendental function per call.
-#[derive(Clone, Debug)]
-pub struct SrgbEncoder {
-    /// `thresholds[i]`: the linear value halfway (in sRGB) between codes `i` and `i + 1`.
-    thresholds: Vec<f32>,
-}
-
-impl Default for SrgbEncoder {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SrgbEncoder {
-    /// Builds the threshold table.
-    pub fn new() -> Self {
-        let thresholds = (0..255)
-            .map(|i| srgb_to_linear((i as f32 + 0.5) / 255.0))
-            .collect();
-        Self { thresholds }
-    }
-
-    /// Encodes one linear channel to an 8-bit sRGB code.
-    pub fn encode(&self, linear: f32) -> u8 {
-        self.thresholds.partition_point(|&t| t < linear) as u8
-    }
 }
 
 /// Converts a tileable height field to a tangent-space normal map (OpenGL convention:
@@ -434,21 +343,6 @@ mod tests {
             let a = f64::from(t) * std::f64::consts::TAU;
             assert!((f64::from(s) - a.sin()).abs() < 1e-6, "sin at {t}");
             assert!((f64::from(c) - a.cos()).abs() < 1e-6, "cos at {t}");
-        }
-    }
-
-    #[test]
-    fn srgb_round_trips() {
-        let enc = SrgbEncoder::new();
-        for i in 0..=255u32 {
-            let c = i as f32 / 255.0;
-            let l = srgb_to_linear(c);
-            let reference = ((f64::from(c) + 0.055) / 1.055).powf(2.4);
-            if c > 0.04045 {
-                assert!((f64::from(l) - reference).abs() < 1e-6);
-            }
-            assert_eq!(enc.encode(l), i as u8);
-            assert!((linear_to_srgb(l) - c).abs() < 1e-5);
         }
     }
 

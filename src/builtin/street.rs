@@ -38,7 +38,7 @@ use super::gltf_builder::{
 use super::kit::{Assembly, Mtl, Part, Segments, cuboid, rot, v};
 use super::procedural::{derive_seed, hash_str, hash_u32, hash2, sin_cos_turns};
 use crate::io::write_atomic;
-use crate::render::Lighting;
+use crate::scene::Lighting;
 use crate::scene::description::{CameraKey, CameraPath, RenderDefaults, SceneDescription};
 use crate::scene::{AlphaMode, ImageSource, TextureRef};
 use crate::texture::{ManifestEntry, TextureError, read_manifest};
@@ -106,6 +106,14 @@ const NAME: &str = "street";
 /// The scene description written next to the glTF.
 const DESCRIPTION_FILE: &str = "street.toml";
 
+/// Every file [`generate`] writes into its folder.
+pub const OUTPUT_FILES: [&str; 4] = [
+    "street.gltf",
+    "street.bin",
+    DESCRIPTION_FILE,
+    "texture_sets.csv",
+];
+
 /// Writes the street into `out_dir` (created if missing): `street.gltf`, `street.bin` and
 /// `street.toml`, each through a temporary file renamed into place. Returns the path of
 /// `street.toml`.
@@ -134,9 +142,11 @@ pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, StreetE
     street.build();
     let gltf = street.asm.b.write(out_dir, NAME)?;
     let toml_path = out_dir.join(DESCRIPTION_FILE);
-    let text = description_text(opts.seed).map_err(|reason| StreetError::Description {
-        path: toml_path.clone(),
-        reason,
+    let text = description_text(opts.seed, asset_folders(&entries, &base)).map_err(|reason| {
+        StreetError::Description {
+            path: toml_path.clone(),
+            reason,
+        }
     })?;
     write_atomic(&toml_path, text.as_bytes()).map_err(io_error(&toml_path))?;
     // The manifest's categories, where the offline tools look for a scene's labels (the
@@ -192,6 +202,13 @@ fn material_desc(
     let m = &entry.material;
     let uri = |slot: &Option<TextureRef>| -> Result<Option<String>, StreetError> {
         match slot.as_ref().map(|t| &t.image) {
+            // A glTF naming a file that is not there would only fail later, in every
+            // command that opens the street.
+            Some(ImageSource::File(image)) if !image.is_file() => Err(StreetError::ImagePath {
+                path: manifest.to_path_buf(),
+                image: image.clone(),
+                reason: "the manifest names an image that does not exist".into(),
+            }),
             Some(ImageSource::File(image)) => {
                 image_uri(image, base)
                     .map(Some)
@@ -2189,7 +2206,31 @@ fn dormer(parts: &mut Vec<Part>, m: &BuildingMats, x: f32, top: f32) {
 // ---------------------------------------------------------------------------------------
 
 /// The text of `street.toml`.
-fn description_text(seed: u64) -> Result<String, String> {
+/// The folders of the manifest's images, relative to `base` (the output folder): the
+/// description lists them in `asset_folders`, so the importer accepts the glTF's URIs.
+fn asset_folders(entries: &[ManifestEntry], base: &Path) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for e in entries {
+        let t = &e.material.textures;
+        for r in [&t.base_color, &t.normal].into_iter().flatten() {
+            let crate::scene::ImageSource::File(file) = &r.image else {
+                continue;
+            };
+            let Some(dir) = file.parent() else { continue };
+            let dir = std::fs::canonicalize(dir)
+                .or_else(|_| std::path::absolute(dir))
+                .unwrap_or_else(|_| dir.to_path_buf());
+            let rel = relative_path(base, &dir).unwrap_or(dir);
+            if !folders.iter().any(|f| rel.starts_with(f)) {
+                folders.retain(|f| !f.starts_with(&rel));
+                folders.push(rel);
+            }
+        }
+    }
+    folders
+}
+
+fn description_text(seed: u64, asset_folders: Vec<PathBuf>) -> Result<String, String> {
     let key = |time: f32, position: [f32; 3], target: [f32; 3], fov_deg: f32| CameraKey {
         time,
         position,
@@ -2200,6 +2241,7 @@ fn description_text(seed: u64) -> Result<String, String> {
     let description = SceneDescription {
         gltf: Some(PathBuf::from(format!("{NAME}.gltf"))),
         builtin: None,
+        asset_folders,
         lighting: Lighting {
             // Low sun from the south-east, behind the walker, lighting the café facade.
             sun_direction: [0.5, 0.42, -0.75],

@@ -24,6 +24,7 @@ use glam::{Mat4, Quat, Vec3};
 use image::{ExtendedColorType, ImageEncoder, codecs::png::PngEncoder};
 
 use crate::io::write_atomic;
+use crate::texture::srgb::SrgbEncoder;
 
 use super::gltf_builder::{
     GltfBuilder, GltfWriteError, MaterialDesc, MeshData, UvMode, box_mesh, cone, cylinder,
@@ -31,7 +32,7 @@ use super::gltf_builder::{
 };
 use super::kit::{Assembly, Mtl, Part, Segments, cuboid, rot};
 use super::procedural::{
-    Cellular, SrgbEncoder, cellular, derive_seed, fbm, hash_str, hash_u32, hash2, lerp, lerp3,
+    Cellular, cellular, derive_seed, fbm, hash_str, hash_u32, hash2, lerp, lerp3,
     normal_map_from_height, scale3, scratches, sin_cos_turns, smoothstep, srgb_hex, unit_f32,
     unorm8, value_noise,
 };
@@ -83,7 +84,7 @@ pub enum ToyshopError {
 
 /// Version of the generator's output. Bump it whenever the generated scene changes, so
 /// that cached copies of the built-in scene are regenerated.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// Writes the toy shop into `out_dir` (created if missing) and returns the path of
 /// `out_dir/toyshop.gltf`. Textures go to `out_dir/textures/`.

@@ -1,6 +1,7 @@
 //! Argument groups that several subcommands share: offline inputs ([`InputsArg`]), the
-//! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), the NTC mode and
-//! where its package comes from ([`NtcModeArgs`]), and the `WIDTHxHEIGHT` parser.
+//! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), texture upload
+//! ([`UploadArgs`]), the NTC mode and where its package comes from ([`NtcModeArgs`]),
+//! the package recipe ([`PackageRecipeArgs`]) and the `WIDTHxHEIGHT` parser.
 
 use std::path::PathBuf;
 
@@ -9,8 +10,9 @@ use clap::Args;
 
 use neurotex::packages::PackageRecipe;
 use neurotex::render::passes::ntc_decode::NtcKernel;
+use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
-use neurotex::render::{FrameOptions, NtcOptions, RenderMode};
+use neurotex::render::{KernelChoice, PassSettings, RenderMode};
 use neurotex::texture;
 
 /// Scenes and manifests whose texture sets an offline command reads (at least one).
@@ -63,7 +65,7 @@ pub fn describe_sources(sources: &[texture::inputs::InputSource]) -> String {
 #[derive(Args, Debug, Clone, Copy)]
 pub struct TextureLimitArg {
     /// Downscale textures so that no side exceeds this many texels.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_texture_side)]
     pub max_texture_size: Option<u32>,
 }
 
@@ -73,6 +75,31 @@ impl TextureLimitArg {
         texture::LoadOptions {
             allow_missing: false,
             max_size: self.max_texture_size,
+        }
+    }
+}
+
+/// How a rendering command uploads the scene's textures. `render` says more about
+/// `--allow-missing-textures` and `--max-texture-size` (`mut_arg`).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct UploadArgs {
+    /// Render with material constants where an image is missing.
+    #[arg(long)]
+    pub allow_missing_textures: bool,
+    #[command(flatten)]
+    pub limit: TextureLimitArg,
+    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub anisotropy: Option<u16>,
+}
+
+impl UploadArgs {
+    /// The renderer's upload options.
+    pub fn options(&self) -> UploadOptions {
+        UploadOptions {
+            allow_missing_textures: self.allow_missing_textures,
+            max_texture_size: self.limit.max_texture_size,
+            anisotropy: self.anisotropy,
         }
     }
 }
@@ -118,16 +145,16 @@ pub struct NtcModeArgs {
 
 impl NtcModeArgs {
     /// Frame options with the stochastic-filtering and inference-on-load choices.
-    pub fn options(&self) -> FrameOptions {
-        let mut o = FrameOptions::default();
+    pub fn options(&self) -> PassSettings {
+        let mut o = PassSettings::default();
         o.decode.stochastic = !self.no_stochastic;
         o.inference_on_load = self.inference_on_load;
         o
     }
 
     /// The decode kernel and tile.
-    pub fn ntc_options(&self) -> NtcOptions {
-        NtcOptions {
+    pub fn kernel_choice(&self) -> KernelChoice {
+        KernelChoice {
             kernel: self.kernel,
             tile: self.tile,
         }
@@ -139,10 +166,10 @@ impl NtcModeArgs {
 pub struct PackageRecipeArgs {
     /// Main training steps per texture set when a cached package has to be made (a
     /// group of k sets trains k times as many).
-    #[arg(long, default_value_t = neurotex::ntc::Recipe::Default.values().steps)]
+    #[arg(long, default_value_t = neurotex::ntc::Recipe::Default.values().steps, value_parser = parse_positive)]
     pub ntc_steps: u64,
     /// Groups of the clustered and random strategies when a package has to be made.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
     pub ntc_m: usize,
 }
 
@@ -158,19 +185,57 @@ impl PackageRecipeArgs {
     }
 }
 
-/// Parse `WIDTHxHEIGHT` (each side in 1..=16384).
+/// Parse `WIDTHxHEIGHT`, each side checked as a description's `[render] size` is
+/// ([`neurotex::scene::description::check_size`]: 1..=16384).
 pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once(['x', 'X'])
         .ok_or_else(|| format!("`{s}`: expected WIDTHxHEIGHT, e.g. 1280x720"))?;
+    let max = neurotex::scene::description::MAX_SIZE_SIDE;
     let parse = |v: &str| {
         v.trim()
             .parse::<u32>()
-            .ok()
-            .filter(|&n| (1..=16384).contains(&n))
-            .ok_or_else(|| format!("`{s}`: each side must be an integer in 1..=16384"))
+            .map_err(|_| format!("`{s}`: each side must be an integer in 1..={max}"))
     };
-    Ok((parse(w)?, parse(h)?))
+    let (w, h) = (parse(w)?, parse(h)?);
+    neurotex::scene::description::check_size(w, h).map_err(|e| format!("`{s}`: {e}"))?;
+    Ok((w, h))
+}
+
+/// Parse a count that must be at least 1 (training steps, decoder groups, frames): the
+/// same check for every subcommand, so `--steps 0` or `--m 0` is refused everywhere.
+pub fn parse_positive(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
+    }
+}
+
+/// [`parse_positive`] for `usize` counts.
+pub fn parse_positive_usize(s: &str) -> Result<usize, String> {
+    parse_positive(s).and_then(|n| usize::try_from(n).map_err(|_| format!("{n} is too large")))
+}
+
+/// [`parse_positive`] for `u32` counts.
+pub fn parse_positive_u32(s: &str) -> Result<u32, String> {
+    parse_positive(s).and_then(|n| u32::try_from(n).map_err(|_| format!("{n} is too large")))
+}
+
+/// Parse a texture side limit (`--max-texture-size`, `--texture-size`): 1..=16384.
+pub fn parse_texture_side(s: &str) -> Result<u32, String> {
+    let max = neurotex::texture::MAX_IMAGE_SIDE;
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}`: expected a whole number in 1..={max}")),
+    }
+}
+
+/// An output image path: the format comes from its extension (`.png`, `.jpg`, `.jpeg`).
+pub fn parse_image_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    neurotex::texture::output_format(&p).map_err(|e| e.to_string())?;
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -188,5 +253,22 @@ mod tests {
         );
         assert!(parse_size("0x5").unwrap_err().contains("1..=16384"));
         assert!(parse_size("16385x1").is_err());
+        assert!(parse_size("axb").unwrap_err().contains("integer"));
+    }
+
+    #[test]
+    fn counts_limits_and_image_paths() {
+        assert_eq!(parse_positive("7"), Ok(7));
+        assert!(parse_positive("0").unwrap_err().contains("at least 1"));
+        assert!(parse_positive("-3").is_err());
+        assert_eq!(parse_positive_usize("10"), Ok(10));
+        assert_eq!(parse_texture_side("512"), Ok(512));
+        assert!(parse_texture_side("0").is_err());
+        assert!(parse_texture_side("20000").is_err());
+        assert!(parse_image_path("a/b.PNG").is_ok());
+        assert!(parse_image_path("o.jpeg").is_ok());
+        let e = parse_image_path("o.webp").unwrap_err();
+        assert!(e.contains("o.webp") && e.contains(".png"), "{e}");
+        assert!(parse_image_path("noext").is_err());
     }
 }

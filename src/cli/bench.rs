@@ -14,9 +14,10 @@ use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
 use neurotex::render::{RenderMode, Renderer};
 use neurotex::scene::open::{open, path_cameras};
+use neurotex::texture;
 
-use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_size};
-use super::{PackageSource, load_package, report_scene};
+use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size};
+use super::{PackageSource, load_package, output_policy, report_scene, scene_files};
 
 /// The arguments of `neurotex bench`.
 #[derive(Args, Debug)]
@@ -37,11 +38,14 @@ pub struct BenchArgs {
     #[arg(long)]
     camera_path: Option<String>,
     /// Timed frames per configuration.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = parse_positive_u32)]
     frames: u32,
     /// Untimed frames before each configuration.
     #[arg(long, default_value_t = 10)]
     warmup: u32,
+    /// Also write every frame's GPU passes as a Chrome trace (chrome://tracing, Perfetto).
+    #[arg(long)]
+    trace: Option<PathBuf>,
     /// Modes to measure.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
     modes: Vec<RenderMode>,
@@ -64,6 +68,16 @@ pub struct BenchArgs {
 pub fn run(a: BenchArgs) -> Result<()> {
     let opened = open(a.scene.scene.as_deref())?;
     report_scene(&opened);
+    let policy = output_policy(scene_files(&opened, a.scene.scene.as_deref()));
+    policy.check_dir(&a.out)?;
+    policy.check_all(
+        neurotex::bench_output::REPORT_FILES
+            .iter()
+            .map(|f| a.out.join(f))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|p| p.as_path()),
+    )?;
     let ctx = GpuContext::headless()?;
     println!("{}", ctx.describe());
     let max_texture_size = a.limit.max_texture_size;
@@ -71,10 +85,12 @@ pub fn run(a: BenchArgs) -> Result<()> {
         max_texture_size,
         ..UploadOptions::default()
     };
+    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
     let mut renderer = Renderer::new(
         &ctx,
         &opened.scene,
-        &upload,
+        &textures,
+        upload.anisotropy,
         a.size,
         neurotex::render::headless::OUTPUT_FORMAT,
     )?;
@@ -83,8 +99,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
         packages: a.packages.as_deref(),
         recipe: a.recipe.recipe(max_texture_size),
     };
-    for &mode in a.modes.iter().filter(|m| m.strategy().is_some()) {
-        load_package(&ctx, &mut renderer, &opened, mode, &source)?;
+    for &mode in a.modes.iter().filter(|m| m.is_ntc()) {
+        load_package(&ctx, &mut renderer, &opened, &textures, mode, &source)?;
     }
     let (cameras, path) = path_cameras(&opened, a.camera_path.as_deref(), a.frames)?;
     let kernels: Vec<NtcKernel> = if a.kernels.is_empty() {
@@ -102,6 +118,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         kernels,
         tiles: a.tiles.clone(),
         warmup: a.warmup,
+        trace: a.trace.clone(),
     };
     let rows = run_bench(
         &ctx,

@@ -8,7 +8,8 @@ use clap::Args;
 
 use neurotex::{cluster, texture};
 
-use super::args::{InputsArg, describe_sources};
+use super::args::{InputsArg, describe_sources, parse_image_path, parse_positive_usize};
+use super::{distinct_outputs, output_policy};
 
 /// The arguments of `neurotex cluster`.
 #[derive(Args, Debug)]
@@ -16,7 +17,7 @@ pub struct ClusterArgs {
     #[command(flatten)]
     inputs: InputsArg,
     /// Number of groups (clustered, random).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
     m: usize,
     /// Grouping strategy.
     #[arg(long, value_enum, default_value_t = cluster::Strategy::Clustered)]
@@ -33,8 +34,8 @@ pub struct ClusterArgs {
     /// Output plan (JSON).
     #[arg(long)]
     out: PathBuf,
-    /// Contact sheet PNG (default: next to the plan, `<plan>.png`).
-    #[arg(long)]
+    /// Contact sheet image (.png, .jpg, .jpeg; default: next to the plan, `<plan>.png`).
+    #[arg(long, value_parser = parse_image_path)]
     contact_sheet: Option<PathBuf>,
     #[command(flatten)]
     cooccurrence: CooccurrenceArgs,
@@ -57,6 +58,15 @@ struct CooccurrenceArgs {
 pub fn run(a: ClusterArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
     let inputs = texture::inputs::InputSets::open(&sources)?;
+    // The plan and its contact sheet (also the derived `<plan>.png`) are checked before
+    // anything is decoded: neither may replace an input or, without --force, a file.
+    let sheet = a
+        .contact_sheet
+        .clone()
+        .unwrap_or_else(|| a.out.with_extension("png"));
+    let policy = output_policy(inputs.files().iter().chain(a.clip_weights.iter()));
+    distinct_outputs(&[&a.out, &sheet])?;
+    policy.check_all([a.out.as_path(), sheet.as_path()])?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let embedder = cluster::EmbedderChoice::new(a.embedder, a.clip_weights.as_deref())?;
     let embeddings = cluster::embed_sets(&sets, &embedder)?;
@@ -79,9 +89,6 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     let mut plan = cluster::make_plan_with(a.strategy, &embeddings, a.m, a.seed, &plan_inputs)?;
     plan.input = describe_sources(&sources);
     plan.write(&a.out)?;
-    let sheet = a
-        .contact_sheet
-        .unwrap_or_else(|| a.out.with_extension("png"));
     cluster::write_contact_sheet(&sheet, &sets, &plan)?;
     println!("{}", cluster::plan_summary(&plan, &embeddings)?);
     if let Some(input) = &plan_inputs.cooccurrence {

@@ -9,8 +9,8 @@ use clap::Args;
 use neurotex::gpu::GpuContext;
 use neurotex::{cluster, ntc, texture};
 
-use super::args::{InputsArg, describe_sources};
-use super::{cancel_on_ctrl_c, steps_bar};
+use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
+use super::{cancel_on_ctrl_c, distinct_outputs, output_policy, steps_bar};
 
 /// The arguments of `neurotex compress`.
 #[derive(Args, Debug)]
@@ -34,7 +34,7 @@ pub struct CompressArgs {
     match_bcn: Option<ntc::compress::BcnTarget>,
     /// Main training steps per texture set (a group of k sets trains k times as many;
     /// default: the recipe's).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_positive)]
     steps: Option<u64>,
     /// Texels per training batch (default: the recipe's).
     #[arg(long)]
@@ -48,7 +48,7 @@ pub struct CompressArgs {
     #[arg(long, value_enum, default_value_t = cluster::Strategy::Baseline)]
     strategy: cluster::Strategy,
     /// Groups for clustered / random.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
     m: usize,
     /// Use the groups of a plan from `neurotex cluster` instead of --strategy.
     #[arg(long)]
@@ -66,7 +66,7 @@ pub struct CompressArgs {
     #[arg(long)]
     no_bcn: bool,
     /// Report progress (and record the loss curve) about every this many steps.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
 }
 
@@ -110,6 +110,20 @@ impl TrainOverrides {
 pub fn run(a: CompressArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
     let inputs = texture::inputs::InputSets::open(&sources)?;
+    // The package and every report file are checked before training starts.
+    let policy = output_policy(inputs.files().iter().chain(a.plan.iter()));
+    let mut outputs: Vec<std::path::PathBuf> = vec![a.out.clone()];
+    if let Some(report) = &a.report {
+        outputs.extend(ntc::compress::CompressReport::files(report));
+    }
+    distinct_outputs(&outputs.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
+    if a.resume && a.out.exists() && !policy.force {
+        anyhow::bail!(
+            "{} exists: the run it resumes has finished (pass --force to train it again)",
+            a.out.display()
+        );
+    }
+    policy.check_all(outputs.iter().map(|p| p.as_path()))?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let train = a
         .overrides
@@ -138,8 +152,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
         }
     };
     let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.indices.clone()).collect();
-    let constants =
-        ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
     let ctx = GpuContext::headless()?;
     eprintln!("{}", ctx.describe());
     let cancel = cancel_on_ctrl_c()?;
@@ -153,6 +166,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
         log_every: a.log_every,
         rate,
         kernel: a.overrides.train_kernel,
+        input_files: inputs.files(),
     };
     let input_names = describe_sources(&sources);
     let (package, report) = ntc::compress::compress(

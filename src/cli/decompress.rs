@@ -7,7 +7,7 @@ use clap::Args;
 
 use neurotex::ntc;
 
-use super::read_package;
+use super::{output_policy, read_package};
 
 /// The arguments of `neurotex decompress`.
 #[derive(Args, Debug)]
@@ -25,7 +25,7 @@ pub struct DecompressArgs {
 /// Run `neurotex decompress`.
 pub fn run(a: DecompressArgs) -> Result<()> {
     let package = read_package(&a.package)?;
-    let files = ntc::tools::decompress(&package, &a.out, a.mips)?;
+    let files = ntc::tools::decompress(&package, &a.out, a.mips, &output_policy([&a.package]))?;
     println!("wrote {} PNGs into {}", files.len(), a.out.display());
     Ok(())
 }

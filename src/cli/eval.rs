@@ -10,9 +10,9 @@ use neurotex::eval::{self, EvalEvent};
 use neurotex::gpu::GpuContext;
 use neurotex::{cluster, ntc, texture};
 
-use super::args::{InputsArg, describe_sources};
+use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
 use super::compress::TrainOverrides;
-use super::{cancel_on_ctrl_c, steps_bar};
+use super::{cancel_on_ctrl_c, output_policy, steps_bar};
 
 /// The arguments of `neurotex eval`.
 #[derive(Args, Debug)]
@@ -27,7 +27,7 @@ pub struct EvalArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     strategies: Option<Vec<cluster::Strategy>>,
     /// Groups of `clustered` and `random` (Table 2 and the freezing ablation).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
     m: usize,
     /// Texture embedder of the clustered plans.
     #[arg(long, value_enum, default_value_t = cluster::EmbedderKind::Stats)]
@@ -37,7 +37,7 @@ pub struct EvalArgs {
     clip_weights: Option<PathBuf>,
     /// Main training steps per texture set: a group of k sets trains k times as many, so
     /// every strategy gives each material the same samples (default: the recipe's).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_positive)]
     steps: Option<u64>,
     /// Quality preset (latent grid scale source/8, /6, /4, /3).
     #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
@@ -59,7 +59,7 @@ pub struct EvalArgs {
     freeze: Vec<eval::Freeze>,
     /// Decoder counts of the sweep, comma-separated. Default: 1, 2, 4, … below the
     /// number of sets, --m, and the number of sets.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = parse_positive_usize)]
     m_sweep: Option<Vec<usize>>,
     /// Skip the freezing ablation.
     #[arg(long)]
@@ -77,7 +77,7 @@ pub struct EvalArgs {
     #[arg(long)]
     dry_run: bool,
     /// Report progress (and record the loss curves) about every this many steps.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
 }
 
@@ -100,9 +100,11 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let command_line = command_line();
     let sources = a.inputs.sources()?;
     let inputs = texture::inputs::InputSets::open(&sources)?;
+    // The folder is the evaluation's (a non-empty one needs --resume); it may not be
+    // an input.
+    output_policy(inputs.files().iter().chain(a.clip_weights.iter())).check_dir(&a.out)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
-    let constants =
-        ntc::compress::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
     let description = describe_sources(&sources);
     let eval_inputs = eval::EvalInputs {
         sets: &sets,

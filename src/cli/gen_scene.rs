@@ -7,6 +7,8 @@ use clap::{Args, ValueEnum};
 
 use neurotex::builtin::{street, toyshop};
 
+use super::output_policy;
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum Generator {
     /// The toy shop: ≥ 24 procedural PBR materials.
@@ -25,7 +27,7 @@ pub struct GenSceneArgs {
     #[arg(long)]
     out: PathBuf,
     /// Side of every generated texture (a power of two; toy shop).
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = parse_power_of_two)]
     texture_size: u32,
     /// Texture-set manifest (CSV) whose sets the street uses (street).
     #[arg(long, required_if_eq("kind", "street"))]
@@ -35,8 +37,39 @@ pub struct GenSceneArgs {
     seed: u64,
 }
 
+/// A texture side: a power of two in 1..=16384.
+fn parse_power_of_two(s: &str) -> Result<u32, String> {
+    let n = super::args::parse_texture_side(s)?;
+    if n.is_power_of_two() {
+        Ok(n)
+    } else {
+        Err(format!("`{s}`: expected a power of two"))
+    }
+}
+
 /// Run `neurotex gen-scene`.
 pub fn run(a: GenSceneArgs) -> Result<()> {
+    // Every file the generator writes is checked first: none may replace an input (the
+    // street's manifest and images) or, without --force, an existing file.
+    let (inputs, outputs): (Vec<PathBuf>, Vec<&str>) = match (&a.kind, &a.textures) {
+        (Generator::Street, Some(manifest)) => {
+            let mut inputs = vec![manifest.clone()];
+            for e in neurotex::texture::read_manifest(manifest)? {
+                let t = &e.material.textures;
+                for r in [&t.base_color, &t.normal].into_iter().flatten() {
+                    if let neurotex::scene::ImageSource::File(p) = &r.image {
+                        inputs.push(p.clone());
+                    }
+                }
+            }
+            (inputs, street::OUTPUT_FILES.to_vec())
+        }
+        _ => (Vec::new(), vec!["toyshop.gltf", "toyshop.bin"]),
+    };
+    let policy = output_policy(&inputs);
+    policy.check_dir(&a.out)?;
+    let files: Vec<PathBuf> = outputs.iter().map(|f| a.out.join(f)).collect();
+    policy.check_all(files.iter().map(|p| p.as_path()))?;
     match a.kind {
         Generator::Toyshop => {
             let opts = toyshop::ToyshopOptions {

@@ -9,7 +9,7 @@ use neurotex::scene::open::open;
 use neurotex::texture;
 
 use super::args::{SceneArg, TextureLimitArg};
-use super::report_scene;
+use super::{output_policy, report_scene, scene_files};
 
 /// The arguments of `neurotex import`.
 #[derive(Args, Debug)]
@@ -31,26 +31,46 @@ pub struct ImportArgs {
 
 /// Run `neurotex import`.
 pub fn run(a: ImportArgs) -> Result<()> {
+    use texture::inputs::{InputSets, InputSource};
     if let Some(manifest) = &a.manifest {
         let entries = texture::manifest::read_manifest(manifest)?;
-        let materials: Vec<_> = entries.iter().map(|e| e.material.clone()).collect();
-        let (sets, material_sets) = texture::scene_texture_sets(&materials);
+        let inputs = InputSets::open(&[InputSource::Manifest(manifest.clone())])?;
+        if let Some(csv) = &a.csv {
+            output_policy(inputs.files()).check(csv)?;
+        }
         let opts = a.limit.load_options();
-        for (desc, entry) in sets.iter().zip(&entries) {
+        // One line per distinct set with every row that uses it: rows without images
+        // are refused by the reader, rows sharing images share a set.
+        let sets = texture::manifest::sets_of_rows(&entries);
+        for (desc, rows) in &sets {
             let loaded = desc.load(&opts)?;
+            let ids: Vec<&str> = rows
+                .iter()
+                .map(|&r| entries[r].material.name.as_str())
+                .collect();
             println!(
                 "{:<48} {:<14} {}x{} mips {} channels {}",
-                entry.material.name,
-                entry.category,
+                ids.join(" + "),
+                entries[rows[0]].category,
                 loaded.set.width,
                 loaded.set.height,
                 loaded.set.mips.len(),
                 loaded.set.present
             );
         }
-        println!("{}: {} texture sets", manifest.display(), sets.len());
+        if sets.len() == entries.len() {
+            println!("{}: {} texture sets", manifest.display(), sets.len());
+        } else {
+            println!(
+                "{}: {} rows, {} texture sets",
+                manifest.display(),
+                entries.len(),
+                sets.len()
+            );
+        }
         if let Some(csv) = &a.csv {
-            texture::manifest::write_texture_sets_csv(csv, &sets, &materials, &material_sets)?;
+            texture::inputs::write_texture_sets_csv(csv, &inputs)?;
+            println!("wrote {}", csv.display());
         }
         return Ok(());
     }
@@ -60,13 +80,14 @@ pub fn run(a: ImportArgs) -> Result<()> {
         println!("warning: {w}");
     }
     if let Some(csv) = &a.csv {
-        let (sets, material_sets) = texture::scene_texture_sets(&opened.scene.materials);
-        texture::manifest::write_texture_sets_csv(
-            csv,
-            &sets,
-            &opened.scene.materials,
-            &material_sets,
-        )?;
+        // The report has the schema of the `texture_sets.csv` the loader reads beside a
+        // scene, and may not replace that file (an input) or any file without --force.
+        let scene = a.scene.scene.clone().unwrap_or(opened.scene.source.clone());
+        let inputs = InputSets::open(&[InputSource::Scene(scene)])?;
+        let mut files = inputs.files();
+        files.extend(scene_files(&opened, a.scene.scene.as_deref()));
+        output_policy(files).check(csv)?;
+        texture::inputs::write_texture_sets_csv(csv, &inputs)?;
         println!("wrote {}", csv.display());
     }
     Ok(())

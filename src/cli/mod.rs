@@ -14,14 +14,16 @@ mod inspect;
 mod render;
 mod view;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use neurotex::gpu::GpuContext;
 use neurotex::ntc;
+use neurotex::outputs::OutputPolicy;
 use neurotex::packages::{PackageRecipe, ScenePackages};
 use neurotex::render::{RenderMode, Renderer};
 use neurotex::scene::open::OpenedScene;
@@ -34,6 +36,75 @@ struct Cli {
     /// What to do. Without a subcommand: `view` on the built-in toy shop.
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+/// Options of every subcommand.
+#[derive(Args, Debug, Clone, Copy)]
+struct GlobalArgs {
+    /// Replace output files that exist (an output that is one of the command's inputs
+    /// is refused all the same).
+    #[arg(long, global = true)]
+    force: bool,
+    /// Let a glTF's buffer and image URIs name files outside its folder (and outside a
+    /// scene description's `asset_folders`).
+    #[arg(long, global = true)]
+    allow_outside_uris: bool,
+}
+
+/// `--force`, for [`output_policy`].
+static FORCE: AtomicBool = AtomicBool::new(false);
+
+/// The output policy of a command reading `inputs`, with `--force`.
+fn output_policy<I, P>(inputs: I) -> OutputPolicy
+where
+    I: IntoIterator<Item = P>,
+    P: AsRef<Path>,
+{
+    OutputPolicy::new(inputs, FORCE.load(Ordering::Relaxed))
+}
+
+/// The files an opened scene was read from: the argument, the `texture_sets.csv`
+/// beside it, the glTF and every image file.
+fn scene_files(opened: &OpenedScene, arg: Option<&Path>) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = arg.into_iter().map(Path::to_path_buf).collect();
+    if let Some(labels) = arg.map(|a| a.with_file_name("texture_sets.csv"))
+        && labels.is_file()
+    {
+        files.push(labels);
+    }
+    files.push(opened.scene.source.clone());
+    for m in &opened.scene.materials {
+        let t = &m.textures;
+        for r in [
+            &t.base_color,
+            &t.normal,
+            &t.metallic_roughness,
+            &t.occlusion,
+            &t.emissive,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let neurotex::scene::ImageSource::File(p) = &r.image {
+                files.push(p.clone());
+            }
+        }
+    }
+    files
+}
+
+/// Outputs of one command must differ from each other (`--out x --divergence-map x`).
+fn distinct_outputs(paths: &[&Path]) -> Result<()> {
+    for (i, a) in paths.iter().enumerate() {
+        for b in &paths[i + 1..] {
+            if neurotex::outputs::resolve(a) == neurotex::outputs::resolve(b) {
+                anyhow::bail!("{} is named for two outputs of this command", a.display());
+            }
+        }
+    }
+    Ok(())
 }
 
 #[derive(Subcommand, Debug)]
@@ -69,6 +140,8 @@ pub fn main() -> ExitCode {
     .format_timestamp(None)
     .init();
     let cli = Cli::parse();
+    FORCE.store(cli.global.force, Ordering::Relaxed);
+    neurotex::scene::gltf_import::allow_outside_uris(cli.global.allow_outside_uris);
     let result = match cli.command {
         None => view::default_args().and_then(view::run),
         Some(Command::View(a)) => view::run(a),
@@ -160,17 +233,18 @@ struct PackageSource<'a> {
 }
 
 /// Give `renderer` the package of `mode`: `source.package`, else the scene's (from
-/// `source.packages` or the cache, compressed with a progress bar when missing or stale).
+/// `source.packages` or the cache, compressed from the scene's decoded `textures` with a
+/// progress bar when missing or stale).
 fn load_package(
     ctx: &GpuContext,
     renderer: &mut Renderer,
     opened: &OpenedScene,
+    textures: &texture::SceneTextures,
     mode: RenderMode,
     source: &PackageSource<'_>,
 ) -> Result<()> {
     use anyhow::Context as _;
-    let strategy = mode
-        .strategy()
+    let strategy = neurotex::packages::strategy_of(mode)
         .ok_or_else(|| anyhow::anyhow!("the reference mode has no package"))?;
     let packages = ScenePackages::open(&opened.scene.source, source.recipe.clone())?
         .with_prebuilt(source.packages.map(Path::to_path_buf));
@@ -186,11 +260,12 @@ fn load_package(
                     packages.path(strategy).display()
                 );
             }
-            let package = packages.load_or_compress(ctx, strategy, &cancel, &mut |g, n, p| {
-                bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
-                bar.set_length(p.total);
-                bar.set_position(p.step);
-            })?;
+            let package =
+                packages.load_or_compress(ctx, strategy, textures, &cancel, &mut |g, n, p| {
+                    bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
+                    bar.set_length(p.total);
+                    bar.set_position(p.step);
+                })?;
             bar.finish_and_clear();
             package
         }

@@ -9,24 +9,28 @@ use clap::Args;
 use neurotex::gpu::GpuContext;
 use neurotex::render::headless::render_frames;
 use neurotex::render::passes::heatmap::HeatmapSettings;
-use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::{Aov, FrameOptions, FrameSettings, RenderMode, Renderer};
+use neurotex::render::{Aov, FrameSettings, PassSettings, RenderMode, Renderer};
 use neurotex::scene::open::{open, select_camera};
 use neurotex::texture;
 
-use super::args::{NtcModeArgs, SceneArg, TextureLimitArg, parse_size};
-use super::{PackageSource, load_package, report_scene};
+use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_image_path, parse_size};
+use super::{
+    PackageSource, distinct_outputs, load_package, output_policy, report_scene, scene_files,
+};
 
 /// The arguments of `neurotex render`.
 #[derive(Args, Debug)]
+#[command(mut_arg("allow_missing_textures", |a| a.help(
+    "Render with material constants where an image is missing, and list what was missing"
+)))]
 #[command(mut_arg("max_texture_size", |a| a.help(
     "Downscale textures so that no side exceeds this many texels (previews, tests)"
 )))]
 pub struct RenderArgs {
     #[command(flatten)]
     scene: SceneArg,
-    /// Output PNG.
-    #[arg(long)]
+    /// Output image (.png, or .jpg / .jpeg).
+    #[arg(long, value_parser = parse_image_path)]
     out: PathBuf,
     /// Image size, WIDTHxHEIGHT. Default: the scene's, else 1280x720.
     #[arg(long, value_parser = parse_size)]
@@ -37,14 +41,8 @@ pub struct RenderArgs {
     /// What to output.
     #[arg(long, value_enum, default_value_t = Aov::Final)]
     aov: Aov,
-    /// Render with material constants where an image is missing, and list what was missing.
-    #[arg(long)]
-    allow_missing_textures: bool,
     #[command(flatten)]
-    limit: TextureLimitArg,
-    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
-    anisotropy: Option<u16>,
+    upload: UploadArgs,
     #[command(flatten)]
     ntc: NtcModeArgs,
     /// Render this many frames of the static view and output the last (temporal
@@ -52,8 +50,8 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     accumulate: u32,
     /// Also write the image with the heatmap of distinct decoders per tile, and print the
-    /// divergence score 𝒟 of this mode next to the baseline's.
-    #[arg(long)]
+    /// divergence score 𝒟 of this mode next to the baseline's (.png, .jpg, .jpeg).
+    #[arg(long, value_parser = parse_image_path)]
     divergence_map: Option<PathBuf>,
     /// Also render the reference and print the PSNR of the (accumulated) image against it.
     #[arg(long)]
@@ -64,6 +62,15 @@ pub struct RenderArgs {
 pub fn run(a: RenderArgs) -> Result<()> {
     let opened = open(a.scene.scene.as_deref())?;
     report_scene(&opened);
+    // Every output is checked before the first frame: never over an input, never over
+    // a file without --force.
+    let mut policy = output_policy(scene_files(&opened, a.scene.scene.as_deref()));
+    policy.protect(a.ntc.package.iter());
+    let outputs: Vec<&std::path::Path> = std::iter::once(a.out.as_path())
+        .chain(a.divergence_map.as_deref())
+        .collect();
+    distinct_outputs(&outputs)?;
+    policy.check_all(outputs.iter().copied())?;
     let camera = select_camera(&opened, a.camera.as_deref())?;
     let size = a
         .size
@@ -72,16 +79,14 @@ pub fn run(a: RenderArgs) -> Result<()> {
     let ctx = GpuContext::headless()?;
     // Logged under the binary's target, as before the command line had modules.
     log::info!(target: "neurotex", "{}", ctx.describe());
-    let max_texture_size = a.limit.max_texture_size;
-    let upload = UploadOptions {
-        allow_missing_textures: a.allow_missing_textures,
-        max_texture_size,
-        anisotropy: a.anisotropy,
-    };
+    let max_texture_size = a.upload.limit.max_texture_size;
+    let upload = a.upload.options();
+    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
     let mut renderer = Renderer::new(
         &ctx,
         &opened.scene,
-        &upload,
+        &textures,
+        upload.anisotropy,
         size,
         neurotex::render::headless::OUTPUT_FORMAT,
     )?;
@@ -100,8 +105,8 @@ pub fn run(a: RenderArgs) -> Result<()> {
             packages: a.ntc.packages.as_deref(),
             recipe: a.ntc.recipe.recipe(max_texture_size),
         };
-        load_package(&ctx, &mut renderer, &opened, mode, &source)?;
-        renderer.set_ntc_options(&ctx, a.ntc.ntc_options())?;
+        load_package(&ctx, &mut renderer, &opened, &textures, mode, &source)?;
+        renderer.set_kernel_choice(&ctx, a.ntc.kernel_choice())?;
         renderer.prepare(&ctx, mode)?;
     }
     let mut settings = FrameSettings {
@@ -109,7 +114,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         lighting: opened.description.lighting,
         aov: a.aov,
         mode,
-        options: FrameOptions {
+        passes: PassSettings {
             compare: a.psnr,
             ..a.ntc.options()
         },
@@ -127,7 +132,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
             None => println!("PSNR against the reference: identical (or nothing compared)"),
         }
     }
-    texture::write_png_rgba8(&a.out, frame.width, frame.height, &frame.rgba8)?;
+    texture::write_image_rgba8(&a.out, frame.width, frame.height, &frame.rgba8)?;
     println!(
         "wrote {} ({}x{}, {:?}, {} frame(s))",
         a.out.display(),
@@ -138,10 +143,10 @@ pub fn run(a: RenderArgs) -> Result<()> {
     );
     if let Some(path) = &a.divergence_map {
         let heatmap = HeatmapSettings::default();
-        settings.options.heatmap = Some(heatmap);
+        settings.passes.heatmap = Some(heatmap);
         let map = render_frames(&ctx, &mut renderer, &settings, 1)?;
         let stats = renderer.divergence_blocking(&ctx)?;
-        texture::write_png_rgba8(path, map.width, map.height, &map.rgba8)?;
+        texture::write_image_rgba8(path, map.width, map.height, &map.rgba8)?;
         println!(
             "wrote {} (distinct decoders per {} tile, colour bar {} … {})",
             path.display(),

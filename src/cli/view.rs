@@ -6,9 +6,11 @@ use anyhow::Result;
 use clap::Args;
 
 use neurotex::render::RenderMode;
-use neurotex::render::scene_gpu::UploadOptions;
 
-use super::args::{NtcModeArgs, SceneArg, TextureLimitArg, parse_size};
+use super::args::{
+    NtcModeArgs, SceneArg, UploadArgs, parse_image_path, parse_positive_u32, parse_size,
+};
+use super::output_policy;
 
 /// The arguments of `neurotex view`.
 #[derive(Args, Debug)]
@@ -19,10 +21,10 @@ pub struct ViewArgs {
     #[arg(long, value_parser = parse_size)]
     size: Option<(u32, u32)>,
     /// Scripted run: render this many frames once the scene is ready, then exit.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_positive_u32)]
     frames: Option<u32>,
     /// Scripted run: save the last frame, overlay included, to this PNG (needs --frames).
-    #[arg(long, requires = "frames")]
+    #[arg(long, requires = "frames", value_parser = parse_image_path)]
     screenshot: Option<PathBuf>,
     /// Play this camera path of the scene description from its start.
     #[arg(long)]
@@ -33,14 +35,8 @@ pub struct ViewArgs {
     /// Internal resolution over window resolution, 0.25–1.0.
     #[arg(long, default_value_t = 1.0)]
     render_scale: f32,
-    /// Render with material constants where an image is missing.
-    #[arg(long)]
-    allow_missing_textures: bool,
     #[command(flatten)]
-    limit: TextureLimitArg,
-    /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
-    anisotropy: Option<u16>,
+    upload: UploadArgs,
     #[command(flatten)]
     ntc: NtcModeArgs,
     /// Start with the heatmap of distinct decoders per tile.
@@ -65,7 +61,10 @@ pub fn run(a: ViewArgs) -> Result<()> {
             "view loads a package per mode: give a folder of <strategy>.ntc files with --packages"
         );
     }
-    let max_texture_size = a.limit.max_texture_size;
+    if let Some(shot) = &a.screenshot {
+        output_policy(a.scene.scene.iter()).check(shot)?;
+    }
+    let max_texture_size = a.upload.limit.max_texture_size;
     neurotex::app::run(neurotex::app::ViewerOptions {
         scene: a.scene.scene,
         size: a.size,
@@ -74,16 +73,12 @@ pub fn run(a: ViewArgs) -> Result<()> {
         camera_path: a.camera_path,
         vsync: !a.no_vsync,
         render_scale: a.render_scale,
-        upload: UploadOptions {
-            allow_missing_textures: a.allow_missing_textures,
-            max_texture_size,
-            anisotropy: a.anisotropy,
-        },
+        upload: a.upload.options(),
         mode: a.ntc.mode,
         recipe: a.ntc.recipe.recipe(max_texture_size),
         packages: a.ntc.packages.clone(),
-        ntc: a.ntc.ntc_options(),
-        options: a.ntc.options(),
+        ntc: a.ntc.kernel_choice(),
+        passes: a.ntc.options(),
         heatmap: a.heatmap,
         modes: a.modes.clone(),
     })?;

@@ -27,7 +27,7 @@ use super::embed::check_set;
 use super::strategy::Plan;
 use crate::texture::{
     CHANNELS, MAX_IMAGE_SIDE, TextureSet, linear_to_srgb, quantize_u8, srgb_to_linear,
-    write_png_rgba8,
+    write_image_rgba8,
 };
 
 /// Thumbnail side in pixels (for plans that fit).
@@ -280,6 +280,6 @@ pub fn write_contact_sheet(
     plan: &Plan,
 ) -> Result<(), ClusterError> {
     let sheet = render(sets, plan, &path.display().to_string())?;
-    write_png_rgba8(path, sheet.width, sheet.height, &sheet.rgba)?;
+    write_image_rgba8(path, sheet.width, sheet.height, &sheet.rgba)?;
     Ok(())
 }

@@ -24,7 +24,7 @@ use super::cooccurrence::CooccurrenceRecord;
 use super::divergence_aware::{self, DivergenceTable};
 use super::embed::Embeddings;
 use super::{ClusterError, kmeans};
-use crate::texture::{TextureSet, write_file_atomic};
+use crate::texture::TextureSet;
 
 /// The `format` tag of plan files.
 const PLAN_FORMAT: &str = "neurotex-cluster-plan";
@@ -236,8 +236,10 @@ impl Plan {
             message: e.to_string(),
         })?;
         json.push(b'\n');
-        write_file_atomic(path, &json)?;
-        Ok(())
+        crate::io::write_atomic(path, &json).map_err(|source| ClusterError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// Read a plan file (check it against the sets with [`Plan::validate`]).
@@ -246,7 +248,12 @@ impl Plan {
             path: path.to_path_buf(),
             source,
         })?;
-        let plan: Plan = serde_json::from_slice(&bytes).map_err(|e| ClusterError::Json {
+        Self::from_slice(&bytes, path)
+    }
+
+    /// Parse the bytes of a plan file read from `path` (named in errors).
+    pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Plan, ClusterError> {
+        let plan: Plan = serde_json::from_slice(bytes).map_err(|e| ClusterError::Json {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;

@@ -18,16 +18,17 @@
 //! temporary file and a rename.
 //!
 //! Sub-modules: `runs` (freezing settings, run names, sharing, run records), `tables`
-//! (the tables and the report) and `plot` (the charts). This module trains only through
+//! (the tables and the report) and `figures` (the charts' panels). This module trains only through
 //! [`ntc::compress`](crate::ntc::compress::compress) and renders nothing.
 
-mod plot;
+mod figures;
 mod runs;
 mod tables;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+use crate::charts::{PlotError, write_panels_png};
 use crate::cluster::{
     ClusterError, EmbedderChoice, Plan, Strategy, embed_sets, make_plan, write_contact_sheet,
 };
@@ -36,12 +37,11 @@ use crate::ntc::TrainConfig;
 use crate::ntc::compress::{
     CompressError, CompressOptions, RateControl, compress, group_main_steps,
 };
-use crate::ntc::plot::{PlotError, write_panels_png};
 use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
 use crate::ntc::train::schedule::finetune_steps;
 use crate::texture::{CHANNELS, TextureSet};
 
-pub use plot::{CHART_SIZE, freezing_panel, sweep_panel};
+pub use figures::{CHART_SIZE, freezing_panel, sweep_panel};
 pub use runs::{
     CurvePoint, Freeze, GroupResult, MaterialResult, RunList, RunRecord, RunSpec, default_sweep,
     run_name,
@@ -150,7 +150,7 @@ pub struct EvalInputs<'a> {
     /// One category label per set (empty when unknown).
     pub categories: &'a [String],
     /// Per set: the material constants the packages store (see
-    /// [`set_constants`](crate::ntc::compress::set_constants)).
+    /// [`set_constants`](crate::texture::set_constants)).
     pub constants: &'a [[f32; CHANNELS]],
     /// The input files, for plans and reports.
     pub description: &'a str,
@@ -601,6 +601,7 @@ pub fn evaluate(
             log_every: opts.log_every,
             rate: RateControl::Fixed,
             kernel: opts.kernel,
+            input_files: Vec::new(),
         };
         let result = compress(
             ctx,
@@ -961,6 +962,7 @@ mod tests {
                         name: format!("s{set}"),
                         group: spec.groups.iter().position(|g| g.contains(&set)).unwrap(),
                         psnr: Some(30.0 + spec.decoders() as f64 + (set % 2) as f64),
+                        psnr_exact: false,
                         bits_per_texel: 2.0,
                     })
                     .collect();
@@ -974,6 +976,7 @@ mod tests {
                     train: spec.freeze.apply(&opts.train),
                     adapter: "test".into(),
                     mean_psnr: Some(30.5 + spec.decoders() as f64),
+                    psnr_convention: runs::PSNR_CONVENTION.into(),
                     materials,
                     group_results: spec
                         .groups

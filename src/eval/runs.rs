@@ -193,8 +193,8 @@ pub fn default_sweep(n: usize, m: usize) -> Vec<usize> {
     v
 }
 
-/// Serde for metrics that may be infinite (an exact reconstruction has infinite PSNR)
-/// or NaN: finite values as JSON numbers, the others as the strings `inf`, `-inf`,
+/// Serde for metrics that may be infinite or NaN (a diverged loss, a record written before
+/// PSNR was capped): finite values as JSON numbers, the others as the strings `inf`, `-inf`,
 /// `NaN`, absent values as `null`.
 mod metric {
     use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
@@ -225,6 +225,10 @@ mod metric {
     }
 }
 
+/// The PSNR convention of run records: per set the PSNR pooled over every present
+/// channel at mip 0, capped at 99 dB ([`crate::texture::metrics`]).
+pub const PSNR_CONVENTION: &str = "pooled";
+
 /// One material's result in a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MaterialResult {
@@ -234,9 +238,12 @@ pub struct MaterialResult {
     pub name: String,
     /// Its group (= decoder index).
     pub group: usize,
-    /// Mean PSNR over its channel groups at mip 0 (dB).
+    /// Its PSNR at mip 0, pooled over every present channel (dB, capped at 99).
     #[serde(with = "metric")]
     pub psnr: Option<f64>,
+    /// The set was reproduced exactly (`psnr` reads the 99 dB cap).
+    #[serde(default)]
+    pub psnr_exact: bool,
     /// Latent bits per mip-0 texel.
     pub bits_per_texel: f64,
 }
@@ -291,9 +298,13 @@ pub struct RunRecord {
     pub materials: Vec<MaterialResult>,
     /// Per group, in group order.
     pub group_results: Vec<GroupResult>,
-    /// Mean over materials of their mean PSNR (dB).
+    /// Mean over materials of their pooled PSNR (dB).
     #[serde(with = "metric")]
     pub mean_psnr: Option<f64>,
+    /// The PSNR convention of the numbers ([`PSNR_CONVENTION`]; empty in records written
+    /// before it was recorded, which averaged the channel groups' PSNRs).
+    #[serde(default)]
+    pub psnr_convention: String,
     /// Mean latent bits per texel over materials.
     pub mean_bits_per_texel: f64,
     /// Wall-clock seconds of the whole `compress` call.
@@ -317,7 +328,8 @@ impl RunRecord {
                 set,
                 name: m.name.clone(),
                 group,
-                psnr: m.psnr_mean.map(f64::from),
+                psnr: m.psnr.pooled.map(|p| p.db),
+                psnr_exact: m.psnr.pooled.is_some_and(|p| p.exact),
                 bits_per_texel: m.bits_per_texel,
             })
             .collect();
@@ -342,6 +354,7 @@ impl RunRecord {
                 })
                 .collect(),
             mean_psnr: report.mean_psnr,
+            psnr_convention: PSNR_CONVENTION.into(),
             mean_bits_per_texel: report.mean_bits_per_texel,
             seconds: report.seconds,
             curves: report
@@ -390,6 +403,12 @@ impl RunRecord {
             ))
         } else if self.train != *train {
             Some("its training settings (preset, recipe, batch, freezing) differ".into())
+        } else if self.psnr_convention != PSNR_CONVENTION {
+            Some(
+                "its PSNR follows an older convention (the mean of the channel groups' PSNRs, \
+                 not the pooled PSNR)"
+                    .into(),
+            )
         } else if self.materials.len() != spec.groups.iter().map(Vec::len).sum::<usize>() {
             Some("its material list does not match its groups".into())
         } else {
@@ -539,7 +558,8 @@ mod tests {
                     set,
                     name: format!("s{set}"),
                     group: usize::from(set == 1),
-                    psnr: Some(if set == 2 { f64::INFINITY } else { 30.0 }),
+                    psnr: Some(if set == 2 { 99.0 } else { 30.0 }),
+                    psnr_exact: set == 2,
                     bits_per_texel: 2.0,
                 })
                 .collect(),
@@ -552,10 +572,11 @@ mod tests {
                 GroupResult {
                     sets: 1,
                     seconds: 0.0,
-                    final_loss: None,
+                    final_loss: Some(f64::INFINITY),
                 },
             ],
-            mean_psnr: Some(f64::INFINITY),
+            mean_psnr: Some(53.0),
+            psnr_convention: PSNR_CONVENTION.into(),
             mean_bits_per_texel: 2.0,
             seconds: 1.7,
             curves: vec![CurvePoint {
@@ -574,9 +595,13 @@ mod tests {
         let r = record();
         r.write(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("\"inf\""), "infinite PSNR survives as text");
+        assert!(
+            text.contains("\"inf\""),
+            "an infinite loss survives as text"
+        );
+        assert!(text.contains("\"psnr_exact\": true"), "{text}");
         assert_eq!(RunRecord::read(&path).unwrap(), r);
-        assert_eq!(r.final_loss(), Some(0.002));
+        assert_eq!(r.final_loss(), Some(f64::INFINITY));
 
         let spec = RunSpec {
             name: r.name.clone(),
@@ -604,12 +629,22 @@ mod tests {
         );
         let regrouped = RunSpec {
             groups: vec![vec![0], vec![1, 2]],
-            ..spec
+            ..spec.clone()
         };
         assert!(
             r.mismatch(&regrouped, 100, 1, &train)
                 .unwrap()
                 .contains("groups")
+        );
+        // A record of the older convention (no `psnr_convention`) is not reused.
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json.as_object_mut().unwrap().remove("psnr_convention");
+        std::fs::write(&path, json.to_string()).unwrap();
+        let old = RunRecord::read(&path).unwrap();
+        assert!(
+            old.mismatch(&spec, 100, 1, &train)
+                .unwrap()
+                .contains("older convention")
         );
 
         std::fs::write(&path, "{ \"name\": ").unwrap();

@@ -545,6 +545,10 @@ impl EvalReport {
             Freeze::of(&self.train),
         ));
         s.push_str("\n## Table 2: mean PSNR per strategy\n\n");
+        s.push_str(
+            "PSNR of a set: pooled over its present channels at mip 0 (dB, 99 for an exact \
+             match); the tables give the mean over sets.\n\n",
+        );
         s.push_str(&self.table2.markdown());
         if let Some(f) = &self.freezing {
             s.push_str(&format!(
@@ -619,6 +623,7 @@ mod tests {
                     name: format!("s{set}"),
                     group: group_of(set),
                     psnr: psnr[set],
+                    psnr_exact: false,
                     bits_per_texel: 1.5,
                 })
                 .collect(),
@@ -648,6 +653,7 @@ mod tests {
             train: TrainConfig::default(),
             adapter: "test".into(),
             mean_psnr: mean(psnr.into_iter()),
+            psnr_convention: crate::eval::runs::PSNR_CONVENTION.into(),
             mean_bits_per_texel: 1.5,
             seconds: 2.5,
         }

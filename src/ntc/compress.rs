@@ -8,32 +8,43 @@
 //!
 //! Rate control ([`RateControl`]): at a fixed preset, or the smallest preset (fewest
 //! latent bits, [`Preset::ALL`] order) at which every set of a group reaches a pooled
-//! PSNR target — a fixed one, or its BCn baseline's. Under the default one decoder per
+//! PSNR target — a fixed one, or its BCn baseline's. Target and result are the one PSNR
+//! of [`crate::texture::metrics`]: mip 0, pooled over every present channel, exact
+//! matches capped at 99 dB (so an exact BCn baseline asks for an exact NTC result). Under the default one decoder per
 //! set that is a preset per set; a shared group takes one preset for all its sets. Each
 //! try is a full training; the report lists every try.
 //!
 //! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc` and an
 //! interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`; `resume`
-//! continues from there. The package is written (temp file + rename) only when every
-//! group is done, then the partial folder is removed.
+//! continues from there; a finished group or checkpoint that is damaged is an error
+//! naming it and saying what to delete. The package is written (temp file + rename) only
+//! when every group is done, then the partial folder is removed.
+//!
+//! The partial folder carries a marker, `neurotex-partial.json` ([`PartialManifest`]):
+//! the identity of every input file (path, size, modification time, BLAKE3 hash), a hash
+//! of every decoded set and of the settings (recipe, step budgets, seed, groups,
+//! constants, rate control). A folder is only resumed, or deleted to start afresh, when
+//! its manifest matches the run exactly; a folder without the marker (not made by neurotex) or with another run's
+//! manifest is an error naming it and what differs, and is never touched.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::format::NtcPackage;
 use super::model::{LatentLayout, Preset};
+use super::train::checkpoint::Checkpoint;
 use super::train::gpu::{
-    Checkpoint, GpuTrainError, GpuTrainerOptions, TrainKernel, TrainOptions, TrainProgress,
-    train_gpu,
+    GpuTrainError, GpuTrainerOptions, TrainKernel, TrainOptions, TrainProgress, train_gpu,
 };
-use super::train::{QUALITY_GROUPS, TrainConfig, TrainedGroup, training_flops_per_sample};
+use super::train::{TrainConfig, TrainedGroup, training_flops_per_sample};
 use super::{NtcFormatError, TrainError};
+use crate::charts::{Panel, PlotError, Series, write_panels_png};
 use crate::gpu::GpuContext;
-use crate::scene::Material;
 use crate::texture::bcn::{BcnResult, bcn_baselines};
+use crate::texture::metrics::{Psnr, PsnrReport};
 use crate::texture::{CHANNELS, TextureSet};
 
 /// Errors of a compression run.
@@ -56,12 +67,51 @@ pub enum CompressError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// An input file could not be read for the partial folder's manifest.
+    #[error("cannot read input {path}: {source}")]
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// The groups do not cover the sets exactly once.
     #[error("invalid grouping: {0}")]
     Groups(String),
+    /// A finished group of an interrupted run cannot be read back.
+    #[error(
+        "cannot resume from {}: {source}; delete it (or the whole folder {}) to train this \
+         group again",
+        path.display(),
+        path.parent().unwrap_or(path).display()
+    )]
+    Partial {
+        /// The group's package in the partial folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: NtcFormatError,
+    },
+    /// A partial folder without neurotex's marker: it is left alone.
+    #[error(
+        "{partial} exists but was not made by neurotex compress (no {PARTIAL_MANIFEST}); move it away or choose another --out"
+    )]
+    PartialNotOurs {
+        /// The folder.
+        partial: PathBuf,
+    },
+    /// A partial folder of a run with other inputs or settings: it is left alone.
+    #[error(
+        "{partial} holds the progress of another run ({difference}); delete it to start afresh, or run with the inputs and settings it was made from"
+    )]
+    PartialMismatch {
+        /// The folder.
+        partial: PathBuf,
+        /// What differs.
+        difference: String,
+    },
     /// The loss-curve chart could not be drawn or written.
     #[error(transparent)]
-    Plot(#[from] super::plot::PlotError),
+    Plot(#[from] PlotError),
     /// Interrupted: progress is saved for `--resume`.
     #[error(
         "interrupted; progress saved in {partial} — run the same command with --resume to continue"
@@ -93,6 +143,9 @@ pub struct CompressOptions {
     pub rate: RateControl,
     /// The training kernels; `None` for [`TrainKernel::best`].
     pub kernel: Option<TrainKernel>,
+    /// The files the sets were read from (scenes, manifests, images), recorded in the
+    /// partial folder's manifest so that `resume` never continues stale work.
+    pub input_files: Vec<PathBuf>,
 }
 
 /// Main training steps of a group of `sets` texture sets for a budget of `steps_per_set`:
@@ -153,7 +206,7 @@ pub struct RateTry {
     /// The preset tried.
     pub preset: Preset,
     /// Pooled PSNR of mip 0 at that preset (dB; `None` when nothing was measured).
-    pub psnr_pooled: Option<f32>,
+    pub psnr_pooled: Option<Psnr>,
 }
 
 /// One material's line of the report.
@@ -173,18 +226,14 @@ pub struct MaterialReport {
     pub bits_per_texel: f64,
     /// The preset the set was compressed at.
     pub preset: Preset,
-    /// NTC PSNR per quality group at mip 0 (dB).
-    pub psnr: Vec<(String, f32)>,
-    /// Mean of `psnr`.
-    pub psnr_mean: Option<f32>,
-    /// NTC PSNR pooled over every present channel at mip 0 (dB).
-    pub psnr_pooled: Option<f32>,
+    /// NTC PSNR at mip 0: pooled over the present channels, and per channel group.
+    pub psnr: PsnrReport,
     /// Rate control's pooled PSNR target for this set (dB), if any.
     pub target_psnr: Option<f64>,
     /// Rate control's tries, smallest preset first (empty at a fixed preset or when the
     /// group was resumed finished).
     pub rate_tries: Vec<RateTry>,
-    /// BCn baselines for the same set.
+    /// BCn baselines for the same set, measured alike.
     pub bcn: Vec<BcnResult>,
 }
 
@@ -230,7 +279,7 @@ pub struct CompressReport {
     pub groups: Vec<GroupReport>,
     /// Per material.
     pub materials: Vec<MaterialReport>,
-    /// Mean over materials of the mean PSNR.
+    /// Mean over materials of their pooled PSNR (dB; an exact material counts 99).
     pub mean_psnr: Option<f64>,
     /// Mean bits per texel over materials.
     pub mean_bits_per_texel: f64,
@@ -239,41 +288,6 @@ pub struct CompressReport {
     /// Loss curves: (group, step, loss, psnr estimate).
     #[serde(skip)]
     pub curves: Vec<(usize, u64, f64, f64)>,
-}
-
-/// The constants a package stores per set: the factors of the first material using it
-/// (glTF semantics; the shader uses them for absent channels and multiplies otherwise).
-pub fn set_constants(
-    materials: &[Material],
-    material_sets: &[Option<usize>],
-    sets: usize,
-) -> Vec<[f32; CHANNELS]> {
-    let mut out = vec![[1.0; CHANNELS]; sets];
-    let mut seen = vec![false; sets];
-    for (m, s) in materials.iter().zip(material_sets) {
-        let Some(s) = *s else { continue };
-        if seen[s] {
-            continue;
-        }
-        seen[s] = true;
-        let b = m.base_color_factor;
-        let e = m.emissive_factor;
-        out[s] = [
-            b[0],
-            b[1],
-            b[2],
-            b[3],
-            m.normal_scale,
-            m.normal_scale,
-            m.occlusion_strength,
-            m.roughness_factor,
-            m.metallic_factor,
-            e[0],
-            e[1],
-            e[2],
-        ];
-    }
-    out
 }
 
 /// Check that `groups` covers `0..n` exactly once.
@@ -321,6 +335,237 @@ pub fn partial_dir(out: &Path) -> PathBuf {
         .unwrap_or_default();
     name.push(".partial");
     out.with_file_name(name)
+}
+
+/// The marker and manifest file of a partial folder.
+pub const PARTIAL_MANIFEST: &str = "neurotex-partial.json";
+
+/// `format` of a [`PartialManifest`].
+const PARTIAL_FORMAT: &str = "neurotex-compress-partial";
+
+/// One input file as a partial folder's manifest records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileIdentity {
+    /// The path as given.
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch (0 when unknown).
+    pub modified_ns: u64,
+    /// BLAKE3 of the content, hex.
+    pub blake3: String,
+}
+
+impl FileIdentity {
+    /// Read `path`'s identity.
+    pub fn of(path: &Path) -> Result<Self, std::io::Error> {
+        let meta = std::fs::metadata(path)?;
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut hasher = blake3::Hasher::new();
+        hasher.update_reader(std::fs::File::open(path)?)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            size: meta.len(),
+            modified_ns,
+            blake3: hasher.finalize().to_hex().to_string(),
+        })
+    }
+}
+
+/// What a partial folder was made from (`<out>.partial/neurotex-partial.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartialManifest {
+    /// Always `neurotex-compress-partial`.
+    pub format: String,
+    /// Layout version (1).
+    pub version: u32,
+    /// Every input file.
+    pub files: Vec<FileIdentity>,
+    /// Per set: its name and the BLAKE3 (hex) of its size, channels and every mip's texels.
+    pub sets: Vec<(String, String)>,
+    /// BLAKE3 (hex) of the settings: training recipe, steps per set and per group, seed,
+    /// groups, constants, rate control (not the training kernels, which only change
+    /// speed and rounding).
+    pub settings: String,
+}
+
+impl PartialManifest {
+    /// The manifest of a run.
+    pub fn of_run(
+        sets: &[TextureSet],
+        constants: &[[f32; CHANNELS]],
+        groups: &[Vec<usize>],
+        opts: &CompressOptions,
+    ) -> Result<Self, CompressError> {
+        let files = opts
+            .input_files
+            .iter()
+            .map(|p| {
+                FileIdentity::of(p).map_err(|source| CompressError::Input {
+                    path: p.clone(),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let sets = sets
+            .iter()
+            .map(|set| {
+                let mut h = blake3::Hasher::new();
+                h.update(&set.width.to_le_bytes());
+                h.update(&set.height.to_le_bytes());
+                h.update(&set.present.0.to_le_bytes());
+                for mip in &set.mips {
+                    h.update(&mip.width.to_le_bytes());
+                    h.update(&mip.height.to_le_bytes());
+                    h.update(&mip.texels);
+                }
+                (set.name.clone(), h.finalize().to_hex().to_string())
+            })
+            .collect();
+        // The budgets enter both per set and per group, so a resume under another
+        // budget rule is refused too.
+        let budgets: Vec<u64> = groups
+            .iter()
+            .map(|g| group_main_steps(opts.steps, g.len()))
+            .collect();
+        let settings = serde_json::to_vec(&(
+            &opts.train,
+            opts.steps,
+            &budgets,
+            opts.seed,
+            groups,
+            constants,
+            opts.rate,
+        ))
+        .map_err(|e| CompressError::Groups(format!("settings: {e}")))?;
+        Ok(Self {
+            format: PARTIAL_FORMAT.into(),
+            version: 1,
+            files,
+            sets,
+            settings: blake3::hash(&settings).to_hex().to_string(),
+        })
+    }
+
+    /// What differs between `self` (found) and `run` (wanted), in words.
+    fn difference(&self, run: &PartialManifest) -> String {
+        for want in &run.files {
+            match self.files.iter().find(|f| f.path == want.path) {
+                None => return format!("{} was not among its inputs", want.path.display()),
+                Some(f) if f.size != want.size => {
+                    return format!(
+                        "{} changed size ({} → {} bytes)",
+                        want.path.display(),
+                        f.size,
+                        want.size
+                    );
+                }
+                Some(f) if f.blake3 != want.blake3 => {
+                    return format!("{} changed content", want.path.display());
+                }
+                Some(f) if f.modified_ns != want.modified_ns => {
+                    return format!("{} was modified", want.path.display());
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(f) = self
+            .files
+            .iter()
+            .find(|f| !run.files.iter().any(|w| w.path == f.path))
+        {
+            return format!("it also read {}", f.path.display());
+        }
+        if self.sets.len() != run.sets.len() {
+            return format!(
+                "{} texture sets, this run has {}",
+                self.sets.len(),
+                run.sets.len()
+            );
+        }
+        if let Some((a, b)) = self.sets.iter().zip(&run.sets).find(|(a, b)| a != b) {
+            return if a.0 == b.0 {
+                format!("the texels of set `{}` differ", a.0)
+            } else {
+                format!("set `{}` where this run has `{}`", a.0, b.0)
+            };
+        }
+        if self.settings != run.settings {
+            return "other settings (recipe, step budgets, seed, groups, rate control or \
+                    constants)"
+                .into();
+        }
+        format!("format `{}` version {}", self.format, self.version)
+    }
+}
+
+/// Make `partial` ready for a run with `manifest`: a folder with a matching manifest is
+/// kept (`resume`) or emptied; a missing one is created; anything else is an error and
+/// stays untouched. Returns whether earlier progress may be reused.
+fn prepare_partial(
+    partial: &Path,
+    manifest: &PartialManifest,
+    resume: bool,
+) -> Result<bool, CompressError> {
+    let io = |source| CompressError::Io {
+        path: partial.to_path_buf(),
+        source,
+    };
+    let marker = partial.join(PARTIAL_MANIFEST);
+    let mut resuming = false;
+    if partial.exists() {
+        let found: PartialManifest = std::fs::read(&marker)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or_else(|| CompressError::PartialNotOurs {
+                partial: partial.to_path_buf(),
+            })?;
+        if found != *manifest {
+            return Err(CompressError::PartialMismatch {
+                partial: partial.to_path_buf(),
+                difference: found.difference(manifest),
+            });
+        }
+        if resume {
+            resuming = true;
+        } else {
+            std::fs::remove_dir_all(partial).map_err(io)?;
+        }
+    }
+    if !resuming {
+        // Made complete under a temporary name, then renamed: a kill at any moment
+        // leaves either no folder or one with its marker.
+        let json = serde_json::to_vec_pretty(manifest)
+            .map_err(|e| CompressError::Groups(format!("manifest: {e}")))?;
+        let mut name = partial.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".{}.tmp", std::process::id()));
+        let staging = partial.with_file_name(name);
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging).map_err(io)?;
+        crate::io::write_atomic(&staging.join(PARTIAL_MANIFEST), &json).map_err(io)?;
+        std::fs::rename(&staging, partial).map_err(io)?;
+    }
+    Ok(resuming)
+}
+
+/// Delete `<out>.partial/` if neurotex made it (it holds the marker), whatever run it
+/// belongs to; a folder without the marker is left alone. For owners of an output folder
+/// (the package cache) that know the partial progress is stale. Returns whether a folder
+/// was deleted.
+pub fn remove_partial_if_ours(out: &Path) -> Result<bool, CompressError> {
+    let partial = partial_dir(out);
+    if !partial.join(PARTIAL_MANIFEST).is_file() {
+        return Ok(false);
+    }
+    std::fs::remove_dir_all(&partial).map_err(|source| CompressError::Io {
+        path: partial,
+        source,
+    })?;
+    Ok(true)
 }
 
 /// The preset whose standard layouts `layout` has (for groups resumed finished), else
@@ -384,16 +629,8 @@ pub fn compress(
     }
     let start = Instant::now();
     let partial = partial_dir(out);
-    if !opts.resume && partial.exists() {
-        std::fs::remove_dir_all(&partial).map_err(|source| CompressError::Io {
-            path: partial.clone(),
-            source,
-        })?;
-    }
-    std::fs::create_dir_all(&partial).map_err(|source| CompressError::Io {
-        path: partial.clone(),
-        source,
-    })?;
+    let manifest = PartialManifest::of_run(sets, constants, groups, opts)?;
+    let resuming = prepare_partial(&partial, &manifest, opts.resume)?;
     // BCn baselines: before training when rate control matches them, else for the report.
     let mut bcn: Vec<Option<Vec<BcnResult>>> = vec![None; sets.len()];
     let targets: Vec<Option<f64>> = match opts.rate {
@@ -404,7 +641,10 @@ pub fn compress(
             .zip(&mut bcn)
             .map(|(set, slot)| {
                 let results = slot.insert(bcn_baselines(set));
-                results.get(target.index()).and_then(|r| r.psnr_mip0.all)
+                results
+                    .get(target.index())
+                    .and_then(|r| r.psnr_mip0.pooled)
+                    .map(|p| p.db)
             })
             .collect(),
     };
@@ -417,8 +657,11 @@ pub fn compress(
         let done = partial.join(format!("group{g}.ntc"));
         let ckpt = partial.join(format!("group{g}.ckpt"));
         let steps = group_main_steps(opts.steps, members.len());
-        if opts.resume && done.exists() {
-            let finished = NtcPackage::read(&done)?;
+        if resuming && done.exists() {
+            let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
+                path: done.clone(),
+                source,
+            })?;
             let preset = finished
                 .materials
                 .first()
@@ -439,20 +682,35 @@ pub fn compress(
             continue;
         }
         let group_sets: Vec<TextureSet> = members.iter().map(|&i| sets[i].clone()).collect();
-        let mut resume = if opts.resume && ckpt.exists() {
-            Some(Checkpoint::load(&ckpt)?)
+        let seed = opts.seed.wrapping_add(g as u64);
+        let mut presets = opts.rate.presets(opts.train.model.preset);
+        let mut resume = if resuming && ckpt.exists() {
+            let checkpoint = Checkpoint::load(&ckpt)?;
+            // An interrupted try resumes where rate control was: its smaller presets had
+            // missed the target.
+            let at = presets
+                .iter()
+                .position(|&p| p == checkpoint.config.model.preset)
+                .ok_or_else(|| GpuTrainError::CheckpointFile {
+                    path: ckpt.clone(),
+                    reason: format!(
+                        "it was trained at preset {:?}, which this run does not try",
+                        checkpoint.config.model.preset
+                    ),
+                })?;
+            let mut train = opts.train.clone();
+            train.model.preset = presets[at];
+            checkpoint.fits(&train, steps, seed).map_err(|reason| {
+                GpuTrainError::CheckpointFile {
+                    path: ckpt.clone(),
+                    reason,
+                }
+            })?;
+            presets.drain(..at);
+            Some(checkpoint)
         } else {
             None
         };
-        let mut presets = opts.rate.presets(opts.train.model.preset);
-        // An interrupted try resumes where rate control was: its smaller presets had
-        // missed the target.
-        if let Some(at) = resume
-            .as_ref()
-            .and_then(|c| presets.iter().position(|&p| p == c.config.model.preset))
-        {
-            presets.drain(..at);
-        }
         let t0 = Instant::now();
         let mut kept = None;
         for (i, &preset) in presets.iter().enumerate() {
@@ -466,7 +724,7 @@ pub fn compress(
                 &group_sets,
                 &train,
                 steps,
-                opts.seed.wrapping_add(g as u64),
+                seed,
                 TrainOptions {
                     log_every: opts.log_every,
                     cancel: Some(cancel),
@@ -503,7 +761,7 @@ pub fn compress(
                     });
                 }
                 if let Some(target) = targets[s] {
-                    reached &= pooled.is_some_and(|p| f64::from(p) >= target);
+                    reached &= pooled.is_some_and(|p| p.db >= target);
                 }
             }
             if reached || i + 1 == presets.len() {
@@ -563,38 +821,29 @@ pub fn compress(
     let materials: Vec<MaterialReport> = order
         .iter()
         .zip(&package.materials)
-        .map(|(&(g, s), m)| {
-            let psnr: Vec<(String, f32)> = QUALITY_GROUPS
-                .iter()
-                .zip(m.quality.psnr)
-                .filter_map(|((_, name), p)| p.map(|p| (name.to_string(), p)))
-                .collect();
-            MaterialReport {
-                name: m.name.clone(),
-                group: g,
-                width: m.layout.width(),
-                height: m.layout.height(),
-                channels: m.present.to_string(),
-                bits_per_texel: m.layout.bits_per_texel(bits),
-                preset: group_reports
-                    .get(g)
-                    .map_or(opts.train.model.preset, |r| r.preset),
-                psnr_mean: m.quality.mean(),
-                psnr_pooled: m.quality.pooled(),
-                psnr,
-                target_psnr: targets[s],
-                rate_tries: std::mem::take(&mut tries_of[s]),
-                bcn: if opts.skip_bcn {
-                    Vec::new()
-                } else {
-                    bcn[s].take().unwrap_or_else(|| bcn_baselines(&sets[s]))
-                },
-            }
+        .map(|(&(g, s), m)| MaterialReport {
+            name: m.name.clone(),
+            group: g,
+            width: m.layout.width(),
+            height: m.layout.height(),
+            channels: m.present.to_string(),
+            bits_per_texel: m.layout.bits_per_texel(bits),
+            preset: group_reports
+                .get(g)
+                .map_or(opts.train.model.preset, |r| r.preset),
+            psnr: m.quality.report(),
+            target_psnr: targets[s],
+            rate_tries: std::mem::take(&mut tries_of[s]),
+            bcn: if opts.skip_bcn {
+                Vec::new()
+            } else {
+                bcn[s].take().unwrap_or_else(|| bcn_baselines(&sets[s]))
+            },
         })
         .collect();
     let means: Vec<f64> = materials
         .iter()
-        .filter_map(|m| m.psnr_mean.map(f64::from))
+        .filter_map(|m| m.psnr.pooled.map(|p| p.db))
         .collect();
     let report = CompressReport {
         adapter: ctx.describe(),
@@ -615,6 +864,17 @@ pub fn compress(
 }
 
 impl CompressReport {
+    /// Every file [`write`](Self::write) writes for `path`: the JSON, the Markdown table,
+    /// the curves CSV and the chart.
+    pub fn files(path: &Path) -> [PathBuf; 4] {
+        [
+            path.to_path_buf(),
+            path.with_extension("md"),
+            path.with_extension("curves.csv"),
+            path.with_extension("curves.png"),
+        ]
+    }
+
     /// Write the report: JSON at `path`, and beside it the Markdown table (`.md`), the
     /// loss curves (`.curves.csv`) and their chart (`.curves.png`, 1200×420).
     pub fn write(&self, path: &Path) -> Result<(), CompressError> {
@@ -634,8 +894,49 @@ impl CompressReport {
             &path.with_extension("curves.csv"),
             self.curves_csv().as_bytes(),
         )?;
-        super::plot::write_curves_png(&path.with_extension("curves.png"), &self.curves, 1200, 420)?;
+        write_panels_png(
+            &path.with_extension("curves.png"),
+            &self.curve_panels(),
+            1200,
+            420,
+        )?;
         Ok(())
+    }
+
+    /// The loss curves as two charts: loss (log scale) against step on the left, the
+    /// PSNR estimate on the right, one line per group.
+    pub fn curve_panels(&self) -> [Panel; 2] {
+        let groups = self.curves.iter().map(|c| c.0).max().map_or(0, |g| g + 1);
+        let series = |value: fn(&(usize, u64, f64, f64)) -> f64| -> Vec<Series> {
+            (0..groups)
+                .map(|g| Series {
+                    label: format!("group {g}"),
+                    points: self
+                        .curves
+                        .iter()
+                        .filter(|c| c.0 == g)
+                        .map(|c| (c.1 as f64, value(c)))
+                        .collect(),
+                })
+                .collect()
+        };
+        [
+            Panel {
+                title: "training loss".into(),
+                x_label: "step".into(),
+                y_label: "loss".into(),
+                log_y: true,
+                series: series(|c| c.2),
+                ..Panel::default()
+            },
+            Panel {
+                title: "PSNR estimate (dB)".into(),
+                x_label: "step".into(),
+                y_label: "dB".into(),
+                series: series(|c| c.3),
+                ..Panel::default()
+            },
+        ]
     }
 
     /// The loss curves as CSV: `group,step,loss,psnr_estimate`.
@@ -647,17 +948,20 @@ impl CompressReport {
         s
     }
 
-    /// A Markdown table: one row per material, NTC next to the BCn baselines.
+    /// Markdown: a table of one row per material, NTC next to the BCn baselines by
+    /// pooled PSNR (dB at mip 0, over every present channel), then a table of the PSNR
+    /// per channel group. An exact match reads `99.00 (exact)`.
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         s.push_str("| material | size | preset | NTC bpt | NTC PSNR | BC1/BC5 bpt | BC1/BC5 PSNR | BC7/BC5 bpt | BC7/BC5 PSNR |\n");
         s.push_str("|---|---|---|---|---|---|---|---|---|\n");
         let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.2}"));
+        let p = |v: Option<Psnr>| v.map_or("–".to_string(), |v| v.to_string());
         for m in &self.materials {
             let bc = |i: usize| {
                 m.bcn
                     .get(i)
-                    .map(|b| (Some(b.bits_per_texel), b.psnr_mip0.all))
+                    .map(|b| (Some(b.bits_per_texel), b.psnr_mip0.pooled))
                     .unwrap_or((None, None))
             };
             let (b1, p1) = bc(0);
@@ -670,12 +974,28 @@ impl CompressReport {
                 clap::ValueEnum::to_possible_value(&m.preset)
                     .map_or_else(|| format!("{:?}", m.preset), |v| v.get_name().to_owned()),
                 m.bits_per_texel,
-                f(m.psnr_mean.map(f64::from)),
+                p(m.psnr.pooled),
                 f(b1),
-                f(p1),
+                p(p1),
                 f(b7),
-                f(p7)
+                p(p7)
             ));
+        }
+        s.push_str("\nPSNR per channel group (dB, mip 0):\n\n");
+        s.push_str("| material | group | NTC | BC1/BC5 | BC7/BC5 |\n");
+        s.push_str("|---|---|---|---|---|\n");
+        for m in &self.materials {
+            for g in &m.psnr.groups {
+                let bc = |i: usize| m.bcn.get(i).and_then(|b| b.psnr_mip0.group(&g.group));
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    m.name,
+                    g.group,
+                    g.psnr,
+                    p(bc(0)),
+                    p(bc(1))
+                ));
+            }
         }
         s
     }
@@ -707,6 +1027,179 @@ mod tests {
                 .contains("does not exist")
         );
         assert!(check_groups(&[vec![]], 0).is_err());
+    }
+
+    fn report(curves: Vec<(usize, u64, f64, f64)>) -> CompressReport {
+        CompressReport {
+            adapter: "test".into(),
+            inputs: "a.csv".into(),
+            steps: 20,
+            seed: 1,
+            train: TrainConfig::default(),
+            rate: RateControl::Fixed,
+            groups: Vec::new(),
+            materials: Vec::new(),
+            mean_psnr: None,
+            mean_bits_per_texel: 0.0,
+            seconds: 0.0,
+            curves,
+        }
+    }
+
+    #[test]
+    fn report_files_and_curve_panels() {
+        let curves: Vec<_> = (0..2)
+            .flat_map(|g| {
+                (1..=20u64).map(move |s| (g, s * 10, 0.1 / s as f64, 20.0 + s as f64 + g as f64))
+            })
+            .collect();
+        let r = report(curves);
+        let [loss, psnr] = r.curve_panels();
+        assert!(loss.log_y && !psnr.log_y);
+        assert_eq!(loss.series.len(), 2);
+        assert_eq!(loss.series[1].label, "group 1");
+        assert_eq!(loss.series[1].points[0], (10.0, 0.1));
+        assert_eq!(psnr.series[0].points[19], (200.0, 40.0));
+        let dir = std::env::temp_dir().join(format!("neurotex-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        r.write(&path).unwrap();
+        for ext in ["json", "md", "curves.csv", "curves.png"] {
+            assert!(path.with_extension(ext).is_file(), "{ext}");
+        }
+        let png = image::open(path.with_extension("curves.png")).unwrap();
+        assert_eq!((png.width(), png.height()), (1200, 420));
+        let csv = std::fs::read_to_string(path.with_extension("curves.csv")).unwrap();
+        assert!(
+            csv.starts_with("group,step,loss,psnr_estimate\n0,10,0.1,21\n"),
+            "{csv}"
+        );
+        let err = r.write(&dir.join("missing/r.json")).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn markdown_compares_pooled_psnr_and_lists_groups() {
+        let ntc = PsnrReport::from_groups([(0, 1e-3, 300), (2, 0.0, 200)]);
+        let bc = PsnrReport::from_groups([(0, 1e-2, 300), (2, 1e-4, 200)]);
+        let mut r = report(Vec::new());
+        r.materials.push(MaterialReport {
+            name: "wood".into(),
+            group: 0,
+            width: 8,
+            height: 8,
+            channels: "base_color+normal".into(),
+            bits_per_texel: 2.0,
+            preset: Preset::High,
+            psnr: ntc,
+            target_psnr: None,
+            rate_tries: Vec::new(),
+            bcn: vec![BcnResult {
+                name: "BC1/BC5",
+                bytes: 64,
+                bits_per_texel: 8.0,
+                psnr_mip0: bc.clone(),
+                psnr_chain: bc,
+            }],
+        });
+        let md = r.markdown();
+        // Pooled NTC: (300 · 1e-3 + 200 · 0) / 500 = 6e-4 → 32.22 dB; pooled BC1/BC5:
+        // (300 · 1e-2 + 200 · 1e-4) / 500 = 6.04e-3 → 22.19 dB.
+        assert!(
+            md.contains("| wood | 8×8 | high | 2.00 | 32.22 | 8.00 | 22.19 | – | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| wood | base_color | 30.00 | 20.00 | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| wood | normal | 99.00 (exact) | 40.00 | – |"),
+            "{md}"
+        );
+    }
+
+    /// A one-set run over the file `input`.
+    fn run_manifest(input: &Path, steps: u64) -> PartialManifest {
+        rate_manifest(input, steps, RateControl::Fixed)
+    }
+
+    /// A one-set run over the file `input` under rate control `rate`.
+    fn rate_manifest(input: &Path, steps: u64, rate: RateControl) -> PartialManifest {
+        let set = TextureSet::neutral();
+        let opts = CompressOptions {
+            train: TrainConfig::default(),
+            steps,
+            seed: 1,
+            resume: false,
+            skip_bcn: false,
+            log_every: 100,
+            rate,
+            kernel: None,
+            input_files: vec![input.to_path_buf()],
+        };
+        PartialManifest::of_run(&[set], &[[1.0; CHANNELS]], &[vec![0]], &opts).expect("manifest")
+    }
+
+    #[test]
+    fn partial_folders_are_only_reused_or_deleted_when_they_match() {
+        let dir = std::env::temp_dir().join(format!("neurotex-partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let input = dir.join("albedo.png");
+        std::fs::write(&input, b"first").expect("write");
+        let partial = dir.join("out.ntc.partial");
+
+        // Someone else's folder: refused and left alone.
+        std::fs::create_dir_all(&partial).expect("dir");
+        std::fs::write(partial.join("precious.txt"), b"keep").expect("write");
+        let e = prepare_partial(&partial, &run_manifest(&input, 10), false).unwrap_err();
+        assert!(matches!(e, CompressError::PartialNotOurs { .. }), "{e}");
+        assert!(partial.join("precious.txt").exists());
+        std::fs::remove_dir_all(&partial).expect("clean");
+
+        // Ours: created with the marker, resumed when it matches.
+        let m = run_manifest(&input, 10);
+        assert!(!prepare_partial(&partial, &m, true).expect("fresh"));
+        std::fs::write(partial.join("group0.ntc"), b"done").expect("write");
+        assert!(prepare_partial(&partial, &m, true).expect("resume"));
+        assert!(partial.join("group0.ntc").exists());
+
+        // Other settings (the steps per set, rate control): refused, untouched.
+        let e = prepare_partial(&partial, &run_manifest(&input, 11), false).unwrap_err();
+        assert!(e.to_string().contains("other settings"), "{e}");
+        for rate in [
+            RateControl::TargetPsnr(40.0),
+            RateControl::MatchBcn(BcnTarget::Bc1),
+        ] {
+            let e = prepare_partial(&partial, &rate_manifest(&input, 10, rate), true).unwrap_err();
+            assert!(e.to_string().contains("other settings"), "{e}");
+        }
+        assert!(partial.join("group0.ntc").exists());
+        // An input that changed: refused, named, untouched.
+        std::fs::write(&input, b"second!").expect("write");
+        let e = prepare_partial(&partial, &run_manifest(&input, 10), true).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("albedo.png") && msg.contains("changed size"),
+            "{msg}"
+        );
+        assert!(partial.join("group0.ntc").exists());
+
+        // Matching without resume: emptied for a fresh start.
+        std::fs::remove_dir_all(&partial).expect("clean");
+        let m = run_manifest(&input, 10);
+        assert!(!prepare_partial(&partial, &m, false).expect("fresh"));
+        std::fs::write(partial.join("group0.ntc"), b"done").expect("write");
+        assert!(!prepare_partial(&partial, &m, false).expect("restart"));
+        assert!(!partial.join("group0.ntc").exists());
+
+        // The cache's clean-up deletes only folders with the marker.
+        assert!(remove_partial_if_ours(&dir.join("out.ntc")).expect("ours"));
+        std::fs::create_dir_all(&partial).expect("dir");
+        assert!(!remove_partial_if_ours(&dir.join("out.ntc")).expect("not ours"));
+        assert!(partial.exists());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -58,7 +58,7 @@ use crate::ntc::model::{
 };
 use crate::ntc::quant;
 use crate::ntc::train::{QUALITY_GROUPS, Quality, TrainedGroup};
-use crate::texture::{CHANNELS, ChannelMask, TextureError, write_file_atomic};
+use crate::texture::{CHANNELS, ChannelMask};
 
 /// The first four bytes of every package.
 pub const MAGIC: [u8; 4] = *b"NTC\0";
@@ -153,7 +153,7 @@ pub enum NtcFormatError {
         /// The file.
         path: PathBuf,
         /// The underlying error.
-        source: TextureError,
+        source: std::io::Error,
     },
     /// Writing would replace the file the package was read from.
     #[error("refusing to write {path}: it is the package this one was read from")]
@@ -451,6 +451,35 @@ impl NtcPackage {
                     ),
                 ));
             }
+            // Every size the table implies must follow from the texture size: the
+            // standard pyramid of a preset (so a 16384² material cannot hide behind
+            // 4×4 latents), whose latent words the file then has to hold. Any preset:
+            // rate control gives each group its own, the header names the requested one.
+            let standard = |preset| {
+                LatentLayout::new(
+                    m.layout.width(),
+                    m.layout.height(),
+                    m.layout.mips(),
+                    preset,
+                    self.config.features,
+                )
+            };
+            let header = standard(self.config.preset).map_err(|e| invalid(what.clone(), e))?;
+            if header != m.layout
+                && !Preset::ALL
+                    .into_iter()
+                    .any(|p| standard(p).is_ok_and(|l| l == m.layout))
+            {
+                return Err(invalid(
+                    what,
+                    format!(
+                        "its latent grids and mip pairs are not those of a {}×{} texture with {} mips at any preset",
+                        m.layout.width(),
+                        m.layout.height(),
+                        m.layout.mips(),
+                    ),
+                ));
+            }
             let words = m.layout.packed_words(self.config.latent_bits);
             if m.latents.len() != words {
                 return Err(invalid(
@@ -463,6 +492,96 @@ impl NtcPackage {
             }
         }
         Ok(())
+    }
+
+    /// Bytes that decoding the package on the CPU (`neurotex decompress`, one decoder's
+    /// materials at a time) needs at its peak: the decoder's latents as f32 plus the
+    /// largest decoded mip (f32 per channel) and its RGBA8 image and PNG.
+    pub fn decode_bytes(&self) -> u64 {
+        use crate::texture::budget::product;
+        let mut peak = 0u64;
+        for d in 0..self.decoders.len() as u32 {
+            let mut latents = 0u64;
+            let mut largest = 0u64;
+            for m in self.materials.iter().filter(|m| m.decoder == d) {
+                latents = latents.saturating_add(product(&[m.layout.value_count() as u64, 4]));
+                let texels = product(&[m.layout.width().into(), m.layout.height().into()]);
+                largest = largest.max(texels);
+            }
+            let mip = product(&[largest, CHANNELS as u64 * 4 + 8]);
+            peak = peak.max(latents.saturating_add(mip));
+        }
+        peak
+    }
+
+    /// Refuse a package whose CPU decode ([`decode_bytes`](Self::decode_bytes)) needs
+    /// more than `limit` bytes, before anything is decoded.
+    pub fn check_decode_budget(
+        &self,
+        limit: u64,
+    ) -> Result<(), crate::texture::budget::OverBudget> {
+        crate::texture::budget::check(|| self.describe("decoding"), self.decode_bytes(), limit)
+    }
+
+    /// Bytes a renderer allocates for the package: the latent words, the f16 decoders
+    /// and the per-material and per-mip tables; with `inference_on_load` also every
+    /// material's baked textures (three RGBA8 groups with their mip chains).
+    pub fn upload_bytes(&self, inference_on_load: bool) -> u64 {
+        use crate::texture::budget::product;
+        let mut total = 0u64;
+        for m in &self.materials {
+            total = total
+                .saturating_add(product(&[m.latents.len() as u64, 4]))
+                .saturating_add(product(&[m.layout.mips() as u64, 64]))
+                .saturating_add(64);
+            if inference_on_load {
+                let texels = product(&[m.layout.width().into(), m.layout.height().into()]);
+                total = total.saturating_add(product(&[texels, 3 * 4 * 4]) / 3);
+            }
+        }
+        let params = self.config.decoder_param_count() as u64;
+        total.saturating_add(product(&[self.decoders.len() as u64, params, 2]))
+    }
+
+    /// Refuse a package whose upload ([`upload_bytes`](Self::upload_bytes)) needs more
+    /// than `limit` bytes, before anything is allocated on the device.
+    pub fn check_upload_budget(
+        &self,
+        inference_on_load: bool,
+        limit: u64,
+    ) -> Result<(), crate::texture::budget::OverBudget> {
+        crate::texture::budget::check(
+            || {
+                self.describe(if inference_on_load {
+                    "uploading and baking"
+                } else {
+                    "uploading"
+                })
+            },
+            self.upload_bytes(inference_on_load),
+            limit,
+        )
+    }
+
+    /// "<verb> <file or `the package`> (N materials, largest W×H)", for budget messages.
+    fn describe(&self, verb: &str) -> String {
+        let largest = self
+            .materials
+            .iter()
+            .max_by_key(|m| u64::from(m.layout.width()) * u64::from(m.layout.height()));
+        format!(
+            "{verb} {} ({} materials{})",
+            self.source
+                .as_ref()
+                .map_or("the package".to_string(), |p| p.display().to_string()),
+            self.materials.len(),
+            largest.map_or(String::new(), |m| format!(
+                ", largest `{}` {}×{}",
+                m.name,
+                m.layout.width(),
+                m.layout.height()
+            ))
+        )
     }
 
     /// The package as bytes (after [`validate`](Self::validate)).
@@ -512,7 +631,7 @@ impl NtcPackage {
             });
         }
         let bytes = self.to_bytes()?;
-        write_file_atomic(path, &bytes).map_err(|source| NtcFormatError::Write {
+        crate::io::write_atomic(path, &bytes).map_err(|source| NtcFormatError::Write {
             path: path.to_path_buf(),
             source,
         })
@@ -750,8 +869,12 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// A bounds-checked little-endian reader over one part of the file.
-struct Cursor<'a> {
+/// A bounds-checked little-endian reader over one part of a file: every read checks the
+/// bytes left first and fails with [`NtcFormatError::Truncated`] (naming the part, what
+/// was read and the file offset) instead of panicking or allocating. Packages and
+/// training checkpoints ([`Checkpoint`](crate::ntc::train::checkpoint::Checkpoint)) are
+/// read through it.
+pub(crate) struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
     /// File offset of `bytes[0]`.
@@ -761,7 +884,8 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    fn new(bytes: &'a [u8], base: u64, part: &'static str) -> Self {
+    /// A reader over `bytes`, which start at file offset `base`; messages name `part`.
+    pub(crate) fn new(bytes: &'a [u8], base: u64, part: &'static str) -> Self {
         Cursor {
             bytes,
             pos: 0,
@@ -771,12 +895,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// Bytes not read yet.
-    fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.bytes.len() - self.pos.min(self.bytes.len())
     }
 
     /// The next `n` bytes, or a [`NtcFormatError::Truncated`] naming `what`.
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], NtcFormatError> {
+    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], NtcFormatError> {
         let slice = self
             .pos
             .checked_add(n)
@@ -791,26 +915,59 @@ impl<'a> Cursor<'a> {
         Ok(slice)
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], NtcFormatError> {
+    /// The next `N` bytes.
+    pub(crate) fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], NtcFormatError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N, what)?);
         Ok(out)
     }
 
-    fn u32(&mut self, what: &str) -> Result<u32, NtcFormatError> {
+    /// The next little-endian `u32`.
+    pub(crate) fn u32(&mut self, what: &str) -> Result<u32, NtcFormatError> {
         Ok(u32::from_le_bytes(self.array(what)?))
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, NtcFormatError> {
+    /// The next little-endian `u64`.
+    pub(crate) fn u64(&mut self, what: &str) -> Result<u64, NtcFormatError> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
-    fn f32(&mut self, what: &str) -> Result<f32, NtcFormatError> {
+    /// The next little-endian `f32`.
+    pub(crate) fn f32(&mut self, what: &str) -> Result<f32, NtcFormatError> {
         Ok(f32::from_le_bytes(self.array(what)?))
     }
 
+    /// The next `n` little-endian `f32`s (the bytes are checked before allocating).
+    pub(crate) fn f32s(&mut self, n: usize, what: &str) -> Result<Vec<f32>, NtcFormatError> {
+        let bytes = self.take(self.byte_len(n, 4, what)?, what)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    /// The next `n` little-endian `f64`s (the bytes are checked before allocating).
+    pub(crate) fn f64s(&mut self, n: usize, what: &str) -> Result<Vec<f64>, NtcFormatError> {
+        let bytes = self.take(self.byte_len(n, 8, what)?, what)?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect())
+    }
+
+    /// `n · size` bytes, or a truncation error when that does not even fit a `usize`.
+    fn byte_len(&self, n: usize, size: usize, what: &str) -> Result<usize, NtcFormatError> {
+        n.checked_mul(size)
+            .ok_or_else(|| NtcFormatError::Truncated {
+                what: format!("{} {what}", self.part),
+                offset: self.base + self.pos as u64,
+                needed: u64::MAX,
+                available: self.remaining() as u64,
+            })
+    }
+
     /// An error unless every byte was read.
-    fn finish(&self) -> Result<(), NtcFormatError> {
+    pub(crate) fn finish(&self) -> Result<(), NtcFormatError> {
         match self.remaining() {
             0 => Ok(()),
             n => Err(invalid(
@@ -1157,6 +1314,23 @@ mod tests {
         let missing = NtcPackage::read(&dir.join("missing.ntc")).expect_err("missing");
         assert!(missing.to_string().contains("missing.ntc"), "{missing}");
         std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn groups_may_have_their_own_preset() {
+        // Rate control gives each group its own latent resolution; the header names the
+        // requested preset (Medium here).
+        let mut package = small_package();
+        let high = NtcConfig {
+            preset: Preset::High,
+            ..small_config()
+        };
+        package
+            .add_group(&group(&high, &[("tile", 16, 16)], 3), &[[1.0; CHANNELS]])
+            .expect("a group at another preset");
+        assert_ne!(package.materials[3].layout, package.materials[0].layout);
+        let back = NtcPackage::from_bytes(&package.to_bytes().expect("bytes")).expect("parse");
+        assert_eq!(back, package);
     }
 
     #[test]

@@ -9,7 +9,6 @@
 //!   GPU trainer is tested against.
 //! - [`format`](mod@format): the `.ntc` package (materials, decoders, latents, checksums).
 //! - [`compress`]: many sets → one package, group by group on the GPU, with the report.
-//! - [`plot`]: loss / PSNR curves as a PNG.
 //! - [`tools`]: package summaries (`inspect`) and decoding back to PNGs (`decompress`).
 //!
 //! A *group* is a set of materials sharing one decoder: its model ([`GroupModel`]) is one
@@ -18,7 +17,6 @@
 pub mod compress;
 pub mod format;
 pub mod model;
-pub mod plot;
 pub mod quant;
 pub mod tools;
 pub mod train;

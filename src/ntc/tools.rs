@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::format::NtcPackage;
-use super::train::{QUALITY_GROUPS, TrainError, cpu::decode_mip};
+use super::train::{TrainError, cpu::decode_mip};
 use super::{NtcConfig, NtcFormatError};
-use crate::texture::metrics::ChannelGroup;
+use crate::texture::ImageGroup;
+use crate::texture::metrics::PsnrReport;
 use crate::texture::{CHANNELS, TextureError, quantize_u8, write_png_rgba8};
 
 /// Errors of the package tools.
@@ -24,6 +25,12 @@ pub enum ToolError {
     /// Writing a PNG failed.
     #[error(transparent)]
     Texture(#[from] TextureError),
+    /// An output is refused by the output policy.
+    #[error(transparent)]
+    Output(#[from] crate::outputs::OutputError),
+    /// Decoding would need more memory than the budget.
+    #[error(transparent)]
+    OverBudget(#[from] crate::texture::budget::OverBudget),
     /// The output folder is unusable.
     #[error("cannot create {path}: {source}")]
     Io {
@@ -55,8 +62,9 @@ pub struct MaterialSummary {
     pub bits_per_texel: f64,
     /// Latent bits per mip-0 texel per present channel.
     pub bits_per_texel_per_channel: f64,
-    /// PSNR measured at compression, per quality group (dB).
-    pub psnr: Vec<(String, f32)>,
+    /// PSNR measured at compression (mip 0): pooled over the present channels, and per
+    /// channel group.
+    pub psnr: PsnrReport,
 }
 
 /// A package summary.
@@ -105,11 +113,7 @@ pub fn summarize(package: &NtcPackage, path: &Path) -> PackageSummary {
                 bits_per_texel_per_channel: m
                     .layout
                     .bits_per_texel_per_channel(bits, m.present.count()),
-                psnr: QUALITY_GROUPS
-                    .iter()
-                    .zip(m.quality.psnr)
-                    .filter_map(|((_, name), p)| p.map(|p| (name.to_string(), p)))
-                    .collect(),
+                psnr: m.quality.report(),
             })
             .collect(),
     }
@@ -142,7 +146,6 @@ impl std::fmt::Display for PackageSummary {
             "material", "dec", "size", "mips", "bpt", "bpt/ch"
         )?;
         for m in &self.materials {
-            let psnr: Vec<String> = m.psnr.iter().map(|(g, p)| format!("{g} {p:.2}")).collect();
             writeln!(
                 f,
                 "{:<40} {:>3} {:>11} {:>4} {:>7.3} {:>8.3}  {}",
@@ -152,7 +155,7 @@ impl std::fmt::Display for PackageSummary {
                 m.mips,
                 m.bits_per_texel,
                 m.bits_per_texel_per_channel,
-                psnr.join(", ")
+                m.psnr.summary()
             )?;
         }
         Ok(())
@@ -173,32 +176,94 @@ fn file_stem(name: &str) -> String {
 }
 
 /// Canonical decoded values (`CHANNELS` per texel, unclamped) → RGBA8 of one group.
-fn group_rgba(decoded: &[f32], group: ChannelGroup) -> Vec<u8> {
+fn group_rgba(decoded: &[f32], group: ImageGroup) -> Vec<u8> {
     let q = |v: f32| quantize_u8(v.clamp(0.0, 1.0));
     decoded
         .chunks_exact(CHANNELS)
         .flat_map(|t| match group {
-            ChannelGroup::BaseColor => [q(t[0]), q(t[1]), q(t[2]), q(t[3])],
-            ChannelGroup::Normal => {
+            ImageGroup::BaseColor => [q(t[0]), q(t[1]), q(t[2]), q(t[3])],
+            ImageGroup::Normal => {
                 // Rebuild Z for a viewable normal map.
                 let (x, y) = (t[4] * 2.0 - 1.0, t[5] * 2.0 - 1.0);
                 let z = (1.0 - x * x - y * y).max(0.0).sqrt();
                 [q(t[4]), q(t[5]), q(z * 0.5 + 0.5), 255]
             }
-            ChannelGroup::Orm => [q(t[6]), q(t[7]), q(t[8]), 255],
-            ChannelGroup::Emissive => [q(t[9]), q(t[10]), q(t[11]), 255],
+            ImageGroup::Orm => [q(t[6]), q(t[7]), q(t[8]), 255],
+            ImageGroup::Emissive => [q(t[9]), q(t[10]), q(t[11]), 255],
         })
         .collect()
 }
 
+/// The files [`decompress`] writes: per material (package order) its stem, unique among
+/// the package's materials even where names differ only in characters a file name
+/// cannot hold or in case (`x y`, `x_y` and `X.y` become `x_y`, `x_y-2`, `X_y-3`).
+pub fn output_stems(package: &NtcPackage) -> Vec<String> {
+    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+    package
+        .materials
+        .iter()
+        .map(|m| {
+            let base = file_stem(&m.name);
+            let mut stem = base.clone();
+            let mut n = 2;
+            while !taken.insert(stem.to_lowercase()) {
+                stem = format!("{base}-{n}");
+                n += 1;
+            }
+            stem
+        })
+        .collect()
+}
+
+/// Every file [`decompress`] writes, in order: `(material index, mip level, group, path)`.
+pub fn output_files(
+    package: &NtcPackage,
+    out_dir: &Path,
+    mips: bool,
+) -> Vec<(usize, usize, ImageGroup, PathBuf)> {
+    let stems = output_stems(package);
+    let mut files = Vec::new();
+    for decoder in 0..package.decoders.len() as u32 {
+        for (index, m) in package.materials.iter().enumerate() {
+            if m.decoder != decoder {
+                continue;
+            }
+            let levels = if mips { m.layout.mips() } else { 1 };
+            for level in 0..levels {
+                for group in ImageGroup::ALL {
+                    if !m.present.intersects(group.mask()) {
+                        continue;
+                    }
+                    let suffix = if mips {
+                        format!("_mip{level}")
+                    } else {
+                        String::new()
+                    };
+                    let path =
+                        out_dir.join(format!("{}_{}{suffix}.png", stems[index], group.name()));
+                    files.push((index, level, group, path));
+                }
+            }
+        }
+    }
+    files
+}
+
 /// Decode every material of `package` into `out_dir`: `<material>_<group>.png` for each
-/// present channel group (and `_mip<N>` files for every level when `mips`). Returns the
-/// files written.
+/// present channel group (and `_mip<N>` files for every level when `mips`), with the
+/// unique stems of [`output_stems`]. Every file is checked against `policy` and the
+/// decode against the memory budget before anything is written. Returns the files
+/// written.
 pub fn decompress(
     package: &NtcPackage,
     out_dir: &Path,
     mips: bool,
+    policy: &crate::outputs::OutputPolicy,
 ) -> Result<Vec<PathBuf>, ToolError> {
+    package.check_decode_budget(crate::texture::budget::limit())?;
+    policy.check_dir(out_dir)?;
+    let files = output_files(package, out_dir, mips);
+    policy.check_all(files.iter().map(|(_, _, _, p)| p.as_path()))?;
     std::fs::create_dir_all(out_dir).map_err(|source| ToolError::Io {
         path: out_dir.to_path_buf(),
         source,
@@ -210,26 +275,16 @@ pub fn decompress(
             let m = &package.materials[index];
             let levels = if mips { m.layout.mips() } else { 1 };
             for level in 0..levels {
-                let decoded = decode_mip(&model, local, level)?;
                 let Some((w, h)) = m.layout.mip_size(level) else {
                     continue;
                 };
-                for group in ChannelGroup::ALL {
-                    if !m.present.intersects(group.mask()) {
-                        continue;
-                    }
-                    let suffix = if mips {
-                        format!("_mip{level}")
-                    } else {
-                        String::new()
-                    };
-                    let path = out_dir.join(format!(
-                        "{}_{}{suffix}.png",
-                        file_stem(&m.name),
-                        group.name()
-                    ));
-                    write_png_rgba8(&path, w, h, &group_rgba(&decoded, group))?;
-                    written.push(path);
+                let decoded = decode_mip(&model, local, level)?;
+                for (_, _, group, path) in files
+                    .iter()
+                    .filter(|(i, l, _, _)| *i == index && *l == level)
+                {
+                    write_png_rgba8(path, w, h, &group_rgba(&decoded, *group))?;
+                    written.push(path.clone());
                 }
             }
         }

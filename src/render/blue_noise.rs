@@ -417,18 +417,6 @@ mod tests {
         let module = library
             .validate("blue_noise_user.wgsl", &[])
             .unwrap_or_else(|e| panic!("{e}"));
-        let (_, constant) = module
-            .constants
-            .iter()
-            .find(|(_, c)| c.name.as_deref() == Some("BLUE_NOISE_SIZE"))
-            .expect("common/blue_noise.wgsl declares BLUE_NOISE_SIZE");
-        assert!(
-            matches!(
-                module.global_expressions[constant.init],
-                naga::Expression::Literal(naga::Literal::U32(BLUE_NOISE_SIZE))
-            ),
-            "{:?}",
-            module.global_expressions[constant.init]
-        );
+        crate::gpu::mirror::assert_const(&module, "BLUE_NOISE_SIZE", BLUE_NOISE_SIZE);
     }
 }

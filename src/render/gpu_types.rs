@@ -1,9 +1,37 @@
-//! Host mirrors of the WGSL structs in `shaders/common/frame.wgsl`.
+//! Host mirrors of the WGSL structs in `shaders/common/frame.wgsl`, and the constants of
+//! the G-buffer's material word and the decoder maps that shaders declare too.
 //!
 //! `#[repr(C)]` + bytemuck with explicit padding; the same field docs on both sides.
-//! `tests/render_types.rs` checks every size against naga's layout of the WGSL struct.
+//! `tests/render_types.rs` checks every size against naga's layout of the WGSL struct and
+//! every constant against its WGSL twin.
 
 use bytemuck::{Pod, Zeroable};
+
+use super::scene_gpu::MAX_MATERIALS;
+
+/// The G-buffer material word where no geometry was drawn (WGSL `NO_MATERIAL`,
+/// `shaders/common/frame.wgsl`).
+pub const NO_MATERIAL: u32 = u32::MAX;
+
+/// Bits of the G-buffer material word that hold the material id (WGSL `MATERIAL_ID_MASK`):
+/// every id below [`MAX_MATERIALS`].
+pub const MATERIAL_ID_MASK: u32 = (MAX_MATERIALS - 1) as u32;
+
+/// The material word's bitangent sign bit, set for a negative sign (WGSL
+/// `BITANGENT_NEGATIVE`).
+pub const BITANGENT_NEGATIVE: u32 = 0x8000_0000;
+
+/// Decoder of a material that runs none (no texture set in the package, constants only):
+/// the decoder maps' and [`super::ntc_gpu::NtcMaterialGpu::decoder`]'s entry (WGSL
+/// `NO_DECODER` in `shaders/divergence.wgsl`, `NTC_NONE` in `shaders/common/ntc_decode.wgsl`).
+pub const NO_DECODER: u32 = u32::MAX;
+
+/// [`MaterialData::alpha_mode`] of an opaque material (WGSL `ALPHA_OPAQUE`).
+pub const ALPHA_OPAQUE: u32 = 0;
+/// [`MaterialData::alpha_mode`] of an alpha-tested material (WGSL `ALPHA_MASK`).
+pub const ALPHA_MASK: u32 = 1;
+/// [`MaterialData::alpha_mode`] of a blended material (WGSL `ALPHA_BLEND`).
+pub const ALPHA_BLEND: u32 = 2;
 
 /// WGSL `Frame`: constants of one frame (uniform, group 0 binding 0).
 #[repr(C)]
@@ -79,7 +107,7 @@ pub struct MaterialData {
     pub occlusion_strength: f32,
     /// Cutoff for masked alpha.
     pub alpha_cutoff: f32,
-    /// 0 opaque, 1 mask, 2 blend.
+    /// [`ALPHA_OPAQUE`], [`ALPHA_MASK`] or [`ALPHA_BLEND`].
     pub alpha_mode: u32,
     /// Padding.
     pub _pad: [u32; 2],
@@ -92,9 +120,9 @@ impl MaterialData {
         let [c0, c1, c2] = m.uv_transform.matrix();
         let e = m.emissive_factor;
         let (alpha_mode, alpha_cutoff) = match m.alpha_mode {
-            AlphaMode::Opaque => (0, 0.0),
-            AlphaMode::Mask { cutoff } => (1, cutoff),
-            AlphaMode::Blend => (2, 0.0),
+            AlphaMode::Opaque => (ALPHA_OPAQUE, 0.0),
+            AlphaMode::Mask { cutoff } => (ALPHA_MASK, cutoff),
+            AlphaMode::Blend => (ALPHA_BLEND, 0.0),
         };
         Self {
             base_color_factor: m.base_color_factor,

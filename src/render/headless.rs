@@ -1,9 +1,9 @@
 //! Headless rendering: one frame into an offscreen sRGB texture, read back to memory.
 //! Used by `neurotex render` and by the tests.
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, PassTiming, read_texture};
+use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming, read_texture};
 
-use super::{FrameSettings, Renderer};
+use super::{FramePlan, FrameSettings, Renderer};
 
 /// Format of the headless output.
 pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
@@ -19,6 +19,8 @@ pub struct Frame {
     pub rgba8: Vec<u8>,
     /// GPU time per pass (empty when the adapter has no timestamp queries).
     pub timings: Vec<PassTiming>,
+    /// What the last frame did.
+    pub plan: FramePlan,
 }
 
 /// Render one frame of `settings` with `renderer` and read it back.
@@ -54,32 +56,38 @@ pub fn render_frames(
         view_formats: &[],
     });
     let view = output.create_view(&wgpu::TextureViewDescriptor::default());
-    let mut timer = GpuTimer::new(ctx, 32);
+    let mut profiler = GpuProfiler::new(ctx);
     let frames = frames.max(1);
+    let mut plan = None;
     for i in 0..frames {
         let last = i + 1 == frames;
+        if last && i > 0 {
+            // Drain the frames in flight, so that the last one's timings are not dropped.
+            profiler.collect(ctx);
+        }
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("headless.frame"),
             });
-        timer.begin_frame();
-        ctx.error_scope(|| renderer.record(ctx, &mut encoder, &view, settings, &timer))?;
-        if last {
-            timer.resolve(&mut encoder);
-        }
+        let recorded =
+            ctx.error_scope(|| renderer.record(ctx, &mut encoder, &view, settings, &profiler))?;
+        plan = Some(recorded);
         ctx.queue.submit([encoder.finish()]);
+        profiler.end_frame(ctx);
         if !last && i % 8 == 7 {
             // Keep the queue short on slow adapters.
             ctx.wait_idle()?;
+            profiler.try_collect(ctx);
         }
     }
-    let timings = timer.collect(ctx);
+    let timings = profiler.collect(ctx);
     let data = read_texture(ctx, &output, 0, 0)?;
     Ok(Frame {
         width,
         height,
         rgba8: data.bytes,
         timings,
+        plan: plan.expect("at least one frame"),
     })
 }

@@ -1,23 +1,32 @@
-//! The deferred renderer. The frame is straight-line code in [`Renderer::record`]:
+//! The deferred renderer. A frame is resolved into a [`FramePlan`] ([`plan`]) and then
+//! recorded as straight-line code in [`Renderer::record`], where every pass is handed
+//! what it reads and what it writes (the targets are data: [`targets::FrameTargets`]):
 //!
 //! ```text
-//! shadow ─┐
-//! G-buffer ─► reference material pass (original or baked textures)
-//!          └► or NTC decode pass (per-tile decoders, stochastic trilinear)
-//!               ─► lighting ─► temporal accumulation ─► tonemap (final image or an AOV)
-//!          (+ divergence counts per tile, optional heatmap, optional reference comparison)
+//! scene ─► shadow ─► shadow map ──────────────────────────────┐
+//! scene ─► G-buffer ─► gbuffer ─┬► reference (original or baked textures) ─► materials
+//!                               └► or NTC decode (package, blue noise)    ─► materials
+//! depth + materials + shadow map ─► lighting ─► hdr
+//! hdr + motion + depth (+ history) ─► temporal ─► accumulated
+//! [compare] reference ─► comparison materials ─► lighting ─► comparison hdr
+//!           accumulated + comparison hdr ─► image error ─► error + partials
+//! accumulated + materials ─► tonemap ─► output
+//! material ids + decoder maps ─► divergence ─► tiles (+ histograms)
+//! [heatmap] tiles or error ─► heatmap ─► output
 //! ```
 //!
-//! Owns the screen-sized targets, the frame uniform, the NTC packages of the modes it was
+//! Owns the frame's targets, the frame uniform, the NTC packages of the modes it was
 //! given and one struct per pass ([`passes`]). It does not load scenes, decode images or
-//! compress: it receives a [`Scene`] (uploaded through [`scene_gpu`]) and packages.
+//! compress: it receives a [`Scene`] with its decoded texture sets (uploaded through
+//! [`scene_gpu`]) and packages.
 
 pub mod blue_noise;
-pub mod divergence;
+pub mod divergence_stats;
 pub mod gpu_types;
 pub mod headless;
 pub mod ntc_gpu;
 pub mod passes;
+pub mod plan;
 pub mod scene_gpu;
 pub mod targets;
 pub mod tiles;
@@ -26,30 +35,33 @@ use std::collections::HashMap;
 
 use glam::{Mat4, Vec3};
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, ShaderError};
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::{GpuContext, GpuError, GpuProfiler, KernelError, ShaderError};
 use crate::ntc::{NtcConfig, NtcPackage};
-use crate::scene::{Camera, Scene};
+use crate::scene::{Camera, Lighting, Scene};
+use crate::texture::SceneTextures;
 use blue_noise::BlueNoise;
-use divergence::DivergenceStats;
-use gpu_types::FrameUniform;
-use ntc_gpu::{NO_DECODER, NtcRenderError, NtcSceneGpu};
+use divergence_stats::DivergenceStats;
+use gpu_types::{FrameUniform, NO_DECODER};
+use ntc_gpu::{NtcRenderError, NtcSceneGpu};
 use passes::{
-    divergence::DivergencePass,
+    divergence::{DecoderMap, DivergenceInputs, DivergencePass},
     gbuffer::GBufferPass,
-    heatmap::{HeatmapPass, HeatmapSettings, PixelRect},
-    image_error::{ErrorSpace, ImageErrorPass},
-    lighting::LightingPass,
-    ntc_bake::{BakedSet, NtcBakePass},
-    ntc_decode::{DecodeSettings, NtcDecodePass, NtcKernel},
-    reference::ReferencePass,
+    heatmap::{HeatmapInputs, HeatmapPass, HeatmapSettings, PixelRect},
+    image_error::{ErrorSpace, ImageErrorInputs, ImageErrorPass},
+    lighting::{LightingInputs, LightingPass},
+    ntc_bake::{BakedMaterials, NtcBakePass},
+    ntc_decode::{DecodeInputs, DecodeSettings, NtcDecodePass, NtcKernel},
+    reference::{ReferenceInputs, ReferenceOutputs, ReferencePass},
+    scene_draw::SceneInputs,
     shadow::ShadowPass,
-    temporal::{TemporalPass, TemporalSettings},
-    tonemap::TonemapPass,
+    temporal::{TemporalInputs, TemporalPass, TemporalSettings},
+    tonemap::{TonemapInputs, TonemapPass},
 };
-use scene_gpu::{SceneGpu, UploadError, UploadOptions};
-use targets::{GBuffer, MaterialTargets, Target, format};
+pub use plan::{Fallback, FramePlan, MaterialPath};
+use scene_gpu::{SceneGpu, UploadError};
+use targets::FrameTargets;
 use tiles::TileSize;
-
 /// Which image the renderer outputs.
 #[derive(
     Clone,
@@ -125,22 +137,21 @@ impl RenderMode {
         RenderMode::Category,
     ];
 
-    /// The sharing strategy of an NTC mode (None for the reference).
-    pub fn strategy(self) -> Option<crate::cluster::Strategy> {
-        use crate::cluster::Strategy;
-        match self {
-            RenderMode::Reference => None,
-            RenderMode::Baseline => Some(Strategy::Baseline),
-            RenderMode::Clustered => Some(Strategy::Clustered),
-            RenderMode::Single => Some(Strategy::Single),
-            RenderMode::Random => Some(Strategy::Random),
-            RenderMode::Category => Some(Strategy::Category),
-        }
+    /// Whether the mode renders NTC textures (every mode but the reference).
+    pub fn is_ntc(self) -> bool {
+        self != RenderMode::Reference
     }
 
     /// The mode's name, as on the command line.
     pub fn name(self) -> &'static str {
-        self.strategy().map_or("reference", |s| s.name())
+        match self {
+            RenderMode::Reference => "reference",
+            RenderMode::Baseline => "baseline",
+            RenderMode::Clustered => "clustered",
+            RenderMode::Single => "single",
+            RenderMode::Random => "random",
+            RenderMode::Category => "category",
+        }
     }
 }
 
@@ -150,44 +161,16 @@ impl std::fmt::Display for RenderMode {
     }
 }
 
-/// Scene lighting: one directional sun and a two-colour hemisphere ambient.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Lighting {
-    /// Direction *towards* the sun (need not be normalised).
-    pub sun_direction: [f32; 3],
-    /// Sun colour (linear RGB).
-    pub sun_color: [f32; 3],
-    /// Sun irradiance scale.
-    pub sun_intensity: f32,
-    /// Ambient radiance from above (linear RGB).
-    pub sky_color: [f32; 3],
-    /// Ambient radiance from below (linear RGB).
-    pub ground_color: [f32; 3],
-    /// Exposure multiplier before tonemapping.
-    pub exposure: f32,
-    /// Sun shadows (a shadow map over the whole scene).
-    pub shadows: bool,
-}
-
-impl Default for Lighting {
-    fn default() -> Self {
-        Self {
-            sun_direction: [0.35, 0.85, 0.4],
-            sun_color: [1.0, 0.95, 0.88],
-            sun_intensity: 3.0,
-            sky_color: [0.35, 0.42, 0.55],
-            ground_color: [0.18, 0.16, 0.14],
-            exposure: 1.0,
-            shadows: true,
-        }
-    }
-}
-
-/// How a frame is made besides what it shows: the NTC decode settings, temporal
-/// accumulation, the heatmap overlay and the comparison against the reference.
+/// The per-frame settings of the passes that are optional or parameterised: the decode
+/// pass's filtering, inference on load, temporal accumulation, the heatmap and the
+/// comparison against the reference.
+///
+/// Names: a `…Settings` value is read again every frame and changes nothing but what the
+/// next frame does ([`FrameSettings`], `PassSettings`, [`DecodeSettings`],
+/// [`TemporalSettings`], [`HeatmapSettings`]); a [`KernelChoice`] builds pipelines and is
+/// set once ([`Renderer::set_kernel_choice`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FrameOptions {
+pub struct PassSettings {
     /// Stochastic mip and texel choice of the decode pass.
     pub decode: DecodeSettings,
     /// NTC modes decode their package into ordinary mipmapped textures once and render
@@ -202,7 +185,7 @@ pub struct FrameOptions {
     pub compare: bool,
 }
 
-/// What one frame shows.
+/// What one frame shows (camera, lights, output, material source) and how its passes run.
 #[derive(Clone, Debug)]
 pub struct FrameSettings {
     /// The camera.
@@ -212,10 +195,10 @@ pub struct FrameSettings {
     /// The output image.
     pub aov: Aov,
     /// Where the material channels come from; an NTC mode whose package is not loaded
-    /// renders the reference (see [`Renderer::active_mode`]).
+    /// renders the reference ([`FramePlan::fallback`] says so).
     pub mode: RenderMode,
-    /// How.
-    pub options: FrameOptions,
+    /// The passes' per-frame settings.
+    pub passes: PassSettings,
 }
 
 impl FrameSettings {
@@ -226,7 +209,7 @@ impl FrameSettings {
             lighting,
             aov,
             mode: RenderMode::Reference,
-            options: FrameOptions::default(),
+            passes: PassSettings::default(),
         }
     }
 }
@@ -237,6 +220,9 @@ pub enum RenderError {
     /// A shader failed to compose or validate.
     #[error(transparent)]
     Shader(#[from] ShaderError),
+    /// A compute kernel could not be built.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
     /// The scene failed to upload.
     #[error(transparent)]
     Upload(#[from] UploadError),
@@ -258,9 +244,10 @@ pub fn default_anisotropy(info: &wgpu::AdapterInfo) -> u16 {
     }
 }
 
-/// How NTC modes are decoded.
+/// Which pipeline NTC modes decode with: the kernel and the screen tile (changing either
+/// builds the decode pass again, and a tile change the divergence pass and its target).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NtcOptions {
+pub struct KernelChoice {
     /// The decode kernel; `None`: the best the device runs ([`NtcKernel::best`]), or
     /// f16, else f32, when that one fails to build for the model or the adapter.
     pub kernel: Option<NtcKernel>,
@@ -273,207 +260,164 @@ pub struct NtcOptions {
 struct LoadedPackage {
     package: NtcPackage,
     gpu: NtcSceneGpu,
-    /// Textures decoded at load (inference on load), made on first use.
-    baked: Option<Vec<BakedSet>>,
+    /// Per scene material, its decoder in this package.
+    decoders: DecoderMap,
+    /// Inference on load: the package baked into textures on first use, or why baking
+    /// failed.
+    baked: Option<Result<BakedMaterials, String>>,
 }
 
-/// The per-pixel NTC path: the decode pass (built for the first package's model).
+/// The per-pixel decode pass for one decoder shape (the first package's, then whichever
+/// was last asked for) and the current [`KernelChoice`], or why it cannot be built.
 #[derive(Debug)]
 struct DecodePath {
-    pass: NtcDecodePass,
     config: NtcConfig,
+    pass: Result<NtcDecodePass, String>,
+}
+
+/// The passes of a frame, one struct each.
+#[derive(Debug)]
+struct Passes {
+    shadow: ShadowPass,
+    gbuffer: GBufferPass,
+    reference: ReferencePass,
+    lighting: LightingPass,
+    /// The comparison's own lighting pass (its own bind group over the comparison's
+    /// material targets).
+    reference_lighting: LightingPass,
+    temporal: TemporalPass,
+    tonemap: TonemapPass,
+    divergence: DivergencePass,
+    heatmap: HeatmapPass,
+    image_error: ImageErrorPass,
+}
+
+/// State a frame carries over to the next: what the temporal history was accumulated
+/// from, and what the next frame's motion and blue noise continue from.
+#[derive(Debug, Default)]
+struct History {
+    /// The history holds frames of `path` (false after new targets or a reset).
+    valid: bool,
+    /// The material path the history was accumulated with.
+    path: Option<MaterialPath>,
+    /// The previous frame's camera (motion vectors), `None` after a restart.
+    prev_clip_from_world: Option<Mat4>,
+    /// Frames since the history restarted (the blue noise's frame offset).
+    frame_index: u32,
+}
+
+impl History {
+    /// Start over: the next frame ignores the history and has no motion.
+    fn restart(&mut self) {
+        *self = Self::default();
+    }
 }
 
 /// The deferred renderer for one scene.
 #[derive(Debug)]
 pub struct Renderer {
-    size: (u32, u32),
-    frame_buffer: wgpu::Buffer,
     /// The uploaded scene.
     pub scene: SceneGpu,
-    /// The G-buffer.
-    pub gbuffer: GBuffer,
-    /// The material targets.
-    pub materials: MaterialTargets,
-    /// Linear HDR radiance of this frame (before accumulation).
-    pub hdr: Target,
-    /// The reference path's material targets and radiance when comparing.
-    reference_materials: MaterialTargets,
-    reference_hdr: Target,
-    bounds: crate::scene::Aabb,
-    shadow_pass: ShadowPass,
-    gbuffer_pass: GBufferPass,
-    reference_pass: ReferencePass,
-    lighting_pass: LightingPass,
-    reference_lighting_pass: LightingPass,
-    temporal_pass: TemporalPass,
-    tonemap_pass: TonemapPass,
-    divergence_pass: DivergencePass,
-    heatmap_pass: HeatmapPass,
-    image_error_pass: ImageErrorPass,
+    targets: FrameTargets,
+    frame_buffer: wgpu::Buffer,
     blue_noise: BlueNoise,
+    bounds: crate::scene::Aabb,
+    /// One decoder per texture set: the baseline decoder map.
+    baseline_map: DecoderMap,
     packages: HashMap<RenderMode, LoadedPackage>,
     decode: Option<DecodePath>,
-    ntc_options: NtcOptions,
-    /// Per material, its texture set: the baseline decoder map.
-    baseline_map: Vec<u32>,
-    /// What the last frame rendered (mode, inference on load), to reset on switches.
-    last_path: Option<(RenderMode, bool)>,
-    /// The mode whose package the decode pass and divergence maps are bound to.
-    bound_mode: Option<RenderMode>,
-    /// The mode whose baked textures the scene's sets currently sample.
-    baked_mode: Option<RenderMode>,
-    history_reset: bool,
-    prev_clip_from_world: Option<Mat4>,
-    frame_index: u32,
+    kernel_choice: KernelChoice,
+    passes: Passes,
+    history: History,
 }
 
 impl Renderer {
-    /// Upload `scene` and build every pass for a `size` output in `output_format`.
+    /// Upload `scene` with its decoded texture sets `textures` and build every pass for a
+    /// `size` output in `output_format`; `anisotropy` caps the material sampler's (`None`:
+    /// [`default_anisotropy`]).
     pub fn new(
         ctx: &GpuContext,
         scene: &Scene,
-        upload: &UploadOptions,
+        textures: &SceneTextures,
+        anisotropy: Option<u16>,
         size: (u32, u32),
         output_format: wgpu::TextureFormat,
     ) -> Result<Self, RenderError> {
         let device = &ctx.device;
         let anisotropy = if ctx.granted.anisotropic_filtering {
-            upload
-                .anisotropy
+            anisotropy
                 .unwrap_or(default_anisotropy(&ctx.info))
                 .clamp(1, 16)
         } else {
             1
         };
-        let scene_gpu = SceneGpu::upload(device, &ctx.queue, scene, upload, anisotropy)?;
+        let scene_gpu = SceneGpu::upload(device, &ctx.queue, scene, textures, anisotropy)?;
         let frame_buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("frame"),
             size: std::mem::size_of::<FrameUniform>() as u64,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let baseline_map = scene_gpu
+        let baseline: Vec<u32> = scene_gpu
             .material_sets
             .iter()
             .map(|s| s.map_or(NO_DECODER, |s| s as u32))
             .collect();
-        let ntc_options = NtcOptions::default();
-        let mut renderer = Self {
-            size,
-            gbuffer: GBuffer::new(device, size),
-            materials: MaterialTargets::new(device, size),
-            hdr: hdr_target(device, "hdr", size),
-            reference_materials: MaterialTargets::new(device, size),
-            reference_hdr: hdr_target(device, "reference.hdr", size),
+        let kernel_choice = KernelChoice::default();
+        let layout = &scene_gpu.material_layout;
+        let passes = Passes {
+            shadow: ShadowPass::new(ctx, layout)?,
+            gbuffer: GBufferPass::new(ctx, layout)?,
+            reference: ReferencePass::new(ctx, layout, scene_gpu.material_bind_groups.len())?,
+            lighting: LightingPass::new(ctx)?,
+            reference_lighting: LightingPass::new(ctx)?,
+            temporal: TemporalPass::new(ctx, size)?,
+            tonemap: TonemapPass::new(ctx, output_format)?,
+            divergence: DivergencePass::new(ctx, kernel_choice.tile)?,
+            heatmap: HeatmapPass::new(ctx, output_format)?,
+            image_error: ImageErrorPass::new(ctx)?,
+        };
+        Ok(Self {
+            targets: FrameTargets::new(device, size, kernel_choice.tile),
             frame_buffer,
-            bounds: scene.bounds,
-            shadow_pass: ShadowPass::new(ctx, &scene_gpu.material_layout)?,
-            gbuffer_pass: GBufferPass::new(ctx, &scene_gpu.material_layout)?,
-            reference_pass: ReferencePass::new(ctx, &scene_gpu.material_layout, size)?,
-            lighting_pass: LightingPass::new(ctx)?,
-            reference_lighting_pass: LightingPass::new(ctx)?,
-            temporal_pass: TemporalPass::new(ctx, size)?,
-            tonemap_pass: TonemapPass::new(ctx, output_format)?,
-            divergence_pass: DivergencePass::new(ctx, ntc_options.tile, size)?,
-            heatmap_pass: HeatmapPass::new(ctx, output_format)?,
-            image_error_pass: ImageErrorPass::new(ctx, size)?,
             blue_noise: BlueNoise::new(device, &ctx.queue),
+            bounds: scene.bounds,
+            baseline_map: DecoderMap::new(device, "divergence.baseline_map", &baseline),
             scene: scene_gpu,
             packages: HashMap::new(),
             decode: None,
-            ntc_options,
-            baseline_map,
-            last_path: None,
-            bound_mode: None,
-            baked_mode: None,
-            history_reset: true,
-            prev_clip_from_world: None,
-            frame_index: 0,
-        };
-        renderer.bind_all(device);
-        Ok(renderer)
+            kernel_choice,
+            passes,
+            history: History::default(),
+        })
     }
 
     /// Current output size in pixels.
     pub fn size(&self) -> (u32, u32) {
-        self.size
+        self.targets.size()
     }
 
-    /// Reallocate the screen-sized targets.
+    /// The frame's targets (as the last recorded frame left them).
+    pub fn targets(&self) -> &FrameTargets {
+        &self.targets
+    }
+
+    /// Reallocate the frame's targets and the temporal history for `size`; the history
+    /// restarts.
     pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
         let size = (size.0.max(1), size.1.max(1));
-        if size == self.size {
+        if size == self.size() {
             return;
         }
-        self.size = size;
-        self.gbuffer = GBuffer::new(device, size);
-        self.materials = MaterialTargets::new(device, size);
-        self.hdr = hdr_target(device, "hdr", size);
-        self.reference_materials = MaterialTargets::new(device, size);
-        self.reference_hdr = hdr_target(device, "reference.hdr", size);
-        self.reference_pass.resize(device, size);
-        self.temporal_pass.resize(device, size);
-        self.divergence_pass.resize(device, size);
-        self.image_error_pass.resize(device, size);
-        self.bind_all(device);
+        self.targets.resize(device, size);
+        self.passes.temporal.resize(device, size);
         self.reset_history();
     }
 
-    /// Forget the previous frame (camera cut, resize, mode switch).
+    /// Forget the previous frame (camera cut, resize, mode switch): the next frame
+    /// restarts the history.
     pub fn reset_history(&mut self) {
-        self.prev_clip_from_world = None;
-        self.frame_index = 0;
-        self.history_reset = true;
-    }
-
-    fn bind_all(&mut self, device: &wgpu::Device) {
-        self.shadow_pass
-            .bind(device, &self.frame_buffer, &self.scene);
-        self.gbuffer_pass
-            .bind(device, &self.frame_buffer, &self.scene);
-        self.reference_pass
-            .bind(device, &self.frame_buffer, &self.scene, &self.gbuffer);
-        self.lighting_pass.bind(
-            device,
-            &self.frame_buffer,
-            &self.gbuffer,
-            &self.materials,
-            &self.shadow_pass,
-        );
-        self.reference_lighting_pass.bind(
-            device,
-            &self.frame_buffer,
-            &self.gbuffer,
-            &self.reference_materials,
-            &self.shadow_pass,
-        );
-        self.temporal_pass.bind(device, &self.hdr, &self.gbuffer);
-        self.tonemap_pass.bind(
-            device,
-            &self.frame_buffer,
-            self.temporal_pass.output(),
-            &self.materials,
-            &self.gbuffer,
-        );
-        self.divergence_pass.bind(device, &self.gbuffer);
-        // Sizes match by construction; a mismatch would leave the comparison unbound.
-        if let Err(e) = self.image_error_pass.bind(
-            device,
-            &self.temporal_pass.output().texture,
-            &self.reference_hdr.texture,
-            &self.gbuffer,
-            ErrorSpace::SrgbEncoded,
-        ) {
-            log::error!("image comparison unavailable: {e}");
-        }
-        self.heatmap_pass.bind(
-            device,
-            &self.gbuffer,
-            Some(&self.divergence_pass),
-            Some(&self.image_error_pass),
-        );
-        self.bound_mode = None;
+        self.history.restart();
     }
 
     /// Make `package` the material source of `mode` (an NTC mode); scene material `i`
@@ -486,21 +430,20 @@ impl Renderer {
         material_map: &[Option<u32>],
     ) -> Result<(), RenderError> {
         let gpu = NtcSceneGpu::upload(ctx, &package, material_map)?;
-        if self.baked_mode == Some(mode) {
-            self.scene.restore_set_textures(&ctx.device);
-            self.baked_mode = None;
-        }
+        let decoders = DecoderMap::new(
+            &ctx.device,
+            "divergence.current_map",
+            gpu.decoder_of_material(),
+        );
         self.packages.insert(
             mode,
             LoadedPackage {
                 package,
                 gpu,
+                decoders,
                 baked: None,
             },
         );
-        if self.bound_mode == Some(mode) {
-            self.bound_mode = None;
-        }
         Ok(())
     }
 
@@ -509,24 +452,26 @@ impl Renderer {
         mode == RenderMode::Reference || self.packages.contains_key(&mode)
     }
 
-    /// The mode a frame of `settings` renders: its mode, or the reference while that
-    /// mode's package is not loaded.
-    pub fn active_mode(&self, settings: &FrameSettings) -> RenderMode {
-        if self.has_mode(settings.mode) {
-            settings.mode
-        } else {
-            RenderMode::Reference
-        }
-    }
-
-    /// Bind `mode` now (its package, and the decode pass with the chosen kernel), so that
-    /// a package or kernel that cannot be used is an error here instead of the logged
-    /// fallback to the reference that [`Self::record`] makes.
+    /// Build the decode pass of `mode` now (for its package's decoders, with the chosen
+    /// kernel), so that a package or kernel that cannot be used is an error here instead
+    /// of the logged fallback to the reference that [`Self::record`] makes.
     pub fn prepare(&mut self, ctx: &GpuContext, mode: RenderMode) -> Result<(), RenderError> {
-        if !self.has_mode(mode) {
-            return Err(RenderError::MissingPackage(mode));
+        let Some(loaded) = self.packages.get(&mode) else {
+            return if mode == RenderMode::Reference {
+                Ok(())
+            } else {
+                Err(RenderError::MissingPackage(mode))
+            };
+        };
+        let config = loaded.gpu.config().clone();
+        match &self.decode_path(ctx, &config).pass {
+            Ok(_) => Ok(()),
+            Err(_) => {
+                // Build it again to hand back the typed error.
+                decode_pass(ctx, &config, &self.kernel_choice)?;
+                Ok(())
+            }
         }
-        self.bind_mode(ctx, mode)
     }
 
     /// Decoders of `mode`'s package (None for the reference or a missing package).
@@ -536,65 +481,69 @@ impl Renderer {
 
     /// Choose the decode kernel and tile size. An unavailable explicitly chosen kernel is
     /// an error and leaves the previous choice (an automatic one falls back, see
-    /// [`NtcOptions::kernel`]).
-    pub fn set_ntc_options(
+    /// [`KernelChoice::kernel`]).
+    pub fn set_kernel_choice(
         &mut self,
         ctx: &GpuContext,
-        options: NtcOptions,
+        choice: KernelChoice,
     ) -> Result<(), RenderError> {
-        if options == self.ntc_options {
+        if choice == self.kernel_choice {
             return Ok(());
         }
         if let Some(decode) = &self.decode {
-            let pass = decode_pass(ctx, &decode.config, &options)?;
+            let pass = decode_pass(ctx, &decode.config, &choice)?;
             self.decode = Some(DecodePath {
-                pass,
                 config: decode.config.clone(),
+                pass: Ok(pass),
             });
         }
-        if options.tile != self.ntc_options.tile {
-            self.divergence_pass = DivergencePass::new(ctx, options.tile, self.size)?;
+        if choice.tile != self.kernel_choice.tile {
+            self.passes.divergence = DivergencePass::new(ctx, choice.tile)?;
+            self.targets.set_tile(&ctx.device, choice.tile);
         }
-        self.ntc_options = options;
-        self.bind_all(&ctx.device);
+        self.kernel_choice = choice;
         Ok(())
     }
 
-    /// The kernel NTC modes decode with (None before the first package).
+    /// The kernel NTC modes decode with (None before the first package or when the
+    /// decode pass could not be built).
     pub fn kernel(&self) -> Option<NtcKernel> {
-        self.decode.as_ref().map(|d| d.pass.kernel())
+        self.decode
+            .as_ref()
+            .and_then(|d| d.pass.as_ref().ok())
+            .map(NtcDecodePass::kernel)
     }
 
     /// The decode and divergence tile size.
     pub fn tile(&self) -> TileSize {
-        self.ntc_options.tile
+        self.kernel_choice.tile
     }
 
     /// The divergence statistics of a recent frame, when one is ready (non-blocking).
     pub fn try_divergence(&mut self, device: &wgpu::Device) -> Option<DivergenceStats> {
-        self.divergence_pass.try_stats(device)
+        self.passes.divergence.try_stats(device)
     }
 
     /// The divergence statistics of the last submitted frame (waits for the GPU).
     pub fn divergence_blocking(&mut self, ctx: &GpuContext) -> Result<DivergenceStats, GpuError> {
-        self.divergence_pass.stats_blocking(ctx)
+        self.passes.divergence.stats_blocking(ctx)
     }
 
     /// PSNR of the last submitted frame's accumulated radiance against the reference
     /// path's (both clamped to [0, 1] and sRGB-encoded, pixels with geometry), for a
     /// frame rendered with `compare`; None when identical or nothing was compared.
     pub fn psnr_blocking(&self, ctx: &GpuContext) -> Result<Option<f64>, GpuError> {
-        self.image_error_pass.psnr_blocking(ctx)
+        self.targets.comparison.error.psnr_blocking(ctx)
     }
 
     /// The heatmap colour bar's rectangle on the output (for labels).
     pub fn color_bar_rect(&self) -> Option<PixelRect> {
-        HeatmapPass::color_bar_rect(self.size)
+        HeatmapPass::color_bar_rect(self.size())
     }
 
-    /// The frame uniform for `settings` at the current size.
+    /// The frame uniform for `settings` at the current size and history.
     pub fn frame_uniform(&self, settings: &FrameSettings) -> FrameUniform {
-        let (w, h) = (self.size.0 as f32, self.size.1 as f32);
+        let (w, h) = (self.size().0 as f32, self.size().1 as f32);
         let view = settings.camera.view_from_world();
         let clip_from_world = settings.camera.clip_from_view(w / h) * view;
         let l = &settings.lighting;
@@ -605,6 +554,7 @@ impl Renderer {
             clip_from_world: clip_from_world.to_cols_array_2d(),
             world_from_clip: clip_from_world.inverse().to_cols_array_2d(),
             prev_clip_from_world: self
+                .history
                 .prev_clip_from_world
                 .unwrap_or(clip_from_world)
                 .to_cols_array_2d(),
@@ -618,153 +568,283 @@ impl Renderer {
             ground_radiance: v4(l.ground_color),
             viewport: [w, h, 1.0 / w, 1.0 / h],
             shadow_params: passes::shadow::shadow_params(&self.bounds, l.shadows),
-            frame_index: self.frame_index,
+            frame_index: self.history.frame_index,
             aov: settings.aov as u32,
             exposure: l.exposure,
             _pad0: 0,
         }
     }
 
-    /// Bind the decode pass and the divergence maps to `mode` (an NTC mode with a
-    /// package, or the reference).
-    fn bind_mode(&mut self, ctx: &GpuContext, mode: RenderMode) -> Result<(), RenderError> {
-        if self.bound_mode == Some(mode) {
-            return Ok(());
+    /// The decode path for decoders of shape `config` with the current kernel choice: the one
+    /// built, or a new one (a failure to build is kept, and logged once).
+    fn decode_path(&mut self, ctx: &GpuContext, config: &NtcConfig) -> &DecodePath {
+        let current = self
+            .decode
+            .as_ref()
+            .is_some_and(|d| same_decoder_shape(&d.config, config));
+        if !current {
+            let pass = decode_pass(ctx, config, &self.kernel_choice).map_err(|e| {
+                log::error!("cannot decode NTC packages of this model: {e}");
+                e.to_string()
+            });
+            self.decode = Some(DecodePath {
+                config: config.clone(),
+                pass,
+            });
         }
-        let current = match self.packages.get(&mode) {
-            Some(loaded) => {
-                let config = loaded.gpu.config();
-                let rebuild = self
-                    .decode
-                    .as_ref()
-                    .is_none_or(|d| !same_decoder_shape(&d.config, config));
-                if rebuild {
-                    self.decode = Some(DecodePath {
-                        pass: decode_pass(ctx, config, &self.ntc_options)?,
-                        config: config.clone(),
-                    });
-                }
-                if let Some(decode) = &mut self.decode {
-                    decode.pass.bind(
-                        &ctx.device,
-                        &self.frame_buffer,
-                        &self.scene,
-                        &self.gbuffer,
-                        &self.blue_noise.view,
-                        &loaded.gpu,
-                        &self.materials,
-                    );
-                }
-                loaded.gpu.decoder_of_material().to_vec()
-            }
-            None => self.baseline_map.clone(),
-        };
-        self.divergence_pass
-            .set_maps(&ctx.device, &current, &self.baseline_map);
-        self.bound_mode = Some(mode);
-        Ok(())
+        self.decode.as_ref().expect("set above")
     }
 
-    /// Make the scene's texture sets sample `mode`'s baked textures (baking them on first
-    /// use), or the original textures for `None`.
-    fn use_baked(&mut self, ctx: &GpuContext, mode: Option<RenderMode>) -> Result<(), RenderError> {
-        if self.baked_mode == mode {
-            return Ok(());
-        }
-        self.scene.restore_set_textures(&ctx.device);
-        self.baked_mode = None;
-        let Some(mode) = mode else { return Ok(()) };
+    /// Build what a frame of `settings` needs and the renderer lacks: the decode pass for
+    /// its package's decoders, or (inference on load) its baked textures. Failures are
+    /// kept (and logged once); the plan then falls back to the reference.
+    fn provide(&mut self, ctx: &GpuContext, settings: &FrameSettings) {
+        let mode = settings.mode;
         let Some(loaded) = self.packages.get_mut(&mode) else {
-            return Ok(());
+            return;
         };
-        if loaded.baked.is_none() {
-            let bake = NtcBakePass::new(ctx, &loaded.package.config)?;
-            loaded.baked = Some(bake.bake(ctx, &loaded.package, &loaded.gpu)?);
-        }
-        for baked in loaded.baked.iter().flatten() {
-            if let Some(set) = self.scene.sets.iter().position(|d| d.name() == baked.name) {
-                self.scene
-                    .replace_set_textures(&ctx.device, set, baked.views.clone())?;
+        if settings.passes.inference_on_load {
+            if loaded.baked.is_none() {
+                let baked = NtcBakePass::new(ctx, &loaded.package.config)
+                    .and_then(|bake| {
+                        bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
+                    })
+                    .map_err(|e| {
+                        log::error!("inference on load failed for {mode}: {e}");
+                        e.to_string()
+                    });
+                loaded.baked = Some(baked);
             }
+        } else {
+            let config = loaded.gpu.config().clone();
+            // A failure is kept in the decode path; the plan reads it.
+            self.decode_path(ctx, &config);
         }
-        self.baked_mode = Some(mode);
-        Ok(())
     }
 
-    /// Record one frame into `output` (a view of a texture in the output format).
-    /// A package or kernel that fails to bind is logged and the frame shows the
-    /// reference.
+    /// What a frame of `settings` does, given what the renderer holds now (see
+    /// [`FramePlan`]). [`Self::record`] builds what the plan needs first, so its plan can
+    /// fall back where this one, made before, expected the build to succeed.
+    pub fn plan(&self, settings: &FrameSettings) -> FramePlan {
+        let mode = settings.mode;
+        let passes = &settings.passes;
+        let (material, fallback) = match self.packages.get(&mode) {
+            None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
+            None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
+            Some(loaded) if passes.inference_on_load => match &loaded.baked {
+                Some(Err(e)) => (MaterialPath::Reference, Some(Fallback::Unusable(e.clone()))),
+                _ => (MaterialPath::Baked(mode), None),
+            },
+            Some(loaded) => match &self.decode {
+                Some(DecodePath {
+                    config,
+                    pass: Err(e),
+                }) if same_decoder_shape(config, loaded.gpu.config()) => {
+                    (MaterialPath::Reference, Some(Fallback::Unusable(e.clone())))
+                }
+                _ => (MaterialPath::Decode(mode), None),
+            },
+        };
+        let restart_history = !self.history.valid || self.history.path != Some(material);
+        FramePlan {
+            requested: mode,
+            material,
+            fallback,
+            restart_history,
+            temporal: TemporalSettings {
+                reset: passes.temporal.reset || restart_history,
+                ..passes.temporal
+            },
+            compare: passes.compare && matches!(material, MaterialPath::Decode(_)),
+            heatmap: passes.heatmap,
+        }
+    }
+
+    /// Record one frame of `settings` into `output` (a view of a texture in the output
+    /// format) and return its plan. A package or kernel that cannot be used is logged
+    /// and the frame shows the reference ([`FramePlan::fallback`] says why).
     pub fn record(
         &mut self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         output: &wgpu::TextureView,
         settings: &FrameSettings,
-        timer: &GpuTimer,
-    ) {
-        let options = &settings.options;
-        let mut mode = self.active_mode(settings);
-        let baked = options.inference_on_load && mode != RenderMode::Reference;
-        if let Err(e) = self.use_baked(ctx, baked.then_some(mode)) {
-            log::error!("inference on load failed for {mode}: {e}");
-            mode = RenderMode::Reference;
+        profiler: &GpuProfiler,
+    ) -> FramePlan {
+        self.provide(ctx, settings);
+        let plan = self.plan(settings);
+        if plan.restart_history {
+            self.history.restart();
         }
-        if let Err(e) = self.bind_mode(ctx, mode) {
-            log::error!("cannot decode {mode}: {e}");
-            mode = RenderMode::Reference;
-            let _ = self.bind_mode(ctx, mode);
-        }
-        let path = (mode, baked);
-        if self.last_path != Some(path) {
-            self.last_path = Some(path);
-            self.reset_history();
-        }
-        let decode = (mode != RenderMode::Reference && !baked)
-            .then_some(self.decode.as_ref())
-            .flatten();
-
         let uniform = self.frame_uniform(settings);
         ctx.queue
             .write_buffer(&self.frame_buffer, 0, bytemuck::bytes_of(&uniform));
-        self.shadow_pass
-            .record(encoder, &self.scene, settings.lighting.shadows, timer);
-        self.gbuffer_pass
-            .record(encoder, &self.gbuffer, &self.scene, timer);
-        match decode {
-            Some(d) => d
-                .pass
-                .record(&ctx.queue, encoder, self.size, &options.decode, timer),
-            None => self
-                .reference_pass
-                .record(encoder, &self.scene, &self.materials, timer),
-        }
-        self.lighting_pass.record(encoder, &self.hdr, timer);
-        let temporal = TemporalSettings {
-            reset: options.temporal.reset || self.history_reset,
-            ..options.temporal
+
+        let t = &self.targets;
+        let p = &self.passes;
+        let package = self.packages.get(&plan.mode());
+        // The scene as the material path samples it: baked textures, or the originals.
+        let materials = match (plan.material, package.and_then(|p| p.baked.as_ref())) {
+            (MaterialPath::Baked(_), Some(Ok(baked))) => &baked.bind_groups,
+            _ => &self.scene.material_bind_groups,
         };
-        self.temporal_pass
-            .record(&ctx.queue, encoder, &temporal, timer);
-        self.history_reset = false;
-        if options.compare && decode.is_some() {
-            self.reference_pass
-                .record(encoder, &self.scene, &self.reference_materials, timer);
-            self.reference_lighting_pass
-                .record(encoder, &self.reference_hdr, timer);
-            self.image_error_pass.record(encoder, timer);
+        let scene = SceneInputs {
+            frame: &self.frame_buffer,
+            scene: &self.scene,
+            materials,
+        };
+        let mut frame = FrameEncoder::new(ctx, encoder, profiler);
+        let frame = &mut frame;
+
+        // scene ─► shadow map, G-buffer
+        p.shadow
+            .record(frame, &scene, settings.lighting.shadows, &t.shadow_map);
+        p.gbuffer.record(frame, &scene, &t.gbuffer);
+
+        // G-buffer (+ package) ─► material targets
+        let decode = match (plan.material, package, &self.decode) {
+            (MaterialPath::Decode(_), Some(package), Some(DecodePath { pass: Ok(pass), .. })) => {
+                Some((package, pass))
+            }
+            _ => None,
+        };
+        match decode {
+            Some((package, pass)) => pass.record(
+                frame,
+                &DecodeInputs {
+                    frame: &self.frame_buffer,
+                    materials: &self.scene.material_buffer,
+                    gbuffer: &t.gbuffer,
+                    blue_noise: &self.blue_noise.view,
+                    package: &package.gpu,
+                    settings: &settings.passes.decode,
+                },
+                &t.materials,
+            ),
+            None => p.reference.record(
+                frame,
+                &ReferenceInputs {
+                    scene,
+                    gbuffer: &t.gbuffer,
+                },
+                &ReferenceOutputs {
+                    materials: &t.materials,
+                    material_depth: &t.material_depth,
+                },
+            ),
         }
-        self.tonemap_pass.record(encoder, output, timer);
-        self.divergence_pass.record(encoder, timer);
-        if let Some(heatmap) = &options.heatmap {
-            self.heatmap_pass
-                .record(&ctx.queue, encoder, output, self.size, heatmap, timer);
+
+        // depth + materials + shadow map ─► HDR radiance
+        p.lighting.record(
+            frame,
+            &LightingInputs {
+                frame: &self.frame_buffer,
+                depth: &t.gbuffer.depth,
+                materials: &t.materials,
+                shadow_map: &t.shadow_map,
+            },
+            &t.hdr,
+        );
+
+        // HDR + motion + depth (+ history) ─► accumulated radiance
+        let temporal = TemporalInputs {
+            hdr: &t.hdr,
+            motion: &t.gbuffer.motion,
+            depth: &t.gbuffer.depth,
+            settings: &plan.temporal,
+        };
+        if let Err(e) = p.temporal.record(frame, &temporal, &t.accumulated) {
+            log::error!("{e}");
         }
-        self.prev_clip_from_world = Some(Mat4::from_cols_array_2d(&uniform.clip_from_world));
-        self.frame_index = self.frame_index.wrapping_add(1);
+
+        // The reference path ─► comparison targets; accumulated vs reference ─► error
+        if plan.compare {
+            let c = &t.comparison;
+            let originals = SceneInputs {
+                materials: &self.scene.material_bind_groups,
+                ..scene
+            };
+            p.reference.record(
+                frame,
+                &ReferenceInputs {
+                    scene: originals,
+                    gbuffer: &t.gbuffer,
+                },
+                &ReferenceOutputs {
+                    materials: &c.materials,
+                    material_depth: &t.material_depth,
+                },
+            );
+            p.reference_lighting.record(
+                frame,
+                &LightingInputs {
+                    frame: &self.frame_buffer,
+                    depth: &t.gbuffer.depth,
+                    materials: &c.materials,
+                    shadow_map: &t.shadow_map,
+                },
+                &c.hdr,
+            );
+            let compared = ImageErrorInputs {
+                a: &t.accumulated,
+                b: &c.hdr,
+                material_ids: &t.gbuffer.material,
+                space: ErrorSpace::SrgbEncoded,
+            };
+            if let Err(e) = p.image_error.record(frame, &compared, &c.error) {
+                log::error!("image comparison unavailable: {e}");
+            }
+        }
+
+        // accumulated + materials ─► output
+        p.tonemap.record(
+            frame,
+            &TonemapInputs {
+                frame: &self.frame_buffer,
+                hdr: &t.accumulated,
+                materials: &t.materials,
+                material_ids: &t.gbuffer.material,
+            },
+            output,
+        );
+
+        // material ids + decoder maps ─► tile counts (+ statistics)
+        let current = match plan.material {
+            MaterialPath::Reference => &self.baseline_map,
+            _ => package.map_or(&self.baseline_map, |p| &p.decoders),
+        };
+        p.divergence.record(
+            frame,
+            &DivergenceInputs {
+                material_ids: &t.gbuffer.material,
+                current,
+                baseline: &self.baseline_map,
+            },
+            &t.tiles,
+        );
+
+        // tile counts or error ─► heatmap over the output
+        if let Some(heatmap) = &plan.heatmap {
+            let inputs = HeatmapInputs {
+                material_ids: &t.gbuffer.material,
+                tiles: &t.tiles,
+                tile: t.tile(),
+                error: &t.comparison.error.error,
+            };
+            p.heatmap.record(frame, &inputs, heatmap, output, t.size());
+        }
+
+        self.history = History {
+            valid: true,
+            path: Some(plan.material),
+            prev_clip_from_world: Some(Mat4::from_cols_array_2d(&uniform.clip_from_world)),
+            frame_index: self.history.frame_index.wrapping_add(1),
+        };
+        plan
     }
 }
 
-/// The decode pass for `config` with `options`' kernel. A kernel left to the renderer
+/// The decode pass for `config` with `choice`'s kernel and tile. A kernel left to the renderer
 /// (`None`) is [`NtcKernel::best`]; when that one fails to build (the model or the
 /// adapter's matrix configurations rule it out, or the shader compiler fails), the failure
 /// is logged and the pass falls back to f16 where supported, else f32. An explicitly
@@ -772,10 +852,10 @@ impl Renderer {
 fn decode_pass(
     ctx: &GpuContext,
     config: &NtcConfig,
-    options: &NtcOptions,
+    choice: &KernelChoice,
 ) -> Result<NtcDecodePass, NtcRenderError> {
-    if let Some(kernel) = options.kernel {
-        return NtcDecodePass::new(ctx, config, kernel, options.tile);
+    if let Some(kernel) = choice.kernel {
+        return NtcDecodePass::new(ctx, config, kernel, choice.tile);
     }
     let mut kernels = vec![NtcKernel::best(&ctx.granted)];
     for fallback in [NtcKernel::F16, NtcKernel::F32] {
@@ -783,11 +863,11 @@ fn decode_pass(
             kernels.push(fallback);
         }
     }
-    let mut result = NtcDecodePass::new(ctx, config, kernels[0], options.tile);
+    let mut result = NtcDecodePass::new(ctx, config, kernels[0], choice.tile);
     for pair in kernels.windows(2) {
         let Err(e) = &result else { break };
         log::warn!("NTC decode: {e}; falling back to the {} kernel", pair[1]);
-        result = NtcDecodePass::new(ctx, config, pair[1], options.tile);
+        result = NtcDecodePass::new(ctx, config, pair[1], choice.tile);
     }
     result
 }
@@ -798,15 +878,4 @@ fn same_decoder_shape(a: &NtcConfig, b: &NtcConfig) -> bool {
     let mut a = a.clone();
     a.preset = b.preset;
     &a == b
-}
-
-/// A linear HDR radiance target.
-fn hdr_target(device: &wgpu::Device, label: &str, size: (u32, u32)) -> Target {
-    Target::new(
-        device,
-        label,
-        size,
-        format::HDR,
-        wgpu::TextureUsages::empty(),
-    )
 }

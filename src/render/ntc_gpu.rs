@@ -26,6 +26,8 @@ use glam::{Vec2, Vec3};
 use wgpu::util::DeviceExt as _;
 
 use crate::gpu::ShaderError;
+use crate::gpu::kernel::KernelError;
+use crate::gpu::layout::Slot;
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::{GroupModel, LEAKY_SLOPE, LatentLayout, NtcConfig, lod_input};
 use crate::ntc::quant;
@@ -34,17 +36,11 @@ use crate::ntc::{Activation, NtcFormatError, TrainError};
 use crate::render::gpu_types::MaterialData;
 use crate::render::passes::ntc_decode::DecodeSettings;
 use crate::scene::Scene;
+use crate::texture::srgb::srgb_to_linear;
 use crate::texture::{self, CHANNELS, Channel, ChannelMask, quantize_u8};
 
-/// [`NtcMaterialGpu::decoder`] of a material without an NTC texture set.
-pub const NO_DECODER: u32 = u32::MAX;
-
-/// `material_word` value of a pixel without geometry (WGSL `NO_MATERIAL`).
-const NO_MATERIAL: u32 = u32::MAX;
-/// Material id bits of the G-buffer's material word (WGSL `MATERIAL_ID_MASK`).
-const MATERIAL_ID_MASK: u32 = 0xF_FFFF;
-/// Bitangent sign bit of the material word (WGSL `BITANGENT_NEGATIVE`).
-const BITANGENT_NEGATIVE: u32 = 0x8000_0000;
+pub use crate::render::gpu_types::NO_DECODER;
+use crate::render::gpu_types::{BITANGENT_NEGATIVE, MATERIAL_ID_MASK, NO_MATERIAL};
 
 /// Why NTC data cannot be uploaded or a pass cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +48,19 @@ pub enum NtcRenderError {
     /// The package is inconsistent.
     #[error(transparent)]
     Package(#[from] NtcFormatError),
+    /// The device ran out of memory for the package.
+    #[error("out of GPU memory allocating {what} ({bytes} bytes): {message}")]
+    OutOfMemory {
+        /// What was allocated.
+        what: String,
+        /// Bytes asked for.
+        bytes: u64,
+        /// wgpu's message.
+        message: String,
+    },
+    /// The package needs more memory than the budget allows.
+    #[error(transparent)]
+    OverBudget(#[from] crate::texture::budget::OverBudget),
     /// A textured scene material whose texture set the package does not hold.
     #[error(
         "scene material {material} (`{name}`) uses texture set `{set}`, which package {package} \
@@ -104,6 +113,9 @@ pub enum NtcRenderError {
     /// A shader failed to compose or validate.
     #[error(transparent)]
     Shader(#[from] ShaderError),
+    /// A kernel's pipeline could not be built.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
     /// wgpu rejected a pipeline or a dispatch.
     #[error("{what}: {message}")]
     Gpu {
@@ -211,6 +223,7 @@ impl NtcSceneGpu {
         material_map: &[Option<u32>],
     ) -> Result<Self, NtcRenderError> {
         package.validate()?;
+        package.check_upload_budget(false, crate::texture::budget::limit())?;
         let limits = ctx.device.limits();
         let limit = limits
             .max_storage_buffer_binding_size
@@ -343,16 +356,32 @@ impl NtcSceneGpu {
         } else {
             bytemuck::cast_slice(&materials)
         };
+        // Out of device memory is an error with the size asked, not a lost device later.
+        let asked = (latents.len() + decoder_words.len()) as u64 * 4
+            + material_bytes.len() as u64
+            + (mips.len() * std::mem::size_of::<NtcMipGpu>()) as u64;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let latent_buffer = storage("ntc.latents", bytemuck::cast_slice(&latents), 4);
+        let decoder_buffer = storage("ntc.decoders", bytemuck::cast_slice(&decoder_words), 4);
+        let material_buffer = storage("ntc.materials", material_bytes, 0);
+        let mip_buffer = storage(
+            "ntc.mips",
+            bytemuck::cast_slice(&mips),
+            std::mem::size_of::<NtcMipGpu>(),
+        );
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(NtcRenderError::OutOfMemory {
+                what: "the NTC package's buffers".into(),
+                bytes: asked,
+                message: error.to_string(),
+            });
+        }
         Ok(Self {
             config: config.clone(),
-            latents: storage("ntc.latents", bytemuck::cast_slice(&latents), 4),
-            decoders: storage("ntc.decoders", bytemuck::cast_slice(&decoder_words), 4),
-            materials: storage("ntc.materials", material_bytes, 0),
-            mips: storage(
-                "ntc.mips",
-                bytemuck::cast_slice(&mips),
-                std::mem::size_of::<NtcMipGpu>(),
-            ),
+            latents: latent_buffer,
+            decoders: decoder_buffer,
+            materials: material_buffer,
+            mips: mip_buffer,
             decoder_of_material,
             decoder_count: package.decoders.len(),
             package_mip_base,
@@ -380,39 +409,29 @@ impl NtcSceneGpu {
         base.checked_add(u32::try_from(mip).ok()?)
     }
 
-    /// Layout entries of the group-1 bind group (module docs), visible to compute.
-    pub fn layout_entries() -> [wgpu::BindGroupLayoutEntry; 4] {
-        std::array::from_fn(|binding| wgpu::BindGroupLayoutEntry {
-            binding: binding as u32,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only: true },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        })
+    /// The group-1 bindings (module docs): four read-only storage buffers.
+    pub const GROUP: [Slot; 4] = [Slot::Storage; 4];
+
+    /// The group-1 resources, `(binding, buffer)` in binding order.
+    pub fn resources(&self) -> [(u32, wgpu::BindingResource<'_>); 4] {
+        [
+            (0, self.latents.as_entire_binding()),
+            (1, self.decoders.as_entire_binding()),
+            (2, self.materials.as_entire_binding()),
+            (3, self.mips.as_entire_binding()),
+        ]
     }
 
-    /// The group-1 bind group for `layout` (made from [`Self::layout_entries`]).
+    /// The group-1 bind group for `layout` (made from [`Self::GROUP`]).
     pub fn bind_group(
         &self,
         device: &wgpu::Device,
         layout: &wgpu::BindGroupLayout,
     ) -> wgpu::BindGroup {
-        let buffers = [&self.latents, &self.decoders, &self.materials, &self.mips];
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
-            .iter()
-            .enumerate()
-            .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                binding: binding as u32,
-                resource: buffer.as_entire_binding(),
-            })
-            .collect();
         device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("ntc"),
             layout,
-            entries: &entries,
+            entries: &crate::gpu::layout::entries(&self.resources()),
         })
     }
 }
@@ -584,14 +603,6 @@ fn finish_channels(decoded: &[f64], present: ChannelMask) -> [f32; CHANNELS] {
             neutral[c]
         }
     })
-}
-
-fn srgb_to_linear(c: f32) -> f32 {
-    if c <= 0.04045 {
-        c / 12.92
-    } else {
-        ((c + 0.055) / 1.055).powf(2.4)
-    }
 }
 
 fn oct_decode(e: Vec2) -> Vec3 {
@@ -798,45 +809,6 @@ impl<'p> NtcCpuReference<'p> {
         }
         Ok(groups)
     }
-}
-
-/// The NTC data's bind-group layout (group 1, [`NtcSceneGpu::layout_entries`]) and a
-/// compute pipeline of `module`'s `entry` over (`layout`, that layout): what the decode
-/// and bake passes share. `what` names the pipeline in errors.
-pub(crate) fn ntc_pipeline(
-    ctx: &crate::gpu::GpuContext,
-    label: &str,
-    layout: &wgpu::BindGroupLayout,
-    module: &wgpu::ShaderModule,
-    entry: &str,
-    what: String,
-) -> Result<(wgpu::BindGroupLayout, wgpu::ComputePipeline), NtcRenderError> {
-    let device = &ctx.device;
-    let ntc_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: Some("ntc"),
-        entries: &NtcSceneGpu::layout_entries(),
-    });
-    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: Some(label),
-        bind_group_layouts: &[Some(layout), Some(&ntc_layout)],
-        immediate_size: 0,
-    });
-    let pipeline = ctx
-        .error_scope(|| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(label),
-                layout: Some(&pipeline_layout),
-                module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        })
-        .map_err(|e| NtcRenderError::Gpu {
-            what,
-            message: e.to_string(),
-        })?;
-    Ok((ntc_layout, pipeline))
 }
 
 #[cfg(test)]

@@ -2,16 +2,17 @@
 //! and material arrays, every texture set as three mipmapped RGBA8 textures (the three
 //! canonical channel groups), and one bind group per material.
 //!
-//! Texture sets are decoded on the CPU in parallel (one thread per core) before upload.
-//! A set's textures can be replaced afterwards ([`SceneGpu::replace_set_textures`], e.g.
-//! by NTC-decoded ones from `passes::ntc_bake`) and restored; the material bind groups
-//! follow.
+//! The texture sets come decoded ([`SceneTextures`], loaded by the caller, who can hand
+//! the same sets to the package compressor). The scene does not change after upload: other textures for some sets (NTC-decoded ones
+//! from `passes::ntc_bake`) come as another list of material bind groups
+//! ([`SceneGpu::material_bind_groups_with`]), which the renderer hands to the passes in
+//! place of [`SceneGpu::material_bind_groups`].
 
 use wgpu::util::DeviceExt as _;
 
 use super::gpu_types::{InstanceData, MaterialData};
 use crate::scene::{AlphaMode, Scene, Vertex};
-use crate::texture::{self, LoadOptions, TextureError, TextureSet, TextureSetDesc};
+use crate::texture::{LoadOptions, SceneTextures, TextureSet, TextureSetDesc};
 
 /// One indexed draw of the G-buffer pass.
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +33,8 @@ pub struct Draw {
     pub double_sided: bool,
 }
 
-/// Options for uploading a scene.
+/// How a scene is loaded and uploaded: its texture sets' [`LoadOptions`] (for
+/// [`SceneTextures::load`]) and the renderer's sampler anisotropy.
 #[derive(Clone, Debug, Default)]
 pub struct UploadOptions {
     /// Render with material constants where an image is missing or undecodable.
@@ -41,6 +43,16 @@ pub struct UploadOptions {
     pub max_texture_size: Option<u32>,
     /// Maximum anisotropy of the material sampler (1–16); `None`: [`super::default_anisotropy`].
     pub anisotropy: Option<u16>,
+}
+
+impl UploadOptions {
+    /// How the texture sets are decoded.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            allow_missing: self.allow_missing_textures,
+            max_size: self.max_texture_size,
+        }
+    }
 }
 
 /// The scene's GPU resources.
@@ -54,17 +66,18 @@ pub struct SceneGpu {
     pub instance_buffer: wgpu::Buffer,
     /// `array<MaterialData>`.
     pub material_buffer: wgpu::Buffer,
-    /// Per material: its texture set's three channel-group textures + sampler (group 1).
+    /// Per material: its texture set's three channel-group textures + sampler (group 1 of
+    /// the reference pass, alpha-tested draws).
     pub material_bind_groups: Vec<wgpu::BindGroup>,
     /// Layout of [`Self::material_bind_groups`].
     pub material_layout: wgpu::BindGroupLayout,
     /// The G-buffer draws.
     pub draws: Vec<Draw>,
-    /// Distinct texture sets (identity) and, per material, its set.
+    /// Distinct texture sets (identity).
     pub sets: Vec<TextureSetDesc>,
     /// Per material, the index into [`Self::sets`] (None: constants only).
     pub material_sets: Vec<Option<usize>>,
-    /// Images that were missing and replaced by constants (with `allow_missing_textures`).
+    /// Images that were missing and replaced by constants (loaded with `allow_missing`).
     pub missing_textures: Vec<String>,
     /// Bytes of texture memory uploaded.
     pub texture_bytes: u64,
@@ -73,17 +86,25 @@ pub struct SceneGpu {
     /// Views of the neutral set (materials without textures).
     neutral_views: [wgpu::TextureView; 3],
     /// Per set, the views of its uploaded textures.
-    original_views: Vec<[wgpu::TextureView; 3]>,
-    /// Per set, the views its materials sample now.
-    current_views: Vec<[wgpu::TextureView; 3]>,
+    set_views: Vec<[wgpu::TextureView; 3]>,
 }
 
 /// Errors while uploading a scene.
 #[derive(Debug, thiserror::Error)]
 pub enum UploadError {
-    /// A texture failed to load.
-    #[error(transparent)]
-    Texture(#[from] TextureError),
+    /// The decoded texture sets are not the scene's.
+    #[error(
+        "{path}: the texture sets were decoded for {got} materials but the scene has {expected}; \
+         load them from this scene's materials"
+    )]
+    TexturesMismatch {
+        /// Scene file.
+        path: std::path::PathBuf,
+        /// The scene's materials.
+        expected: usize,
+        /// Materials the texture sets were decoded for.
+        got: usize,
+    },
     /// A texture-set index past the scene's sets.
     #[error("texture set {set} does not exist: the scene has {count} sets")]
     UnknownSet {
@@ -108,12 +129,12 @@ pub enum UploadError {
 pub const MAX_MATERIALS: usize = 1 << 20;
 
 impl SceneGpu {
-    /// Decode every texture set and upload the scene.
+    /// Upload `scene` with its decoded texture sets `textures` (loaded from its materials).
     pub fn upload(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         scene: &Scene,
-        opts: &UploadOptions,
+        textures: &SceneTextures,
         anisotropy: u16,
     ) -> Result<Self, UploadError> {
         if scene.materials.len() >= MAX_MATERIALS {
@@ -123,18 +144,20 @@ impl SceneGpu {
                 limit: MAX_MATERIALS - 1,
             });
         }
-        let (sets, material_sets) = texture::scene_texture_sets(&scene.materials);
-        let load = LoadOptions {
-            allow_missing: opts.allow_missing_textures,
-            max_size: opts.max_texture_size,
-        };
-        let loaded = texture::inputs::load_parallel(&sets, &load)?;
-        let mut missing_textures = Vec::new();
+        if textures.material_sets.len() != scene.materials.len() {
+            return Err(UploadError::TexturesMismatch {
+                path: scene.source.clone(),
+                expected: scene.materials.len(),
+                got: textures.material_sets.len(),
+            });
+        }
+        let sets = textures.descs.clone();
+        let material_sets = textures.material_sets.clone();
+        let missing_textures = textures.missing.clone();
         let mut texture_bytes = 0u64;
-        let mut set_textures = Vec::with_capacity(loaded.len());
-        for l in loaded {
-            missing_textures.extend(l.missing.iter().cloned());
-            let (t, bytes) = upload_set(device, queue, &l.set);
+        let mut set_textures = Vec::with_capacity(textures.sets.len());
+        for set in &textures.sets {
+            let (t, bytes) = upload_set(device, queue, set);
             texture_bytes += bytes;
             set_textures.push(t);
         }
@@ -253,51 +276,39 @@ impl SceneGpu {
             texture_bytes,
             sampler,
             neutral_views: neutral,
-            current_views: set_textures.clone(),
-            original_views: set_textures,
+            set_views: set_textures,
         })
     }
 
-    /// Make every material of texture set `set` (an index into [`Self::sets`]) sample
-    /// `views` instead: three views in [`SET_FORMATS`] (group 0 `Rgba8UnormSrgb`,
-    /// groups 1–2 `Rgba8Unorm`) with mip chains. Rebuilds those materials' bind groups.
-    pub fn replace_set_textures(
-        &mut self,
+    /// Per material, a bind group like [`Self::material_bind_groups`] except that the
+    /// materials of each set in `replacements` (an index into [`Self::sets`] with three
+    /// views in [`SET_FORMATS`] with mip chains: group 0 `Rgba8UnormSrgb`, groups 1–2
+    /// `Rgba8Unorm`) sample those views.
+    pub fn material_bind_groups_with(
+        &self,
         device: &wgpu::Device,
-        set: usize,
-        views: [wgpu::TextureView; 3],
-    ) -> Result<(), UploadError> {
-        let count = self.current_views.len();
-        let slot = self
-            .current_views
-            .get_mut(set)
-            .ok_or(UploadError::UnknownSet { set, count })?;
-        *slot = views;
-        self.rebuild_bind_groups(device, Some(set));
-        Ok(())
-    }
-
-    /// Return every set to the textures uploaded from its images.
-    pub fn restore_set_textures(&mut self, device: &wgpu::Device) {
-        self.current_views.clone_from(&self.original_views);
-        self.rebuild_bind_groups(device, None);
-    }
-
-    /// Rebuild the bind groups of the materials of `set` (all materials when `None`).
-    fn rebuild_bind_groups(&mut self, device: &wgpu::Device, set: Option<usize>) {
-        for (bind_group, material_set) in self
-            .material_bind_groups
-            .iter_mut()
-            .zip(&self.material_sets)
-        {
-            if set.is_some() && *material_set != set {
-                continue;
-            }
-            let views = material_set
-                .and_then(|s| self.current_views.get(s))
-                .unwrap_or(&self.neutral_views);
-            *bind_group = material_bind_group(device, &self.material_layout, views, &self.sampler);
+        replacements: &[(usize, [wgpu::TextureView; 3])],
+    ) -> Result<Vec<wgpu::BindGroup>, UploadError> {
+        let count = self.set_views.len();
+        if let Some(&(set, _)) = replacements.iter().find(|(set, _)| *set >= count) {
+            return Err(UploadError::UnknownSet { set, count });
         }
+        Ok(self
+            .material_sets
+            .iter()
+            .map(|material_set| {
+                let views = material_set
+                    .and_then(|s| {
+                        replacements
+                            .iter()
+                            .find(|(set, _)| *set == s)
+                            .map(|(_, views)| views)
+                            .or(self.set_views.get(s))
+                    })
+                    .unwrap_or(&self.neutral_views);
+                material_bind_group(device, &self.material_layout, views, &self.sampler)
+            })
+            .collect())
     }
 }
 

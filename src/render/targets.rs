@@ -1,5 +1,18 @@
-//! The screen-sized textures that passes hand to each other: the G-buffer, the material
-//! targets and the HDR colour. Owned by the [`super::Renderer`], recreated on resize.
+//! The textures the passes of a frame hand to each other, all in one [`FrameTargets`]:
+//! the sun's shadow map, the G-buffer, the reference pass's material depth, the material
+//! targets, HDR radiance, the accumulated radiance, the divergence tile counts and the
+//! reference comparison's targets. Owned by the [`super::Renderer`]; reallocated on
+//! resize, the tile counts also when the tile size changes.
+//!
+//! The temporal history (a ping-pong pair that outlives a frame) is not here: it is state
+//! of the temporal pass, owned, swapped and reset by it (STYLE pattern 2). Everything here
+//! is written before it is read within one frame, so no frame depends on what an earlier
+//! one left in these textures.
+
+use crate::render::passes::divergence::DivergencePass;
+use crate::render::passes::image_error::ErrorTargets;
+use crate::render::passes::shadow::SHADOW_MAP_SIZE;
+use crate::render::tiles::TileSize;
 
 /// G-buffer formats. Together 32 bytes per sample, wgpu's default
 /// `max_color_attachment_bytes_per_sample`, so every adapter can bind them at once.
@@ -24,6 +37,8 @@ pub mod format {
     pub const SHADOW: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
     /// Material ids as depth (reference material pass).
     pub const MATERIAL_DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+    /// Accumulated radiance (rgb) and sample count (a): the temporal pass's output.
+    pub const ACCUMULATED: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
 }
 
 /// One screen-sized texture and its default view.
@@ -144,4 +159,121 @@ impl MaterialTargets {
             ),
         }
     }
+}
+
+/// The reference path's targets when a frame is compared against it.
+#[derive(Debug)]
+pub struct ComparisonTargets {
+    /// The reference material pass's output.
+    pub materials: MaterialTargets,
+    /// Its lit radiance.
+    pub hdr: Target,
+    /// The per-pixel error and the partial sums of the image-error pass.
+    pub error: ErrorTargets,
+}
+
+/// Every texture a frame's passes write and read. See the module docs.
+#[derive(Debug)]
+pub struct FrameTargets {
+    size: (u32, u32),
+    tile: TileSize,
+    /// The sun's shadow map ([`SHADOW_MAP_SIZE`]²): shadow → lighting.
+    pub shadow_map: Target,
+    /// G-buffer pass → material passes, lighting, temporal, tonemap, divergence.
+    pub gbuffer: GBuffer,
+    /// Material ids as depth: the reference material pass's routing buffer.
+    pub material_depth: Target,
+    /// Material pass → lighting, tonemap (AOVs).
+    pub materials: MaterialTargets,
+    /// Lighting → temporal.
+    pub hdr: Target,
+    /// Temporal → tonemap, image error.
+    pub accumulated: Target,
+    /// Divergence → heatmap: one texel of tile counts per tile.
+    pub tiles: Target,
+    /// The reference path's targets and the comparison's results.
+    pub comparison: ComparisonTargets,
+}
+
+impl FrameTargets {
+    /// Allocate for a `size` screen cut into `tile` tiles.
+    pub fn new(device: &wgpu::Device, size: (u32, u32), tile: TileSize) -> Self {
+        let size = (size.0.max(1), size.1.max(1));
+        Self {
+            size,
+            tile,
+            shadow_map: Target::new(
+                device,
+                "shadow.map",
+                (SHADOW_MAP_SIZE, SHADOW_MAP_SIZE),
+                format::SHADOW,
+                wgpu::TextureUsages::empty(),
+            ),
+            gbuffer: GBuffer::new(device, size),
+            material_depth: material_depth(device, size),
+            materials: MaterialTargets::new(device, size),
+            hdr: hdr_target(device, "hdr", size),
+            accumulated: accumulated(device, size),
+            tiles: DivergencePass::tile_target(device, tile, size),
+            comparison: ComparisonTargets {
+                materials: MaterialTargets::new(device, size),
+                hdr: hdr_target(device, "reference.hdr", size),
+                error: ErrorTargets::new(device, size),
+            },
+        }
+    }
+
+    /// Reallocate for a `size` screen.
+    pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
+        *self = Self::new(device, size, self.tile);
+    }
+
+    /// Reallocate the tile counts for `tile` tiles.
+    pub fn set_tile(&mut self, device: &wgpu::Device, tile: TileSize) {
+        self.tile = tile;
+        self.tiles = DivergencePass::tile_target(device, tile, self.size);
+    }
+
+    /// Screen size in pixels.
+    pub fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    /// The tile size of [`Self::tiles`].
+    pub fn tile(&self) -> TileSize {
+        self.tile
+    }
+}
+
+/// A linear HDR radiance target.
+fn hdr_target(device: &wgpu::Device, label: &str, size: (u32, u32)) -> Target {
+    Target::new(
+        device,
+        label,
+        size,
+        format::HDR,
+        wgpu::TextureUsages::empty(),
+    )
+}
+
+/// The accumulated radiance, written by the temporal compute pass.
+fn accumulated(device: &wgpu::Device, size: (u32, u32)) -> Target {
+    Target::new(
+        device,
+        "temporal.resolved",
+        size,
+        format::ACCUMULATED,
+        wgpu::TextureUsages::STORAGE_BINDING,
+    )
+}
+
+/// The reference pass's material depth.
+fn material_depth(device: &wgpu::Device, size: (u32, u32)) -> Target {
+    Target::new(
+        device,
+        "reference.material_depth",
+        size,
+        format::MATERIAL_DEPTH,
+        wgpu::TextureUsages::empty(),
+    )
 }

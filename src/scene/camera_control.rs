@@ -19,7 +19,6 @@
 //! [`CameraPath`]; [`save_recording`] writes it into a copy of the scene description,
 //! never over the file the scene came from.
 
-use std::io::Write as _;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
@@ -461,6 +460,14 @@ pub fn save_recording(
                 let absolute = dir.join(gltf);
                 out.gltf = Some(std::fs::canonicalize(&absolute).unwrap_or(absolute));
             }
+            if let Some(dir) = &source_dir {
+                for folder in &mut out.asset_folders {
+                    if folder.is_relative() {
+                        let absolute = dir.join(&*folder);
+                        *folder = std::fs::canonicalize(&absolute).unwrap_or(absolute);
+                    }
+                }
+            }
             let fallback = cwd.join(target.file_name().unwrap_or(target.as_os_str()));
             log::warn!(
                 "{} is not writable ({e}); writing {} instead",
@@ -488,21 +495,12 @@ fn write_description(target: &Path, description: &SceneDescription) -> Result<()
     })?;
     let header =
         "# Written by the neurotex viewer: the scene description with a recorded camera path.\n";
-    let io = |source: std::io::Error| SceneError::Io {
-        path: target.to_path_buf(),
-        source,
-    };
-    let tmp = target.with_extension(format!("toml.tmp-{}", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(header.as_bytes())?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, target)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io(e));
-    }
-    Ok(())
+    crate::io::write_atomic(target, format!("{header}{text}").as_bytes()).map_err(|source| {
+        SceneError::Io {
+            path: target.to_path_buf(),
+            source,
+        }
+    })
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //!
 //! ```toml
 //! gltf = "../../shared/assets/ntc_living_room/scene.gltf"   # or: builtin = "toyshop"
+//! asset_folders = ["../textures"]   # optional: folders besides the glTF's own that its
+//!                                   # buffer and image URIs may name
 //!
-//! [lighting]                  # all optional, see render::Lighting
+//! [lighting]                  # all optional, see scene::Lighting
 //! sun_direction = [0.3, 0.9, 0.2]
 //! exposure = 1.2
 //!
@@ -19,13 +21,17 @@
 //! keys = [ { time = 0.0, position = [1, 1.6, 3], target = [0, 1, 0] },
 //!          { time = 4.0, position = [2, 1.6, 2], target = [0, 1, 0], fov_deg = 55 } ]
 //! ```
+//!
+//! Every number must be finite (a NaN exposure or key time is an error naming the key),
+//! `[render] size` passes the same check as `--size` ([`check_size`]), key times must
+//! not decrease and fields of view lie in (0, 180) degrees.
 
 use std::path::{Path, PathBuf};
 
 use glam::Vec3;
 
 use super::{Camera, SceneError};
-use crate::render::Lighting;
+use crate::scene::Lighting;
 
 /// A parsed scene description.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -37,6 +43,11 @@ pub struct SceneDescription {
     /// A built-in procedural scene instead of a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub builtin: Option<Builtin>,
+    /// Folders (relative to the description file) besides the glTF's own that its buffer
+    /// and image URIs may name; any other place is refused unless the command line says
+    /// `--allow-outside-uris`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asset_folders: Vec<PathBuf>,
     /// Lights and exposure.
     #[serde(default)]
     pub lighting: Lighting,
@@ -107,7 +118,10 @@ impl CameraPath {
         let keys = &self.keys;
         let first = keys.first()?;
         let last = keys.last()?;
-        let t = time.clamp(first.time, last.time);
+        // `max`/`min` rather than `clamp`: neither panics on NaN or on unordered keys
+        // (loaded paths are checked, but paths can be built in code).
+        let t = if time.is_nan() { first.time } else { time };
+        let t = t.min(last.time).max(first.time);
         let i = keys
             .windows(2)
             .position(|w| t <= w[1].time)
@@ -161,6 +175,102 @@ impl CameraPath {
     }
 }
 
+/// Largest side of a rendered image or window, in pixels.
+pub const MAX_SIZE_SIDE: u32 = 16384;
+
+/// The check every image or window size passes, from `--size` or `[render] size`: both
+/// sides in 1..=[`MAX_SIZE_SIDE`].
+pub fn check_size(width: u32, height: u32) -> Result<(), String> {
+    let ok = |v: u32| (1..=MAX_SIZE_SIDE).contains(&v);
+    if ok(width) && ok(height) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{width}x{height}: each side must be an integer in 1..={MAX_SIZE_SIDE}"
+        ))
+    }
+}
+
+/// `values` are finite, else a message naming `what` (and the component).
+fn finite(what: &str, values: &[f32]) -> Result<(), String> {
+    match values.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(i) if values.len() == 1 => {
+            Err(format!("{what} = {} is not a finite number", values[i]))
+        }
+        Some(i) => Err(format!(
+            "{what}[{i}] = {} is not a finite number",
+            values[i]
+        )),
+    }
+}
+
+impl SceneDescription {
+    /// Check every value a parser cannot: finite lighting and camera numbers, the size,
+    /// the built-in texture size, non-empty paths with non-decreasing key times and
+    /// fields of view in (0, 180) degrees. The message names the key.
+    pub fn check(&self) -> Result<(), String> {
+        match (&self.gltf, &self.builtin) {
+            (None, None) => return Err("needs `gltf = \"file\"` or `builtin = \"toyshop\"`".into()),
+            (Some(_), Some(_)) => return Err("give either `gltf` or `builtin`, not both".into()),
+            _ => {}
+        }
+        let l = &self.lighting;
+        finite("lighting.sun_direction", &l.sun_direction)?;
+        finite("lighting.sun_color", &l.sun_color)?;
+        finite("lighting.sun_intensity", &[l.sun_intensity])?;
+        finite("lighting.sky_color", &l.sky_color)?;
+        finite("lighting.ground_color", &l.ground_color)?;
+        finite("lighting.exposure", &[l.exposure])?;
+        if l.sun_direction.iter().all(|&v| v == 0.0) {
+            return Err("lighting.sun_direction must not be zero".into());
+        }
+        if let Some([w, h]) = self.render.size {
+            check_size(w, h).map_err(|e| format!("render.size: {e}"))?;
+        }
+        if let Some(s) = self.render.builtin_texture_size
+            && !(s.is_power_of_two() && (1..=super::MAX_IMAGE_SIDE).contains(&s))
+        {
+            return Err(format!(
+                "render.builtin_texture_size = {s}: expected a power of two in 1..={}",
+                super::MAX_IMAGE_SIDE
+            ));
+        }
+        for p in &self.camera_paths {
+            if p.keys.is_empty() {
+                return Err(format!("camera path `{}` has no keys", p.name));
+            }
+            for (k, key) in p.keys.iter().enumerate() {
+                let at = |field: &str| format!("camera path `{}` key {k} {field}", p.name);
+                finite(&at("time"), &[key.time])?;
+                finite(&at("position"), &key.position)?;
+                finite(&at("target"), &key.target)?;
+                finite(&at("fov_deg"), &[key.fov_deg])?;
+                if !(key.fov_deg > 0.0 && key.fov_deg < 180.0) {
+                    return Err(format!(
+                        "{} = {} is outside (0, 180)",
+                        at("fov_deg"),
+                        key.fov_deg
+                    ));
+                }
+                if key.position == key.target {
+                    return Err(format!(
+                        "{}: position and target are the same point",
+                        at("target")
+                    ));
+                }
+            }
+            if p.keys.windows(2).any(|w| w[1].time < w[0].time) {
+                return Err(format!(
+                    "camera path `{}`: key times must not decrease",
+                    p.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A description file and where it lives.
 #[derive(Clone, Debug)]
 pub struct LoadedDescription {
@@ -177,14 +287,23 @@ impl LoadedDescription {
             path: path.to_path_buf(),
             source,
         })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parse and check the text of a description file that lives at `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, SceneError> {
         let bad = |reason: String| SceneError::Description {
             path: path.to_path_buf(),
             reason,
         };
-        let description: SceneDescription = toml::from_str(&text).map_err(|e| {
+        let description: SceneDescription = toml::from_str(text).map_err(|e| {
             // One line: "line L, column C: message" (toml's Display spans several lines).
             let at = e.span().map(|span| {
-                let before = &text[..span.start.min(text.len())];
+                let mut start = span.start.min(text.len());
+                while !text.is_char_boundary(start) {
+                    start -= 1;
+                }
+                let before = &text[..start];
                 let line = before.matches('\n').count() + 1;
                 let line_start = before.rfind('\n').map_or(0, |i| i + 1);
                 let column = before.len() - line_start + 1;
@@ -197,28 +316,7 @@ impl LoadedDescription {
                 e.message().trim_end()
             ))
         })?;
-        match (&description.gltf, &description.builtin) {
-            (None, None) => {
-                return Err(bad(
-                    "needs `gltf = \"file\"` or `builtin = \"toyshop\"`".into()
-                ));
-            }
-            (Some(_), Some(_)) => {
-                return Err(bad("give either `gltf` or `builtin`, not both".into()));
-            }
-            _ => {}
-        }
-        for p in &description.camera_paths {
-            if p.keys.is_empty() {
-                return Err(bad(format!("camera path `{}` has no keys", p.name)));
-            }
-            if p.keys.windows(2).any(|w| w[1].time < w[0].time) {
-                return Err(bad(format!(
-                    "camera path `{}`: key times must not decrease",
-                    p.name
-                )));
-            }
-        }
+        description.check().map_err(bad)?;
         Ok(Self {
             path: path.to_path_buf(),
             description,
@@ -229,6 +327,16 @@ impl LoadedDescription {
     pub fn gltf_path(&self) -> Option<PathBuf> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         self.description.gltf.as_ref().map(|g| dir.join(g))
+    }
+
+    /// `asset_folders`, resolved against the description's folder.
+    pub fn asset_folders(&self) -> Vec<PathBuf> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        self.description
+            .asset_folders
+            .iter()
+            .map(|f| dir.join(f))
+            .collect()
     }
 }
 

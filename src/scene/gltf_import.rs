@@ -5,17 +5,24 @@
 //! texture references (images are *referenced*, not decoded), and cameras. Tangents are
 //! generated with MikkTSpace where the file has none. Every failure is a [`SceneError`]
 //! that names the file.
+//!
+//! Untrusted files: the document is checked by [`gltf_validate`](super::gltf_validate)
+//! before any reader of the `gltf` crate runs, buffer and image URIs must stay inside the
+//! glTF's folder (or a folder the [`UriPolicy`] adds), vertex data must be finite, and a
+//! panic that still escapes the `gltf` crate is caught and reported as an error naming the
+//! file ([`from_slice`]).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine as _;
 use glam::{Mat3, Mat4, Vec3};
 
 use super::{
     Aabb, AlphaMode, Camera, ImageSource, Instance, Material, MaterialTextures, Mesh, Primitive,
-    Result, Scene, SceneError, TextureRef, TextureTransform, Vertex, tangents,
+    Result, Scene, SceneError, TextureRef, TextureTransform, Vertex, gltf_validate, tangents,
 };
 
 /// glTF extensions the importer understands. A file that *requires* any other one is
@@ -23,21 +30,125 @@ use super::{
 pub const SUPPORTED_REQUIRED_EXTENSIONS: &[&str] =
     &["KHR_texture_transform", "KHR_materials_emissive_strength"];
 
-/// Load a `.gltf` or `.glb` file.
+/// Where a glTF's buffer and image URIs may point: relative paths that stay inside the
+/// glTF's folder, or inside one of `extra_roots` (a scene description's `asset_folders`).
+/// Links are resolved before the check. URIs with a scheme other than `data:` are refused.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UriPolicy {
+    /// Folders besides the glTF's own that URIs may name.
+    pub extra_roots: Vec<PathBuf>,
+    /// Accept any path (`--allow-outside-uris`).
+    pub anywhere: bool,
+}
+
+/// Process-wide switch behind `--allow-outside-uris`: every import then accepts URIs
+/// that leave the scene's folder.
+static ALLOW_OUTSIDE_URIS: AtomicBool = AtomicBool::new(false);
+
+/// Let every later import of this process accept URIs outside the scene's folder (the
+/// command line's `--allow-outside-uris`).
+pub fn allow_outside_uris(allow: bool) {
+    ALLOW_OUTSIDE_URIS.store(allow, Ordering::Relaxed);
+}
+
+impl UriPolicy {
+    /// The file `uri` (already percent-decoded) names, seen from `base_dir`, or why it
+    /// is refused. `at` is the JSON path of the URI, for the message.
+    pub fn resolve(
+        &self,
+        uri: &str,
+        base_dir: &Path,
+        at: &str,
+    ) -> std::result::Result<PathBuf, String> {
+        if let Some(scheme) = uri_scheme(uri) {
+            return Err(format!(
+                "{at}: URI scheme `{scheme}:` is not supported (relative paths and data: URIs only)"
+            ));
+        }
+        let path = base_dir.join(uri);
+        if self.anywhere || ALLOW_OUTSIDE_URIS.load(Ordering::Relaxed) {
+            return Ok(path);
+        }
+        let target = crate::outputs::resolve(&path);
+        let roots: Vec<PathBuf> = std::iter::once(base_dir)
+            .chain(self.extra_roots.iter().map(PathBuf::as_path))
+            .map(crate::outputs::resolve)
+            .collect();
+        if roots.iter().any(|r| target.starts_with(r)) {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{at}: `{uri}` points outside the scene's folder {} (to {}); list its folder in the scene description's `asset_folders` or pass --allow-outside-uris",
+                roots[0].display(),
+                target.display()
+            ))
+        }
+    }
+}
+
+/// The scheme of an absolute URI (`file`, `http`, ...), if it has one (`data` included).
+fn uri_scheme(uri: &str) -> Option<&str> {
+    let (scheme, _) = uri.split_once(':')?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && scheme.len() > 1
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)))
+    .then_some(scheme)
+}
+
+/// Load a `.gltf` or `.glb` file; URIs must stay inside its folder.
 pub fn load(path: &Path) -> Result<Scene> {
+    load_with(path, &UriPolicy::default())
+}
+
+/// Load a `.gltf` or `.glb` file with the given URI policy.
+pub fn load_with(path: &Path, policy: &UriPolicy) -> Result<Scene> {
     let bytes = std::fs::read(path).map_err(|source| SceneError::Io {
         path: path.to_path_buf(),
         source,
     })?;
+    from_slice(&bytes, path, policy)
+}
+
+/// Import a glTF or GLB document from `bytes`, as if read from `path` (whose folder
+/// external URIs are resolved against). Never panics: a panic inside the `gltf` crate
+/// that validation did not foresee becomes a [`SceneError::Malformed`] naming `path`.
+pub fn from_slice(bytes: &[u8], path: &Path, policy: &UriPolicy) -> Result<Scene> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| import(bytes, path, policy))) {
+        Ok(result) => result,
+        Err(payload) => Err(SceneError::Malformed {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the glTF reader failed on this file ({}); the file is malformed",
+                panic_message(payload.as_ref())
+            ),
+        }),
+    }
+}
+
+/// The text of a caught panic.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic without a message".to_string()
+    }
+}
+
+fn import(bytes: &[u8], path: &Path, policy: &UriPolicy) -> Result<Scene> {
     let malformed = |reason: String| SceneError::Malformed {
         path: path.to_path_buf(),
         reason,
     };
-    // Parse once without validation to name an unsupported required extension precisely
-    // (the validating parser only says "Unsupported extension").
-    let raw =
-        gltf::Gltf::from_slice_without_validation(&bytes).map_err(|e| malformed(e.to_string()))?;
-    for ext in raw.document.extensions_required() {
+    // Parse without validation (the crate's validation and readers assume checks that
+    // `gltf_validate` makes first), naming an unsupported required extension precisely.
+    gltf_validate::check_glb_header(bytes).map_err(malformed)?;
+    let gltf::Gltf { document, blob } =
+        gltf::Gltf::from_slice_without_validation(bytes).map_err(|e| malformed(e.to_string()))?;
+    for ext in document.extensions_required() {
         if !SUPPORTED_REQUIRED_EXTENSIONS.contains(&ext) {
             return Err(SceneError::UnsupportedExtension {
                 path: path.to_path_buf(),
@@ -45,14 +156,13 @@ pub fn load(path: &Path) -> Result<Scene> {
             });
         }
     }
-    drop(raw);
-    let gltf::Gltf { document, blob } =
-        gltf::Gltf::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
+    gltf_validate::validate(document.as_json()).map_err(malformed)?;
     let base_dir = path.parent().unwrap_or(Path::new("."));
-    let buffers = load_buffers(path, base_dir, &document, blob)?;
+    let buffers = load_buffers(path, base_dir, &document, blob, policy)?;
     let mut importer = Importer {
         path,
         base_dir,
+        policy,
         buffers: &buffers,
         warnings: Vec::new(),
         image_sources: HashMap::new(),
@@ -200,6 +310,7 @@ fn load_buffers(
     base_dir: &Path,
     document: &gltf::Document,
     mut blob: Option<Vec<u8>>,
+    policy: &UriPolicy,
 ) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     for buffer in document.buffers() {
@@ -218,7 +329,16 @@ fn load_buffers(
                         reason: format!("buffer {}: {reason}", buffer.index()),
                     })?
                 } else {
-                    let file = base_dir.join(percent_decode(uri));
+                    let file = policy
+                        .resolve(
+                            &percent_decode(uri),
+                            base_dir,
+                            &format!("buffers[{}].uri", buffer.index()),
+                        )
+                        .map_err(|reason| SceneError::Malformed {
+                            path: path.to_path_buf(),
+                            reason,
+                        })?;
                     std::fs::read(&file).map_err(|source| SceneError::Io { path: file, source })?
                 }
             }
@@ -279,6 +399,7 @@ fn percent_decode(s: &str) -> String {
 struct Importer<'a> {
     path: &'a Path,
     base_dir: &'a Path,
+    policy: &'a UriPolicy,
     buffers: &'a [Vec<u8>],
     warnings: Vec<String>,
     image_sources: HashMap<usize, ImageSource>,
@@ -322,7 +443,15 @@ impl Importer<'_> {
                         data.map_err(|r| self.malformed(format!("image {}: {r}", image.index())))?,
                     ),
                 },
-                None => ImageSource::File(self.base_dir.join(percent_decode(uri))),
+                None => ImageSource::File(
+                    self.policy
+                        .resolve(
+                            &percent_decode(uri),
+                            self.base_dir,
+                            &format!("images[{}].uri", image.index()),
+                        )
+                        .map_err(|r| self.malformed(r))?,
+                ),
             },
         };
         self.image_sources.insert(image.index(), source.clone());
@@ -391,10 +520,7 @@ impl Importer<'_> {
             textures.emissive = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
         }
         let occlusion_from_arm = match &textures.metallic_roughness {
-            Some(mr) => crate::texture::set::arm_packed(
-                &mr.image,
-                textures.occlusion.as_ref().map(|o| &o.image),
-            ),
+            Some(mr) => arm_packed(&mr.image, textures.occlusion.as_ref().map(|o| &o.image)),
             None => false,
         };
         let strength = m.emissive_strength().unwrap_or(1.0);
@@ -443,6 +569,26 @@ impl Importer<'_> {
             .read_positions()
             .ok_or_else(|| self.malformed(format!("{} has no POSITION attribute", what())))?
             .collect();
+        let accessor_of =
+            |semantic: gltf::Semantic| prim.get(&semantic).map_or(usize::MAX, |a| a.index());
+        let finite = |values: &mut dyn Iterator<Item = &[f32]>, semantic: gltf::Semantic| {
+            let name = semantic.to_string();
+            match values
+                .enumerate()
+                .find(|(_, v)| v.iter().any(|x| !x.is_finite()))
+            {
+                None => Ok(()),
+                Some((i, v)) => Err(self.malformed(format!(
+                    "accessors[{}] ({} {name}) element {i}: {v:?} is not finite",
+                    accessor_of(semantic),
+                    what()
+                ))),
+            }
+        };
+        finite(
+            &mut positions.iter().map(|p| &p[..]),
+            gltf::Semantic::Positions,
+        )?;
         let n = positions.len();
         let check_len = |len: usize, attr: &str| {
             if len != n {
@@ -458,17 +604,29 @@ impl Importer<'_> {
             Some(ix) => ix.into_u32().collect(),
             None => (0..n as u32).collect(),
         };
+        // Validation checked every accessor's extent, so the readers return everything.
+        if let Some(a) = prim.indices()
+            && a.count() != indices.len()
+        {
+            return Err(self.malformed(format!(
+                "{}: indices accessor {} yielded {} of its {} indices",
+                what(),
+                a.index(),
+                indices.len(),
+                a.count()
+            )));
+        }
         if let Some(bad) = indices.iter().find(|&&i| i as usize >= n) {
             return Err(self.malformed(format!(
                 "{}: index {bad} out of range for {n} vertices",
                 what()
             )));
         }
-        let indices: Vec<u32> = indices[..indices.len() / 3 * 3].to_vec();
         let normals: Vec<[f32; 3]> = match reader.read_normals() {
             Some(it) => {
                 let v: Vec<_> = it.collect();
                 check_len(v.len(), "NORMAL")?;
+                finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::Normals)?;
                 v
             }
             None => tangents::vertex_normals(&positions, &indices),
@@ -477,6 +635,7 @@ impl Importer<'_> {
             Some(it) => {
                 let v: Vec<_> = it.into_f32().collect();
                 check_len(v.len(), "TEXCOORD_0")?;
+                finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::TexCoords(0))?;
                 v
             }
             None => vec![[0.0, 0.0]; n],
@@ -485,6 +644,7 @@ impl Importer<'_> {
             Some(it) => {
                 let v: Vec<_> = it.collect();
                 check_len(v.len(), "TANGENT")?;
+                finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::Tangents)?;
                 Some(v)
             }
             None => None,
@@ -522,6 +682,27 @@ pub fn normal_matrix(world_from_local: &Mat4) -> Mat3 {
     Mat3::from_mat4(*world_from_local).inverse().transpose()
 }
 
+/// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
+/// image), used to set [`Material::occlusion_from_arm`]: true when the
+/// occlusion slot names the same image as `mr` (ORM, as in FlightHelmet), or when there is
+/// no occlusion slot and `mr`'s stem holds an `arm`/`orm` token after an underscore
+/// (`_arm_`, `_arm.`, ending in `_arm`; case-insensitive) or spells out
+/// `OcclusionRoughMetal`/`OcclusionRoughnessMetallic`.
+pub fn arm_packed(mr: &ImageSource, occlusion: Option<&ImageSource>) -> bool {
+    match occlusion {
+        Some(occ) => occ == mr,
+        None => {
+            let stem = mr.stem().to_lowercase();
+            stem.contains("occlusionroughmetal")
+                || stem.contains("occlusionroughnessmetallic")
+                || stem
+                    .split(['_', '.'])
+                    .skip(1)
+                    .any(|t| t == "arm" || t == "orm")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,5 +721,43 @@ mod tests {
         assert!(decode_data_uri("file.bin").is_none());
         let bad = decode_data_uri("data:application/octet-stream;base64,@@@").unwrap();
         assert!(bad.unwrap_err().contains("base64"));
+    }
+
+    fn file(p: &str) -> ImageSource {
+        ImageSource::File(std::path::PathBuf::from(p))
+    }
+
+    #[test]
+    fn arm_heuristic_on_real_names() {
+        let lr = "../shared/assets/ntc_living_room/living_room/textures/";
+        for (mr, packed) in [
+            ("painted_wooden_cabinet_arm_1k.jpg", true),
+            ("wooden_table_02_arm_1k.jpg", true),
+            ("tea_set_01_ARM.png", true),
+            ("sofa_03_rough_1k.jpg", false),
+            ("wood_table_worn_rough_1k.png", false),
+            ("armchair_rough_1k.jpg", false),
+            ("charm_metal_rough.png", false),
+            (
+                "FlightHelmet_Materials_MetalPartsMat_OcclusionRoughMetal.png",
+                true,
+            ),
+        ] {
+            let src = file(&format!("{lr}{mr}"));
+            assert_eq!(arm_packed(&src, None), packed, "{mr}");
+        }
+        let orm = file("fh/Helmet_OcclusionRoughMetal.png");
+        assert!(arm_packed(&orm, Some(&orm)));
+        let mr = file("a/metal_rough.png");
+        assert!(!arm_packed(&mr, Some(&file("a/metal_ao.png"))));
+        assert!(!arm_packed(
+            &file("a/thing_arm_1k.jpg"),
+            Some(&file("a/thing_ao_1k.jpg"))
+        ));
+        let emb = ImageSource::Embedded {
+            name: "scene.glb#image3".into(),
+            bytes: Arc::from(&[][..]),
+        };
+        assert!(!arm_packed(&emb, None));
     }
 }

@@ -11,6 +11,8 @@ pub mod auto_camera;
 pub mod camera_control;
 pub mod description;
 pub mod gltf_import;
+pub mod gltf_validate;
+pub mod lighting;
 pub mod open;
 pub mod tangents;
 
@@ -18,6 +20,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use glam::{Mat4, Vec3};
+
+pub use lighting::Lighting;
+
+/// Largest image side in pixels: of any image a scene references (larger images are
+/// refused before decoding) and of the built-in scenes' textures.
+pub const MAX_IMAGE_SIDE: u32 = 16384;
 
 /// Errors raised while loading a scene. Every variant names the file involved.
 #[derive(Debug, thiserror::Error)]

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::description::{Builtin, CameraPath, LoadedDescription, SceneDescription};
+use super::gltf_import::{self, UriPolicy};
 use super::{Camera, Scene, SceneError};
 
 /// Texture size of the built-in toy shop when the description does not say.
@@ -51,8 +52,12 @@ pub fn open(path: Option<&Path>) -> Result<OpenedScene, SceneError> {
                 )?,
                 (None, None) => unreachable!("LoadedDescription::load checks for gltf or builtin"),
             };
+            let policy = UriPolicy {
+                extra_roots: loaded.asset_folders(),
+                anywhere: false,
+            };
             Ok(OpenedScene {
-                scene: Scene::load(&gltf)?,
+                scene: gltf_import::load_with(&gltf, &policy)?,
                 description: loaded.description,
             })
         }

@@ -1,5 +1,6 @@
 //! Block-compression baselines for quality reports: each texture set encoded the way a
-//! game would ship it, decoded again, and measured with the same PSNR as NTC.
+//! game would ship it, decoded again, and measured with the same PSNR as NTC
+//! ([`super::metrics`]: per channel group and pooled over the present channels).
 //!
 //! Two baselines over the full mip chain, only for the channel groups a set has:
 //! - `BC1/BC5` (≈ 4–8 bpp per texture): base colour BC1 (BC3 when it has alpha),
@@ -9,8 +10,8 @@
 //! Encoding uses Intel's ISPC texture compressor (`intel_tex_2`), decoding a pure-Rust
 //! decoder (`texture2ddecoder`).
 
-use super::metrics::{ChannelGroup, ErrorAccumulator, GroupPsnr};
-use super::{CHANNELS, ChannelMask, SetMip, TextureSet};
+use super::metrics::{ErrorAccumulator, PsnrReport};
+use super::{CHANNELS, ChannelMask, ImageGroup, SetMip, TextureSet};
 
 /// A block format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -44,10 +45,10 @@ pub struct BcnResult {
     pub bytes: u64,
     /// Bits per mip-0 texel (whole chain, all textures of the set).
     pub bits_per_texel: f64,
-    /// PSNR of mip 0.
-    pub psnr_mip0: GroupPsnr,
+    /// PSNR of mip 0 (NTC's quality is measured there too).
+    pub psnr_mip0: PsnrReport,
     /// PSNR over every mip level.
-    pub psnr_chain: GroupPsnr,
+    pub psnr_chain: PsnrReport,
 }
 
 /// The two baselines' formats per group: (name, [base colour, normal, ORM, emissive]).
@@ -79,13 +80,13 @@ fn baselines(has_alpha: bool) -> [(&'static str, [BlockFormat; 4]); 2] {
     ]
 }
 
-/// Canonical channels of each group, in the order they go into the block texture.
-fn group_channels(group: ChannelGroup) -> &'static [usize] {
+/// Canonical channels of each image, in the order they go into the block texture.
+fn group_channels(group: ImageGroup) -> &'static [usize] {
     match group {
-        ChannelGroup::BaseColor => &[0, 1, 2, 3],
-        ChannelGroup::Normal => &[4, 5],
-        ChannelGroup::Orm => &[6, 7, 8],
-        ChannelGroup::Emissive => &[9, 10, 11],
+        ImageGroup::BaseColor => &[0, 1, 2, 3],
+        ImageGroup::Normal => &[4, 5],
+        ImageGroup::Orm => &[6, 7, 8],
+        ImageGroup::Emissive => &[9, 10, 11],
     }
 }
 
@@ -172,7 +173,7 @@ pub fn bcn_baselines(set: &TextureSet) -> Vec<BcnResult> {
             let mut mip0 = ErrorAccumulator::default();
             for (level, mip) in set.mips.iter().enumerate() {
                 let mut decoded = mip.texels.clone();
-                for (group, format) in ChannelGroup::ALL.into_iter().zip(formats) {
+                for (group, format) in ImageGroup::ALL.into_iter().zip(formats) {
                     if present.intersects(group.mask()) {
                         bytes +=
                             round_trip(mip, group_channels(group), format, &mut decoded) as u64;
@@ -187,8 +188,8 @@ pub fn bcn_baselines(set: &TextureSet) -> Vec<BcnResult> {
                 name,
                 bytes,
                 bits_per_texel: bytes as f64 * 8.0 / texels0.max(1.0),
-                psnr_mip0: mip0.group_psnr(),
-                psnr_chain: chain.group_psnr(),
+                psnr_mip0: mip0.report(),
+                psnr_chain: chain.report(),
             }
         })
         .collect()
@@ -241,23 +242,41 @@ mod tests {
         let bc7 = &results[1];
         assert_eq!(bc7.bytes, blocks * (16 + 16 + 16));
         // Smooth gradients compress well: both above 35 dB, and no emissive group.
+        let db = |r: &BcnResult, g: &str| r.psnr_mip0.group(g).map(|p| p.db);
         for r in &results {
             assert!(
-                r.psnr_mip0.base_color.unwrap() > 35.0,
+                db(r, "base_color").unwrap() > 35.0,
                 "{}: {:?}",
                 r.name,
                 r.psnr_mip0
             );
-            assert!(r.psnr_mip0.normal.unwrap() > 40.0);
-            assert!(r.psnr_mip0.emissive.is_none());
+            assert!(db(r, "normal").unwrap() > 40.0);
+            assert!(db(r, "emissive").is_none());
+            let names: Vec<&str> = r
+                .psnr_mip0
+                .groups
+                .iter()
+                .map(|g| g.group.as_str())
+                .collect();
+            assert_eq!(names, ["base_color", "normal", "roughness"]);
+            // The pooled value lies between the groups'.
+            let pooled = r.psnr_mip0.pooled.unwrap().db;
+            let (lo, hi) = r
+                .psnr_mip0
+                .groups
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), g| {
+                    (lo.min(g.psnr.db), hi.max(g.psnr.db))
+                });
+            assert!(lo <= pooled && pooled <= hi, "{pooled} outside {lo}..{hi}");
         }
-        assert!(bc7.psnr_mip0.base_color >= bc1.psnr_mip0.base_color);
+        assert!(db(bc7, "base_color") >= db(bc1, "base_color"));
     }
 
     #[test]
     fn odd_sizes_round_trip() {
         let set = test_set(13, 7);
         let r = bcn_baselines(&set);
-        assert!(r[1].psnr_chain.all.unwrap() > 30.0);
+        assert!(r[1].psnr_chain.pooled.unwrap().db > 30.0);
     }
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use image::{DynamicImage, ImageDecoder, ImageEncoder, ImageReader, Limits};
 
-use super::{MAX_IMAGE_SIDE, TextureError, write_file_atomic};
+use super::{MAX_IMAGE_SIDE, TextureError};
 use crate::scene::ImageSource;
 
 /// The samples of a decoded image, interleaved, at the file's bit depth.
@@ -83,41 +83,128 @@ impl DecodedImage {
     }
 }
 
+/// What an image's header says, read without decoding any pixel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Samples per pixel after decoding (1, 2, 3 or 4).
+    pub channels: u8,
+    /// Bytes per sample after decoding (1 or 2).
+    pub bytes_per_sample: u8,
+    /// Size of the encoded data in bytes.
+    pub encoded_len: u64,
+}
+
+impl ImageInfo {
+    /// Bytes of the decoded samples.
+    pub fn decoded_bytes(&self) -> u64 {
+        super::budget::product(&[
+            self.width.into(),
+            self.height.into(),
+            self.channels.into(),
+            self.bytes_per_sample.into(),
+        ])
+    }
+}
+
+/// Largest ratio of decoded to encoded bytes a real PNG or JPEG reaches: deflate stops
+/// at 1032:1, and 1-bit palette images expand 32-fold on top; a JPEG needs at least one
+/// bit per 8×8 block. A header announcing more than this (plus [`EXPANSION_SLACK`]) over
+/// the bytes that follow it describes pixels the file cannot hold.
+pub const MAX_EXPANSION: u64 = 65536;
+
+/// Decoded bytes any image may announce regardless of its encoded size (64 MiB).
+pub const EXPANSION_SLACK: u64 = 64 << 20;
+
 /// Decode a PNG or JPEG image from a file or embedded bytes.
 ///
-/// Errors: [`TextureError::Missing`] when the file does not exist,
-/// [`TextureError::TooLarge`] when the header announces more than [`MAX_IMAGE_SIDE`]
-/// pixels on a side (checked before decoding), [`TextureError::UnsupportedFormat`] for
-/// containers or pixel formats other than 8/16-bit gray/gray+alpha/RGB/RGBA PNG and JPEG,
-/// and [`TextureError::Decode`] with the image crate's message otherwise.
+/// Before any pixel buffer is allocated, the header's size is checked: each side in
+/// 1..=[`MAX_IMAGE_SIDE`] ([`TextureError::TooLarge`]), the decoded bytes no more than
+/// [`MAX_EXPANSION`] times the encoded ones plus [`EXPANSION_SLACK`] (a header whose
+/// pixels the data cannot hold, [`TextureError::InvalidInput`]) and within the memory
+/// budget ([`super::budget`]). Other errors: [`TextureError::Missing`] when the file does
+/// not exist, [`TextureError::UnsupportedFormat`] for containers or pixel formats other
+/// than 8/16-bit gray/gray+alpha/RGB/RGBA PNG and JPEG, and [`TextureError::Decode`]
+/// with the image crate's message.
 pub fn decode(source: &ImageSource) -> Result<DecodedImage, TextureError> {
     let file = source.display_name();
     match source {
         ImageSource::File(path) => {
-            let reader = ImageReader::open(path).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    TextureError::Missing { file: file.clone() }
-                } else {
-                    TextureError::Io {
-                        path: path.clone(),
-                        source: e,
-                    }
-                }
-            })?;
-            decode_reader(reader, &file)
+            let (reader, len) = open_file(path, &file)?;
+            decode_reader(reader, &file, len, true)?.1
         }
         ImageSource::Embedded { bytes, .. } => {
-            decode_reader(ImageReader::new(Cursor::new(&bytes[..])), &file)
+            decode_reader(
+                ImageReader::new(Cursor::new(&bytes[..])),
+                &file,
+                bytes.len() as u64,
+                true,
+            )?
+            .1
         }
+    }
+    .ok_or_else(|| TextureError::Decode {
+        file,
+        message: "no pixels decoded".into(),
+    })
+}
+
+/// Read only the header of an image: its size and pixel format, checked as [`decode`]
+/// checks them (side limits, plausibility, budget) but without decoding.
+pub fn probe(source: &ImageSource) -> Result<ImageInfo, TextureError> {
+    let file = source.display_name();
+    match source {
+        ImageSource::File(path) => {
+            let (reader, len) = open_file(path, &file)?;
+            decode_reader(reader, &file, len, false).map(|(info, _)| info)
+        }
+        ImageSource::Embedded { bytes, .. } => decode_reader(
+            ImageReader::new(Cursor::new(&bytes[..])),
+            &file,
+            bytes.len() as u64,
+            false,
+        )
+        .map(|(info, _)| info),
     }
 }
 
-/// Shared decoding path: guess the format from the content, read the header, check the
-/// size and pixel format, then decode.
+/// Open an image file and its length.
+fn open_file(
+    path: &Path,
+    file: &str,
+) -> Result<(ImageReader<std::io::BufReader<std::fs::File>>, u64), TextureError> {
+    let reader = ImageReader::open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TextureError::Missing {
+                file: file.to_string(),
+            }
+        } else {
+            TextureError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            }
+        }
+    })?;
+    let len = std::fs::metadata(path)
+        .map_err(|e| TextureError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?
+        .len();
+    Ok((reader, len))
+}
+
+/// Shared path: guess the format from the content, read the header, check the size and
+/// pixel format, then decode (when `pixels`).
 fn decode_reader<R: BufRead + Seek>(
     reader: ImageReader<R>,
     file: &str,
-) -> Result<DecodedImage, TextureError> {
+    encoded_len: u64,
+    pixels: bool,
+) -> Result<(ImageInfo, Option<DecodedImage>), TextureError> {
     let decode_err = |e: image::ImageError| match e {
         image::ImageError::Unsupported(u) => TextureError::UnsupportedFormat {
             file: file.to_string(),
@@ -149,7 +236,7 @@ fn decode_reader<R: BufRead + Seek>(
             });
         }
     }
-    // The side check below bounds every buffer; the allocation limit only guards the
+    // The checks below bound every buffer; the allocation limit only guards the
     // decoders' own bookkeeping (the default of 512 MiB would refuse a legal 16K² RGBA8).
     let mut limits = Limits::no_limits();
     limits.max_alloc = Some(4 << 30);
@@ -167,25 +254,59 @@ fn decode_reader<R: BufRead + Seek>(
     }
     let color = decoder.color_type();
     use image::ColorType as C;
-    if !matches!(
-        color,
-        C::L8 | C::La8 | C::Rgb8 | C::Rgba8 | C::L16 | C::La16 | C::Rgb16 | C::Rgba16
-    ) {
-        return Err(TextureError::UnsupportedFormat {
+    let (channels, bytes_per_sample) = match color {
+        C::L8 => (1, 1),
+        C::La8 => (2, 1),
+        C::Rgb8 => (3, 1),
+        C::Rgba8 => (4, 1),
+        C::L16 => (1, 2),
+        C::La16 => (2, 2),
+        C::Rgb16 => (3, 2),
+        C::Rgba16 => (4, 2),
+        _ => {
+            return Err(TextureError::UnsupportedFormat {
+                file: file.to_string(),
+                format: format!("{color:?}"),
+            });
+        }
+    };
+    let info = ImageInfo {
+        width,
+        height,
+        channels,
+        bytes_per_sample,
+        encoded_len,
+    };
+    let decoded = info.decoded_bytes();
+    let plausible = encoded_len
+        .saturating_mul(MAX_EXPANSION)
+        .saturating_add(EXPANSION_SLACK);
+    if decoded > plausible {
+        return Err(TextureError::InvalidInput {
             file: file.to_string(),
-            format: format!("{color:?}"),
+            reason: format!(
+                "the header announces {width}×{height} pixels ({decoded} bytes decoded), more than {encoded_len} bytes of image data can hold"
+            ),
         });
     }
+    super::budget::check(
+        || format!("decoding {file} ({width}×{height})"),
+        decoded,
+        super::budget::limit(),
+    )?;
+    if !pixels {
+        return Ok((info, None));
+    }
     let image = DynamicImage::from_decoder(decoder).map_err(decode_err)?;
-    let (channels, samples) = match image {
-        DynamicImage::ImageLuma8(i) => (1, Samples::U8(i.into_raw())),
-        DynamicImage::ImageLumaA8(i) => (2, Samples::U8(i.into_raw())),
-        DynamicImage::ImageRgb8(i) => (3, Samples::U8(i.into_raw())),
-        DynamicImage::ImageRgba8(i) => (4, Samples::U8(i.into_raw())),
-        DynamicImage::ImageLuma16(i) => (1, Samples::U16(i.into_raw())),
-        DynamicImage::ImageLumaA16(i) => (2, Samples::U16(i.into_raw())),
-        DynamicImage::ImageRgb16(i) => (3, Samples::U16(i.into_raw())),
-        DynamicImage::ImageRgba16(i) => (4, Samples::U16(i.into_raw())),
+    let samples = match image {
+        DynamicImage::ImageLuma8(i) => Samples::U8(i.into_raw()),
+        DynamicImage::ImageLumaA8(i) => Samples::U8(i.into_raw()),
+        DynamicImage::ImageRgb8(i) => Samples::U8(i.into_raw()),
+        DynamicImage::ImageRgba8(i) => Samples::U8(i.into_raw()),
+        DynamicImage::ImageLuma16(i) => Samples::U16(i.into_raw()),
+        DynamicImage::ImageLumaA16(i) => Samples::U16(i.into_raw()),
+        DynamicImage::ImageRgb16(i) => Samples::U16(i.into_raw()),
+        DynamicImage::ImageRgba16(i) => Samples::U16(i.into_raw()),
         other => {
             return Err(TextureError::UnsupportedFormat {
                 file: file.to_string(),
@@ -193,12 +314,86 @@ fn decode_reader<R: BufRead + Seek>(
             });
         }
     };
-    Ok(DecodedImage {
-        width,
-        height,
-        channels,
-        samples,
-    })
+    Ok((
+        info,
+        Some(DecodedImage {
+            width,
+            height,
+            channels,
+            samples,
+        }),
+    ))
+}
+
+/// The image formats outputs are written in, chosen by the file's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// `.png`: lossless RGBA8.
+    Png,
+    /// `.jpg` / `.jpeg`: RGB (alpha dropped), quality 95.
+    Jpeg,
+}
+
+/// The format of an output image from its extension (`.png`, `.jpg`, `.jpeg`, any case);
+/// any other extension, or none, is an error naming the file.
+pub fn output_format(path: &Path) -> Result<OutputFormat, TextureError> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "png" => Ok(OutputFormat::Png),
+        "jpg" | "jpeg" => Ok(OutputFormat::Jpeg),
+        _ => Err(TextureError::InvalidInput {
+            file: path.display().to_string(),
+            reason: format!(
+                "cannot tell the image format from the extension `{ext}` (use .png, .jpg or .jpeg)"
+            ),
+        }),
+    }
+}
+
+/// Write an RGBA8 image in the format its extension names ([`output_format`]), through a
+/// temporary file in the same folder and a rename.
+pub fn write_image_rgba8(
+    path: &Path,
+    width: u32,
+    height: u32,
+    rgba: &[u8],
+) -> Result<(), TextureError> {
+    match output_format(path)? {
+        OutputFormat::Png => write_png_rgba8(path, width, height, rgba),
+        OutputFormat::Jpeg => {
+            let file = path.display().to_string();
+            if Some(rgba.len())
+                != (width as usize)
+                    .checked_mul(height as usize)
+                    .and_then(|n| n.checked_mul(4))
+                || width == 0
+                || height == 0
+            {
+                return Err(TextureError::InvalidInput {
+                    file,
+                    reason: format!(
+                        "{} bytes do not make a {width}×{height} RGBA8 image",
+                        rgba.len()
+                    ),
+                });
+            }
+            let rgb: Vec<u8> = rgba
+                .chunks_exact(4)
+                .flat_map(|p| [p[0], p[1], p[2]])
+                .collect();
+            let mut jpeg = Vec::new();
+            image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 95)
+                .write_image(&rgb, width, height, image::ExtendedColorType::Rgb8)
+                .map_err(|e| TextureError::Encode {
+                    file,
+                    message: e.to_string(),
+                })?;
+            super::write_file_atomic(path, &jpeg)
+        }
+    }
 }
 
 /// Write an RGBA8 image (`width * height * 4` bytes, row-major) as a PNG file, through a
@@ -229,7 +424,10 @@ pub fn write_png_rgba8(
             file,
             message: e.to_string(),
         })?;
-    write_file_atomic(path, &png)
+    crate::io::write_atomic(path, &png).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]

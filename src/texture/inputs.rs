@@ -6,8 +6,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::set::{Slot, load_parallel, unique_names};
 use super::{ChannelMask, LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
-use crate::scene::Material;
+use crate::scene::{ImageSource, Material};
 
 /// One input of an offline run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,13 +143,30 @@ impl InputSets {
     /// [`relevant_channels`](super::set::relevant_channels) over those materials (a channel
     /// that every one of them zeroes by its constants is irrelevant to the set).
     pub fn relevant_channels(&self) -> Vec<ChannelMask> {
-        let mut relevant = vec![ChannelMask::NONE; self.descs.len()];
-        for (material, set) in self.materials.iter().zip(&self.material_sets) {
-            if let Some(mask) = set.and_then(|s| relevant.get_mut(s)) {
-                *mask |= super::set::relevant_channels(material);
+        super::set::set_relevant_channels(&self.materials, &self.material_sets, self.descs.len())
+    }
+
+    /// Every file the sets come from: the inputs themselves, the `texture_sets.csv`
+    /// beside a scene, and every image file, each once, in order of first use.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = Vec::new();
+        for s in &self.sources {
+            files.push(s.path().to_path_buf());
+            let labels = s.path().with_file_name("texture_sets.csv");
+            if matches!(s, InputSource::Scene(_)) && labels.is_file() {
+                files.push(labels);
             }
         }
-        relevant
+        for desc in &self.descs {
+            for (_, src) in desc.sources() {
+                if let crate::scene::ImageSource::File(p) = src
+                    && !files.contains(p)
+                {
+                    files.push(p.clone());
+                }
+            }
+        }
+        files
     }
 
     /// Decode every set (in parallel), downscaled to `opts.max_size` when given; sets get
@@ -237,56 +255,82 @@ pub fn categories_from_csv(
         .collect())
 }
 
-/// Set names made unique by suffixing `#2`, `#3`, … to repeats.
-fn unique_names(descs: &[TextureSetDesc]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(descs.len());
-    for d in descs {
-        let base = d.name();
-        let mut name = base.clone();
-        let mut n = 2;
-        while out.contains(&name) {
-            name = format!("{base}#{n}");
-            n += 1;
-        }
-        out.push(name);
+/// Write the report of the distinct texture sets of `inputs` as CSV (temporary file +
+/// rename), in the schema the loader reads beside a scene (`texture_sets.csv`), so the
+/// report can serve as one.
+///
+/// Columns: `set_id` (the set's unique name), `category` and `paper_category` (the set's
+/// label, empty when unknown), `materials` (names of the materials using the set,
+/// `;`-joined), one column per slot (`base_color, normal, metallic_roughness,
+/// occlusion, emissive`: the image's display name, empty when absent) and
+/// `occlusion_from_arm`.
+pub fn write_texture_sets_csv(path: &Path, inputs: &InputSets) -> Result<(), TextureError> {
+    let invalid = |reason: String| TextureError::InvalidInput {
+        file: path.display().to_string(),
+        reason,
+    };
+    let sets = &inputs.descs;
+    if inputs.materials.len() != inputs.material_sets.len()
+        || inputs.names.len() != sets.len()
+        || inputs.categories.len() != sets.len()
+    {
+        return Err(invalid(format!(
+            "{} materials, {} material→set entries, {} sets, {} names, {} labels",
+            inputs.materials.len(),
+            inputs.material_sets.len(),
+            sets.len(),
+            inputs.names.len(),
+            inputs.categories.len()
+        )));
     }
-    out
-}
-
-/// Decode sets on all cores, keeping the order.
-pub fn load_parallel(
-    sets: &[TextureSetDesc],
-    opts: &LoadOptions,
-) -> Result<Vec<LoadedSet>, TextureError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(sets.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<LoadedSet, TextureError>>>> =
-        sets.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(desc) = sets.get(i) else { break };
-                    let r = desc.load(opts);
-                    if let Ok(mut slot) = slots[i].lock() {
-                        *slot = Some(r);
-                    }
-                }
-            });
+    let mut users: Vec<Vec<&str>> = vec![Vec::new(); sets.len()];
+    for (m, s) in inputs.materials.iter().zip(&inputs.material_sets) {
+        if let Some(s) = *s {
+            users
+                .get_mut(s)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "material `{}` uses set {s}, but there are only {} sets",
+                        m.name,
+                        sets.len()
+                    ))
+                })?
+                .push(&m.name);
         }
-    });
-    slots
-        .into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .ok()
-                .flatten()
-                .expect("every set index is claimed by exactly one worker")
-        })
-        .collect()
+    }
+    let csv_err = |e: csv::Error| TextureError::Csv {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["set_id", "category", "paper_category", "materials"];
+    header.extend(Slot::ALL.iter().map(|s| s.name()));
+    header.push("occlusion_from_arm");
+    w.write_record(&header).map_err(csv_err)?;
+    for (i, set) in sets.iter().enumerate() {
+        let label = inputs.categories[i].clone();
+        let mut record = vec![
+            inputs.names[i].clone(),
+            label.clone(),
+            label,
+            users[i].join(";"),
+        ];
+        record.extend(Slot::ALL.iter().map(|&s| {
+            set.source(s)
+                .map(ImageSource::display_name)
+                .unwrap_or_default()
+        }));
+        record.push(set.occlusion_from_arm.to_string());
+        w.write_record(&record).map_err(csv_err)?;
+    }
+    let bytes = w.into_inner().map_err(|e| TextureError::Csv {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    crate::io::write_atomic(path, &bytes).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use super::set::{Slot, TextureSetDesc};
-use super::{TextureError, write_file_atomic};
+use super::TextureError;
+use super::set::TextureSetDesc;
 use crate::scene::{AlphaMode, ImageSource, Material, MaterialTextures, TextureRef};
 
 /// One manifest row: the material it describes and its category labels.
@@ -39,7 +39,8 @@ const REQUIRED: [&str; 8] = [
 
 /// Read a Bistro-style manifest CSV.
 ///
-/// Cell rules: `set_id` must not be empty; empty `basecolor`/`normal` mean no texture;
+/// Cell rules: `set_id` must not be empty and must be unique; an empty `basecolor` or
+/// `normal` means no texture in that slot, but a row needs at least one of them;
 /// `alpha` is `0` (opaque, also when empty) or `1` (mask, cutoff 0.5); `roughness_const`
 /// and `metallic_const` are numbers in \[0, 1\], and an empty cell means the glTF default
 /// 1.0. Errors name the manifest, the row (1-based line, header = row 1) and the column.
@@ -56,6 +57,12 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
             }
         }
     })?;
+    parse_manifest(&bytes, path)
+}
+
+/// Parse the bytes of a manifest read from `path` (images resolve against its folder),
+/// with the rules of [`read_manifest`].
+pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
     let folder = path.parent().unwrap_or(Path::new(""));
     let csv_err = |e: csv::Error| TextureError::Csv {
         path: path.to_path_buf(),
@@ -63,7 +70,7 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
     };
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
-        .from_reader(&bytes[..]);
+        .from_reader(bytes);
     let headers = reader.headers().map_err(csv_err)?.clone();
     let mut col = [0usize; REQUIRED.len()];
     for (slot, name) in col.iter_mut().zip(REQUIRED) {
@@ -88,6 +95,8 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
     ] = col;
 
     let mut entries = Vec::new();
+    // Row of every set id so far, to name both rows of a duplicate.
+    let mut rows_of_ids: std::collections::HashMap<String, u64> = Default::default();
     for record in reader.records() {
         let record = record.map_err(csv_err)?;
         let row = record.position().map_or(0, |p| p.line());
@@ -101,6 +110,18 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
         let id = cell(c_id);
         if id.is_empty() {
             return Err(bad("set_id", "empty set id".into()));
+        }
+        if let Some(first) = rows_of_ids.insert(id.to_string(), row) {
+            return Err(bad(
+                "set_id",
+                format!("`{id}` is also the id of row {first} (set ids must be unique)"),
+            ));
+        }
+        if cell(c_base).is_empty() && cell(c_normal).is_empty() {
+            return Err(bad(
+                "basecolor",
+                "the row names no image (both `basecolor` and `normal` are empty)".into(),
+            ));
         }
         let image = |c: usize| {
             let rel = cell(c);
@@ -153,75 +174,24 @@ pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
     Ok(entries)
 }
 
-/// Write the report of a scene's distinct texture sets as CSV (temporary file + rename).
-///
-/// Columns: `index, name, materials` (names of the materials using the set, `;`-joined),
-/// one column per slot (`base_color, normal, metallic_roughness, occlusion, emissive`:
-/// the image's display name, empty when absent) and `occlusion_from_arm`.
-/// `material_sets` is the second result of [`super::scene_texture_sets`]: one entry per
-/// material, each `None` or an index into `sets`.
-pub fn write_texture_sets_csv(
-    path: &Path,
-    sets: &[TextureSetDesc],
-    materials: &[Material],
-    material_sets: &[Option<usize>],
-) -> Result<(), TextureError> {
-    let invalid = |reason: String| TextureError::InvalidInput {
-        file: path.display().to_string(),
-        reason,
-    };
-    if materials.len() != material_sets.len() {
-        return Err(invalid(format!(
-            "{} materials but {} material→set entries",
-            materials.len(),
-            material_sets.len()
-        )));
-    }
-    let mut users: Vec<Vec<&str>> = vec![Vec::new(); sets.len()];
-    for (m, s) in materials.iter().zip(material_sets) {
-        if let Some(s) = *s {
-            users
-                .get_mut(s)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "material `{}` uses set {s}, but there are only {} sets",
-                        m.name,
-                        sets.len()
-                    ))
-                })?
-                .push(&m.name);
+/// The manifest rows of each set of `entries` (the manifest's rows, in order): per
+/// distinct set in order of first use, its description and the indices of every row
+/// using it. Rows that share their images share one set.
+pub fn sets_of_rows(entries: &[ManifestEntry]) -> Vec<(TextureSetDesc, Vec<usize>)> {
+    let materials: Vec<Material> = entries.iter().map(|e| e.material.clone()).collect();
+    let (sets, material_sets) = super::scene_texture_sets(&materials);
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); sets.len()];
+    for (row, set) in material_sets.iter().enumerate() {
+        if let Some(s) = *set {
+            rows[s].push(row);
         }
     }
-    let csv_err = |e: csv::Error| TextureError::Csv {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec!["index", "name", "materials"];
-    header.extend(Slot::ALL.iter().map(|s| s.name()));
-    header.push("occlusion_from_arm");
-    w.write_record(&header).map_err(csv_err)?;
-    for (i, (set, users)) in sets.iter().zip(&users).enumerate() {
-        let mut record = vec![i.to_string(), set.name(), users.join(";")];
-        record.extend(Slot::ALL.iter().map(|&s| {
-            set.source(s)
-                .map(ImageSource::display_name)
-                .unwrap_or_default()
-        }));
-        record.push(set.occlusion_from_arm.to_string());
-        w.write_record(&record).map_err(csv_err)?;
-    }
-    let bytes = w.into_inner().map_err(|e| TextureError::Csv {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    write_file_atomic(path, &bytes)
+    sets.into_iter().zip(rows).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::texture::scene_texture_sets;
     use std::path::PathBuf;
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
@@ -339,20 +309,14 @@ mod tests {
     }
 
     #[test]
-    fn writes_the_texture_sets_report() {
-        let entries = read_manifest(Path::new(BISTRO)).expect("manifest");
-        let mut materials: Vec<Material> =
-            entries.iter().take(2).map(|e| e.material.clone()).collect();
-        let mut twin = materials[0].clone();
-        twin.name = "twin, with comma".into();
-        materials.push(twin);
-        materials.push(Material::default());
-        let (sets, material_sets) = scene_texture_sets(&materials);
-        assert_eq!(material_sets, vec![Some(0), Some(1), Some(0), None]);
-
+    fn writes_the_texture_sets_report_in_the_loaders_schema() {
+        use crate::texture::inputs::{
+            InputSets, InputSource, categories_from_csv, write_texture_sets_csv,
+        };
+        let inputs = InputSets::open(&[InputSource::Manifest(BISTRO.into())]).expect("inputs");
         let dir = tmp_dir("report");
         let p = dir.join("texture_sets.csv");
-        write_texture_sets_csv(&p, &sets, &materials, &material_sets).expect("write");
+        write_texture_sets_csv(&p, &inputs).expect("write");
         let mut r = csv::Reader::from_path(&p).expect("read back");
         let headers: Vec<String> = r
             .headers()
@@ -363,8 +327,9 @@ mod tests {
         assert_eq!(
             headers,
             [
-                "index",
-                "name",
+                "set_id",
+                "category",
+                "paper_category",
                 "materials",
                 "base_color",
                 "normal",
@@ -375,20 +340,36 @@ mod tests {
             ]
         );
         let rows: Vec<csv::StringRecord> = r.records().map(|r| r.expect("row")).collect();
-        assert_eq!(rows.len(), 2);
-        assert_eq!(&rows[0][1], "MASTER_Awning_Beams");
-        assert_eq!(
-            &rows[0][2],
-            "bistro/fabric/MASTER_Awning_Beams;twin, with comma"
-        );
-        assert!(rows[0][3].ends_with("MASTER_Awning_Beams_basecolor.jpg"));
-        assert_eq!(&rows[0][5], "");
-        assert_eq!(&rows[0][8], "false");
+        assert_eq!(rows.len(), 36);
+        assert_eq!(&rows[0][0], "MASTER_Awning_Beams");
+        assert_eq!(&rows[0][2], "Fabric");
+        assert_eq!(&rows[0][3], "bistro/fabric/MASTER_Awning_Beams");
+        assert!(rows[0][4].ends_with("MASTER_Awning_Beams_basecolor.jpg"));
+        // The loader reads the labels back from it.
+        let labels = categories_from_csv(&p, "paper_category", &inputs.names).expect("labels");
+        assert_eq!(labels, inputs.categories);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
-        let e = write_texture_sets_csv(&p, &sets, &materials, &[Some(5)]).unwrap_err();
-        assert!(matches!(e, TextureError::InvalidInput { .. }));
-        let e = write_texture_sets_csv(&p, &sets, &materials[..1], &[Some(5)]).unwrap_err();
-        assert!(e.to_string().contains("set 5"), "{e}");
+    #[test]
+    fn rows_sharing_images_share_a_set_without_shifting_labels() {
+        let dir = tmp_dir("rows");
+        let p = dir.join("m.csv");
+        let header =
+            "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const";
+        std::fs::write(
+            &p,
+            format!(
+                "{header}\na,Wood,Wood,x.jpg,,0,0.5,0\nb,Metal,Metal,x.jpg,,0,0.9,1\nc,Stone,Stone,y.jpg,,0,1,0\n"
+            ),
+        )
+        .expect("write");
+        let entries = read_manifest(&p).expect("manifest");
+        let sets = sets_of_rows(&entries);
+        assert_eq!(sets.len(), 2);
+        assert_eq!(sets[0].1, vec![0, 1]);
+        assert_eq!(sets[1].1, vec![2]);
+        assert_eq!(entries[sets[1].1[0]].category, "Stone");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -11,7 +11,8 @@
 //!   X, Y re-encoded.
 
 use super::set::SetMip;
-use super::{CHANNELS, Channel, linear_to_srgb, quantize_u8, srgb_to_linear};
+use super::srgb::{SrgbEncoder, decode_u8};
+use super::{CHANNELS, Channel, quantize_u8};
 
 /// Build the full mip chain from level 0 down to 1×1; the result starts with `mip0`.
 ///
@@ -28,12 +29,13 @@ pub fn build_mip_chain(mip0: SetMip) -> Vec<SetMip> {
     if !valid {
         return chain;
     }
-    let lut: [f32; 256] = std::array::from_fn(|v| srgb_to_linear(v as f32 / 255.0));
+    let lut: [f32; 256] = std::array::from_fn(|v| decode_u8(v as u8));
+    let encoder = SrgbEncoder::new();
     while let Some(last) = chain.last() {
         if last.width == 1 && last.height == 1 {
             break;
         }
-        let next = downsample(last, &lut);
+        let next = downsample(last, &lut, &encoder);
         chain.push(next);
     }
     chain
@@ -69,7 +71,7 @@ fn decode_normal(x: u8, y: u8) -> [f32; 3] {
 }
 
 /// One box-filtered level below `src`.
-fn downsample(src: &SetMip, lut: &[f32; 256]) -> SetMip {
+fn downsample(src: &SetMip, lut: &[f32; 256], encoder: &SrgbEncoder) -> SetMip {
     const COLOR: [usize; 6] = [
         Channel::BaseR.index(),
         Channel::BaseG.index(),
@@ -118,7 +120,7 @@ fn downsample(src: &SetMip, lut: &[f32; 256]) -> SetMip {
             let inv = 1.0 / count as f32;
             let out = &mut texels[(dy * dw + dx) * CHANNELS..][..CHANNELS];
             for (&acc, &c) in color.iter().zip(&COLOR) {
-                out[c] = quantize_u8(linear_to_srgb(acc * inv));
+                out[c] = encoder.encode(acc * inv);
             }
             for (&acc, &c) in linear.iter().zip(&LINEAR) {
                 out[c] = quantize_u8(acc as f32 * inv / 255.0);

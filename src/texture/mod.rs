@@ -24,29 +24,91 @@
 //! - [`set`]: texture set identities ([`TextureSetDesc`]), deduplication over a scene's
 //!   materials and loading into canonical texels.
 //! - [`mips`]: mip chains (linear-light colour, renormalised normals).
+//! - [`srgb`]: the sRGB transfer function (exact, platform-independent) and its tables.
 //! - [`manifest`]: Bistro-style manifest CSVs and the `texture_sets.csv` report.
+//! - [`metrics`]: PSNR, the one convention of every report (per channel group and
+//!   pooled, exact matches capped at 99 dB and marked).
+//! - [`bcn`]: BCn baselines measured with it.
 
 pub mod bcn;
+pub mod budget;
 pub mod image_io;
 pub mod inputs;
 pub mod manifest;
 pub mod metrics;
 pub mod mips;
 pub mod set;
+pub mod srgb;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub use image_io::{DecodedImage, Samples, decode, write_png_rgba8};
-pub use manifest::{ManifestEntry, read_manifest, write_texture_sets_csv};
+pub use image_io::{
+    DecodedImage, OutputFormat, Samples, decode, output_format, write_image_rgba8, write_png_rgba8,
+};
+pub use manifest::{ManifestEntry, read_manifest};
 pub use mips::build_mip_chain;
 pub use set::{
-    LoadOptions, LoadedSet, SetMip, Slot, TextureSet, TextureSetDesc, arm_packed,
-    relevant_channels, scene_texture_sets,
+    LoadOptions, LoadedSet, SceneTextures, SetMip, Slot, TextureSet, TextureSetDesc,
+    relevant_channels, scene_texture_sets, set_constants,
 };
+pub use srgb::{linear_to_srgb, srgb_to_linear};
 
 /// Number of canonical channels per texel.
 pub const CHANNELS: usize = 12;
+
+/// The named channel groups of the canonical layout, in channel order; together they
+/// cover every channel once.
+pub const CHANNEL_GROUPS: [(ChannelMask, &str); 7] = [
+    (ChannelMask::BASE_COLOR, "base_color"),
+    (ChannelMask::ALPHA, "alpha"),
+    (ChannelMask::NORMAL, "normal"),
+    (ChannelMask::OCCLUSION, "occlusion"),
+    (ChannelMask::ROUGHNESS, "roughness"),
+    (ChannelMask::METALLIC, "metallic"),
+    (ChannelMask::EMISSIVE, "emissive"),
+];
+
+/// The four images a material's channels ship in: the textures of the BCn baselines and
+/// of `decompress`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageGroup {
+    /// Base colour RGB and alpha (channels 0–3).
+    BaseColor,
+    /// Normal X, Y (4–5).
+    Normal,
+    /// Occlusion, roughness, metallic (6–8).
+    Orm,
+    /// Emissive RGB (9–11).
+    Emissive,
+}
+
+impl ImageGroup {
+    /// Every image, in channel order.
+    pub const ALL: [ImageGroup; 4] = [Self::BaseColor, Self::Normal, Self::Orm, Self::Emissive];
+
+    /// The image's channels.
+    pub const fn mask(self) -> ChannelMask {
+        match self {
+            Self::BaseColor => ChannelMask(ChannelMask::BASE_COLOR.0 | ChannelMask::ALPHA.0),
+            Self::Normal => ChannelMask::NORMAL,
+            Self::Orm => ChannelMask(
+                ChannelMask::OCCLUSION.0 | ChannelMask::ROUGHNESS.0 | ChannelMask::METALLIC.0,
+            ),
+            Self::Emissive => ChannelMask::EMISSIVE,
+        }
+    }
+
+    /// Name used in file names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::BaseColor => "base_color",
+            Self::Normal => "normal",
+            Self::Orm => "orm",
+            Self::Emissive => "emissive",
+        }
+    }
+}
 
 /// Number of RGBA groups (GPU textures) the channels are stored in.
 pub const GROUPS: usize = 3;
@@ -56,7 +118,8 @@ pub const GROUPS: usize = 3;
 pub const GROUP_IS_SRGB: [bool; GROUPS] = [true, false, false];
 
 /// Largest accepted image side in pixels; larger images are refused before decoding.
-pub const MAX_IMAGE_SIDE: u32 = 16384;
+/// Defined with the scene types, whose built-in texture size it also bounds.
+pub use crate::scene::MAX_IMAGE_SIDE;
 
 /// Errors raised while reading, converting or writing textures. Every variant names the
 /// file (or embedded image) involved.
@@ -141,6 +204,17 @@ pub enum TextureError {
         path: PathBuf,
         /// The csv crate's message (it includes the line).
         message: String,
+    },
+    /// Decoding would need more memory than the budget allows.
+    #[error(transparent)]
+    OverBudget(#[from] budget::OverBudget),
+    /// Images of one set whose sizes are too far apart to resample into one.
+    #[error("{set}: {reason}")]
+    SizeMismatch {
+        /// The set (its images' names).
+        set: String,
+        /// What disagrees, and by how much.
+        reason: String,
     },
     /// Arguments that do not fit together (buffer length, table lengths, ...).
     #[error("{file}: invalid input: {reason}")]
@@ -330,17 +404,8 @@ impl std::fmt::Display for ChannelMask {
     /// Named groups joined by `+` (`base_color+alpha+normal`), single channel names for
     /// partial groups, `none` when empty.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const NAMED: [(ChannelMask, &str); 7] = [
-            (ChannelMask::BASE_COLOR, "base_color"),
-            (ChannelMask::ALPHA, "alpha"),
-            (ChannelMask::NORMAL, "normal"),
-            (ChannelMask::OCCLUSION, "occlusion"),
-            (ChannelMask::ROUGHNESS, "roughness"),
-            (ChannelMask::METALLIC, "metallic"),
-            (ChannelMask::EMISSIVE, "emissive"),
-        ];
         let mut parts: Vec<&str> = Vec::new();
-        for (group, name) in NAMED {
+        for (group, name) in CHANNEL_GROUPS {
             if self.contains(group) {
                 parts.push(name);
             } else {
@@ -375,24 +440,6 @@ impl std::ops::BitAnd for ChannelMask {
     }
 }
 
-/// sRGB transfer function, encoded → linear, for a value in \[0, 1\].
-pub fn srgb_to_linear(v: f32) -> f32 {
-    if v <= 0.04045 {
-        v / 12.92
-    } else {
-        ((v + 0.055) / 1.055).powf(2.4)
-    }
-}
-
-/// sRGB transfer function, linear → encoded, for a value in \[0, 1\].
-pub fn linear_to_srgb(v: f32) -> f32 {
-    if v <= 0.003_130_8 {
-        v * 12.92
-    } else {
-        1.055 * v.powf(1.0 / 2.4) - 0.055
-    }
-}
-
 /// Quantise a value in \[0, 1\] to 8 bits (round to nearest, clamped; NaN → 0).
 pub fn quantize_u8(v: f32) -> u8 {
     // `as` saturates and maps NaN to 0.
@@ -402,34 +449,11 @@ pub fn quantize_u8(v: f32) -> u8 {
 /// Write `bytes` to `path` through a temporary file in the same folder and a rename, so
 /// readers never see a half-written file.
 pub(crate) fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), TextureError> {
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| TextureError::InvalidInput {
-            file: path.display().to_string(),
-            reason: "the path has no file name".into(),
-        })?
-        .to_string_lossy()
-        .into_owned();
-    // Unique per process and call, so concurrent writers never share a temporary file.
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_file_name(format!(".{file_name}.{}.{n}.tmp", std::process::id()));
-    let io_err = |p: &Path, source| TextureError::Io {
-        path: p.to_path_buf(),
+    // Errors name the destination, never the hidden temporary file.
+    crate::io::write_atomic(path, bytes).map_err(|source| TextureError::Io {
+        path: path.to_path_buf(),
         source,
-    };
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
-        f.write_all(bytes).map_err(|e| io_err(&tmp, e))?;
-        f.sync_all().map_err(|e| io_err(&tmp, e))?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
-    })();
-    if result.is_err() {
-        // Best effort: the temporary file may not even exist.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    })
 }
 
 #[cfg(test)]
@@ -482,15 +506,5 @@ mod tests {
         assert_eq!(Channel::Roughness.group(), 1);
         assert_eq!(Channel::Metallic.group(), 2);
         assert_eq!(Channel::EmissiveB.group(), 2);
-    }
-
-    #[test]
-    fn srgb_round_trips_every_byte() {
-        for v in 0..=255u8 {
-            let lin = srgb_to_linear(v as f32 / 255.0);
-            assert_eq!(quantize_u8(linear_to_srgb(lin)), v);
-        }
-        assert_eq!(quantize_u8(f32::NAN), 0);
-        assert_eq!(quantize_u8(2.0), 255);
     }
 }

@@ -2,8 +2,11 @@
 //!
 //! A [`TextureSetDesc`] is the identity of a set (its image per slot plus the ARM flag)
 //! without any decoding; it is hashable so that materials sharing the same images share
-//! one set ([`scene_texture_sets`]). [`TextureSetDesc::load`] decodes the images, resamples
-//! them to a common size (the largest width and height among them, optionally capped) and
+//! one set ([`scene_texture_sets`]). [`TextureSetDesc::load`] reads every image's header
+//! first and refuses sets whose images disagree in size by more than
+//! [`MAX_RESAMPLE_FACTOR`] per side or that would exceed the memory budget; then it decodes
+//! the images, resamples them to a common size (the largest width and height among them,
+//! optionally capped) and
 //! fills the [`CHANNELS`] canonical channels described in [`crate::texture`]:
 //! - base colour RGB ← base colour texture RGB (sRGB values kept as they are), alpha ← its A;
 //! - normal X, Y ← normal map R, G (OpenGL convention);
@@ -19,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use super::image_io::{DecodedImage, decode};
+use super::image_io::{DecodedImage, ImageInfo, decode, probe};
 use super::mips::build_mip_chain;
 use super::{
     CHANNELS, Channel, ChannelMask, GROUPS, TextureError, linear_to_srgb, quantize_u8,
@@ -140,54 +143,49 @@ impl TextureSetDesc {
     /// channels keep neutral values) and recorded in [`LoadedSet::missing`].
     pub fn load(&self, opts: &LoadOptions) -> Result<LoadedSet, TextureError> {
         let mut missing = Vec::new();
-        // Decode each distinct image once (FlightHelmet puts one ORM image in two slots).
-        let mut decoded: Vec<(&ImageSource, Option<DecodedImage>)> = Vec::new();
-        let mut get =
-            |slot: Slot, missing: &mut Vec<String>| -> Result<Option<usize>, TextureError> {
-                let Some(src) = self.source(slot) else {
-                    return Ok(None);
-                };
-                if let Some(i) = decoded.iter().position(|(s, _)| *s == src) {
-                    return Ok(decoded[i].1.is_some().then_some(i));
-                }
-                match decode(src) {
-                    Ok(img) => {
-                        decoded.push((src, Some(img)));
-                        Ok(Some(decoded.len() - 1))
-                    }
-                    Err(e) if opts.allow_missing => {
-                        missing.push(format!("{}: {e}", slot.name()));
-                        decoded.push((src, None));
-                        Ok(None)
-                    }
-                    Err(e) => Err(e),
-                }
-            };
-        let mut uses: Vec<(Slot, usize)> = Vec::new();
-        for slot in [
+        // The slots read (occlusion only when it is not packed into metallic-roughness),
+        // each distinct image once (FlightHelmet puts one ORM image in two slots).
+        let mut slots: Vec<Slot> = [
             Slot::BaseColor,
             Slot::Normal,
             Slot::MetallicRoughness,
             Slot::Emissive,
-        ] {
-            if let Some(i) = get(slot, &mut missing)? {
+        ]
+        .into_iter()
+        .filter(|&s| self.source(s).is_some())
+        .collect();
+        let arm = self.occlusion_from_arm && slots.contains(&Slot::MetallicRoughness);
+        if !arm && self.occlusion.is_some() {
+            slots.push(Slot::Occlusion);
+        }
+        // Headers first: sizes are checked before any pixel is decoded.
+        let mut images: Vec<(&ImageSource, Slot, ImageInfo)> = Vec::new();
+        let mut uses: Vec<(Slot, usize)> = Vec::new();
+        for slot in slots {
+            let Some(src) = self.source(slot) else {
+                continue;
+            };
+            if let Some(i) = images.iter().position(|(s, _, _)| *s == src) {
                 uses.push((slot, i));
+                continue;
+            }
+            match probe(src) {
+                Ok(info) => {
+                    images.push((src, slot, info));
+                    uses.push((slot, images.len() - 1));
+                }
+                Err(e) if opts.allow_missing && !matches!(e, TextureError::OverBudget(_)) => {
+                    missing.push(format!("{}: {e}", slot.name()));
+                }
+                Err(e) => return Err(e),
             }
         }
-        let arm =
-            self.occlusion_from_arm && uses.iter().any(|(s, _)| *s == Slot::MetallicRoughness);
-        if !arm && let Some(i) = get(Slot::Occlusion, &mut missing)? {
-            uses.push((Slot::Occlusion, i));
-        }
-        let image = |i: usize| decoded[i].1.as_ref();
 
         // Common size: the largest of the images, capped by `max_size`.
         let (mut width, mut height) = (1u32, 1u32);
-        for &(_, i) in &uses {
-            if let Some(img) = image(i) {
-                width = width.max(img.width);
-                height = height.max(img.height);
-            }
+        for (_, _, info) in &images {
+            width = width.max(info.width);
+            height = height.max(info.height);
         }
         if let Some(max) = opts.max_size {
             let max = max.max(1);
@@ -198,6 +196,26 @@ impl TextureSetDesc {
                 height = ((height as f64 * scale).round() as u32).clamp(1, max);
             }
         }
+        self.check_sizes(&images, width, height)?;
+
+        // Decode, after the budget check of everything the load holds at once.
+        let mut decoded: Vec<DecodedImage> = Vec::with_capacity(images.len());
+        for (src, slot, _) in &images {
+            match decode(src) {
+                Ok(img) => decoded.push(img),
+                Err(e) if opts.allow_missing && !matches!(e, TextureError::OverBudget(_)) => {
+                    missing.push(format!("{}: {e}", slot.name()));
+                    decoded.push(DecodedImage {
+                        width: 0,
+                        height: 0,
+                        channels: 0,
+                        samples: super::Samples::U8(Vec::new()),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let image = |i: usize| decoded.get(i).filter(|d| d.width > 0);
 
         let n = width as usize * height as usize;
         let neutral: [u8; CHANNELS] =
@@ -271,6 +289,88 @@ impl TextureSetDesc {
             },
             missing,
         })
+    }
+}
+
+/// Most a set's image is enlarged to the set's common size, per axis. Images that
+/// disagree more (a 16384×1 base colour with a 1×16384 roughness map) are refused: the
+/// set would be 16384² texels made from 32768.
+pub const MAX_RESAMPLE_FACTOR: u64 = 16;
+
+impl TextureSetDesc {
+    /// Check the images' sizes against the common size `width × height`: each enlarged
+    /// at most [`MAX_RESAMPLE_FACTOR`]× per axis, and everything the load holds at once
+    /// (decoded images, one resampling working set, the canonical texels and the mip
+    /// chain) within the memory budget.
+    fn check_sizes(
+        &self,
+        images: &[(&ImageSource, Slot, ImageInfo)],
+        width: u32,
+        height: u32,
+    ) -> Result<(), TextureError> {
+        use super::budget::product;
+        let sizes = || {
+            images
+                .iter()
+                .map(|(src, slot, i)| {
+                    format!(
+                        "{} {} is {}×{}",
+                        slot.name(),
+                        src.display_name(),
+                        i.width,
+                        i.height
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for (src, _, info) in images {
+            let fx = u64::from(width).div_ceil(info.width.into());
+            let fy = u64::from(height).div_ceil(info.height.into());
+            let factor = fx.max(fy);
+            if factor > MAX_RESAMPLE_FACTOR {
+                return Err(TextureError::SizeMismatch {
+                    set: self.name(),
+                    reason: format!(
+                        "{}: resampling to the common {width}×{height} would enlarge {} {factor}× (at most {MAX_RESAMPLE_FACTOR}× per side)",
+                        sizes(),
+                        src.display_name()
+                    ),
+                });
+            }
+        }
+        let texels = product(&[width.into(), height.into()]);
+        let decoded: u64 = images
+            .iter()
+            .map(|(_, _, i)| i.decoded_bytes())
+            .fold(0, u64::saturating_add);
+        // One slot's resampling: its source, a horizontal pass and the result as f32 RGBA.
+        let plane = images
+            .iter()
+            .map(|(_, _, i)| {
+                let src = product(&[i.width.into(), i.height.into()]);
+                let tmp = product(&[width.into(), i.height.into()]);
+                src.saturating_add(tmp)
+                    .saturating_add(texels)
+                    .saturating_mul(16)
+            })
+            .max()
+            .unwrap_or(0);
+        // Canonical texels with the mip chain (4/3 of mip 0).
+        let set = product(&[texels, CHANNELS as u64, 4]) / 3;
+        let needed = decoded.saturating_add(plane).saturating_add(set);
+        super::budget::check(
+            || {
+                format!(
+                    "the texture set `{}` ({width}×{height}; {})",
+                    self.name(),
+                    sizes()
+                )
+            },
+            needed,
+            super::budget::limit(),
+        )?;
+        Ok(())
     }
 }
 
@@ -379,6 +479,45 @@ impl SetMip {
     }
 }
 
+/// The material constants of each of `sets` texture sets in canonical channel order
+/// (base colour RGBA, normal scale twice, occlusion strength, roughness, metallic,
+/// emissive RGB): the factors of the first material using the set, all 1 for a set no
+/// material uses. `material_sets` is [`scene_texture_sets`]'s second result. glTF
+/// semantics: the shader uses a constant for an absent channel and multiplies a present
+/// one by it; a package stores them per set.
+pub fn set_constants(
+    materials: &[Material],
+    material_sets: &[Option<usize>],
+    sets: usize,
+) -> Vec<[f32; CHANNELS]> {
+    let mut out = vec![[1.0; CHANNELS]; sets];
+    let mut seen = vec![false; sets];
+    for (m, s) in materials.iter().zip(material_sets) {
+        let Some(s) = *s else { continue };
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let b = m.base_color_factor;
+        let e = m.emissive_factor;
+        out[s] = [
+            b[0],
+            b[1],
+            b[2],
+            b[3],
+            m.normal_scale,
+            m.normal_scale,
+            m.occlusion_strength,
+            m.roughness_factor,
+            m.metallic_factor,
+            e[0],
+            e[1],
+            e[2],
+        ];
+    }
+    out
+}
+
 /// The distinct texture sets of `materials` and, per material, the index of its set
 /// (`None` for materials without any texture). Sets are numbered in order of first use.
 pub fn scene_texture_sets(materials: &[Material]) -> (Vec<TextureSetDesc>, Vec<Option<usize>>) {
@@ -426,25 +565,122 @@ pub fn relevant_channels(material: &Material) -> ChannelMask {
         .fold(ChannelMask::NONE, |mask, (_, channels)| mask | channels)
 }
 
-/// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
-/// image), used by the importer to set [`Material::occlusion_from_arm`]: true when the
-/// occlusion slot names the same image as `mr` (ORM, as in FlightHelmet), or when there is
-/// no occlusion slot and `mr`'s stem holds an `arm`/`orm` token after an underscore
-/// (`_arm_`, `_arm.`, ending in `_arm`; case-insensitive) or spells out
-/// `OcclusionRoughMetal`/`OcclusionRoughnessMetallic`.
-pub fn arm_packed(mr: &ImageSource, occlusion: Option<&ImageSource>) -> bool {
-    match occlusion {
-        Some(occ) => occ == mr,
-        None => {
-            let stem = mr.stem().to_lowercase();
-            stem.contains("occlusionroughmetal")
-                || stem.contains("occlusionroughnessmetallic")
-                || stem
-                    .split(['_', '.'])
-                    .skip(1)
-                    .any(|t| t == "arm" || t == "orm")
+/// Per set of `sets`, the channels some material using it needs: the union of
+/// [`relevant_channels`] over those materials (`material_sets` is [`scene_texture_sets`]'s
+/// second result). A channel that every material of a set zeroes by its constants is
+/// irrelevant to the set.
+pub fn set_relevant_channels(
+    materials: &[Material],
+    material_sets: &[Option<usize>],
+    sets: usize,
+) -> Vec<ChannelMask> {
+    let mut relevant = vec![ChannelMask::NONE; sets];
+    for (material, set) in materials.iter().zip(material_sets) {
+        if let Some(mask) = set.and_then(|s| relevant.get_mut(s)) {
+            *mask |= relevant_channels(material);
         }
     }
+    relevant
+}
+
+/// A scene's texture sets, decoded once: what the renderer uploads and what the scene's
+/// NTC packages are compressed from (`packages::ScenePackages`), so neither decodes the
+/// images again.
+#[derive(Clone, Debug)]
+pub struct SceneTextures {
+    /// The distinct sets' identities, in order of first use ([`scene_texture_sets`]).
+    pub descs: Vec<TextureSetDesc>,
+    /// Per set, its decoded channels, named uniquely as [`super::inputs::InputSets`]
+    /// names them, without the channels no material using it needs
+    /// ([`set_relevant_channels`]).
+    pub sets: Vec<TextureSet>,
+    /// Per material, the index of its set (`None`: constants only).
+    pub material_sets: Vec<Option<usize>>,
+    /// One line per image skipped under [`LoadOptions::allow_missing`] (`<slot>: <error
+    /// naming the file>`).
+    pub missing: Vec<String>,
+    /// How the sets were loaded.
+    pub options: LoadOptions,
+}
+
+impl SceneTextures {
+    /// Decode the texture sets of `materials` (in parallel) with `options`.
+    pub fn load(materials: &[Material], options: &LoadOptions) -> Result<Self, TextureError> {
+        let (descs, material_sets) = scene_texture_sets(materials);
+        let names = unique_names(&descs);
+        let relevant = set_relevant_channels(materials, &material_sets, descs.len());
+        let mut missing = Vec::new();
+        let sets = load_parallel(&descs, options)?
+            .into_iter()
+            .zip(names)
+            .zip(relevant)
+            .map(|((loaded, name), relevant)| {
+                missing.extend(loaded.missing);
+                let mut set = TextureSet { name, ..loaded.set };
+                set.keep_channels(relevant);
+                set
+            })
+            .collect();
+        Ok(Self {
+            descs,
+            sets,
+            material_sets,
+            missing,
+            options: *options,
+        })
+    }
+}
+
+/// Set names made unique by suffixing `#2`, `#3`, … to repeats.
+pub(crate) fn unique_names(descs: &[TextureSetDesc]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(descs.len());
+    for d in descs {
+        let base = d.name();
+        let mut name = base.clone();
+        let mut n = 2;
+        while out.contains(&name) {
+            name = format!("{base}#{n}");
+            n += 1;
+        }
+        out.push(name);
+    }
+    out
+}
+
+/// Decode sets on all cores, keeping the order.
+pub fn load_parallel(
+    sets: &[TextureSetDesc],
+    opts: &LoadOptions,
+) -> Result<Vec<LoadedSet>, TextureError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(sets.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<LoadedSet, TextureError>>>> =
+        sets.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(desc) = sets.get(i) else { break };
+                    let r = desc.load(opts);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .ok()
+                .flatten()
+                .expect("every set index is claimed by exactly one worker")
+        })
+        .collect()
 }
 
 /// Suffix tokens removed from image stems to name a set (compared case-insensitively).
@@ -701,6 +937,40 @@ mod tests {
     }
 
     #[test]
+    fn set_constants_come_from_the_first_material_of_each_set() {
+        let tex = MaterialTextures {
+            base_color: tref(file("t/a_diff.png")),
+            ..Default::default()
+        };
+        let first = Material {
+            base_color_factor: [0.5, 0.25, 1.0, 0.75],
+            metallic_factor: 0.1,
+            roughness_factor: 0.2,
+            emissive_factor: [0.3, 0.4, 0.6],
+            normal_scale: 0.9,
+            occlusion_strength: 0.8,
+            ..material("first", tex.clone(), false)
+        };
+        let second = Material {
+            base_color_factor: [0.0; 4],
+            ..material("second", tex, false)
+        };
+        let materials = [
+            material("plain", MaterialTextures::default(), false),
+            first,
+            second,
+        ];
+        let (sets, material_sets) = scene_texture_sets(&materials);
+        assert_eq!(material_sets, vec![None, Some(0), Some(0)]);
+        let c = set_constants(&materials, &material_sets, sets.len() + 1);
+        assert_eq!(
+            c[0],
+            [0.5, 0.25, 1.0, 0.75, 0.9, 0.9, 0.8, 0.2, 0.1, 0.3, 0.4, 0.6]
+        );
+        assert_eq!(c[1], [1.0; CHANNELS], "a set no material uses");
+    }
+
+    #[test]
     fn materials_share_sets() {
         let sofa = MaterialTextures {
             base_color: tref(file("t/sofa_03_diff_1k.jpg")),
@@ -772,40 +1042,6 @@ mod tests {
         ] {
             assert_eq!(strip_suffixes(stem), name, "{stem}");
         }
-    }
-
-    #[test]
-    fn arm_heuristic_on_real_names() {
-        let lr = "../shared/assets/ntc_living_room/living_room/textures/";
-        for (mr, packed) in [
-            ("painted_wooden_cabinet_arm_1k.jpg", true),
-            ("wooden_table_02_arm_1k.jpg", true),
-            ("tea_set_01_ARM.png", true),
-            ("sofa_03_rough_1k.jpg", false),
-            ("wood_table_worn_rough_1k.png", false),
-            ("armchair_rough_1k.jpg", false),
-            ("charm_metal_rough.png", false),
-            (
-                "FlightHelmet_Materials_MetalPartsMat_OcclusionRoughMetal.png",
-                true,
-            ),
-        ] {
-            let src = file(&format!("{lr}{mr}"));
-            assert_eq!(arm_packed(&src, None), packed, "{mr}");
-        }
-        let orm = file("fh/Helmet_OcclusionRoughMetal.png");
-        assert!(arm_packed(&orm, Some(&orm)));
-        let mr = file("a/metal_rough.png");
-        assert!(!arm_packed(&mr, Some(&file("a/metal_ao.png"))));
-        assert!(!arm_packed(
-            &file("a/thing_arm_1k.jpg"),
-            Some(&file("a/thing_ao_1k.jpg"))
-        ));
-        let emb = ImageSource::Embedded {
-            name: "scene.glb#image3".into(),
-            bytes: Arc::from(&[][..]),
-        };
-        assert!(!arm_packed(&emb, None));
     }
 
     #[test]

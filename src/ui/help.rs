@@ -13,6 +13,10 @@ pub const SHORTCUTS: &[(&str, &str)] = &[
         "F12",
         "Screenshot with the overlay, saved as screenshot-<n>.png",
     ),
+    (
+        "F8",
+        "Start / save a Chrome trace of the GPU passes (trace-<n>.json)",
+    ),
     ("Esc", "Quit"),
     ("W A S D", "Move forward / left / back / right"),
     ("Q / E", "Move down / up"),

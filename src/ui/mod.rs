@@ -21,11 +21,12 @@ use std::ops::RangeInclusive;
 use egui::{Align2, Color32, CornerRadius, FontId, RichText, Stroke, Vec2, pos2, vec2};
 
 use crate::gpu::GrantedFeatures;
-use crate::render::divergence::DivergenceStats;
+use crate::render::divergence_stats::DivergenceStats;
 use crate::render::passes::heatmap::{HeatmapSource, PixelRect};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::tiles::TileSize;
-use crate::render::{Aov, FrameOptions, Lighting, NtcOptions, RenderMode};
+use crate::render::{Aov, KernelChoice, PassSettings, RenderMode};
+use crate::scene::Lighting;
 use crate::scene::Scene;
 use crate::scene::camera_control::{
     CameraMode, CameraState, PATH_SPEED_RANGE, PathPlayer, PathRecorder, SPEED_RANGE,
@@ -86,14 +87,14 @@ pub struct ViewSettings {
     pub show_help: bool,
     /// Where material channels come from (M cycles).
     pub mode: RenderMode,
-    /// Decode, accumulation, heatmap and comparison options.
-    pub options: FrameOptions,
+    /// Decode, accumulation, heatmap and comparison settings.
+    pub passes: PassSettings,
     /// The heatmap is drawn (H); what it shows is `heatmap_source`.
     pub show_heatmap: bool,
     /// What the heatmap shows.
     pub heatmap_source: HeatmapSource,
     /// Decode kernel and tile size.
-    pub ntc: NtcOptions,
+    pub ntc: KernelChoice,
 }
 
 /// The UI name of a heatmap source.
@@ -509,15 +510,15 @@ fn ntc_section(
             }
         });
         ui.checkbox(
-            &mut settings.options.decode.stochastic,
+            &mut settings.passes.decode.stochastic,
             "stochastic trilinear filtering (F)",
         );
         ui.checkbox(
-            &mut settings.options.temporal.enabled,
+            &mut settings.passes.temporal.enabled,
             "temporal accumulation (T)",
         );
         ui.checkbox(
-            &mut settings.options.inference_on_load,
+            &mut settings.passes.inference_on_load,
             "inference on load (B)",
         );
         ui.horizontal(|ui| {
@@ -542,7 +543,7 @@ fn ntc_section(
         ui.horizontal(|ui| {
             if ui
                 .add_enabled(
-                    ntc.active_mode != RenderMode::Reference && !settings.options.inference_on_load,
+                    ntc.active_mode != RenderMode::Reference && !settings.passes.inference_on_load,
                     egui::Button::new("PSNR vs reference (X)"),
                 )
                 .clicked()

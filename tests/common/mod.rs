@@ -9,6 +9,11 @@ use std::sync::OnceLock;
 use glam::Vec3;
 use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::gpu::GpuContext;
+use neurotex::render::Renderer;
+use neurotex::render::headless::OUTPUT_FORMAT;
+use neurotex::render::scene_gpu::UploadOptions;
+use neurotex::scene::Scene;
+use neurotex::texture::SceneTextures;
 
 /// The shared adapter (lavapipe in CI). Fails loudly when there is none: GPU tests never
 /// pass silently without a GPU.
@@ -19,6 +24,22 @@ pub fn ctx() -> &'static GpuContext {
             panic!("GPU tests need an adapter (CI installs mesa-vulkan-drivers): {e}")
         })
     })
+}
+
+/// A headless renderer of `scene` at `size`, its texture sets decoded as `upload` says
+/// (as the CLI makes one).
+pub fn renderer(scene: &Scene, upload: &UploadOptions, size: (u32, u32)) -> Renderer {
+    let textures =
+        SceneTextures::load(&scene.materials, &upload.load_options()).expect("texture sets");
+    Renderer::new(
+        ctx(),
+        scene,
+        &textures,
+        upload.anisotropy,
+        size,
+        OUTPUT_FORMAT,
+    )
+    .expect("renderer")
 }
 
 /// A fresh, empty temporary folder unique to this test.

@@ -112,16 +112,15 @@
 //!
 //! # Interruption
 //!
-//! [`Checkpoint`] holds a whole training state (model, Adam moments, step, losses so far);
-//! [`Checkpoint::save`] writes it (a small JSON header, raw little-endian arrays, a
-//! CRC-32), [`Checkpoint::load`] reads and validates it. [`train_gpu`] checks its cancel
+//! [`Checkpoint`] ([`super::checkpoint`]) holds a whole training state (model, Adam
+//! moments, step, losses so far) and its file format. [`train_gpu`] checks its cancel
 //! flag between chunks and returns [`GpuTrainError::Cancelled`] with a checkpoint;
 //! [`TrainOptions::resume`] continues from one.
 
 use std::collections::VecDeque;
 use std::num::NonZeroU64;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -130,19 +129,21 @@ use bytemuck::{Pod, Zeroable};
 use serde::{Deserialize, Serialize};
 use wgpu::util::DeviceExt as _;
 
+use super::checkpoint::{AdamMoments, Checkpoint};
 use super::cpu::{AdamState, BATCH_STREAM, Gradients};
 use super::schedule::{Phase, Schedule, StepPlan};
 use super::{
     QUALITY_GROUPS, Quality, Sample, TrainConfig, TrainError, TrainedGroup, TrainedMaterial, psnr,
 };
-use crate::gpu::shader::catch_compiler_panic;
-use crate::gpu::{GpuContext, GpuError, ShaderError, create_shader_module, read_buffer};
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::{Slot, group_layout};
+use crate::gpu::{GpuContext, GpuError, ShaderError, read_buffer};
 use crate::ntc::model::{
-    Activation, DecoderWeights, GridShape, GroupModel, LEAKY_SLOPE, LatentLayout, LatentPyramid,
-    MAX_HIDDEN_LAYERS, MipPair, NtcConfig, OUTPUTS, lod_input,
+    Activation, DecoderWeights, GroupModel, LEAKY_SLOPE, LatentLayout, LatentPyramid,
+    MAX_HIDDEN_LAYERS, NtcConfig, OUTPUTS, lod_input,
 };
 use crate::ntc::quant;
-use crate::texture::{CHANNELS, ChannelMask, TextureSet, write_file_atomic};
+use crate::texture::{CHANNELS, ChannelMask, TextureSet};
 
 /// Fixed-point scale of decoder gradients on the `atomic<i32>` path (2^24): a quantum of
 /// 6e-8, sums within ±128.
@@ -220,6 +221,23 @@ mod binding {
     pub const DW_PARTIALS: u32 = 10;
 }
 
+/// The bindings of group 0 in binding order ([`binding`]): the step parameters at a
+/// dynamic offset, the read-only mip table and targets, then the read-write buffers
+/// (the last two used by the mixed-precision trainer only).
+const GROUP_SLOTS: [Slot; 11] = [
+    Slot::DynamicUniform,
+    Slot::Storage,
+    Slot::Storage,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::StorageRw,
+];
+
 /// Errors of GPU training.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuTrainError {
@@ -229,6 +247,9 @@ pub enum GpuTrainError {
     /// Device work or a readback failed.
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    /// A training kernel's pipeline could not be built.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
     /// A training shader failed to compose, validate or compile.
     #[error(transparent)]
     Shader(#[from] ShaderError),
@@ -274,6 +295,19 @@ pub enum GpuTrainError {
         path: PathBuf,
         /// What went wrong.
         message: String,
+    },
+    /// A checkpoint file that is damaged, not a checkpoint, or of another run.
+    #[error(
+        "cannot resume from the checkpoint {}: {reason}; delete it (or the whole folder {}) \
+         to train this group from the start",
+        path.display(),
+        path.parent().unwrap_or(path).display()
+    )]
+    CheckpointFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
     },
     /// Training stopped on request; the checkpoint resumes it.
     #[error("training cancelled at step {}; resume from the checkpoint", .0.step)]
@@ -424,373 +458,6 @@ pub struct QatNoise {
     pub step: u32,
 }
 
-/// Adam's moments of a whole group: one block for the decoder, one per material.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AdamMoments {
-    /// The decoder's moments and step count.
-    pub decoder: AdamState,
-    /// Each material's latent moments and step count, in group order.
-    pub latents: Vec<AdamState>,
-}
-
-impl AdamMoments {
-    /// Zero moments shaped like `model`.
-    pub fn zeros(model: &GroupModel) -> Self {
-        AdamMoments {
-            decoder: AdamState::new(model.decoder().params().len()),
-            latents: model
-                .pyramids()
-                .iter()
-                .map(|p| AdamState::new(p.values().len()))
-                .collect(),
-        }
-    }
-}
-
-/// A whole training state: enough to continue a run exactly where it stopped.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Checkpoint {
-    /// The run's settings.
-    pub config: TrainConfig,
-    /// Main steps of the run (the schedule is `config.schedule(steps, k)`).
-    pub steps: u64,
-    /// The run's seed (initialisation, batch sampling, QAT noise).
-    pub seed: u64,
-    /// The next global step to run (0 for a fresh run).
-    pub step: u64,
-    /// The model as of `step`.
-    pub model: GroupModel,
-    /// Adam's moments as of `step`.
-    pub adam: AdamMoments,
-    /// The mean batch loss of every step before `step`.
-    pub losses: Vec<f64>,
-}
-
-/// Magic bytes of a checkpoint file.
-const CHECKPOINT_MAGIC: [u8; 8] = *b"NTCCKPT\0";
-
-/// Version of the checkpoint file layout.
-const CHECKPOINT_VERSION: u32 = 1;
-
-/// Largest JSON header of a checkpoint file.
-const MAX_CHECKPOINT_META: usize = 1 << 20;
-
-/// The JSON header of a checkpoint file: everything but the arrays.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CheckpointMeta {
-    config: TrainConfig,
-    steps: u64,
-    seed: u64,
-    step: u64,
-    decoder_adam_step: u32,
-    latent_adam_steps: Vec<u32>,
-    layouts: Vec<LayoutMeta>,
-    loss_count: u64,
-}
-
-/// A latent layout in a checkpoint header.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LayoutMeta {
-    width: u32,
-    height: u32,
-    features: u32,
-    grids: Vec<(u32, u32)>,
-    pairs: Vec<(u32, u32)>,
-}
-
-impl LayoutMeta {
-    fn of(layout: &LatentLayout) -> Self {
-        LayoutMeta {
-            width: layout.width(),
-            height: layout.height(),
-            features: layout.features(),
-            grids: layout.grids().iter().map(|g| (g.width, g.height)).collect(),
-            pairs: layout.pairs().iter().map(|p| (p.fine, p.coarse)).collect(),
-        }
-    }
-
-    fn layout(&self) -> Result<LatentLayout, TrainError> {
-        Ok(LatentLayout::from_parts(
-            self.width,
-            self.height,
-            self.features,
-            self.grids
-                .iter()
-                .map(|&(width, height)| GridShape { width, height })
-                .collect(),
-            self.pairs
-                .iter()
-                .map(|&(fine, coarse)| MipPair { fine, coarse })
-                .collect(),
-        )?)
-    }
-}
-
-impl Checkpoint {
-    /// The start of a run from `model`: step 0, zero moments, no losses.
-    pub fn new(config: &TrainConfig, model: GroupModel, steps: u64, seed: u64) -> Self {
-        Checkpoint {
-            config: config.clone(),
-            steps,
-            seed,
-            step: 0,
-            adam: AdamMoments::zeros(&model),
-            model,
-            losses: Vec::new(),
-        }
-    }
-
-    /// The start of a run initialised exactly as [`train_cpu`](super::train_cpu) does:
-    /// the standard layout of every set and [`GroupModel::init`] with `seed`.
-    pub fn fresh(
-        sets: &[TextureSet],
-        config: &TrainConfig,
-        steps: u64,
-        seed: u64,
-    ) -> Result<Self, TrainError> {
-        config.validate()?;
-        if sets.is_empty() {
-            return Err(TrainError::EmptyGroup);
-        }
-        let layouts = sets
-            .iter()
-            .map(|set| {
-                LatentLayout::new(
-                    set.width,
-                    set.height,
-                    set.mips.len(),
-                    config.model.preset,
-                    config.model.features,
-                )
-                .map_err(|e| bad_set(set, e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let model = GroupModel::init(&config.model, layouts, seed)?;
-        Ok(Self::new(config, model, steps, seed))
-    }
-
-    /// The checkpoint as bytes: magic `NTCCKPT\0`, version u32, header length u32, the
-    /// JSON header (settings, step counts, latent layouts), then little-endian arrays —
-    /// decoder parameters, m, v as f32; per material latents, m, v as f32; the losses as
-    /// f64 — and a CRC-32 of everything before it.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, GpuTrainError> {
-        let meta = CheckpointMeta {
-            config: self.config.clone(),
-            steps: self.steps,
-            seed: self.seed,
-            step: self.step,
-            decoder_adam_step: self.adam.decoder.step,
-            latent_adam_steps: self.adam.latents.iter().map(|s| s.step).collect(),
-            layouts: self
-                .model
-                .pyramids()
-                .iter()
-                .map(|p| LayoutMeta::of(p.layout()))
-                .collect(),
-            loss_count: self.losses.len() as u64,
-        };
-        let json = serde_json::to_vec(&meta)
-            .map_err(|e| GpuTrainError::Checkpoint(format!("header: {e}")))?;
-        let json_len = u32::try_from(json.len())
-            .map_err(|_| GpuTrainError::Checkpoint("header too large".into()))?;
-        let mut out = Vec::new();
-        out.extend_from_slice(&CHECKPOINT_MAGIC);
-        out.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
-        out.extend_from_slice(&json_len.to_le_bytes());
-        out.extend_from_slice(&json);
-        let f32s = |out: &mut Vec<u8>, values: &[f32]| {
-            out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-        };
-        f32s(&mut out, self.model.decoder().params());
-        f32s(&mut out, &self.adam.decoder.m);
-        f32s(&mut out, &self.adam.decoder.v);
-        for (pyramid, state) in self.model.pyramids().iter().zip(&self.adam.latents) {
-            f32s(&mut out, pyramid.values());
-            f32s(&mut out, &state.m);
-            f32s(&mut out, &state.v);
-        }
-        out.extend(self.losses.iter().flat_map(|v| v.to_le_bytes()));
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        Ok(out)
-    }
-
-    /// Parse [`to_bytes`](Self::to_bytes) output, checking the magic, version, CRC, every
-    /// layout and every array length against the file length before reading it.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, GpuTrainError> {
-        let bad = |reason: &str| GpuTrainError::Checkpoint(reason.to_owned());
-        let (body, crc) = bytes
-            .split_last_chunk::<4>()
-            .ok_or_else(|| bad("file too short"))?;
-        if body.len() < 16 || body[..8] != CHECKPOINT_MAGIC {
-            return Err(bad("not a neurotex checkpoint (bad magic)"));
-        }
-        if crc32fast::hash(body) != u32::from_le_bytes(*crc) {
-            return Err(bad("CRC mismatch: the file is damaged"));
-        }
-        let word = |at: usize| {
-            body.get(at..at + 4)
-                .and_then(|b| b.try_into().ok())
-                .map(u32::from_le_bytes)
-        };
-        let version = word(8).ok_or_else(|| bad("file too short"))?;
-        if version != CHECKPOINT_VERSION {
-            return Err(GpuTrainError::Checkpoint(format!(
-                "version {version}, this build reads version {CHECKPOINT_VERSION}"
-            )));
-        }
-        let json_len = word(12).ok_or_else(|| bad("file too short"))? as usize;
-        if json_len > MAX_CHECKPOINT_META {
-            return Err(bad("header too large"));
-        }
-        let json = body
-            .get(16..16 + json_len)
-            .ok_or_else(|| bad("header runs past the end of the file"))?;
-        let meta: CheckpointMeta = serde_json::from_slice(json)
-            .map_err(|e| GpuTrainError::Checkpoint(format!("header: {e}")))?;
-        meta.config.validate()?;
-        if meta.layouts.len() != meta.latent_adam_steps.len() || meta.layouts.is_empty() {
-            return Err(bad("the header's material lists disagree or are empty"));
-        }
-        let layouts = meta
-            .layouts
-            .iter()
-            .map(LayoutMeta::layout)
-            .collect::<Result<Vec<_>, _>>()?;
-        let decoder_len = meta.config.model.decoder_param_count();
-        let array_bytes = layouts
-            .iter()
-            .try_fold(3 * decoder_len, |acc, l| {
-                l.value_count()
-                    .checked_mul(3)
-                    .and_then(|n| acc.checked_add(n))
-            })
-            .and_then(|values| values.checked_mul(4))
-            .and_then(|b| {
-                usize::try_from(meta.loss_count)
-                    .ok()?
-                    .checked_mul(8)?
-                    .checked_add(b)
-            })
-            .ok_or_else(|| bad("array sizes overflow"))?;
-        let mut rest = &body[16 + json_len..];
-        if rest.len() != array_bytes {
-            return Err(GpuTrainError::Checkpoint(format!(
-                "the arrays take {} bytes, the header implies {array_bytes}",
-                rest.len()
-            )));
-        }
-        let mut take_f32 = |n: usize| -> Vec<f32> {
-            let (head, tail) = rest.split_at(n * 4);
-            rest = tail;
-            head.chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        };
-        let decoder = DecoderWeights::from_params(&meta.config.model, take_f32(decoder_len))
-            .map_err(TrainError::from)?;
-        let decoder_state = AdamState {
-            m: take_f32(decoder_len),
-            v: take_f32(decoder_len),
-            step: meta.decoder_adam_step,
-        };
-        let mut pyramids = Vec::with_capacity(layouts.len());
-        let mut latent_states = Vec::with_capacity(layouts.len());
-        for (layout, &step) in layouts.into_iter().zip(&meta.latent_adam_steps) {
-            let n = layout.value_count();
-            pyramids.push(LatentPyramid::new(layout, take_f32(n)).map_err(TrainError::from)?);
-            latent_states.push(AdamState {
-                m: take_f32(n),
-                v: take_f32(n),
-                step,
-            });
-        }
-        let losses = rest
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect();
-        let model = GroupModel::from_parts(meta.config.model.clone(), decoder, pyramids)
-            .map_err(TrainError::from)?;
-        let checkpoint = Checkpoint {
-            config: meta.config,
-            steps: meta.steps,
-            seed: meta.seed,
-            step: meta.step,
-            model,
-            adam: AdamMoments {
-                decoder: decoder_state,
-                latents: latent_states,
-            },
-            losses,
-        };
-        checkpoint.check()?;
-        Ok(checkpoint)
-    }
-
-    /// Write the checkpoint to `path` (atomically: a temporary file, then a rename).
-    pub fn save(&self, path: &Path) -> Result<(), GpuTrainError> {
-        write_file_atomic(path, &self.to_bytes()?).map_err(|e| GpuTrainError::CheckpointIo {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })
-    }
-
-    /// Read and validate a checkpoint file.
-    pub fn load(path: &Path) -> Result<Self, GpuTrainError> {
-        let bytes = std::fs::read(path).map_err(|e| GpuTrainError::CheckpointIo {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
-        Self::from_bytes(&bytes)
-    }
-
-    /// The schedule of the run.
-    pub fn schedule(&self) -> Schedule {
-        self.config
-            .schedule(self.steps, self.model.pyramids().len())
-    }
-
-    /// Internal consistency: the model has the config's shape, the moments the model's,
-    /// the step lies in the run and every step before it has a loss.
-    fn check(&self) -> Result<(), GpuTrainError> {
-        let bad = |reason: String| Err(GpuTrainError::Checkpoint(reason));
-        self.config.validate()?;
-        if *self.model.config() != self.config.model {
-            return bad("the model's shape differs from the configuration's".into());
-        }
-        let decoder_len = self.model.decoder().params().len();
-        let state_ok = |s: &AdamState, n: usize| s.m.len() == n && s.v.len() == n;
-        if !state_ok(&self.adam.decoder, decoder_len)
-            || self.adam.latents.len() != self.model.pyramids().len()
-            || !self
-                .model
-                .pyramids()
-                .iter()
-                .zip(&self.adam.latents)
-                .all(|(p, s)| state_ok(s, p.values().len()))
-        {
-            return bad("Adam moments do not match the model".into());
-        }
-        let total = self.schedule().total_steps();
-        if self.step > total {
-            return bad(format!(
-                "step {} is past the run's {total} steps",
-                self.step
-            ));
-        }
-        if self.losses.len() as u64 != self.step {
-            return bad(format!(
-                "{} losses for {} steps taken",
-                self.losses.len(),
-                self.step
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Progress of [`train_gpu`], reported about every [`TrainOptions::log_every`] steps.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrainProgress {
@@ -854,14 +521,9 @@ pub fn train_gpu(
 ) -> Result<TrainedGroup, GpuTrainError> {
     let start = match options.resume {
         Some(checkpoint) => {
-            if checkpoint.steps != steps || checkpoint.seed != seed || checkpoint.config != *config
-            {
-                return Err(GpuTrainError::Checkpoint(format!(
-                    "it belongs to a run of {} steps with seed {} (and its own settings), \
-                     not {steps} steps with seed {seed}",
-                    checkpoint.steps, checkpoint.seed
-                )));
-            }
+            checkpoint
+                .fits(config, steps, seed)
+                .map_err(GpuTrainError::Checkpoint)?;
             checkpoint
         }
         None => Checkpoint::fresh(sets, config, steps, seed)?,
@@ -1030,47 +692,14 @@ impl Kernels {
         workgroup: u32,
         fixed_point: bool,
     ) -> Result<Self, GpuTrainError> {
-        let device = &ctx.device;
-        let buffer = |binding, ty| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty,
-                has_dynamic_offset: binding == binding::STEP,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let read = wgpu::BufferBindingType::Storage { read_only: true };
-        let write = wgpu::BufferBindingType::Storage { read_only: false };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                buffer(binding::STEP, wgpu::BufferBindingType::Uniform),
-                buffer(binding::MIPS, read),
-                buffer(binding::TARGETS, read),
-                buffer(binding::PARAMS, write),
-                buffer(binding::GRADS, write),
-                buffer(binding::MOMENTS, write),
-                buffer(binding::BATCH, write),
-                buffer(binding::PARTIALS, write),
-                buffer(binding::LOSSES, write),
-                buffer(binding::WEIGHTS16, write),
-                buffer(binding::DW_PARTIALS, write),
-            ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
+        let layout = group_layout(&ctx.device, Self::LABEL, &GROUP_SLOTS);
         let f32_defines = shader_defines(config, workgroup, fixed_point);
         let rows = match kernel {
             TrainKernel::F32 => None,
-            _ => Some(pick_rows(config, &device.limits())?),
+            _ => Some(pick_rows(config, &ctx.device.limits())?),
         };
         let mixed_defines = rows.map(|rows| mixed_defines(config, kernel, rows, fixed_point));
-        let pipeline = |path: &str,
+        let pipeline = |shader: &str,
                         entry: &str,
                         owned: &[(String, String)]|
          -> Result<wgpu::ComputePipeline, GpuTrainError> {
@@ -1078,26 +707,31 @@ impl Kernels {
                 .iter()
                 .map(|(n, v)| (n.as_str(), v.as_str()))
                 .collect();
-            let module = create_shader_module(ctx, path, &defines)?;
-            let created = catch_compiler_panic(|| {
-                ctx.error_scope(|| {
-                    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                        label: Some(entry),
-                        layout: Some(&pipeline_layout),
-                        module: &module,
-                        entry_point: Some(entry),
-                        compilation_options: Default::default(),
-                        cache: None,
+            let built = ComputeKernel::new(
+                ctx,
+                &KernelDesc {
+                    label: entry,
+                    shader,
+                    defines: &defines,
+                    entry,
+                    groups: &[Group::Layout(&layout)],
+                },
+            );
+            match built {
+                Ok(k) => Ok(k.pipeline().clone()),
+                // A compiler panic on a mixed kernel names the kernel choice, whose
+                // remedy is another `--train-kernel`.
+                Err(KernelError::CompilerPanic(failure)) if kernel != TrainKernel::F32 => {
+                    Err(GpuTrainError::KernelUnavailable {
+                        kernel,
+                        reason: format!(
+                            "the shader compiler panicked on `{entry}` (a wgpu/naga bug): {}",
+                            failure.message
+                        ),
                     })
-                })
-            })
-            .map_err(|panic| GpuTrainError::KernelUnavailable {
-                kernel,
-                reason: format!(
-                    "the shader compiler panicked on `{entry}` (a wgpu/naga bug): {panic}"
-                ),
-            })?;
-            Ok(created?)
+                }
+                Err(e) => Err(e.into()),
+            }
         };
         let (step, adam) = match (rows, &mixed_defines) {
             (Some(rows), Some(defines)) => (
@@ -2514,15 +2148,8 @@ mod tests {
     fn host_structs_match_the_wgsl_structs() {
         let config = NtcConfig::default();
         let m = module("ntc/adam.wgsl", &config, 32);
-        let size = |name: &str| {
-            m.types
-                .iter()
-                .find(|(_, t)| t.name.as_deref() == Some(name))
-                .map(|(_, t)| t.inner.size(m.to_ctx()) as usize)
-                .unwrap_or_else(|| panic!("no struct {name}"))
-        };
-        assert_eq!(size("StepParams"), std::mem::size_of::<StepParams>());
-        assert_eq!(size("MipEntry"), std::mem::size_of::<MipEntry>());
+        crate::gpu::mirror::assert_mirrors::<StepParams>(&m, "StepParams");
+        crate::gpu::mirror::assert_mirrors::<MipEntry>(&m, "MipEntry");
         assert!(
             std::mem::size_of::<StepParams>() <= 256,
             "fits one dynamic-offset slot"

@@ -1,5 +1,6 @@
 //! Training: settings, loss weights, batch sampling and quality measurement shared by
-//! every trainer, the schedules ([`schedule`]) and the CPU reference trainer ([`cpu`]).
+//! every trainer, the schedules ([`schedule`]), the CPU reference trainer ([`cpu`]) and
+//! the checkpoints an interrupted run resumes from ([`checkpoint`]).
 //!
 //! A *group* is `k` texture sets that share one decoder; training a group fits `k`
 //! latent pyramids and one decoder together, every batch mixing texels of all `k` sets.
@@ -7,6 +8,7 @@
 //! and cosine decay, QAT noise on the latents, gradual decoder freezing for shared
 //! decoders, then quantised latents and a short decoder fine-tune.
 
+pub mod checkpoint;
 pub mod cpu;
 pub mod gpu;
 pub mod recipe;
@@ -16,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::ntc::model::{ConfigError, GroupModel, NtcConfig, OUTPUTS, SplitMix64};
 use crate::ntc::quant::QuantError;
-use crate::texture::{CHANNELS, ChannelMask, SetMip};
+use crate::texture::metrics::{ErrorAccumulator, Psnr, PsnrReport};
+use crate::texture::{ChannelMask, SetMip};
 
 pub use cpu::{AdamParams, train_cpu};
 pub use recipe::Recipe;
@@ -269,23 +272,17 @@ pub fn training_flops_per_sample(config: &NtcConfig) -> f64 {
     6.0 * weights as f64
 }
 
-/// Named channel groups that quality is reported for, in [`Quality::psnr`] order.
-pub const QUALITY_GROUPS: [(ChannelMask, &str); 7] = [
-    (ChannelMask::BASE_COLOR, "base_color"),
-    (ChannelMask::ALPHA, "alpha"),
-    (ChannelMask::NORMAL, "normal"),
-    (ChannelMask::OCCLUSION, "occlusion"),
-    (ChannelMask::ROUGHNESS, "roughness"),
-    (ChannelMask::METALLIC, "metallic"),
-    (ChannelMask::EMISSIVE, "emissive"),
-];
+pub use crate::texture::metrics::QUALITY_GROUPS;
 
-/// Reconstruction quality of one material: PSNR in dB per [`QUALITY_GROUPS`] entry over
-/// mip 0 (values in \[0, 1\], decoded outputs clamped), `None` for groups the set does
-/// not have; infinite for an exact match.
+/// Reconstruction quality of one material at mip 0 (values in \[0, 1\], decoded outputs
+/// clamped): the PSNR of every [`QUALITY_GROUPS`] entry the set has, in the stored form
+/// of [`Psnr::stored`] (dB, capped at 99; `+∞` for an exact match), `None` for groups the
+/// set does not have. The `.ntc` package stores these values; [`Quality::report`] turns
+/// them into the project's PSNR report (per group and pooled, see
+/// [`crate::texture::metrics`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Quality {
-    /// PSNR per channel group.
+    /// PSNR per channel group, stored form.
     pub psnr: [Option<f32>; QUALITY_GROUPS.len()],
 }
 
@@ -294,61 +291,43 @@ impl Quality {
     /// A group counts when all its channels are in `present`; `None` everywhere when the
     /// sizes disagree.
     pub fn measure(decoded: &[f32], reference: &SetMip, present: ChannelMask) -> Quality {
-        let mut quality = Quality::default();
         if decoded.len() != reference.texels.len() || decoded.is_empty() {
-            return quality;
+            return Quality::default();
         }
+        let mut errors = ErrorAccumulator::default();
+        errors.add(
+            reference.texels.iter().map(|&r| f32::from(r) / 255.0),
+            decoded.iter().map(|d| d.clamp(0.0, 1.0)),
+            present,
+        );
+        let mut quality = Quality::default();
         for (slot, (mask, _)) in quality.psnr.iter_mut().zip(QUALITY_GROUPS) {
-            if !present.contains(mask) {
-                continue;
+            if present.contains(mask) {
+                *slot = errors.mse(mask).map(|(mse, _)| psnr(mse));
             }
-            let mut sum = 0.0f64;
-            let mut n = 0usize;
-            for (d, r) in decoded
-                .chunks_exact(CHANNELS)
-                .zip(reference.texels.chunks_exact(CHANNELS))
-            {
-                for c in mask.channels() {
-                    let i = c.index();
-                    let (dv, rv) = (d.get(i).copied(), r.get(i).copied());
-                    if let (Some(dv), Some(rv)) = (dv, rv) {
-                        let e = f64::from(dv.clamp(0.0, 1.0)) - f64::from(rv) / 255.0;
-                        sum += e * e;
-                        n += 1;
-                    }
-                }
-            }
-            *slot = (n > 0).then(|| psnr(sum / n as f64));
         }
         quality
     }
 
-    /// PSNR pooled over every measured channel: `10 · log10(1 / MSE)` of the mean squared
-    /// error over all channels of the measured groups (each group's MSE weighted by its
-    /// channel count; every group covers the same texels), infinite for an exact match,
-    /// `None` when no group is measured.
-    pub fn pooled(&self) -> Option<f32> {
-        let (sum, channels) = self
-            .psnr
-            .iter()
-            .zip(QUALITY_GROUPS)
-            .filter_map(|(p, (mask, _))| p.map(|p| (p, mask.channels().count())))
-            .fold((0.0f64, 0usize), |(sum, n), (p, c)| {
-                (sum + c as f64 * 10f64.powf(-f64::from(p) / 10.0), n + c)
-            });
-        (channels > 0).then(|| psnr(sum / channels as f64))
+    /// The PSNR report: every measured group, and pooled over all of their channels
+    /// (each group's MSE weighted by its channel count, as all are measured over the
+    /// same texels). `pooled` is `None` when nothing was measured.
+    pub fn report(&self) -> PsnrReport {
+        PsnrReport::from_groups(self.psnr.iter().zip(QUALITY_GROUPS).enumerate().filter_map(
+            |(g, (p, (mask, _)))| p.map(|p| (g, Psnr::from_stored(p).mse(), mask.count() as u64)),
+        ))
     }
 
-    /// Mean PSNR over the groups measured (`None` when none is).
-    pub fn mean(&self) -> Option<f32> {
-        let measured: Vec<f32> = self.psnr.iter().flatten().copied().collect();
-        (!measured.is_empty()).then(|| measured.iter().sum::<f32>() / measured.len() as f32)
+    /// The pooled PSNR ([`report`](Self::report)), the number NTC is compared by.
+    pub fn pooled(&self) -> Option<Psnr> {
+        self.report().pooled
     }
 }
 
-/// PSNR in dB of a mean squared error on \[0, 1\] values: `10 · log10(1 / mse)`.
+/// PSNR of a mean squared error on \[0, 1\] values in the stored form [`Quality`] keeps:
+/// `10 · log10(1 / mse)` capped at 99 dB, `+∞` for an exact match.
 pub fn psnr(mse: f64) -> f32 {
-    (-10.0 * mse.log10()) as f32
+    Psnr::from_mse(mse).stored()
 }
 
 /// One trained material's identity and measured quality.
@@ -423,6 +402,7 @@ pub fn sample_batch(model: &GroupModel, batch_size: usize, rng: &mut SplitMix64)
 mod tests {
     use super::*;
     use crate::ntc::model::{LatentLayout, Preset};
+    use crate::texture::CHANNELS;
 
     #[test]
     fn absent_channels_weigh_nothing() {
@@ -535,6 +515,21 @@ mod tests {
         let expected = psnr(0.01 / 6.0);
         assert!((q.psnr[0].expect("base") - expected).abs() < 1e-4);
         assert_eq!(q.psnr[1], Some(f32::INFINITY));
+        // Pooled over the 4 channels: (3 · 1/600 + 1 · 0) / 4 = 1/800 → 29.0309 dB; the
+        // groups: base colour 27.78 dB, alpha exact (99 dB, marked).
+        let r = q.report();
+        assert!(
+            (r.pooled.unwrap().db - 10.0 * 800f64.log10()).abs() < 1e-4,
+            "{r:?}"
+        );
+        assert!(!r.pooled.unwrap().exact);
+        assert_eq!(r.groups.len(), 2);
+        assert_eq!(
+            r.group("alpha").map(|p| (p.db, p.exact)),
+            Some((99.0, true))
+        );
+        assert_eq!(q.pooled(), r.pooled);
+        assert_eq!(Quality::default().pooled(), None);
         // Clamping: values above 1 count as 1.
         decoded[0] = 7.0;
         assert_eq!(
@@ -546,20 +541,5 @@ mod tests {
             Quality::default()
         );
         assert!((psnr(1e-4) - 40.0).abs() < 1e-4);
-    }
-
-    #[test]
-    fn pooled_quality_weights_groups_by_channels() {
-        // Base colour (3 channels) at MSE 1e-4, metallic (1 channel) at MSE 1e-2:
-        // pooled MSE (3e-4 + 1e-2) / 4.
-        let mut q = Quality::default();
-        q.psnr[0] = Some(psnr(1e-4));
-        q.psnr[5] = Some(psnr(1e-2));
-        let expected = psnr((3e-4 + 1e-2) / 4.0);
-        assert!((q.pooled().expect("pooled") - expected).abs() < 1e-4);
-        assert_eq!(Quality::default().pooled(), None);
-        q.psnr[5] = None;
-        q.psnr[0] = Some(f32::INFINITY);
-        assert_eq!(q.pooled(), Some(f32::INFINITY));
     }
 }

@@ -3,9 +3,10 @@
 //! written to a tile-resolution texture (for the heatmap) and reduced into the two `D`
 //! histograms (for [`DivergenceStats`]).
 //!
-//! The definitions and the CPU reference live in [`crate::render::divergence`]; this pass
-//! owns only the GPU side: the pipeline for one [`TileSize`], the tile texture, the
-//! histogram buffer, the map buffers and a small ring of staging buffers.
+//! The definitions and the CPU reference live in [`crate::render::divergence_stats`]; this pass
+//! owns only the GPU side: the pipeline for one [`TileSize`], the histogram buffer and a
+//! small ring of staging buffers. It reads the G-buffer's material ids and two
+//! [`DecoderMap`]s and writes the tile texture it is handed.
 //!
 //! Each histogram has a bin for every possible `D` (0 to the tile's pixel count), so the
 //! sums behind 𝒟 follow exactly from it ([`DivergenceStats::from_histograms`]) and are
@@ -25,10 +26,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wgpu::util::DeviceExt as _;
 
-use crate::gpu::{GpuContext, GpuError, GpuTimer, ShaderError, create_shader_module, read_texture};
-use crate::render::divergence::{DivergenceStats, NO_DECODER, TileCounts};
-use crate::render::passes::layout;
-use crate::render::targets::{GBuffer, Target};
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::Slot as Binding;
+use crate::gpu::{CachedBindGroup, GpuContext, GpuError, read_texture};
+use crate::render::divergence_stats::{DivergenceStats, NO_DECODER, TileCounts};
+use crate::render::targets::Target;
 use crate::render::tiles::TileSize;
 
 /// Format of the tile texture: one texel per tile, the [`TileCounts`] fields in order
@@ -58,21 +61,54 @@ struct Ring {
     next_frame: u64,
 }
 
+/// A material → decoder map on the GPU: entry `i` is material `i`'s decoder,
+/// [`NO_DECODER`] for a material that decodes nothing; ids past the map's end decode
+/// nothing.
+#[derive(Debug)]
+pub struct DecoderMap {
+    buffer: wgpu::Buffer,
+}
+
+impl DecoderMap {
+    /// Upload `map`, padded with [`NO_DECODER`] to at least one entry (bindings cannot be
+    /// empty; the padding decodes nothing, like ids past the map).
+    pub fn new(device: &wgpu::Device, label: &str, map: &[u32]) -> Self {
+        let padding = [NO_DECODER];
+        let contents = if map.is_empty() { &padding[..] } else { map };
+        Self {
+            buffer: device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::cast_slice(contents),
+                usage: wgpu::BufferUsages::STORAGE,
+            }),
+        }
+    }
+
+    /// The storage buffer.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+}
+
+/// What the divergence pass reads.
+#[derive(Clone, Copy, Debug)]
+pub struct DivergenceInputs<'a> {
+    /// The G-buffer's material words.
+    pub material_ids: &'a Target,
+    /// The decoder map of the mode rendered.
+    pub current: &'a DecoderMap,
+    /// One decoder per texture set.
+    pub baseline: &'a DecoderMap,
+}
+
 /// The divergence pass for one tile size.
 #[derive(Debug)]
 pub struct DivergencePass {
     tile: TileSize,
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
-    /// One [`TILE_FORMAT`] texel per tile.
-    tiles: Target,
+    kernel: ComputeKernel,
     /// The two histograms of `tile.pixels() + 1` `u32` bins each.
     histograms: wgpu::Buffer,
-    current_map: wgpu::Buffer,
-    baseline_map: wgpu::Buffer,
-    /// The G-buffer material view of the last [`Self::bind`], kept to rebind new maps.
-    material: Option<wgpu::TextureView>,
-    bind_group: Option<wgpu::BindGroup>,
+    bind_group: CachedBindGroup,
     ring: Mutex<Ring>,
 }
 
@@ -80,55 +116,27 @@ impl DivergencePass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "divergence";
 
-    /// Build the pipeline for `tile` and the tile texture for a `size` screen. Until
-    /// [`Self::set_maps`] is called no material has a decoder.
-    pub fn new(ctx: &GpuContext, tile: TileSize, size: (u32, u32)) -> Result<Self, ShaderError> {
+    /// Build the pipeline for `tile`.
+    pub fn new(ctx: &GpuContext, tile: TileSize) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let compute = wgpu::ShaderStages::COMPUTE;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                layout::uint_texture(0),
-                layout::storage(1, compute),
-                layout::storage(2, compute),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 3,
-                    visibility: compute,
-                    ty: wgpu::BindingType::StorageTexture {
-                        access: wgpu::StorageTextureAccess::WriteOnly,
-                        format: TILE_FORMAT,
-                        view_dimension: wgpu::TextureViewDimension::D2,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 4,
-                    visibility: compute,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only: false },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-            ],
-        });
         let defines = tile.defines();
         let defines: Vec<(&str, &str)> = defines.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let module = create_shader_module(ctx, "divergence.wgsl", &defines)?;
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(Self::LABEL),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("count"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "divergence.wgsl",
+                defines: &defines,
+                entry: "count",
+                groups: &[Group::Slots(&[
+                    Binding::UintTexture,
+                    Binding::Storage,
+                    Binding::Storage,
+                    Binding::WriteTexture(TILE_FORMAT),
+                    Binding::StorageRw,
+                ])],
+            },
+        )?;
         let histogram_bytes = Self::histogram_bytes(tile);
         let histograms = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("divergence.histograms"),
@@ -151,14 +159,9 @@ impl DivergencePass {
             .collect();
         Ok(Self {
             tile,
-            layout,
-            pipeline,
-            tiles: Self::tile_target(device, tile, size),
+            kernel,
             histograms,
-            current_map: Self::map_buffer(device, "divergence.current_map", &[]),
-            baseline_map: Self::map_buffer(device, "divergence.baseline_map", &[]),
-            material: None,
-            bind_group: None,
+            bind_group: CachedBindGroup::new(),
             ring: Mutex::new(Ring {
                 slots,
                 next_frame: 0,
@@ -171,7 +174,9 @@ impl DivergencePass {
         2 * (u64::from(tile.pixels()) + 1) * 4
     }
 
-    fn tile_target(device: &wgpu::Device, tile: TileSize, size: (u32, u32)) -> Target {
+    /// The tile texture for a `size` screen cut into `tile` tiles: one [`TILE_FORMAT`]
+    /// texel per tile, written by the pass, read by the heatmap.
+    pub fn tile_target(device: &wgpu::Device, tile: TileSize, size: (u32, u32)) -> Target {
         Target::new(
             device,
             "divergence.tiles",
@@ -181,85 +186,43 @@ impl DivergencePass {
         )
     }
 
-    /// A storage buffer holding `map`, padded with [`NO_DECODER`] to at least one entry
-    /// (bindings cannot be empty; the padding decodes nothing, like ids past the map).
-    fn map_buffer(device: &wgpu::Device, label: &str, map: &[u32]) -> wgpu::Buffer {
-        let padding = [NO_DECODER];
-        let contents = if map.is_empty() { &padding[..] } else { map };
-        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: bytemuck::cast_slice(contents),
-            usage: wgpu::BufferUsages::STORAGE,
-        })
-    }
-
     /// The tile size the pass counts over.
     pub fn tile(&self) -> TileSize {
         self.tile
     }
 
-    /// Reallocate the tile texture for a new screen size; call [`Self::bind`] after (the
-    /// pass records nothing until then).
-    pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
-        self.tiles = Self::tile_target(device, self.tile, size);
-        self.material = None;
-        self.bind_group = None;
-    }
-
-    /// Set the material→decoder maps: entry `i` is material `i`'s decoder, [`NO_DECODER`]
-    /// for a material that decodes nothing; ids past a map's end decode nothing. The bind
-    /// group is rebuilt when the pass is bound.
-    pub fn set_maps(&mut self, device: &wgpu::Device, current: &[u32], baseline: &[u32]) {
-        self.current_map = Self::map_buffer(device, "divergence.current_map", current);
-        self.baseline_map = Self::map_buffer(device, "divergence.baseline_map", baseline);
-        self.rebuild_bind_group(device);
-    }
-
-    /// Bind the G-buffer's material ids (a G-buffer of the size given to [`Self::new`] or
-    /// [`Self::resize`]).
-    pub fn bind(&mut self, device: &wgpu::Device, gbuffer: &GBuffer) {
-        self.material = Some(gbuffer.material.view.clone());
-        self.rebuild_bind_group(device);
-    }
-
-    fn rebuild_bind_group(&mut self, device: &wgpu::Device) {
-        let Some(material) = &self.material else {
-            return;
-        };
-        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(Self::LABEL),
-            layout: &self.layout,
-            entries: &layout::entries(&[
-                (0, wgpu::BindingResource::TextureView(material)),
-                (1, self.current_map.as_entire_binding()),
-                (2, self.baseline_map.as_entire_binding()),
-                (3, wgpu::BindingResource::TextureView(&self.tiles.view)),
+    /// Record the count of `inputs` into `tiles` (from [`Self::tile_target`] for this
+    /// pass's tile size and the G-buffer's size) and the copy of the histograms into a
+    /// free staging buffer.
+    pub fn record(
+        &self,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &DivergenceInputs<'_>,
+        tiles: &Target,
+    ) {
+        let bind_group = self.bind_group.get(
+            frame.device(),
+            Self::LABEL,
+            self.kernel.layout(0),
+            &[
+                (
+                    0,
+                    wgpu::BindingResource::TextureView(&inputs.material_ids.view),
+                ),
+                (1, inputs.current.buffer.as_entire_binding()),
+                (2, inputs.baseline.buffer.as_entire_binding()),
+                (3, wgpu::BindingResource::TextureView(&tiles.view)),
                 (4, self.histograms.as_entire_binding()),
-            ]),
-        }));
-    }
-
-    /// The tile texture ([`TILE_FORMAT`], one texel per tile), for the heatmap.
-    pub fn tile_view(&self) -> &wgpu::TextureView {
-        &self.tiles.view
-    }
-
-    /// Record the count and the copy of the histograms into a free staging buffer. Does
-    /// nothing before [`Self::bind`].
-    pub fn record(&self, encoder: &mut wgpu::CommandEncoder, timer: &GpuTimer) {
-        let Some(bind_group) = &self.bind_group else {
-            return;
-        };
-        encoder.clear_buffer(&self.histograms, 0, None);
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(Self::LABEL),
-                timestamp_writes: timer.compute_pass_writes(Self::LABEL),
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, bind_group, &[]);
-            pass.dispatch_workgroups(self.tiles.texture.width(), self.tiles.texture.height(), 1);
-        }
+            ],
+        );
+        frame.encoder().clear_buffer(&self.histograms, 0, None);
+        let grid = (tiles.texture.width(), tiles.texture.height());
+        frame.compute_pass(Self::LABEL, |pass| {
+            pass.set_pipeline(self.kernel.pipeline());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(grid.0, grid.1, 1);
+        });
+        let encoder = frame.encoder();
         let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
         let frame = ring.next_frame;
         ring.next_frame += 1;
@@ -293,17 +256,18 @@ impl DivergencePass {
         ctx.wait_idle()?;
         self.take_ready().ok_or_else(|| {
             GpuError::Readback(
-                "no divergence statistics to read: record the divergence pass (after bind) \
-                 and submit its encoder first"
+                "no divergence statistics to read: record the divergence pass and submit \
+                 its encoder first"
                     .to_owned(),
             )
         })
     }
 
-    /// Blocking: the per-tile counts of the last submitted frame, tiles in row-major
-    /// order (as [`crate::render::divergence::count_tiles`] returns them).
-    pub fn read_tiles(&self, ctx: &GpuContext) -> Result<Vec<TileCounts>, GpuError> {
-        let texels = read_texture(ctx, &self.tiles.texture, 0, 0)?.to_u32()?;
+    /// Blocking: the per-tile counts in `tiles` (a tile texture this pass wrote, after
+    /// its frame was submitted), tiles in row-major order (as
+    /// [`crate::render::divergence_stats::count_tiles`] returns them).
+    pub fn read_tiles(ctx: &GpuContext, tiles: &Target) -> Result<Vec<TileCounts>, GpuError> {
+        let texels = read_texture(ctx, &tiles.texture, 0, 0)?.to_u32()?;
         Ok(texels
             .chunks_exact(4)
             .map(|t| TileCounts {

@@ -1,9 +1,11 @@
 //! The shared machinery of full-screen passes (lighting, tonemap): one bind group of
 //! `textureLoad` inputs, one full-screen triangle, one colour target. The passes that use
-//! it own their bind-group contents and labels; this struct owns only the pipeline.
+//! it own their inputs and labels; this struct owns the pipeline and the bind group of the
+//! inputs it was last handed.
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError, create_shader_module};
-use crate::render::passes::layout;
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::layout;
+use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
 
 /// A full-screen-triangle pipeline with one bind group and one colour target.
 #[derive(Debug)]
@@ -11,7 +13,7 @@ pub struct FullscreenPass {
     label: &'static str,
     layout: wgpu::BindGroupLayout,
     pipeline: wgpu::RenderPipeline,
-    bind_group: Option<wgpu::BindGroup>,
+    bind_group: CachedBindGroup,
 }
 
 impl FullscreenPass {
@@ -60,39 +62,33 @@ impl FullscreenPass {
             label,
             layout,
             pipeline,
-            bind_group: None,
+            bind_group: CachedBindGroup::new(),
         })
     }
 
-    /// (Re)create the bind group from `(binding, resource)` pairs.
-    pub fn bind(&mut self, device: &wgpu::Device, resources: &[(u32, wgpu::BindingResource<'_>)]) {
-        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(self.label),
-            layout: &self.layout,
-            entries: &layout::entries(resources),
-        }));
-    }
-
-    /// Draw the triangle into `view` (cleared first). Does nothing before [`Self::bind`].
+    /// Draw the triangle into `view` (cleared first), binding `resources` as
+    /// `(binding, resource)` pairs.
     pub fn record(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        frame: &mut FrameEncoder<'_>,
+        resources: &[(u32, wgpu::BindingResource<'_>)],
         view: &wgpu::TextureView,
-        timer: &GpuTimer,
     ) {
-        let Some(bind_group) = &self.bind_group else {
-            return;
-        };
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+        let bind_group = self
+            .bind_group
+            .get(frame.device(), self.label, &self.layout, resources);
+        let desc = wgpu::RenderPassDescriptor {
             label: Some(self.label),
             color_attachments: &[layout::clear_color(view, wgpu::Color::BLACK)],
             depth_stencil_attachment: None,
-            timestamp_writes: timer.render_pass_writes(self.label),
+            timestamp_writes: None,
             occlusion_query_set: None,
             multiview_mask: None,
+        };
+        frame.render_pass(self.label, &desc, |pass| {
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.draw(0..3, 0..1);
         });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, bind_group, &[]);
-        pass.draw(0..3, 0..1);
     }
 }

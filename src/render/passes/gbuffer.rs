@@ -2,10 +2,10 @@
 //! fragment shader that samples nothing; masked and blended draws run the `ALPHA_TEST`
 //! variant, which binds the material's base-colour texture for alpha only.
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError};
-use crate::render::passes::layout;
-use crate::render::passes::scene_draw::{SceneDraw, SceneDrawDesc};
-use crate::render::scene_gpu::SceneGpu;
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::layout;
+use crate::gpu::{GpuContext, ShaderError};
+use crate::render::passes::scene_draw::{SceneDraw, SceneDrawDesc, SceneInputs};
 use crate::render::targets::{GBuffer, format};
 
 /// The G-buffer pass.
@@ -50,19 +50,14 @@ impl GBufferPass {
         })
     }
 
-    /// Bind the frame uniform and the scene's instance and material arrays.
-    pub fn bind(&mut self, device: &wgpu::Device, frame: &wgpu::Buffer, scene: &SceneGpu) {
-        self.draw.bind(device, frame, scene);
-    }
-
-    /// Record the pass: clear the G-buffer and draw the scene.
+    /// Record the pass: clear `gbuffer` and draw the scene into it.
     pub fn record(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &SceneInputs<'_>,
         gbuffer: &GBuffer,
-        scene: &SceneGpu,
-        timer: &GpuTimer,
     ) {
+        let bind_group = self.draw.bind_group(frame.device(), inputs);
         let clear = layout::clear_color;
         let none = wgpu::Color::TRANSPARENT;
         let no_material = wgpu::Color {
@@ -71,7 +66,7 @@ impl GBufferPass {
             b: 0.0,
             a: 0.0,
         };
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+        let desc = wgpu::RenderPassDescriptor {
             label: Some(Self::LABEL),
             color_attachments: &[
                 clear(&gbuffer.normal_tangent.view, none),
@@ -89,10 +84,12 @@ impl GBufferPass {
                 }),
                 stencil_ops: None,
             }),
-            timestamp_writes: timer.render_pass_writes(Self::LABEL),
+            timestamp_writes: None,
             occlusion_query_set: None,
             multiview_mask: None,
+        };
+        frame.render_pass(Self::LABEL, &desc, |pass| {
+            self.draw.draw(pass, &bind_group, inputs)
         });
-        self.draw.draw(&mut pass, scene);
     }
 }

@@ -2,11 +2,12 @@
 //! output with alpha blending (`LoadOp::Load`), through the viridis colour map, plus a
 //! vertical colour bar in the bottom-right corner.
 //!
-//! The scalar is one count of the [`DivergencePass`] tile texture (decoders, baseline
-//! decoders or materials per tile) or the [`ImageErrorPass`] per-pixel error. Pixels
-//! without geometry stay untinted; the colour bar is drawn over everything. The viewer
-//! places its text labels beside [`HeatmapPass::color_bar_rect`]: `hi` at the rectangle's
-//! top edge, `lo` at its bottom edge, linear in between.
+//! The scalar is one count of the divergence pass's tile texture (decoders, baseline
+//! decoders or materials per tile) or the image-error pass's per-pixel error
+//! ([`HeatmapInputs`]). Pixels without geometry stay untinted; the colour bar is drawn
+//! over everything. The viewer places its text labels beside
+//! [`HeatmapPass::color_bar_rect`]: `hi` at the rectangle's top edge, `lo` at its bottom
+//! edge, linear in between.
 //!
 //! The pass owns two pipelines of one shader (the `SOURCE_ERROR` variant reads a float
 //! texture, the default one the `u32` tile texture) for one output format; it works for
@@ -15,11 +16,11 @@
 //! builds its own full-screen pipelines because [`super::fullscreen::FullscreenPass`]
 //! clears its target and does not blend.
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError, create_shader_module};
-use crate::render::passes::divergence::DivergencePass;
-use crate::render::passes::image_error::ImageErrorPass;
-use crate::render::passes::layout;
-use crate::render::targets::GBuffer;
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::layout;
+use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
+use crate::render::targets::Target;
+use crate::render::tiles::TileSize;
 
 /// Margin between the colour bar and the output's right and bottom edges, in pixels.
 pub const COLOR_BAR_MARGIN: u32 = 16;
@@ -175,12 +176,25 @@ pub fn colormap(t: f32) -> [f32; 3] {
     })
 }
 
-/// One pipeline variant: its bind group layout, pipeline and (once bound) bind group.
+/// What the heatmap reads: both sources (it shows the one its settings name).
+#[derive(Clone, Copy, Debug)]
+pub struct HeatmapInputs<'a> {
+    /// The G-buffer's material words: which pixels have geometry.
+    pub material_ids: &'a Target,
+    /// The divergence pass's tile counts.
+    pub tiles: &'a Target,
+    /// Their tile size.
+    pub tile: TileSize,
+    /// The image-error pass's per-pixel error.
+    pub error: &'a Target,
+}
+
+/// One pipeline variant: its bind group layout, pipeline and cached bind group.
 #[derive(Debug)]
 struct Variant {
     layout: wgpu::BindGroupLayout,
     pipeline: wgpu::RenderPipeline,
-    bind_group: Option<wgpu::BindGroup>,
+    bind_group: CachedBindGroup,
 }
 
 impl Variant {
@@ -248,31 +262,29 @@ impl Variant {
         Ok(Self {
             layout,
             pipeline,
-            bind_group: None,
+            bind_group: CachedBindGroup::new(),
         })
     }
 
-    /// (Re)create the bind group over `uniform`, the material ids and `source`, or drop
-    /// it when there is no source.
-    fn bind(
-        &mut self,
+    /// The bind group over `uniform`, the material ids and `source`.
+    fn bind_group(
+        &self,
         device: &wgpu::Device,
         label: &str,
         uniform: &wgpu::Buffer,
         material: &wgpu::TextureView,
-        source: Option<&wgpu::TextureView>,
-    ) {
-        self.bind_group = source.map(|source| {
-            device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(label),
-                layout: &self.layout,
-                entries: &layout::entries(&[
-                    (0, uniform.as_entire_binding()),
-                    (1, wgpu::BindingResource::TextureView(material)),
-                    (2, wgpu::BindingResource::TextureView(source)),
-                ]),
-            })
-        });
+        source: &wgpu::TextureView,
+    ) -> wgpu::BindGroup {
+        self.bind_group.get(
+            device,
+            label,
+            &self.layout,
+            &[
+                (0, uniform.as_entire_binding()),
+                (1, wgpu::BindingResource::TextureView(material)),
+                (2, wgpu::BindingResource::TextureView(source)),
+            ],
+        )
     }
 }
 
@@ -285,8 +297,6 @@ pub struct HeatmapPass {
     tiles: Variant,
     /// Reads the image-error texture (`SOURCE_ERROR`).
     error: Variant,
-    /// Tile size of the bound divergence pass, in pixels.
-    tile_size: [u32; 2],
 }
 
 impl HeatmapPass {
@@ -321,38 +331,7 @@ impl HeatmapPass {
             uniform,
             tiles,
             error,
-            tile_size: [1, 1],
         })
-    }
-
-    /// Bind the G-buffer's material ids (which pixels have geometry) and the sources: the
-    /// divergence pass's tile texture and the image-error pass's error texture, each
-    /// optional (a source that is not bound draws nothing). Call again after either pass
-    /// was resized or rebound.
-    pub fn bind(
-        &mut self,
-        device: &wgpu::Device,
-        gbuffer: &GBuffer,
-        divergence: Option<&DivergencePass>,
-        image_error: Option<&ImageErrorPass>,
-    ) {
-        let material = &gbuffer.material.view;
-        let (w, h) = divergence.map_or((1, 1), |d| d.tile().dims());
-        self.tile_size = [w, h];
-        self.tiles.bind(
-            device,
-            "heatmap.tiles",
-            &self.uniform,
-            material,
-            divergence.map(DivergencePass::tile_view),
-        );
-        self.error.bind(
-            device,
-            "heatmap.error",
-            &self.uniform,
-            material,
-            image_error.map(ImageErrorPass::error_view),
-        );
     }
 
     /// The colour bar's rectangle on an `output_size` output, in output pixels (`None`
@@ -373,8 +352,13 @@ impl HeatmapPass {
         })
     }
 
-    /// The uniform for `settings` on an `output_size` output.
-    fn uniform(&self, settings: &HeatmapSettings, output_size: (u32, u32)) -> HeatmapUniform {
+    /// The uniform for `settings` on an `output_size` output over `tile` tiles.
+    fn uniform(
+        &self,
+        settings: &HeatmapSettings,
+        output_size: (u32, u32),
+        tile: TileSize,
+    ) -> HeatmapUniform {
         let settings = settings.sanitized();
         let range = settings.hi - settings.lo;
         // `lo + 1` rounds back to `lo` for huge `lo`; keep the scale finite.
@@ -385,7 +369,10 @@ impl HeatmapPass {
             .flatten()
             .map_or([0; 4], |r| [r.x, r.y, r.width, r.height]);
         let (tile_size, channel) = match settings.source.tile_channel() {
-            Some(channel) => (self.tile_size, channel),
+            Some(channel) => {
+                let (w, h) = tile.dims();
+                ([w, h], channel)
+            }
             None => ([1, 1], 0),
         };
         HeatmapUniform {
@@ -400,29 +387,33 @@ impl HeatmapPass {
         }
     }
 
-    /// Record the overlay into `output` (of `output_size` pixels, in the format given to
-    /// [`Self::new`]), blending over its contents. Draws nothing when the source of
-    /// `settings` is not bound. The uniform is written through `queue`, so one encoder
-    /// (submission) holds at most one heatmap draw.
+    /// Record the overlay of `settings` into `output` (of `output_size` pixels, in the
+    /// format given to [`Self::new`]), blending over its contents. The uniform is written
+    /// through the queue, so one submission holds at most one heatmap draw.
     pub fn record(
         &self,
-        queue: &wgpu::Queue,
-        encoder: &mut wgpu::CommandEncoder,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &HeatmapInputs<'_>,
+        settings: &HeatmapSettings,
         output: &wgpu::TextureView,
         output_size: (u32, u32),
-        settings: &HeatmapSettings,
-        timer: &GpuTimer,
     ) {
-        let variant = match settings.source {
-            HeatmapSource::Error => &self.error,
-            _ => &self.tiles,
+        let (variant, label, source) = match settings.source {
+            HeatmapSource::Error => (&self.error, "heatmap.error", inputs.error),
+            _ => (&self.tiles, "heatmap.tiles", inputs.tiles),
         };
-        let Some(bind_group) = &variant.bind_group else {
-            return;
-        };
-        let uniform = self.uniform(settings, output_size);
-        queue.write_buffer(&self.uniform, 0, bytemuck::bytes_of(&uniform));
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+        let bind_group = variant.bind_group(
+            frame.device(),
+            label,
+            &self.uniform,
+            &inputs.material_ids.view,
+            &source.view,
+        );
+        let uniform = self.uniform(settings, output_size, inputs.tile);
+        frame
+            .queue()
+            .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&uniform));
+        let desc = wgpu::RenderPassDescriptor {
             label: Some(Self::LABEL),
             color_attachments: &[Some(wgpu::RenderPassColorAttachment {
                 view: output,
@@ -434,13 +425,15 @@ impl HeatmapPass {
                 },
             })],
             depth_stencil_attachment: None,
-            timestamp_writes: timer.render_pass_writes(Self::LABEL),
+            timestamp_writes: None,
             occlusion_query_set: None,
             multiview_mask: None,
+        };
+        frame.render_pass(Self::LABEL, &desc, |pass| {
+            pass.set_pipeline(&variant.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.draw(0..3, 0..1);
         });
-        pass.set_pipeline(&variant.pipeline);
-        pass.set_bind_group(0, bind_group, &[]);
-        pass.draw(0..3, 0..1);
     }
 }
 

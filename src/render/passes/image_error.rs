@@ -24,22 +24,23 @@
 //! whose precision is the adapter's: lavapipe approximates the curve (≈ 2e-3 off in
 //! linear light near black), which moves the PSNR of such images by ≈ 0.01 dB.
 
-use wgpu::util::DeviceExt as _;
-
-use crate::gpu::{GpuContext, GpuError, GpuTimer, ShaderError, create_shader_module, read_buffer};
-use crate::render::divergence::NO_MATERIAL;
-use crate::render::passes::layout;
-use crate::render::targets::{GBuffer, Target};
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::Slot;
+use crate::gpu::{CachedBindGroup, GpuContext, GpuError, read_buffer};
+use crate::render::divergence_stats::NO_MATERIAL;
+use crate::render::targets::Target;
 use crate::texture::metrics::psnr_from_mse;
+use crate::texture::srgb::linear_to_srgb;
 
 /// Format of the per-pixel error texture.
 pub const ERROR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
 
 /// Width and height of a workgroup, in pixels (`GROUP_W` in the shader).
-const GROUP_W: u32 = 16;
+pub const GROUP_W: u32 = 16;
 
 /// Bytes of one workgroup's partial (`Partial` in the shader: f32 sum, u32 pixels).
-const PARTIAL_BYTES: u64 = 8;
+pub const PARTIAL_BYTES: u64 = 8;
 
 /// In which encoding colours are compared.
 #[derive(
@@ -84,15 +85,6 @@ impl ErrorSummary {
     }
 }
 
-/// sRGB-encoded value of a linear one in [0, 1] (the exact piecewise curve).
-fn linear_to_srgb(x: f64) -> f64 {
-    if x <= 0.003_130_8 {
-        x * 12.92
-    } else {
-        1.055 * x.powf(1.0 / 2.4) - 0.055
-    }
-}
-
 /// CPU reference of the pass: the per-pixel errors and their summary for images `a` and
 /// `b` (RGBA, four values per pixel, as the shader loads them: sRGB formats decoded to
 /// linear) over G-buffer material `words`, all row-major. The pixel count is
@@ -107,7 +99,7 @@ pub fn reference_error(
         let v = f64::from(v).clamp(0.0, 1.0);
         match space {
             ErrorSpace::Stored => v,
-            ErrorSpace::SrgbEncoded => linear_to_srgb(v),
+            ErrorSpace::SrgbEncoded => f64::from(linear_to_srgb(v as f32)),
         }
     };
     let mut summary = ErrorSummary::default();
@@ -148,10 +140,10 @@ pub struct ImageErrorUniform {
 /// Why two images cannot be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    /// The images, the G-buffer and the pass differ in size.
+    /// The images, the G-buffer and the outputs differ in size.
     #[error(
-        "image error: sizes differ (a {a:?}, b {b:?}, G-buffer {gbuffer:?}, pass {pass:?}); \
-         compare images of the renderer's size and resize the pass with it"
+        "image error: sizes differ (a {a:?}, b {b:?}, G-buffer {gbuffer:?}, outputs {outputs:?}); \
+         compare images of the renderer's size into error targets of that size"
     )]
     SizeMismatch {
         /// Size of image `a`.
@@ -160,8 +152,8 @@ pub enum CompareError {
         b: (u32, u32),
         /// Size of the G-buffer.
         gbuffer: (u32, u32),
-        /// Size the pass was created or resized for.
-        pass: (u32, u32),
+        /// Size the error targets were made for.
+        outputs: (u32, u32),
     },
     /// An image's format does not load as float (e.g. an integer format).
     #[error(
@@ -174,199 +166,47 @@ pub enum CompareError {
     },
 }
 
-/// The image-error pass.
+/// What the image-error pass writes: the per-pixel error (for the heatmap) and one partial
+/// sum per workgroup (for the PSNR).
 #[derive(Debug)]
-pub struct ImageErrorPass {
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+pub struct ErrorTargets {
     size: (u32, u32),
     /// Per-pixel error ([`ERROR_FORMAT`]).
-    error: Target,
-    /// One `Partial` per workgroup.
-    partials: wgpu::Buffer,
-    bind_group: Option<wgpu::BindGroup>,
+    pub error: Target,
+    /// One `Partial` ([`PARTIAL_BYTES`]) per 16×16 workgroup.
+    pub partials: wgpu::Buffer,
 }
 
-impl ImageErrorPass {
-    /// Label of the pass, its timing row and its wgpu objects.
-    pub const LABEL: &'static str = "image_error";
-
-    /// Build the pipeline and the error texture for `size` images.
-    pub fn new(ctx: &GpuContext, size: (u32, u32)) -> Result<Self, ShaderError> {
-        let device = &ctx.device;
-        let compute = wgpu::ShaderStages::COMPUTE;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                layout::uniform(0, compute),
-                layout::float_texture(1),
-                layout::float_texture(2),
-                layout::uint_texture(3),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 4,
-                    visibility: compute,
-                    ty: wgpu::BindingType::StorageTexture {
-                        access: wgpu::StorageTextureAccess::WriteOnly,
-                        format: ERROR_FORMAT,
-                        view_dimension: wgpu::TextureViewDimension::D2,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 5,
-                    visibility: compute,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only: false },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-            ],
-        });
-        let module = create_shader_module(ctx, "image_error.wgsl", &[])?;
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(Self::LABEL),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("measure"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+impl ErrorTargets {
+    /// Allocate for `size` images.
+    pub fn new(device: &wgpu::Device, size: (u32, u32)) -> Self {
         let size = (size.0.max(1), size.1.max(1));
-        Ok(Self {
-            layout,
-            pipeline,
+        let (w, h) = ImageErrorPass::groups(size);
+        Self {
             size,
-            error: Self::error_target(device, size),
-            partials: Self::partials_buffer(device, size),
-            bind_group: None,
-        })
-    }
-
-    fn groups(size: (u32, u32)) -> (u32, u32) {
-        (size.0.div_ceil(GROUP_W), size.1.div_ceil(GROUP_W))
-    }
-
-    fn error_target(device: &wgpu::Device, size: (u32, u32)) -> Target {
-        Target::new(
-            device,
-            "image_error.error",
-            size,
-            ERROR_FORMAT,
-            wgpu::TextureUsages::STORAGE_BINDING,
-        )
-    }
-
-    fn partials_buffer(device: &wgpu::Device, size: (u32, u32)) -> wgpu::Buffer {
-        let (w, h) = Self::groups(size);
-        device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("image_error.partials"),
-            size: u64::from(w) * u64::from(h) * PARTIAL_BYTES,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        })
-    }
-
-    /// Reallocate for `size` images; call [`Self::bind`] after (the pass records nothing
-    /// until then).
-    pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
-        self.size = (size.0.max(1), size.1.max(1));
-        self.error = Self::error_target(device, self.size);
-        self.partials = Self::partials_buffer(device, self.size);
-        self.bind_group = None;
-    }
-
-    /// Bind images `a` and `b` (need `TEXTURE_BINDING` usage and a float-loadable
-    /// format), the G-buffer's material ids (which pixels count) and the comparison
-    /// space. All must have the pass's size.
-    pub fn bind(
-        &mut self,
-        device: &wgpu::Device,
-        a: &wgpu::Texture,
-        b: &wgpu::Texture,
-        gbuffer: &GBuffer,
-        space: ErrorSpace,
-    ) -> Result<(), CompareError> {
-        let size_of = |t: &wgpu::Texture| (t.width(), t.height());
-        let sizes = [a, b, &gbuffer.material.texture].map(size_of);
-        if sizes.iter().any(|&s| s != self.size) {
-            return Err(CompareError::SizeMismatch {
-                a: sizes[0],
-                b: sizes[1],
-                gbuffer: sizes[2],
-                pass: self.size,
-            });
+            error: Target::new(
+                device,
+                "image_error.error",
+                size,
+                ERROR_FORMAT,
+                wgpu::TextureUsages::STORAGE_BINDING,
+            ),
+            partials: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("image_error.partials"),
+                size: u64::from(w) * u64::from(h) * PARTIAL_BYTES,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
         }
-        for format in [a.format(), b.format()] {
-            if !matches!(
-                format.sample_type(None, None),
-                Some(wgpu::TextureSampleType::Float { .. })
-            ) {
-                return Err(CompareError::NotFloat { format });
-            }
-        }
-        let uniform = ImageErrorUniform {
-            srgb_encode: u32::from(space == ErrorSpace::SrgbEncoded),
-            _pad: [0; 3],
-        };
-        let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(Self::LABEL),
-            contents: bytemuck::bytes_of(&uniform),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
-        let view_a = a.create_view(&wgpu::TextureViewDescriptor::default());
-        let view_b = b.create_view(&wgpu::TextureViewDescriptor::default());
-        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(Self::LABEL),
-            layout: &self.layout,
-            entries: &layout::entries(&[
-                (0, uniform.as_entire_binding()),
-                (1, wgpu::BindingResource::TextureView(&view_a)),
-                (2, wgpu::BindingResource::TextureView(&view_b)),
-                (
-                    3,
-                    wgpu::BindingResource::TextureView(&gbuffer.material.view),
-                ),
-                (4, wgpu::BindingResource::TextureView(&self.error.view)),
-                (5, self.partials.as_entire_binding()),
-            ]),
-        }));
-        Ok(())
     }
 
-    /// The per-pixel error texture ([`ERROR_FORMAT`]), for the heatmap.
-    pub fn error_view(&self) -> &wgpu::TextureView {
-        &self.error.view
+    /// The image size they were made for.
+    pub fn size(&self) -> (u32, u32) {
+        self.size
     }
 
-    /// The error texture itself (for readback).
-    pub fn error_texture(&self) -> &wgpu::Texture {
-        &self.error.texture
-    }
-
-    /// Record the comparison. Does nothing before [`Self::bind`].
-    pub fn record(&self, encoder: &mut wgpu::CommandEncoder, timer: &GpuTimer) {
-        let Some(bind_group) = &self.bind_group else {
-            return;
-        };
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(Self::LABEL),
-            timestamp_writes: timer.compute_pass_writes(Self::LABEL),
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, bind_group, &[]);
-        let (w, h) = Self::groups(self.size);
-        pass.dispatch_workgroups(w, h, 1);
-    }
-
-    /// Blocking: the summed error of the last submitted comparison (reads the partials
-    /// back in a separate submission and waits for the GPU).
+    /// Blocking: the summed error of the last submitted comparison into these targets
+    /// (reads the partials back in a separate submission and waits for the GPU).
     pub fn summary_blocking(&self, ctx: &GpuContext) -> Result<ErrorSummary, GpuError> {
         let bytes = read_buffer(ctx, &self.partials, 0..self.partials.size())?;
         // (f32 bits, u32) per workgroup.
@@ -382,6 +222,124 @@ impl ImageErrorPass {
     /// Blocking: the PSNR of the last submitted comparison ([`ErrorSummary::psnr`]).
     pub fn psnr_blocking(&self, ctx: &GpuContext) -> Result<Option<f64>, GpuError> {
         Ok(self.summary_blocking(ctx)?.psnr())
+    }
+}
+
+/// What the image-error pass compares.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageErrorInputs<'a> {
+    /// Image `a` (`TEXTURE_BINDING` usage, a float-loadable format).
+    pub a: &'a Target,
+    /// Image `b`, likewise.
+    pub b: &'a Target,
+    /// The G-buffer's material words: which pixels count.
+    pub material_ids: &'a Target,
+    /// How colours are compared.
+    pub space: ErrorSpace,
+}
+
+/// The image-error pass.
+#[derive(Debug)]
+pub struct ImageErrorPass {
+    kernel: ComputeKernel,
+    uniform: wgpu::Buffer,
+    bind_group: CachedBindGroup,
+}
+
+impl ImageErrorPass {
+    /// Label of the pass, its timing row and its wgpu objects.
+    pub const LABEL: &'static str = "image_error";
+
+    /// Build the pipeline.
+    pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "image_error.wgsl",
+                defines: &[],
+                entry: "measure",
+                groups: &[Group::Slots(&[
+                    Slot::Uniform,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::UintTexture,
+                    Slot::WriteTexture(ERROR_FORMAT),
+                    Slot::StorageRw,
+                ])],
+            },
+        )?;
+        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(Self::LABEL),
+            size: std::mem::size_of::<ImageErrorUniform>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Self {
+            kernel,
+            uniform,
+            bind_group: CachedBindGroup::new(),
+        })
+    }
+
+    fn groups(size: (u32, u32)) -> (u32, u32) {
+        (size.0.div_ceil(GROUP_W), size.1.div_ceil(GROUP_W))
+    }
+
+    /// Record the comparison of `inputs` into `outputs`; all of one size. The space goes
+    /// through `queue.write_buffer`, so one submission holds at most one comparison.
+    pub fn record(
+        &self,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &ImageErrorInputs<'_>,
+        outputs: &ErrorTargets,
+    ) -> Result<(), CompareError> {
+        let size_of = |t: &Target| (t.texture.width(), t.texture.height());
+        let sizes = [inputs.a, inputs.b, inputs.material_ids].map(size_of);
+        if sizes.iter().any(|&s| s != outputs.size) {
+            return Err(CompareError::SizeMismatch {
+                a: sizes[0],
+                b: sizes[1],
+                gbuffer: sizes[2],
+                outputs: outputs.size,
+            });
+        }
+        for format in [inputs.a.texture.format(), inputs.b.texture.format()] {
+            if !matches!(
+                format.sample_type(None, None),
+                Some(wgpu::TextureSampleType::Float { .. })
+            ) {
+                return Err(CompareError::NotFloat { format });
+            }
+        }
+        let view = wgpu::BindingResource::TextureView;
+        let bind_group = self.bind_group.get(
+            frame.device(),
+            Self::LABEL,
+            self.kernel.layout(0),
+            &[
+                (0, self.uniform.as_entire_binding()),
+                (1, view(&inputs.a.view)),
+                (2, view(&inputs.b.view)),
+                (3, view(&inputs.material_ids.view)),
+                (4, view(&outputs.error.view)),
+                (5, outputs.partials.as_entire_binding()),
+            ],
+        );
+        let uniform = ImageErrorUniform {
+            srgb_encode: u32::from(inputs.space == ErrorSpace::SrgbEncoded),
+            _pad: [0; 3],
+        };
+        frame
+            .queue()
+            .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&uniform));
+        let (w, h) = Self::groups(outputs.size);
+        frame.compute_pass(Self::LABEL, |pass| {
+            pass.set_pipeline(self.kernel.pipeline());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(w, h, 1);
+        });
+        Ok(())
     }
 }
 

@@ -12,14 +12,16 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::gpu::{GpuContext, create_shader_module};
+use crate::gpu::GpuContext;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
+use crate::gpu::layout::Slot;
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
-use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines, ntc_pipeline};
+use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
 use crate::render::scene_gpu::{SET_FORMATS, SceneGpu};
 
 /// Texels per workgroup side (`@workgroup_size(8, 8)` in `ntc_bake.wgsl`).
-const WORKGROUP_SIDE: u32 = 8;
+pub const WORKGROUP_SIDE: u32 = 8;
 
 /// WGSL `BakeParams`: one dispatch.
 #[repr(C)]
@@ -43,16 +45,14 @@ pub struct BakedSet {
     /// The three channel-group textures (`Rgba8Unorm`, full mip chains; group 0 is viewed
     /// as sRGB). Usable as storage, sampled and copy source.
     pub textures: [wgpu::Texture; 3],
-    /// Sampled views in [`SET_FORMATS`], for [`SceneGpu::replace_set_textures`].
+    /// Sampled views in [`SET_FORMATS`], for [`SceneGpu::material_bind_groups_with`].
     pub views: [wgpu::TextureView; 3],
 }
 
 /// The bake pipeline.
 #[derive(Debug)]
 pub struct NtcBakePass {
-    layout: wgpu::BindGroupLayout,
-    ntc_layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
 }
 
 impl NtcBakePass {
@@ -71,45 +71,33 @@ impl NtcBakePass {
                 limit,
             });
         }
-        let mut defines = model_defines(config, WORKGROUP_SIDE * WORKGROUP_SIDE);
-        defines.push(("NTC_KERNEL_F32".to_owned(), "1".to_owned()));
+        let defines = Self::defines(config);
         let define_refs: Vec<(&str, &str)> = defines
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let module = create_shader_module(ctx, "ntc_bake.wgsl", &define_refs)?;
-        let target = |binding| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::StorageTexture {
-                access: wgpu::StorageTextureAccess::WriteOnly,
-                format: wgpu::TextureFormat::Rgba8Unorm,
-                view_dimension: wgpu::TextureViewDimension::D2,
-            },
-            count: None,
-        };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                super::layout::uniform(0, wgpu::ShaderStages::COMPUTE),
-                target(1),
-                target(2),
-                target(3),
-            ],
-        });
-        let (ntc_layout, pipeline) = ntc_pipeline(
+        let target = Slot::WriteTexture(wgpu::TextureFormat::Rgba8Unorm);
+        let kernel = ComputeKernel::new(
             ctx,
-            Self::LABEL,
-            &layout,
-            &module,
-            "bake_mip",
-            "creating the bake pipeline".into(),
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "ntc_bake.wgsl",
+                defines: &define_refs,
+                entry: "bake_mip",
+                groups: &[
+                    Group::Slots(&[Slot::Uniform, target, target, target]),
+                    Group::Slots(&NtcSceneGpu::GROUP),
+                ],
+            },
         )?;
-        Ok(Self {
-            layout,
-            ntc_layout,
-            pipeline,
-        })
+        Ok(Self { kernel })
+    }
+
+    /// The defines `ntc_bake.wgsl` is composed with for decoders of shape `config`.
+    pub fn defines(config: &NtcConfig) -> Vec<(String, String)> {
+        let mut defines = model_defines(config, WORKGROUP_SIDE * WORKGROUP_SIDE);
+        defines.push(("NTC_KERNEL_F32".to_owned(), "1".to_owned()));
+        defines
     }
 
     /// Decode every package material of `package` (uploaded as `ntc`) into textures, in
@@ -174,7 +162,7 @@ impl NtcBakePass {
                 usage: wgpu::BufferUsages::UNIFORM,
             },
         );
-        let ntc_bind_group = ntc.bind_group(device, &self.ntc_layout);
+        let ntc_bind_group = ntc.bind_group(device, self.kernel.layout(1));
         ctx.error_scope(|| {
             let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some(Self::LABEL),
@@ -184,7 +172,7 @@ impl NtcBakePass {
                     label: Some(Self::LABEL),
                     timestamp_writes: None,
                 });
-                pass.set_pipeline(&self.pipeline);
+                pass.set_pipeline(self.kernel.pipeline());
                 pass.set_bind_group(1, &ntc_bind_group, &[]);
                 let mut slot = 0u64;
                 for (set, m) in sets.iter().zip(&package.materials) {
@@ -203,10 +191,10 @@ impl NtcBakePass {
                                 })
                             })
                             .collect();
-                        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: Some(Self::LABEL),
-                            layout: &self.layout,
-                            entries: &super::layout::entries(&[
+                        let bind_group = self.kernel.bind_group(
+                            device,
+                            0,
+                            &[
                                 (
                                     0,
                                     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -220,8 +208,8 @@ impl NtcBakePass {
                                 (1, wgpu::BindingResource::TextureView(&storage[0])),
                                 (2, wgpu::BindingResource::TextureView(&storage[1])),
                                 (3, wgpu::BindingResource::TextureView(&storage[2])),
-                            ]),
-                        });
+                            ],
+                        );
                         pass.set_bind_group(0, &bind_group, &[]);
                         pass.dispatch_workgroups(
                             w.div_ceil(WORKGROUP_SIDE),
@@ -241,39 +229,52 @@ impl NtcBakePass {
         Ok(sets)
     }
 
-    /// Bake `package` and make every texture set of `scene` that the package holds (by
-    /// name) sample the baked textures. Returns how many sets were replaced.
-    pub fn bake_into_scene(
+    /// Bake `package` into textures and make the material bind groups of `scene` with
+    /// every texture set the package holds (by name) sampling its baked textures.
+    pub fn bake_materials(
         &self,
         ctx: &GpuContext,
         package: &NtcPackage,
         ntc: &NtcSceneGpu,
-        scene: &mut SceneGpu,
-    ) -> Result<usize, NtcRenderError> {
-        let baked = self.bake(ctx, package, ntc)?;
+        scene: &SceneGpu,
+    ) -> Result<BakedMaterials, NtcRenderError> {
+        let sets = self.bake(ctx, package, ntc)?;
         let replacements: Vec<(usize, [wgpu::TextureView; 3])> = scene
             .sets
             .iter()
             .enumerate()
             .filter_map(|(set, desc)| {
                 let name = desc.name();
-                baked
-                    .iter()
+                sets.iter()
                     .find(|b| b.name == name)
                     .map(|b| (set, b.views.clone()))
             })
             .collect();
-        let count = replacements.len();
-        for (set, views) in replacements {
-            scene
-                .replace_set_textures(&ctx.device, set, views)
-                .map_err(|e| NtcRenderError::Gpu {
-                    what: "using the baked textures".into(),
-                    message: e.to_string(),
-                })?;
-        }
-        Ok(count)
+        let bind_groups = scene
+            .material_bind_groups_with(&ctx.device, &replacements)
+            .map_err(|e| NtcRenderError::Gpu {
+                what: "using the baked textures".into(),
+                message: e.to_string(),
+            })?;
+        Ok(BakedMaterials {
+            replaced: replacements.len(),
+            sets,
+            bind_groups,
+        })
     }
+}
+
+/// A package baked for one scene: the textures, and the scene's material bind groups with
+/// the sets the package holds sampling them.
+#[derive(Debug)]
+pub struct BakedMaterials {
+    /// The baked textures, in package order.
+    pub sets: Vec<BakedSet>,
+    /// Per scene material, its bind group (baked textures where the package holds its set,
+    /// the originals elsewhere).
+    pub bind_groups: Vec<wgpu::BindGroup>,
+    /// How many of the scene's texture sets sample baked textures.
+    pub replaced: usize,
 }
 
 /// The three textures of one baked set and their sampled views.

@@ -13,12 +13,13 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::gpu::shader::{catch_compiler_panic, describe_defines};
-use crate::gpu::{GpuContext, GpuTimer, GrantedFeatures, create_shader_module};
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::Slot;
+use crate::gpu::shader::describe_defines;
+use crate::gpu::{CachedBindGroup, GpuContext, GrantedFeatures};
 use crate::ntc::model::{NtcConfig, OUTPUTS};
-use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines, ntc_pipeline};
-use crate::render::passes::layout;
-use crate::render::scene_gpu::SceneGpu;
+use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
 use crate::render::targets::{GBuffer, MaterialTargets, format};
 use crate::render::tiles::TileSize;
 
@@ -171,8 +172,8 @@ pub struct DecodeParams {
     pub _pad: [u32; 2],
 }
 
-/// WGSL `DECODE_STOCHASTIC`.
-const DECODE_STOCHASTIC: u32 = 1;
+/// [`DecodeParams::flags`] bit of stochastic trilinear filtering (WGSL `DECODE_STOCHASTIC`).
+pub const DECODE_STOCHASTIC: u32 = 1;
 
 impl DecodeParams {
     /// The uniform for `settings`.
@@ -189,17 +190,32 @@ impl DecodeParams {
     }
 }
 
+/// What the decode pass reads.
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeInputs<'a> {
+    /// The frame uniform (viewport, frame index for the blue noise).
+    pub frame: &'a wgpu::Buffer,
+    /// The scene's material constants (`array<MaterialData>`).
+    pub materials: &'a wgpu::Buffer,
+    /// The G-buffer.
+    pub gbuffer: &'a GBuffer,
+    /// The blue-noise tile (64² `R32Float`).
+    pub blue_noise: &'a wgpu::TextureView,
+    /// The package on the GPU.
+    pub package: &'a NtcSceneGpu,
+    /// Mip and texel choice.
+    pub settings: &'a DecodeSettings,
+}
+
 /// The NTC decode pass.
 #[derive(Debug)]
 pub struct NtcDecodePass {
     kernel: NtcKernel,
     tile: TileSize,
-    layout: wgpu::BindGroupLayout,
-    ntc_layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    pipeline: ComputeKernel,
     params: wgpu::Buffer,
-    bind_group: Option<wgpu::BindGroup>,
-    ntc_bind_group: Option<wgpu::BindGroup>,
+    bind_group: CachedBindGroup,
+    ntc_bind_group: CachedBindGroup,
 }
 
 impl NtcDecodePass {
@@ -261,66 +277,48 @@ impl NtcDecodePass {
         }
 
         let device = &ctx.device;
-        let mut defines = model_defines(config, tile.pixels());
-        defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v)));
-        defines.extend(
-            kernel
-                .defines()
-                .iter()
-                .map(|k| ((*k).to_owned(), "1".to_owned())),
-        );
+        let defines = Self::defines(config, kernel, tile);
         let define_refs: Vec<(&str, &str)> = defines
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let module = create_shader_module(ctx, "ntc_decode.wgsl", &define_refs)?;
-
-        let compute = wgpu::ShaderStages::COMPUTE;
-        let storage_target = |binding| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: compute,
-            ty: wgpu::BindingType::StorageTexture {
-                access: wgpu::StorageTextureAccess::WriteOnly,
-                format: format::MATERIAL_TARGET,
-                view_dimension: wgpu::TextureViewDimension::D2,
-            },
-            count: None,
-        };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                layout::uniform(0, compute),
-                layout::storage(1, compute),
-                layout::float_texture(2),
-                layout::float_texture(3),
-                layout::float_texture(4),
-                layout::uint_texture(5),
-                layout::float_texture(6),
-                layout::uniform(7, compute),
-                storage_target(8),
-                storage_target(9),
-                storage_target(10),
+        let target = Slot::WriteTexture(format::MATERIAL_TARGET);
+        let kernel_desc = KernelDesc {
+            label: Self::LABEL,
+            shader: "ntc_decode.wgsl",
+            defines: &define_refs,
+            entry: "decode",
+            groups: &[
+                Group::Slots(&[
+                    Slot::Uniform,
+                    Slot::Storage,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::UintTexture,
+                    Slot::FloatTexture,
+                    Slot::Uniform,
+                    target,
+                    target,
+                    target,
+                ]),
+                Group::Slots(&NtcSceneGpu::GROUP),
             ],
-        });
-        // wgpu's Vulkan backend compiles the shader (naga's SPIR-V writer) here, and a
-        // compiler panic must not take the process down: it makes the kernel unavailable
-        // (the renderer then falls back to another one).
-        let (ntc_layout, pipeline) = catch_compiler_panic(|| {
-            ntc_pipeline(
-                ctx,
-                Self::LABEL,
-                &layout,
-                &module,
-                "decode",
-                format!("creating the {kernel} decode pipeline"),
-            )
-        })
-        .map_err(|panic| {
-            unavailable(format!(
-                "the shader compiler panicked building ntc_decode.wgsl with defines [{}]: {panic}",
-                describe_defines(&define_refs)
-            ))
-        })??;
+        };
+        // A compiler panic must not take the process down: it makes the kernel
+        // unavailable (the renderer then falls back to another one).
+        let pipeline = ComputeKernel::new(ctx, &kernel_desc).map_err(|e| match e {
+            KernelError::Shader(e) => NtcRenderError::Shader(e),
+            KernelError::CompilerPanic(failure) => unavailable(format!(
+                "the shader compiler panicked building ntc_decode.wgsl with defines [{}]: {}",
+                describe_defines(&define_refs),
+                failure.message
+            )),
+            KernelError::Pipeline(failure) => NtcRenderError::Gpu {
+                what: format!("creating the {kernel} decode pipeline"),
+                message: failure.message,
+            },
+        })?;
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(Self::LABEL),
             size: std::mem::size_of::<DecodeParams>() as u64,
@@ -330,13 +328,25 @@ impl NtcDecodePass {
         Ok(Self {
             kernel,
             tile,
-            layout,
-            ntc_layout,
             pipeline,
             params,
-            bind_group: None,
-            ntc_bind_group: None,
+            bind_group: CachedBindGroup::new(),
+            ntc_bind_group: CachedBindGroup::new(),
         })
+    }
+
+    /// The defines `ntc_decode.wgsl` is composed with for decoders of shape `config`,
+    /// evaluated with `kernel`, one workgroup per `tile`.
+    pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Vec<(String, String)> {
+        let mut defines = model_defines(config, tile.pixels());
+        defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v)));
+        defines.extend(
+            kernel
+                .defines()
+                .iter()
+                .map(|k| ((*k).to_owned(), "1".to_owned())),
+        );
+        defines
     }
 
     /// The kernel the pipeline evaluates the MLP with.
@@ -349,68 +359,51 @@ impl NtcDecodePass {
         self.tile
     }
 
-    /// Bind the frame uniform, the scene's materials, the G-buffer, the blue-noise
-    /// texture (64² `R32Float`), the NTC data and the targets (call again after a resize
-    /// or a package switch).
-    #[allow(clippy::too_many_arguments)]
-    pub fn bind(
-        &mut self,
-        device: &wgpu::Device,
-        frame: &wgpu::Buffer,
-        scene: &SceneGpu,
-        gbuffer: &GBuffer,
-        blue_noise: &wgpu::TextureView,
-        ntc: &NtcSceneGpu,
+    /// Record the decode of `inputs` into `targets` (of the G-buffer's size).
+    pub fn record(
+        &self,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &DecodeInputs<'_>,
         targets: &MaterialTargets,
     ) {
         let view = wgpu::BindingResource::TextureView;
-        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(Self::LABEL),
-            layout: &self.layout,
-            entries: &layout::entries(&[
-                (0, frame.as_entire_binding()),
-                (1, scene.material_buffer.as_entire_binding()),
-                (2, view(&gbuffer.normal_tangent.view)),
-                (3, view(&gbuffer.uv.view)),
-                (4, view(&gbuffer.uv_grad.view)),
-                (5, view(&gbuffer.material.view)),
-                (6, view(blue_noise)),
+        let g = inputs.gbuffer;
+        let bind_group = self.bind_group.get(
+            frame.device(),
+            Self::LABEL,
+            self.pipeline.layout(0),
+            &[
+                (0, inputs.frame.as_entire_binding()),
+                (1, inputs.materials.as_entire_binding()),
+                (2, view(&g.normal_tangent.view)),
+                (3, view(&g.uv.view)),
+                (4, view(&g.uv_grad.view)),
+                (5, view(&g.material.view)),
+                (6, view(inputs.blue_noise)),
                 (7, self.params.as_entire_binding()),
                 (8, view(&targets.base_color.view)),
                 (9, view(&targets.normal_rm.view)),
                 (10, view(&targets.emissive_ao.view)),
-            ]),
-        }));
-        self.ntc_bind_group = Some(ntc.bind_group(device, &self.ntc_layout));
-    }
-
-    /// Record the decode of a `size` screen with `settings` (does nothing before
-    /// [`Self::bind`]).
-    pub fn record(
-        &self,
-        queue: &wgpu::Queue,
-        encoder: &mut wgpu::CommandEncoder,
-        size: (u32, u32),
-        settings: &DecodeSettings,
-        timer: &GpuTimer,
-    ) {
-        let (Some(bind_group), Some(ntc_bind_group)) = (&self.bind_group, &self.ntc_bind_group)
-        else {
-            return;
-        };
-        queue.write_buffer(
+            ],
+        );
+        let ntc_bind_group = self.ntc_bind_group.get(
+            frame.device(),
+            "ntc",
+            self.pipeline.layout(1),
+            &inputs.package.resources(),
+        );
+        frame.queue().write_buffer(
             &self.params,
             0,
-            bytemuck::bytes_of(&DecodeParams::new(settings)),
+            bytemuck::bytes_of(&DecodeParams::new(inputs.settings)),
         );
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(Self::LABEL),
-            timestamp_writes: timer.compute_pass_writes(Self::LABEL),
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, bind_group, &[]);
-        pass.set_bind_group(1, ntc_bind_group, &[]);
+        let size = (g.material.texture.width(), g.material.texture.height());
         let (x, y) = self.tile.grid(size);
-        pass.dispatch_workgroups(x, y, 1);
+        frame.compute_pass(Self::LABEL, |pass| {
+            pass.set_pipeline(self.pipeline.pipeline());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.set_bind_group(1, &ntc_bind_group, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        });
     }
 }

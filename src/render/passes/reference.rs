@@ -2,8 +2,9 @@
 //! where the adapter allows), written into the [`MaterialTargets`].
 //!
 //! Deferred texturing without bindless, in three steps:
-//! 1. `reference.classify` (compute): each material's screen rectangle, reduced per 8×8
-//!    tile in workgroup memory (`shaders/material_classify.wgsl`).
+//! 1. `reference.classify` (compute, [`MaterialClassify`]): each material's screen
+//!    rectangle, reduced per 8×8 tile in workgroup memory
+//!    (`shaders/material_classify.wgsl`; [`classify_reference`] is its CPU reference).
 //! 2. `reference.material_depth`: every pixel's material id written as depth.
 //! 3. `reference`: one quad per material over its rectangle, at that material's depth,
 //!    with an EQUAL test, so the depth test (with early-Z) routes each pixel to exactly
@@ -11,69 +12,174 @@
 //!
 //! This needs no binding arrays, which software adapters lack.
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError, create_shader_module};
-use crate::render::passes::layout;
-use crate::render::scene_gpu::SceneGpu;
+use bytemuck::{Pod, Zeroable};
+
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::{self, Slot};
+use crate::gpu::{CachedBindGroup, GpuContext, create_shader_module};
+use crate::render::gpu_types::{MATERIAL_ID_MASK, NO_MATERIAL};
+use crate::render::passes::scene_draw::SceneInputs;
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
+
+/// Side of the classify pass's square tile in pixels (`@workgroup_size(8, 8)` in
+/// `shaders/material_classify.wgsl`).
+pub const CLASSIFY_TILE: u32 = 8;
+
+/// WGSL `MaterialRect` (`shaders/material_classify.wgsl`): one material's pixel bounds,
+/// stored so that all zeros means "not on screen" and every field only grows.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct MaterialRect {
+    /// Screen width − the leftmost pixel's x.
+    pub min_x_inv: u32,
+    /// Screen height − the topmost pixel's y.
+    pub min_y_inv: u32,
+    /// The rightmost pixel's x + 1.
+    pub max_x: u32,
+    /// The bottom pixel's y + 1.
+    pub max_y: u32,
+}
+
+/// CPU reference of the classify kernel: per material (`materials` of them), the bounds
+/// of its pixels in the G-buffer material `words` of a `size` screen (row-major). Pixels
+/// without geometry and ids at or past `materials` count for no material, as on the GPU.
+/// Words missing from a short `words` count as pixels without geometry.
+pub fn classify_reference(words: &[u32], size: (u32, u32), materials: usize) -> Vec<MaterialRect> {
+    let mut rects = vec![MaterialRect::default(); materials];
+    for y in 0..size.1 {
+        for x in 0..size.0 {
+            let Some(&word) = words.get(y as usize * size.0 as usize + x as usize) else {
+                continue;
+            };
+            let id = (word & MATERIAL_ID_MASK) as usize;
+            if word == NO_MATERIAL || id >= materials {
+                continue;
+            }
+            let r = &mut rects[id];
+            r.min_x_inv = r.min_x_inv.max(size.0 - x);
+            r.min_y_inv = r.min_y_inv.max(size.1 - y);
+            r.max_x = r.max_x.max(x + 1);
+            r.max_y = r.max_y.max(y + 1);
+        }
+    }
+    rects
+}
+
+/// The classify kernel: each material's screen rectangle into a rect buffer.
+#[derive(Debug)]
+pub struct MaterialClassify {
+    kernel: ComputeKernel,
+    bind_group: CachedBindGroup,
+}
+
+impl MaterialClassify {
+    /// Label of the pass, its timing row and its wgpu objects.
+    pub const LABEL: &'static str = "reference.classify";
+
+    /// Build the pipeline.
+    pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "material_classify.wgsl",
+                defines: &[],
+                entry: "classify",
+                groups: &[Group::Slots(&[Slot::UintTexture, Slot::StorageRw])],
+            },
+        )?;
+        Ok(Self {
+            kernel,
+            bind_group: CachedBindGroup::new(),
+        })
+    }
+
+    /// A rect buffer for `materials` materials: one [`MaterialRect`] each (at least one
+    /// entry; bindings cannot be empty), storage, clearable and copyable.
+    pub fn rects_buffer(device: &wgpu::Device, materials: usize) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("reference.rects"),
+            size: (materials.max(1) * std::mem::size_of::<MaterialRect>()) as u64,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Record the clear of `rects` and the classification of `material_ids` (the
+    /// G-buffer's material words) into it.
+    pub fn record(
+        &self,
+        frame: &mut FrameEncoder<'_>,
+        material_ids: &Target,
+        rects: &wgpu::Buffer,
+    ) {
+        let bind_group = self.bind_group.get(
+            frame.device(),
+            Self::LABEL,
+            self.kernel.layout(0),
+            &[
+                (0, wgpu::BindingResource::TextureView(&material_ids.view)),
+                (1, rects.as_entire_binding()),
+            ],
+        );
+        frame.encoder().clear_buffer(rects, 0, None);
+        let (w, h) = (material_ids.texture.width(), material_ids.texture.height());
+        frame.compute_pass(Self::LABEL, |pass| {
+            pass.set_pipeline(self.kernel.pipeline());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(w.div_ceil(CLASSIFY_TILE), h.div_ceil(CLASSIFY_TILE), 1);
+        });
+    }
+}
+
+/// What the reference pass reads.
+#[derive(Clone, Copy, Debug)]
+pub struct ReferenceInputs<'a> {
+    /// The frame uniform, the scene's material constants and per-material textures.
+    pub scene: SceneInputs<'a>,
+    /// The G-buffer.
+    pub gbuffer: &'a GBuffer,
+}
+
+/// What the reference pass writes.
+#[derive(Clone, Copy, Debug)]
+pub struct ReferenceOutputs<'a> {
+    /// The material channels.
+    pub materials: &'a MaterialTargets,
+    /// Scratch: the material ids as depth (overwritten).
+    pub material_depth: &'a Target,
+}
 
 /// The reference material pass.
 #[derive(Debug)]
 pub struct ReferencePass {
-    classify_layout: wgpu::BindGroupLayout,
-    classify_pipeline: wgpu::ComputePipeline,
-    classify_bind_group: Option<wgpu::BindGroup>,
-    /// One `MaterialRect` (4 × u32) per material.
-    rects: Option<wgpu::Buffer>,
+    classify: MaterialClassify,
+    /// One [`MaterialRect`] per scene material: classify → the material draws.
+    rects: wgpu::Buffer,
     depth_layout: wgpu::BindGroupLayout,
     depth_pipeline: wgpu::RenderPipeline,
+    depth_bind_group: CachedBindGroup,
     layout: wgpu::BindGroupLayout,
     pipeline: wgpu::RenderPipeline,
-    material_depth: Target,
-    depth_bind_group: Option<wgpu::BindGroup>,
-    bind_group: Option<wgpu::BindGroup>,
+    bind_group: CachedBindGroup,
 }
 
 impl ReferencePass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "reference";
 
-    /// Build the pipelines for a `size` screen.
+    /// Build the pipelines for a scene of `materials` materials whose texture bind groups
+    /// have `material_layout`.
     pub fn new(
         ctx: &GpuContext,
         material_layout: &wgpu::BindGroupLayout,
-        size: (u32, u32),
-    ) -> Result<Self, ShaderError> {
+        materials: usize,
+    ) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let classify_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("reference.classify"),
-            entries: &[
-                layout::uint_texture(0),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only: false },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-            ],
-        });
-        let classify_module = create_shader_module(ctx, "material_classify.wgsl", &[])?;
-        let classify_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("reference.classify"),
-            bind_group_layouts: &[Some(&classify_layout)],
-            immediate_size: 0,
-        });
-        let classify_pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("reference.classify"),
-            layout: Some(&classify_pl),
-            module: &classify_module,
-            entry_point: Some("classify"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let classify = MaterialClassify::new(ctx)?;
         let depth_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("reference.material_depth"),
             entries: &[layout::uint_texture(0)],
@@ -163,142 +269,70 @@ impl ReferencePass {
             cache: None,
         });
         Ok(Self {
-            classify_layout,
-            classify_pipeline,
-            classify_bind_group: None,
-            rects: None,
+            classify,
+            rects: MaterialClassify::rects_buffer(device, materials),
             depth_layout,
             depth_pipeline,
+            depth_bind_group: CachedBindGroup::new(),
             layout,
             pipeline,
-            material_depth: Self::depth_target(device, size),
-            depth_bind_group: None,
-            bind_group: None,
+            bind_group: CachedBindGroup::new(),
         })
     }
 
-    fn depth_target(device: &wgpu::Device, size: (u32, u32)) -> Target {
-        Target::new(
-            device,
-            "reference.material_depth",
-            size,
-            format::MATERIAL_DEPTH,
-            wgpu::TextureUsages::empty(),
-        )
-    }
-
-    /// Reallocate the material-depth buffer for a new screen size (call [`Self::bind`] after).
-    pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
-        self.material_depth = Self::depth_target(device, size);
-    }
-
-    /// Bind the frame, the scene's materials and the G-buffer.
-    pub fn bind(
-        &mut self,
-        device: &wgpu::Device,
-        frame: &wgpu::Buffer,
-        scene: &SceneGpu,
-        gbuffer: &GBuffer,
-    ) {
-        let rects = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("reference.rects"),
-            size: (scene.material_bind_groups.len().max(1) * 16) as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        self.classify_bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("reference.classify"),
-            layout: &self.classify_layout,
-            entries: &layout::entries(&[
-                (
-                    0,
-                    wgpu::BindingResource::TextureView(&gbuffer.material.view),
-                ),
-                (1, rects.as_entire_binding()),
-            ]),
-        }));
-        self.depth_bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("reference.material_depth"),
-            layout: &self.depth_layout,
-            entries: &layout::entries(&[(
-                0,
-                wgpu::BindingResource::TextureView(&gbuffer.material.view),
-            )]),
-        }));
-        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(Self::LABEL),
-            layout: &self.layout,
-            entries: &layout::entries(&[
-                (0, frame.as_entire_binding()),
-                (1, scene.material_buffer.as_entire_binding()),
-                (
-                    2,
-                    wgpu::BindingResource::TextureView(&gbuffer.normal_tangent.view),
-                ),
-                (3, wgpu::BindingResource::TextureView(&gbuffer.uv.view)),
-                (4, wgpu::BindingResource::TextureView(&gbuffer.uv_grad.view)),
-                (
-                    5,
-                    wgpu::BindingResource::TextureView(&gbuffer.material.view),
-                ),
-                (6, rects.as_entire_binding()),
-            ]),
-        }));
-        self.rects = Some(rects);
-    }
-
-    /// Record the material-depth step and the per-material draws.
+    /// Record the classification, the material-depth step and the per-material draws.
     pub fn record(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
-        scene: &SceneGpu,
-        targets: &MaterialTargets,
-        timer: &GpuTimer,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &ReferenceInputs<'_>,
+        outputs: &ReferenceOutputs<'_>,
     ) {
-        let (Some(classify_bg), Some(rects), Some(depth_bg), Some(bg)) = (
-            &self.classify_bind_group,
-            &self.rects,
-            &self.depth_bind_group,
-            &self.bind_group,
-        ) else {
-            return;
-        };
-        encoder.clear_buffer(rects, 0, None);
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("reference.classify"),
-                timestamp_writes: timer.compute_pass_writes("reference.classify"),
-            });
-            pass.set_pipeline(&self.classify_pipeline);
-            pass.set_bind_group(0, classify_bg, &[]);
-            let (w, h) = (
-                self.material_depth.texture.width(),
-                self.material_depth.texture.height(),
-            );
-            pass.dispatch_workgroups(w.div_ceil(8), h.div_ceil(8), 1);
-        }
-        {
-            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-                label: Some("reference.material_depth"),
-                color_attachments: &[],
-                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &self.material_depth.view,
-                    depth_ops: Some(wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(1.0),
-                        store: wgpu::StoreOp::Store,
-                    }),
-                    stencil_ops: None,
+        let g = inputs.gbuffer;
+        let view = wgpu::BindingResource::TextureView;
+        self.classify.record(frame, &g.material, &self.rects);
+        let depth_bind_group = self.depth_bind_group.get(
+            frame.device(),
+            "reference.material_depth",
+            &self.depth_layout,
+            &[(0, view(&g.material.view))],
+        );
+        let bind_group = self.bind_group.get(
+            frame.device(),
+            Self::LABEL,
+            &self.layout,
+            &[
+                (0, inputs.scene.frame.as_entire_binding()),
+                (1, inputs.scene.scene.material_buffer.as_entire_binding()),
+                (2, view(&g.normal_tangent.view)),
+                (3, view(&g.uv.view)),
+                (4, view(&g.uv_grad.view)),
+                (5, view(&g.material.view)),
+                (6, self.rects.as_entire_binding()),
+            ],
+        );
+        let depth = wgpu::RenderPassDescriptor {
+            label: Some("reference.material_depth"),
+            color_attachments: &[],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &outputs.material_depth.view,
+                depth_ops: Some(wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(1.0),
+                    store: wgpu::StoreOp::Store,
                 }),
-                timestamp_writes: timer.render_pass_writes("reference.material_depth"),
-                occlusion_query_set: None,
-                multiview_mask: None,
-            });
+                stencil_ops: None,
+            }),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        };
+        frame.render_pass("reference.material_depth", &depth, |pass| {
             pass.set_pipeline(&self.depth_pipeline);
-            pass.set_bind_group(0, depth_bg, &[]);
+            pass.set_bind_group(0, &depth_bind_group, &[]);
             pass.draw(0..3, 0..1);
-        }
+        });
         let clear = |view| layout::clear_color(view, wgpu::Color::TRANSPARENT);
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+        let targets = outputs.materials;
+        let draws = wgpu::RenderPassDescriptor {
             label: Some(Self::LABEL),
             color_attachments: &[
                 clear(&targets.base_color.view),
@@ -306,23 +340,25 @@ impl ReferencePass {
                 clear(&targets.emissive_ao.view),
             ],
             depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: &self.material_depth.view,
+                view: &outputs.material_depth.view,
                 depth_ops: Some(wgpu::Operations {
                     load: wgpu::LoadOp::Load,
                     store: wgpu::StoreOp::Discard,
                 }),
                 stencil_ops: None,
             }),
-            timestamp_writes: timer.render_pass_writes(Self::LABEL),
+            timestamp_writes: None,
             occlusion_query_set: None,
             multiview_mask: None,
+        };
+        frame.render_pass(Self::LABEL, &draws, |pass| {
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            for (m, material_bg) in inputs.scene.materials.iter().enumerate() {
+                let m = m as u32;
+                pass.set_bind_group(1, material_bg, &[]);
+                pass.draw(0..6, m..m + 1);
+            }
         });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, bg, &[]);
-        for (m, material_bg) in scene.material_bind_groups.iter().enumerate() {
-            let m = m as u32;
-            pass.set_bind_group(1, material_bg, &[]);
-            pass.draw(0..6, m..m + 1);
-        }
     }
 }

@@ -1,12 +1,25 @@
 //! The shared machinery of passes that rasterise the scene's draws (G-buffer, shadow):
-//! the frame + instances + materials bind group, the pipeline variants (opaque or
-//! alpha-tested × culled or double-sided) and the draw loop. The passes own their render
-//! pass setup (targets, clears, timing) and what their shader writes.
+//! their inputs ([`SceneInputs`]), the frame + instances + materials bind group, the
+//! pipeline variants (opaque or alpha-tested × culled or double-sided) and the draw loop.
+//! The passes own their render pass setup (targets, clears, timing) and what their shader
+//! writes.
 
-use crate::gpu::{GpuContext, ShaderError, create_shader_module};
-use crate::render::passes::layout;
+use crate::gpu::layout;
+use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
 use crate::render::scene_gpu::SceneGpu;
 use crate::scene::Vertex;
+
+/// What the passes that draw the scene read.
+#[derive(Clone, Copy, Debug)]
+pub struct SceneInputs<'a> {
+    /// The frame uniform.
+    pub frame: &'a wgpu::Buffer,
+    /// Geometry, instances, material constants and the draws.
+    pub scene: &'a SceneGpu,
+    /// Per material, the bind group of its textures (its set's originals, or the textures
+    /// an NTC package was baked into); alpha-tested draws read their alpha from it.
+    pub materials: &'a [wgpu::BindGroup],
+}
 
 /// What differs between the passes that draw the scene.
 pub struct SceneDrawDesc<'a> {
@@ -30,7 +43,7 @@ pub struct SceneDraw {
     layout: wgpu::BindGroupLayout,
     /// Indexed by `alpha_test as usize * 2 + double_sided as usize`.
     pipelines: [wgpu::RenderPipeline; 4],
-    bind_group: Option<wgpu::BindGroup>,
+    bind_group: CachedBindGroup,
 }
 
 impl SceneDraw {
@@ -113,28 +126,34 @@ impl SceneDraw {
                 pipeline(true, false),
                 pipeline(true, true),
             ],
-            bind_group: None,
+            bind_group: CachedBindGroup::new(),
         })
     }
 
-    /// Bind the frame uniform and the scene's instance and material arrays.
-    pub fn bind(&mut self, device: &wgpu::Device, frame: &wgpu::Buffer, scene: &SceneGpu) {
-        self.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("scene_draw"),
-            layout: &self.layout,
-            entries: &layout::entries(&[
-                (0, frame.as_entire_binding()),
-                (1, scene.instance_buffer.as_entire_binding()),
-                (2, scene.material_buffer.as_entire_binding()),
-            ]),
-        }));
+    /// The bind group of the frame uniform and the scene's instance and material arrays
+    /// (make it before the render pass begins).
+    pub fn bind_group(&self, device: &wgpu::Device, inputs: &SceneInputs<'_>) -> wgpu::BindGroup {
+        self.bind_group.get(
+            device,
+            "scene_draw",
+            &self.layout,
+            &[
+                (0, inputs.frame.as_entire_binding()),
+                (1, inputs.scene.instance_buffer.as_entire_binding()),
+                (2, inputs.scene.material_buffer.as_entire_binding()),
+            ],
+        )
     }
 
-    /// Issue every draw of the scene into `pass`. Does nothing before [`Self::bind`].
-    pub fn draw(&self, pass: &mut wgpu::RenderPass<'_>, scene: &SceneGpu) {
-        let Some(bind_group) = &self.bind_group else {
-            return;
-        };
+    /// Issue every draw of the scene into `pass`, with `bind_group` from
+    /// [`Self::bind_group`] for the same inputs.
+    pub fn draw(
+        &self,
+        pass: &mut wgpu::RenderPass<'_>,
+        bind_group: &wgpu::BindGroup,
+        inputs: &SceneInputs<'_>,
+    ) {
+        let scene = inputs.scene;
         pass.set_bind_group(0, bind_group, &[]);
         pass.set_vertex_buffer(0, scene.vertex_buffer.slice(..));
         pass.set_index_buffer(scene.index_buffer.slice(..), wgpu::IndexFormat::Uint32);
@@ -146,7 +165,7 @@ impl SceneDraw {
                 current = variant;
             }
             if d.alpha_test {
-                pass.set_bind_group(1, &scene.material_bind_groups[d.material as usize], &[]);
+                pass.set_bind_group(1, &inputs.materials[d.material as usize], &[]);
             }
             pass.draw_indexed(
                 d.first_index..d.first_index + d.index_count,

@@ -8,9 +8,9 @@
 
 use glam::{Mat4, Vec3};
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError};
-use crate::render::passes::scene_draw::{SceneDraw, SceneDrawDesc};
-use crate::render::scene_gpu::SceneGpu;
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::{GpuContext, ShaderError};
+use crate::render::passes::scene_draw::{SceneDraw, SceneDrawDesc, SceneInputs};
 use crate::render::targets::{Target, format};
 use crate::scene::Aabb;
 
@@ -47,17 +47,13 @@ pub fn shadow_params(bounds: &Aabb, enabled: bool) -> [f32; 4] {
 #[derive(Debug)]
 pub struct ShadowPass {
     draw: SceneDraw,
-    /// The shadow map.
-    pub map: Target,
-    /// The comparison sampler the lighting pass uses with [`Self::map`].
-    pub sampler: wgpu::Sampler,
 }
 
 impl ShadowPass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "shadow";
 
-    /// Build the pipelines and the map.
+    /// Build the pipelines.
     pub fn new(
         ctx: &GpuContext,
         material_layout: &wgpu::BindGroupLayout,
@@ -81,56 +77,40 @@ impl ShadowPass {
             single_sided_cull: None,
             opaque_fragment: false,
         };
-        let device = &ctx.device;
         Ok(Self {
             draw: SceneDraw::new(ctx, &desc, material_layout)?,
-            map: Target::new(
-                device,
-                "shadow.map",
-                (SHADOW_MAP_SIZE, SHADOW_MAP_SIZE),
-                format::SHADOW,
-                wgpu::TextureUsages::empty(),
-            ),
-            sampler: device.create_sampler(&wgpu::SamplerDescriptor {
-                label: Some("shadow.sampler"),
-                mag_filter: wgpu::FilterMode::Linear,
-                min_filter: wgpu::FilterMode::Linear,
-                compare: Some(wgpu::CompareFunction::LessEqual),
-                ..Default::default()
-            }),
         })
     }
 
-    /// Bind the frame uniform and the scene's instance and material arrays.
-    pub fn bind(&mut self, device: &wgpu::Device, frame: &wgpu::Buffer, scene: &SceneGpu) {
-        self.draw.bind(device, frame, scene);
-    }
-
-    /// Record the pass (clears the map; with `enabled == false` only clears it).
+    /// Record the pass into `map` (a [`SHADOW_MAP_SIZE`]² [`format::SHADOW`] target): clear
+    /// it and, when `enabled`, draw the scene from the sun.
     pub fn record(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
-        scene: &SceneGpu,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &SceneInputs<'_>,
         enabled: bool,
-        timer: &GpuTimer,
+        map: &Target,
     ) {
-        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+        let bind_group = self.draw.bind_group(frame.device(), inputs);
+        let desc = wgpu::RenderPassDescriptor {
             label: Some(Self::LABEL),
             color_attachments: &[],
             depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: &self.map.view,
+                view: &map.view,
                 depth_ops: Some(wgpu::Operations {
                     load: wgpu::LoadOp::Clear(1.0),
                     store: wgpu::StoreOp::Store,
                 }),
                 stencil_ops: None,
             }),
-            timestamp_writes: timer.render_pass_writes(Self::LABEL),
+            timestamp_writes: None,
             occlusion_query_set: None,
             multiview_mask: None,
+        };
+        frame.render_pass(Self::LABEL, &desc, |pass| {
+            if enabled {
+                self.draw.draw(pass, &bind_group, inputs);
+            }
         });
-        if enabled {
-            self.draw.draw(&mut pass, scene);
-        }
     }
 }

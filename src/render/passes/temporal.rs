@@ -1,6 +1,6 @@
 //! Temporal pass: accumulates the noisy linear HDR radiance over frames
-//! (`shaders/temporal.wgsl`, one compute dispatch) into [`TemporalPass::output`], which the
-//! tonemap pass reads.
+//! (`shaders/temporal.wgsl`, one compute dispatch) into the accumulated-radiance target
+//! ([`crate::render::targets::FrameTargets::accumulated`]), which the tonemap pass reads.
 //!
 //! Per pixel it reprojects the history with the G-buffer motion (bilinear), rejects it off
 //! screen, clips it in YCoCg to the current 3×3 neighbourhood (variance clipping) where the
@@ -21,9 +21,10 @@
 //!
 //! The history is a ping-pong pair of `Rgba32Float` textures owned by the pass: each
 //! dispatch reads one and writes the other, and [`TemporalPass::record`] flips which is
-//! which (the only place). The same dispatch also writes the `Rgba16Float` output
-//! (`temporal.resolved`), so the output is one fixed view for the tonemap bind group and no
-//! copy is needed.
+//! which (the only place). It stays with the pass rather than with the frame's targets
+//! because it is the pass's state across frames, with its own validity, and only this
+//! pass reads it. The same dispatch also writes the `Rgba16Float` output it is handed, so
+//! no copy is needed.
 //!
 //! Why f32: a running mean stored in f16 rounds once per frame, and frame k's rounding
 //! reaches frame N weighted by k/N, so after N frames it can be N/4 f16 steps off; where
@@ -51,9 +52,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec3, Vec4};
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError, create_shader_module};
-use crate::render::passes::layout;
-use crate::render::targets::{GBuffer, Target, format};
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::Slot;
+use crate::gpu::{CachedBindGroup, GpuContext};
+use crate::render::targets::{Target, format};
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
 pub const WORKGROUP_SIZE: u32 = 8;
@@ -147,9 +150,22 @@ impl TemporalParams {
     }
 }
 
-/// Errors of the CPU reference.
+/// Errors of the pass and of the CPU reference.
 #[derive(Debug, thiserror::Error)]
 pub enum TemporalError {
+    /// An input or the output does not have the pass's size.
+    #[error(
+        "{label}: {input} is {}×{} but the pass is {}×{}; resize the pass with the targets",
+        size.0, size.1, pass.0, pass.1, label = TemporalPass::LABEL
+    )]
+    SizeMismatch {
+        /// Which input or output.
+        input: &'static str,
+        /// Its size.
+        size: (u32, u32),
+        /// The pass's size.
+        pass: (u32, u32),
+    },
     /// An input image does not hold one value per pixel.
     #[error(
         "temporal reference: `{input}` holds {actual} pixels but the frame is {width}×{height} \
@@ -169,14 +185,25 @@ pub enum TemporalError {
     },
 }
 
+/// What one frame of the temporal pass reads.
+#[derive(Clone, Copy, Debug)]
+pub struct TemporalInputs<'a> {
+    /// This frame's linear HDR radiance.
+    pub hdr: &'a Target,
+    /// The G-buffer's motion.
+    pub motion: &'a Target,
+    /// The G-buffer's depth.
+    pub depth: &'a Target,
+    /// Accumulation on or off, reset, frame cap.
+    pub settings: &'a TemporalSettings,
+}
+
 /// The temporal accumulation pass. See the module docs.
 #[derive(Debug)]
 pub struct TemporalPass {
     size: (u32, u32),
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
     params: wgpu::Buffer,
-    resolved: Target,
     /// The history pair: each frame reads one and writes the other.
     history: [Target; 2],
     /// Index of the history that holds the last recorded frame; flipped by `record`.
@@ -185,52 +212,34 @@ pub struct TemporalPass {
     /// set by `record`.
     history_valid: AtomicBool,
     /// Per front history: the bind group reading it and writing the other one.
-    bind_groups: Option<[wgpu::BindGroup; 2]>,
+    bind_groups: [CachedBindGroup; 2],
 }
 
 impl TemporalPass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "temporal";
 
-    /// Build the pipeline and the targets for a `size` screen (call [`Self::bind`] next).
-    pub fn new(ctx: &GpuContext, size: (u32, u32)) -> Result<Self, ShaderError> {
+    /// Build the pipeline and the history for a `size` screen.
+    pub fn new(ctx: &GpuContext, size: (u32, u32)) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let storage = |binding, format| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::StorageTexture {
-                access: wgpu::StorageTextureAccess::WriteOnly,
-                format,
-                view_dimension: wgpu::TextureViewDimension::D2,
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "temporal.wgsl",
+                defines: &[],
+                entry: "resolve",
+                groups: &[Group::Slots(&[
+                    Slot::Uniform,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::DepthTexture,
+                    Slot::WriteTexture(format::ACCUMULATED),
+                    Slot::WriteTexture(HISTORY_FORMAT),
+                ])],
             },
-            count: None,
-        };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                layout::uniform(0, wgpu::ShaderStages::COMPUTE),
-                layout::float_texture(1),
-                layout::float_texture(2),
-                layout::float_texture(3),
-                layout::depth_texture(4),
-                storage(5, format::HDR),
-                storage(6, HISTORY_FORMAT),
-            ],
-        });
-        let module = create_shader_module(ctx, "temporal.wgsl", &[])?;
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(Self::LABEL),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("resolve"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        )?;
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(Self::LABEL),
             size: std::mem::size_of::<TemporalParams>() as u64,
@@ -238,114 +247,92 @@ impl TemporalPass {
             mapped_at_creation: false,
         });
         let size = (size.0.max(1), size.1.max(1));
-        let (resolved, history) = Self::targets(device, size);
         Ok(Self {
             size,
-            layout,
-            pipeline,
+            kernel,
             params,
-            resolved,
-            history,
+            history: Self::history(device, size),
             front: AtomicBool::new(false),
             history_valid: AtomicBool::new(false),
-            bind_groups: None,
+            bind_groups: Default::default(),
         })
     }
 
-    fn targets(device: &wgpu::Device, size: (u32, u32)) -> (Target, [Target; 2]) {
+    fn history(device: &wgpu::Device, size: (u32, u32)) -> [Target; 2] {
         let storage = wgpu::TextureUsages::STORAGE_BINDING;
         let history = |label| Target::new(device, label, size, HISTORY_FORMAT, storage);
-        (
-            Target::new(device, "temporal.resolved", size, format::HDR, storage),
-            [history("temporal.history.0"), history("temporal.history.1")],
-        )
+        [history("temporal.history.0"), history("temporal.history.1")]
     }
 
-    /// Reallocate the output and the history for a new screen size; the next frame starts
-    /// a new history. Call [`Self::bind`] after, and rebind whatever reads [`Self::output`].
+    /// Reallocate the history for a new screen size; the next frame starts a new history.
     pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
         let size = (size.0.max(1), size.1.max(1));
-        (self.resolved, self.history) = Self::targets(device, size);
+        self.history = Self::history(device, size);
         self.size = size;
         self.history_valid.store(false, Ordering::Relaxed);
-        self.bind_groups = None;
     }
 
-    /// Bind this frame's HDR radiance and the G-buffer's motion and depth. Inputs of
-    /// another size than the pass are refused (logged; [`Self::record`] then does nothing):
-    /// resize first.
-    pub fn bind(&mut self, device: &wgpu::Device, hdr: &Target, gbuffer: &GBuffer) {
-        let size_of = |target: &Target| (target.texture.width(), target.texture.height());
-        let inputs = [
-            ("hdr", size_of(hdr)),
-            ("motion", size_of(&gbuffer.motion)),
-            ("depth", size_of(&gbuffer.depth)),
-        ];
-        if let Some((name, size)) = inputs.iter().find(|(_, size)| *size != self.size) {
-            log::error!(
-                "{}: {name} is {}×{} but the pass is {}×{}; call resize before bind",
-                Self::LABEL,
-                size.0,
-                size.1,
-                self.size.0,
-                self.size.1
-            );
-            self.bind_groups = None;
-            return;
-        }
-        let bind_group = |read: &Target, write: &Target| {
-            let view = wgpu::BindingResource::TextureView;
-            device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(Self::LABEL),
-                layout: &self.layout,
-                entries: &layout::entries(&[
-                    (0, self.params.as_entire_binding()),
-                    (1, view(&hdr.view)),
-                    (2, view(&read.view)),
-                    (3, view(&gbuffer.motion.view)),
-                    (4, view(&gbuffer.depth.view)),
-                    (5, view(&self.resolved.view)),
-                    (6, view(&write.view)),
-                ]),
-            })
-        };
-        let [a, b] = &self.history;
-        self.bind_groups = Some([bind_group(a, b), bind_group(b, a)]);
+    /// The screen size the history has.
+    pub fn size(&self) -> (u32, u32) {
+        self.size
     }
 
-    /// Record the accumulation and swap the history pair. Record once per submitted frame
-    /// (see the module docs). Does nothing before a successful [`Self::bind`].
+    /// Record the accumulation of `inputs` into `output` (an [`format::ACCUMULATED`]
+    /// storage target) and swap the history pair. Record once per submitted frame (see
+    /// the module docs). Inputs or an output of another size than the pass are an error
+    /// and record nothing (resize the pass with the targets).
     pub fn record(
         &self,
-        queue: &wgpu::Queue,
-        encoder: &mut wgpu::CommandEncoder,
-        settings: &TemporalSettings,
-        timer: &GpuTimer,
-    ) {
-        let Some(bind_groups) = &self.bind_groups else {
-            return;
-        };
+        frame: &mut FrameEncoder<'_>,
+        inputs: &TemporalInputs<'_>,
+        output: &Target,
+    ) -> Result<(), TemporalError> {
+        let size_of = |target: &Target| (target.texture.width(), target.texture.height());
+        let targets = [
+            ("hdr", inputs.hdr),
+            ("motion", inputs.motion),
+            ("depth", inputs.depth),
+            ("output", output),
+        ];
+        if let Some((input, target)) = targets.iter().find(|(_, t)| size_of(t) != self.size) {
+            return Err(TemporalError::SizeMismatch {
+                input,
+                size: size_of(target),
+                pass: self.size,
+            });
+        }
         let history_valid = self.history_valid.swap(true, Ordering::Relaxed);
-        let front = self.front.fetch_xor(true, Ordering::Relaxed);
-        let params = TemporalParams::new(settings, history_valid);
-        queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(Self::LABEL),
-            timestamp_writes: timer.compute_pass_writes(Self::LABEL),
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_groups[usize::from(front)], &[]);
-        pass.dispatch_workgroups(
+        let front = usize::from(self.front.fetch_xor(true, Ordering::Relaxed));
+        let (read, write) = (&self.history[front], &self.history[1 - front]);
+        let view = wgpu::BindingResource::TextureView;
+        let bind_group = self.bind_groups[front].get(
+            frame.device(),
+            Self::LABEL,
+            self.kernel.layout(0),
+            &[
+                (0, self.params.as_entire_binding()),
+                (1, view(&inputs.hdr.view)),
+                (2, view(&read.view)),
+                (3, view(&inputs.motion.view)),
+                (4, view(&inputs.depth.view)),
+                (5, view(&output.view)),
+                (6, view(&write.view)),
+            ],
+        );
+        let params = TemporalParams::new(inputs.settings, history_valid);
+        frame
+            .queue()
+            .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+        let groups = (
             self.size.0.div_ceil(WORKGROUP_SIZE),
             self.size.1.div_ceil(WORKGROUP_SIZE),
-            1,
         );
-    }
-
-    /// The accumulated radiance (`Rgba16Float`; rgb radiance, a the sample count). One
-    /// fixed texture until the next [`Self::resize`].
-    pub fn output(&self) -> &Target {
-        &self.resolved
+        frame.compute_pass(Self::LABEL, |pass| {
+            pass.set_pipeline(self.kernel.pipeline());
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(groups.0, groups.1, 1);
+        });
+        Ok(())
     }
 }
 
@@ -576,22 +563,13 @@ mod tests {
     #[test]
     fn params_match_the_shader_struct() {
         let module = crate::gpu::shader::validate("temporal.wgsl", &[]).unwrap();
-        let (members, span) = module
-            .types
-            .iter()
-            .find_map(|(_, ty)| match &ty.inner {
-                naga::TypeInner::Struct { members, span }
-                    if ty.name.as_deref() == Some("TemporalParams") =>
-                {
-                    Some((members, *span))
-                }
-                _ => None,
-            })
+        let params = crate::gpu::mirror::wgsl_struct(&module, "TemporalParams")
             .expect("temporal.wgsl declares TemporalParams");
-        assert_eq!(span as usize, std::mem::size_of::<TemporalParams>());
-        let offsets: Vec<(&str, u32)> = members
+        assert_eq!(params.size as usize, std::mem::size_of::<TemporalParams>());
+        let offsets: Vec<(&str, u32)> = params
+            .members
             .iter()
-            .map(|m| (m.name.as_deref().unwrap_or(""), m.offset))
+            .map(|(name, offset)| (name.as_str(), *offset))
             .collect();
         assert_eq!(
             offsets,

@@ -1,10 +1,24 @@
 //! Tonemap pass: exposure + ACES fit for the final image, or an AOV view
 //! (`shaders/tonemap.wgsl`), into the output target (a headless texture or the surface).
 
-use crate::gpu::{GpuContext, GpuTimer, ShaderError};
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::layout;
+use crate::gpu::{GpuContext, ShaderError};
 use crate::render::passes::fullscreen::FullscreenPass;
-use crate::render::passes::layout;
-use crate::render::targets::{GBuffer, MaterialTargets, Target};
+use crate::render::targets::{MaterialTargets, Target};
+
+/// What the tonemap pass reads.
+#[derive(Clone, Copy, Debug)]
+pub struct TonemapInputs<'a> {
+    /// The frame uniform (exposure, AOV).
+    pub frame: &'a wgpu::Buffer,
+    /// The radiance shown (the accumulated radiance).
+    pub hdr: &'a Target,
+    /// The material targets the AOVs show.
+    pub materials: &'a MaterialTargets,
+    /// The G-buffer's material ids (material-id AOV).
+    pub material_ids: &'a Target,
+}
 
 /// The tonemap pass.
 #[derive(Debug)]
@@ -31,47 +45,26 @@ impl TonemapPass {
         })
     }
 
-    /// Bind the frame, the HDR image, the material targets and the material ids.
-    pub fn bind(
-        &mut self,
-        device: &wgpu::Device,
-        frame: &wgpu::Buffer,
-        hdr: &Target,
-        materials: &MaterialTargets,
-        gbuffer: &GBuffer,
-    ) {
-        self.pass.bind(
-            device,
-            &[
-                (0, frame.as_entire_binding()),
-                (1, wgpu::BindingResource::TextureView(&hdr.view)),
-                (
-                    2,
-                    wgpu::BindingResource::TextureView(&materials.base_color.view),
-                ),
-                (
-                    3,
-                    wgpu::BindingResource::TextureView(&materials.normal_rm.view),
-                ),
-                (
-                    4,
-                    wgpu::BindingResource::TextureView(&materials.emissive_ao.view),
-                ),
-                (
-                    5,
-                    wgpu::BindingResource::TextureView(&gbuffer.material.view),
-                ),
-            ],
-        );
-    }
-
-    /// Record the pass into `output`.
+    /// Record the pass into `output` (a view in the format given to [`Self::new`]).
     pub fn record(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &TonemapInputs<'_>,
         output: &wgpu::TextureView,
-        timer: &GpuTimer,
     ) {
-        self.pass.record(encoder, output, timer);
+        let view = wgpu::BindingResource::TextureView;
+        let m = inputs.materials;
+        self.pass.record(
+            frame,
+            &[
+                (0, inputs.frame.as_entire_binding()),
+                (1, view(&inputs.hdr.view)),
+                (2, view(&m.base_color.view)),
+                (3, view(&m.normal_rm.view)),
+                (4, view(&m.emissive_ao.view)),
+                (5, view(&inputs.material_ids.view)),
+            ],
+            output,
+        );
     }
 }

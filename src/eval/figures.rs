@@ -2,11 +2,11 @@
 //! freezing setting (the paper's Figures 5–6) and mean PSNR against the number of
 //! decoders per strategy, with the baseline as a reference line.
 //!
-//! [`write_panels_png`]: crate::ntc::plot::write_panels_png
+//! [`write_panels_png`]: crate::charts::write_panels_png
 
 use super::runs::Freeze;
 use super::tables::{FreezingTable, SweepTable};
-use crate::ntc::plot::{Panel, Series, SeriesLabelPosition};
+use crate::charts::{Panel, Series, SeriesLabelPosition};
 
 /// Size of both charts in pixels.
 pub const CHART_SIZE: (u32, u32) = (900, 560);

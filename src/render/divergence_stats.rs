@@ -32,18 +32,9 @@
 //! decoder. Each map is scored over its own decoded tiles; the two sets coincide when
 //! both maps agree on which materials decode nothing, as one package's maps do.
 
-use crate::render::scene_gpu::MAX_MATERIALS;
+use crate::render::gpu_types::MATERIAL_ID_MASK;
+pub use crate::render::gpu_types::{NO_DECODER, NO_MATERIAL};
 use crate::render::tiles::TileSize;
-
-/// Decoder-map entry of a material that runs no decoder.
-pub const NO_DECODER: u32 = u32::MAX;
-
-/// The G-buffer material word where no geometry was drawn (`NO_MATERIAL` in
-/// `shaders/common/frame.wgsl`).
-pub const NO_MATERIAL: u32 = u32::MAX;
-
-/// Bits of the G-buffer material word that hold the material id (`MATERIAL_ID_MASK`).
-const MATERIAL_ID_MASK: u32 = (MAX_MATERIALS - 1) as u32;
 
 /// What one screen tile holds. Stored by the GPU pass as one `Rgba32Uint` texel per tile,
 /// in this field order.

@@ -1,8 +1,12 @@
-//! Line charts as PNGs (plotters, drawn into memory and written with the project's
-//! atomic PNG writer): the loss and PSNR curves of a compression run
-//! ([`write_curves_png`]), and any side-by-side [`Panel`]s of labelled lines
-//! ([`write_panels_png`]; the evaluation's freezing curves and decoder-count sweep).
-//! Text uses the Hack font that egui ships, so no system fonts are needed.
+//! Line charts as PNGs for every report (plotters, drawn into memory and written with
+//! the project's atomic PNG writer): side-by-side [`Panel`]s of labelled lines, log or
+//! linear axes, dashed reference lines and a legend ([`write_panels_png`]). The reports
+//! build their panels: the compression run's loss curves (`ntc::compress`), the
+//! evaluation's freezing curves and decoder-count sweep (`eval`), the benchmark's
+//! material-pass times (`bench`). Text uses the Hack font that egui ships, so no system
+//! fonts are needed.
+//!
+//! Knows nothing about what it plots.
 
 use std::ops::Range;
 use std::path::Path;
@@ -101,47 +105,6 @@ pub fn write_panels_png(
         .collect();
     write_png_rgba8(path, width, height, &rgba)?;
     Ok(())
-}
-
-/// Plot `curves` — `(group, step, loss, psnr_estimate)` rows — into a `width`×`height`
-/// PNG: loss (log scale) on the left, PSNR estimate on the right, one colour per group.
-pub fn write_curves_png(
-    path: &Path,
-    curves: &[(usize, u64, f64, f64)],
-    width: u32,
-    height: u32,
-) -> Result<(), PlotError> {
-    let groups = curves.iter().map(|c| c.0).max().map_or(0, |g| g + 1);
-    let series = |value: fn(&(usize, u64, f64, f64)) -> f64| -> Vec<Series> {
-        (0..groups)
-            .map(|g| Series {
-                label: format!("group {g}"),
-                points: curves
-                    .iter()
-                    .filter(|c| c.0 == g)
-                    .map(|c| (c.1 as f64, value(c)))
-                    .collect(),
-            })
-            .collect()
-    };
-    let panels = [
-        Panel {
-            title: "training loss".into(),
-            x_label: "step".into(),
-            y_label: "loss".into(),
-            log_y: true,
-            series: series(|c| c.2),
-            ..Panel::default()
-        },
-        Panel {
-            title: "PSNR estimate (dB)".into(),
-            x_label: "step".into(),
-            y_label: "dB".into(),
-            series: series(|c| c.3),
-            ..Panel::default()
-        },
-    ];
-    write_panels_png(path, &panels, width, height)
 }
 
 /// The points of a series that a panel with these axes can show.
@@ -291,7 +254,7 @@ mod tests {
     use super::*;
 
     fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("neurotex-plot-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("neurotex-charts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join(name)
     }
@@ -300,21 +263,6 @@ mod tests {
     fn dark_pixels(path: &Path) -> usize {
         let img = image::open(path).unwrap().to_rgba8();
         img.pixels().filter(|p| p.0[0] < 200).count()
-    }
-
-    #[test]
-    fn plots_two_groups() {
-        let path = temp("curves.png");
-        let curves: Vec<_> = (0..2)
-            .flat_map(|g| {
-                (1..=20u64).map(move |s| (g, s * 10, 0.1 / s as f64, 20.0 + s as f64 + g as f64))
-            })
-            .collect();
-        write_curves_png(&path, &curves, 640, 240).unwrap();
-        let img = image::open(&path).unwrap().to_rgba8();
-        assert_eq!(img.dimensions(), (640, 240));
-        // Something other than the white background was drawn.
-        assert!(dark_pixels(&path) > 500);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::gpu::GpuContext;
 use crate::ntc::NtcPackage;
 use crate::packages::{PackageRecipe, ScenePackages};
 use crate::render::RenderMode;
+use crate::texture::SceneTextures;
 
 /// Where one mode's package stands.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,10 +86,11 @@ pub struct PackageJobs {
 impl PackageJobs {
     /// Start making the packages of `scene` for `modes` (the NTC ones among them, in
     /// order; `prebuilt`: a folder of `<strategy>.ntc` files to use instead of the cache
-    /// where present).
+    /// where present), compressing missing ones from its decoded `textures`.
     pub fn start(
         ctx: GpuContext,
         scene: PathBuf,
+        textures: Arc<SceneTextures>,
         recipe: PackageRecipe,
         prebuilt: Option<PathBuf>,
         modes: &[RenderMode],
@@ -97,7 +99,7 @@ impl PackageJobs {
         let cancel = Arc::new(AtomicBool::new(false));
         let mut wanted: Vec<RenderMode> = Vec::new();
         for &m in modes {
-            if m.strategy().is_some() && !wanted.contains(&m) {
+            if m.is_ntc() && !wanted.contains(&m) {
                 wanted.push(m);
             }
         }
@@ -110,7 +112,17 @@ impl PackageJobs {
         let flag = cancel.clone();
         let spawned = std::thread::Builder::new()
             .name("ntc-packages".into())
-            .spawn(move || run(ctx, scene, recipe, prebuilt, modes, &flag, &tx));
+            .spawn(move || {
+                let job = Job {
+                    ctx,
+                    scene,
+                    textures,
+                    recipe,
+                    prebuilt,
+                    modes,
+                };
+                run(job, &flag, &tx)
+            });
         let jobs = Self { rx, cancel, status };
         if let Err(e) = spawned {
             let mut jobs = jobs;
@@ -150,7 +162,7 @@ impl PackageJobs {
 
     /// The status of `mode` (Ready for the reference; Failed for a mode not prepared).
     pub fn status(&self, mode: RenderMode) -> PackageStatus {
-        if mode.strategy().is_none() {
+        if !mode.is_ntc() {
             return PackageStatus::Ready;
         }
         self.status.values().find(|(m, _)| *m == mode).map_or_else(
@@ -167,15 +179,25 @@ impl Drop for PackageJobs {
     }
 }
 
-fn run(
+/// What the package thread works on.
+struct Job {
     ctx: GpuContext,
     scene: PathBuf,
+    textures: Arc<SceneTextures>,
     recipe: PackageRecipe,
     prebuilt: Option<PathBuf>,
     modes: Vec<RenderMode>,
-    cancel: &AtomicBool,
-    tx: &mpsc::Sender<Event>,
-) {
+}
+
+fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
+    let Job {
+        ctx,
+        scene,
+        textures,
+        recipe,
+        prebuilt,
+        modes,
+    } = job;
     let fail_all = |message: String| {
         for &m in &modes {
             let _ = tx.send(Event::Status(m, PackageStatus::Failed(message.clone())));
@@ -189,7 +211,7 @@ fn run(
         if cancel.load(Ordering::Relaxed) {
             return;
         }
-        let Some(strategy) = mode.strategy() else {
+        let Some(strategy) = crate::packages::strategy_of(mode) else {
             continue;
         };
         let fresh = packages.is_fresh(strategy);
@@ -206,17 +228,23 @@ fn run(
                 }
             },
         ));
-        let result = packages.load_or_compress(&ctx, strategy, cancel, &mut |group, groups, p| {
-            let _ = tx.send(Event::Status(
-                mode,
-                PackageStatus::Compressing {
-                    group,
-                    groups,
-                    step: p.step,
-                    total: p.total,
-                },
-            ));
-        });
+        let result = packages.load_or_compress(
+            &ctx,
+            strategy,
+            &textures,
+            cancel,
+            &mut |group, groups, p| {
+                let _ = tx.send(Event::Status(
+                    mode,
+                    PackageStatus::Compressing {
+                        group,
+                        groups,
+                        step: p.step,
+                        total: p.total,
+                    },
+                ));
+            },
+        );
         let event = result
             .map_err(|e| e.to_string())
             .and_then(|package| {

@@ -1,0 +1,89 @@
+//! [`FrameEncoder`]: what a pass records one frame with — the device and queue (bind
+//! groups, uniform writes), the command encoder, and the profiler that times each compute
+//! or render pass under its label (STYLE pattern 6: one label names the wgpu objects, the
+//! timestamp scope, the timing row and the benchmark key).
+
+use super::{GpuContext, GpuProfiler};
+
+/// The encoder of one frame and what passes need beside it. See the module docs.
+pub struct FrameEncoder<'a> {
+    ctx: &'a GpuContext,
+    encoder: &'a mut wgpu::CommandEncoder,
+    profiler: &'a GpuProfiler,
+}
+
+impl<'a> FrameEncoder<'a> {
+    /// Record into `encoder` on `ctx`'s device, timing passes with `profiler`.
+    pub fn new(
+        ctx: &'a GpuContext,
+        encoder: &'a mut wgpu::CommandEncoder,
+        profiler: &'a GpuProfiler,
+    ) -> Self {
+        Self {
+            ctx,
+            encoder,
+            profiler,
+        }
+    }
+
+    /// The device (bind groups, buffers).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.ctx.device
+    }
+
+    /// The queue (uniform writes, which land before the frame's submission runs).
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.ctx.queue
+    }
+
+    /// The command encoder itself, for buffer clears and copies between passes.
+    pub fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
+        self.encoder
+    }
+
+    /// A compute pass labelled and timed as `label`, recorded by `f`.
+    pub fn compute_pass<R>(
+        &mut self,
+        label: &str,
+        f: impl FnOnce(&mut wgpu::ComputePass<'_>) -> R,
+    ) -> R {
+        let scopes = self.profiler.scopes();
+        let query = scopes.begin_pass_query(label, self.encoder);
+        let result = {
+            let mut pass = self
+                .encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(label),
+                    timestamp_writes: query.compute_pass_timestamp_writes(),
+                });
+            f(&mut pass)
+        };
+        scopes.end_query(self.encoder, query);
+        result
+    }
+
+    /// A render pass of `desc` (its `timestamp_writes` are ignored), labelled and timed as
+    /// `label`, recorded by `f`.
+    pub fn render_pass<R>(
+        &mut self,
+        label: &str,
+        desc: &wgpu::RenderPassDescriptor<'_>,
+        f: impl FnOnce(&mut wgpu::RenderPass<'_>) -> R,
+    ) -> R {
+        let scopes = self.profiler.scopes();
+        let query = scopes.begin_pass_query(label, self.encoder);
+        let result = {
+            let mut pass = self.encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some(label),
+                color_attachments: desc.color_attachments,
+                depth_stencil_attachment: desc.depth_stencil_attachment.clone(),
+                timestamp_writes: query.render_pass_timestamp_writes(),
+                occlusion_query_set: desc.occlusion_query_set,
+                multiview_mask: desc.multiview_mask,
+            });
+            f(&mut pass)
+        };
+        scopes.end_query(self.encoder, query);
+        result
+    }
+}

@@ -1,0 +1,221 @@
+//! [`ComputeKernel`]: one compute pipeline of an embedded shader, built from a compact
+//! description — the shader and its defines, the entry point, and per bind group either a
+//! list of [`Slot`]s or a layout shared with other kernels — with wgpu's validation caught
+//! in an error scope and a panic of the shader compiler turned into an error (the
+//! decode pass falls back to another kernel on it; the process never goes down).
+//!
+//! Every compute pass of the renderer and every kernel of the NTC trainer is built here,
+//! so pipeline creation, layouts and error reporting are written once.
+
+use super::GpuContext;
+use super::shader::{ShaderError, catch_compiler_panic, create_shader_module, describe_defines};
+use crate::gpu::layout::{Slot, group_layout};
+
+/// One bind group of a kernel.
+#[derive(Clone, Copy, Debug)]
+pub enum Group<'a> {
+    /// A layout made from these slots (slot `i` at binding `i`).
+    Slots(&'a [Slot]),
+    /// A layout made elsewhere and shared (bind groups made for it bind to every kernel
+    /// that shares it).
+    Layout(&'a wgpu::BindGroupLayout),
+}
+
+/// What a [`ComputeKernel`] is made of.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelDesc<'a> {
+    /// Names the pipeline, its layouts and bind groups (the pass label).
+    pub label: &'a str,
+    /// The entry shader, relative to `shaders/`.
+    pub shader: &'a str,
+    /// Its defines.
+    pub defines: &'a [(&'a str, &'a str)],
+    /// The `@compute` entry point.
+    pub entry: &'a str,
+    /// Bind groups 0, 1, … in order.
+    pub groups: &'a [Group<'a>],
+}
+
+/// Why a kernel could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    /// The shader failed to compose, validate or become a module.
+    #[error(transparent)]
+    Shader(#[from] ShaderError),
+    /// The shader compiler panicked while building the pipeline (a wgpu/naga bug);
+    /// `message` is the panic message.
+    #[error(
+        "the shader compiler panicked building `{}` (shaders/{}, entry `{}`, defines [{}]): {}",
+        .0.label, .0.shader, .0.entry, .0.defines, .0.message
+    )]
+    CompilerPanic(Box<PipelineFailure>),
+    /// wgpu rejected the pipeline; `message` is wgpu's.
+    #[error(
+        "creating the `{}` pipeline (shaders/{}, entry `{}`): {}",
+        .0.label, .0.shader, .0.entry, .0.message
+    )]
+    Pipeline(Box<PipelineFailure>),
+}
+
+/// Which pipeline failed to build, and why.
+#[derive(Debug)]
+pub struct PipelineFailure {
+    /// The kernel's label.
+    pub label: String,
+    /// The entry shader.
+    pub shader: String,
+    /// The entry point.
+    pub entry: String,
+    /// The defines, as `A=1, B=2`.
+    pub defines: String,
+    /// The panic or wgpu's message.
+    pub message: String,
+}
+
+/// A compute pipeline with its bind-group layouts. See the module docs.
+#[derive(Debug)]
+pub struct ComputeKernel {
+    label: String,
+    shader: String,
+    defines: String,
+    module: wgpu::ShaderModule,
+    layouts: Vec<wgpu::BindGroupLayout>,
+    pipeline_layout: wgpu::PipelineLayout,
+    pipeline: wgpu::ComputePipeline,
+}
+
+impl ComputeKernel {
+    /// Compose, validate and compile `desc.shader` and build the pipeline of `desc.entry`.
+    pub fn new(ctx: &GpuContext, desc: &KernelDesc<'_>) -> Result<Self, KernelError> {
+        let module = create_shader_module(ctx, desc.shader, desc.defines)?;
+        let layouts: Vec<wgpu::BindGroupLayout> = desc
+            .groups
+            .iter()
+            .map(|group| match group {
+                Group::Slots(slots) => group_layout(&ctx.device, desc.label, slots),
+                Group::Layout(layout) => (*layout).clone(),
+            })
+            .collect();
+        let layout_refs: Vec<Option<&wgpu::BindGroupLayout>> = layouts.iter().map(Some).collect();
+        let pipeline_layout = ctx
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(desc.label),
+                bind_group_layouts: &layout_refs,
+                immediate_size: 0,
+            });
+        let defines = describe_defines(desc.defines);
+        let pipeline = Self::build_pipeline(
+            ctx,
+            desc.label,
+            desc.shader,
+            &defines,
+            &module,
+            &pipeline_layout,
+            desc.entry,
+        )?;
+        Ok(Self {
+            label: desc.label.to_owned(),
+            shader: desc.shader.to_owned(),
+            defines,
+            module,
+            layouts,
+            pipeline_layout,
+            pipeline,
+        })
+    }
+
+    /// Another entry point of the same shader module with the same layouts, labelled
+    /// `label` (bind groups of one bind to the other).
+    pub fn sibling(&self, ctx: &GpuContext, label: &str, entry: &str) -> Result<Self, KernelError> {
+        let pipeline = Self::build_pipeline(
+            ctx,
+            label,
+            &self.shader,
+            &self.defines,
+            &self.module,
+            &self.pipeline_layout,
+            entry,
+        )?;
+        Ok(Self {
+            label: label.to_owned(),
+            shader: self.shader.clone(),
+            defines: self.defines.clone(),
+            module: self.module.clone(),
+            layouts: self.layouts.clone(),
+            pipeline_layout: self.pipeline_layout.clone(),
+            pipeline,
+        })
+    }
+
+    /// The pipeline of `entry`, with wgpu's validation in an error scope and compiler
+    /// panics caught (wgpu's Vulkan backend compiles the module here).
+    fn build_pipeline(
+        ctx: &GpuContext,
+        label: &str,
+        shader: &str,
+        defines: &str,
+        module: &wgpu::ShaderModule,
+        layout: &wgpu::PipelineLayout,
+        entry: &str,
+    ) -> Result<wgpu::ComputePipeline, KernelError> {
+        let failure = |message: String| {
+            Box::new(PipelineFailure {
+                label: label.to_owned(),
+                shader: shader.to_owned(),
+                entry: entry.to_owned(),
+                defines: defines.to_owned(),
+                message,
+            })
+        };
+        let created = catch_compiler_panic(|| {
+            ctx.error_scope(|| {
+                ctx.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(label),
+                        layout: Some(layout),
+                        module,
+                        entry_point: Some(entry),
+                        compilation_options: Default::default(),
+                        cache: None,
+                    })
+            })
+        })
+        .map_err(|message| KernelError::CompilerPanic(failure(message)))?;
+        created.map_err(|e| KernelError::Pipeline(failure(e.to_string())))
+    }
+
+    /// The label of the pipeline and its bind groups.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The layout of bind group `group`.
+    ///
+    /// # Panics
+    ///
+    /// When the kernel has no such group (a programming error: the groups are fixed by
+    /// the description).
+    pub fn layout(&self, group: usize) -> &wgpu::BindGroupLayout {
+        &self.layouts[group]
+    }
+
+    /// The pipeline.
+    pub fn pipeline(&self) -> &wgpu::ComputePipeline {
+        &self.pipeline
+    }
+
+    /// A bind group of `group` over `(binding, resource)` pairs, labelled with the kernel.
+    pub fn bind_group(
+        &self,
+        device: &wgpu::Device,
+        group: usize,
+        resources: &[(u32, wgpu::BindingResource<'_>)],
+    ) -> wgpu::BindGroup {
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&self.label),
+            layout: self.layout(group),
+            entries: &crate::gpu::layout::entries(resources),
+        })
+    }
+}

@@ -1,0 +1,226 @@
+//! Bind-group layout entries, bind-group entries and colour targets in one line each, for
+//! every render pass and compute kernel (the renderer's passes and the NTC trainer), and
+//! [`Slot`], the compact binding description a [`super::ComputeKernel`] builds its
+//! layouts from.
+
+/// A uniform buffer binding.
+pub fn uniform(binding: u32, visibility: wgpu::ShaderStages) -> wgpu::BindGroupLayoutEntry {
+    buffer(binding, visibility, wgpu::BufferBindingType::Uniform, false)
+}
+
+/// A read-only storage buffer binding.
+pub fn storage(binding: u32, visibility: wgpu::ShaderStages) -> wgpu::BindGroupLayoutEntry {
+    let ty = wgpu::BufferBindingType::Storage { read_only: true };
+    buffer(binding, visibility, ty, false)
+}
+
+/// A read-write storage buffer binding.
+pub fn storage_rw(binding: u32, visibility: wgpu::ShaderStages) -> wgpu::BindGroupLayoutEntry {
+    let ty = wgpu::BufferBindingType::Storage { read_only: false };
+    buffer(binding, visibility, ty, false)
+}
+
+/// A buffer binding of `ty`, with a dynamic offset when `dynamic`.
+pub fn buffer(
+    binding: u32,
+    visibility: wgpu::ShaderStages,
+    ty: wgpu::BufferBindingType,
+    dynamic: bool,
+) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility,
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: dynamic,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// A 2D texture read with `textureLoad` (no sampler), visible to fragment and compute.
+pub fn texture(binding: u32, sample_type: wgpu::TextureSampleType) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::FRAGMENT | wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Texture {
+            sample_type,
+            view_dimension: wgpu::TextureViewDimension::D2,
+            multisampled: false,
+        },
+        count: None,
+    }
+}
+
+/// An unfilterable float texture.
+pub fn float_texture(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    texture(
+        binding,
+        wgpu::TextureSampleType::Float { filterable: false },
+    )
+}
+
+/// A `u32` texture.
+pub fn uint_texture(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    texture(binding, wgpu::TextureSampleType::Uint)
+}
+
+/// A depth texture.
+pub fn depth_texture(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    texture(binding, wgpu::TextureSampleType::Depth)
+}
+
+/// A write-only 2D storage texture of `format`, visible to compute.
+pub fn write_texture(binding: u32, format: wgpu::TextureFormat) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::StorageTexture {
+            access: wgpu::StorageTextureAccess::WriteOnly,
+            format,
+            view_dimension: wgpu::TextureViewDimension::D2,
+        },
+        count: None,
+    }
+}
+
+/// A comparison sampler, visible to fragment.
+pub fn comparison_sampler(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::FRAGMENT,
+        ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Comparison),
+        count: None,
+    }
+}
+
+/// Bind group entries from `(binding, resource)` pairs.
+pub fn entries<'a>(list: &[(u32, wgpu::BindingResource<'a>)]) -> Vec<wgpu::BindGroupEntry<'a>> {
+    list.iter()
+        .map(|(binding, resource)| wgpu::BindGroupEntry {
+            binding: *binding,
+            resource: resource.clone(),
+        })
+        .collect()
+}
+
+/// A colour target without blending.
+pub fn target(format: wgpu::TextureFormat) -> Option<wgpu::ColorTargetState> {
+    Some(wgpu::ColorTargetState {
+        format,
+        blend: None,
+        write_mask: wgpu::ColorWrites::ALL,
+    })
+}
+
+/// A colour attachment cleared to `color` and stored.
+pub fn clear_color(
+    view: &wgpu::TextureView,
+    color: wgpu::Color,
+) -> Option<wgpu::RenderPassColorAttachment<'_>> {
+    Some(wgpu::RenderPassColorAttachment {
+        view,
+        depth_slice: None,
+        resolve_target: None,
+        ops: wgpu::Operations {
+            load: wgpu::LoadOp::Clear(color),
+            store: wgpu::StoreOp::Store,
+        },
+    })
+}
+
+/// One binding of a compute kernel's bind group, as the WGSL declares it. In a group
+/// described by a list of slots, slot `i` is `@binding(i)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// `var<uniform>`.
+    Uniform,
+    /// `var<uniform>` bound with a dynamic offset.
+    DynamicUniform,
+    /// `var<storage, read>`.
+    Storage,
+    /// `var<storage, read_write>`.
+    StorageRw,
+    /// `texture_2d<f32>` read with `textureLoad`.
+    FloatTexture,
+    /// `texture_2d<u32>`.
+    UintTexture,
+    /// `texture_depth_2d`.
+    DepthTexture,
+    /// `texture_storage_2d<format, write>`.
+    WriteTexture(wgpu::TextureFormat),
+}
+
+impl Slot {
+    /// The layout entry of this slot at `binding`, visible to compute.
+    pub fn entry(self, binding: u32) -> wgpu::BindGroupLayoutEntry {
+        let compute = wgpu::ShaderStages::COMPUTE;
+        let mut entry = match self {
+            Slot::Uniform => uniform(binding, compute),
+            Slot::DynamicUniform => {
+                buffer(binding, compute, wgpu::BufferBindingType::Uniform, true)
+            }
+            Slot::Storage => storage(binding, compute),
+            Slot::StorageRw => storage_rw(binding, compute),
+            Slot::FloatTexture => float_texture(binding),
+            Slot::UintTexture => uint_texture(binding),
+            Slot::DepthTexture => depth_texture(binding),
+            Slot::WriteTexture(format) => write_texture(binding, format),
+        };
+        entry.visibility = compute;
+        entry
+    }
+}
+
+/// The bind-group layout of `slots` (slot `i` at binding `i`).
+pub fn group_layout(device: &wgpu::Device, label: &str, slots: &[Slot]) -> wgpu::BindGroupLayout {
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = slots
+        .iter()
+        .enumerate()
+        .map(|(binding, slot)| slot.entry(binding as u32))
+        .collect();
+    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some(label),
+        entries: &entries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_number_their_bindings_and_are_compute_only() {
+        let slots = [
+            Slot::Uniform,
+            Slot::StorageRw,
+            Slot::WriteTexture(wgpu::TextureFormat::R32Float),
+        ];
+        let entries: Vec<_> = slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.entry(i as u32))
+            .collect();
+        assert_eq!(entries[2].binding, 2);
+        assert!(
+            entries
+                .iter()
+                .all(|e| e.visibility == wgpu::ShaderStages::COMPUTE)
+        );
+        assert!(matches!(
+            entries[1].ty,
+            wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only: false },
+                ..
+            }
+        ));
+        assert!(matches!(
+            Slot::DynamicUniform.entry(0).ty,
+            wgpu::BindingType::Buffer {
+                has_dynamic_offset: true,
+                ..
+            }
+        ));
+    }
+}
