@@ -31,7 +31,7 @@
 //! - [`io`]: atomic file output, used by every writer; [`charts`]: the reports' charts.
 //!
 //! Each module imports only modules below it in the layer order of `docs/ARCHITECTURE.md`
-//! (checked by `tests/layers.rs`).
+//! (checked by `tests/integration/layers.rs`).
 //! - [`app`], [`ui`]: the interactive viewer and its overlay.
 
 pub mod app;

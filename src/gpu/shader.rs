@@ -42,7 +42,7 @@
 //! declared define sets are every combination of one alternative per `variants:` line
 //! (4 sets above), each applied to the defaults by first removing the line's names and
 //! then adding the alternative's pairs — so `KERNEL_F32 | KERNEL_F16` never defines both,
-//! whatever the defaults say. `tests/shaders.rs` validates every entry shader in every
+//! whatever the defaults say. `tests/integration/shaders.rs` validates every entry shader in every
 //! declared set; see [`ShaderHeader`].
 //!
 //! # Errors
@@ -478,7 +478,7 @@ impl<'s> ShaderLibrary<'s> {
 /// naga's backends, which wgpu runs when a module or pipeline is created (the Vulkan
 /// backend: when the pipeline is), have internal `unreachable!`s that some modules the
 /// validator accepts still reach (e.g. naga 30's SPIR-V writer on a `coopStore` whose
-/// index is computed in its arguments; `tests/shaders.rs` compiles every shader variant
+/// index is computed in its arguments; `tests/integration/shaders.rs` compiles every shader variant
 /// to SPIR-V to catch those before a device does). wgpu's error scopes and locks are
 /// guards released while unwinding, so the device stays usable; the panic message is
 /// still printed by the panic hook. Useless with `panic = "abort"`.

@@ -2,7 +2,7 @@
 //! the G-buffer's material word and the decoder maps that shaders declare too.
 //!
 //! `#[repr(C)]` + bytemuck with explicit padding; the same field docs on both sides.
-//! `tests/render_types.rs` checks every size against naga's layout of the WGSL struct and
+//! `tests/integration/render_types.rs` checks every size against naga's layout of the WGSL struct and
 //! every constant against its WGSL twin.
 
 use bytemuck::{Pod, Zeroable};

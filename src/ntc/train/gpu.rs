@@ -53,7 +53,7 @@
 //! scatter. The weights are read from an f16 copy of the f32 master weights that Adam
 //! writes after every update.
 //!
-//! **Measured** (NVIDIA H200, 1024² set, `tests/ntc_gpu.rs`' throughput benchmark): at
+//! **Measured** (NVIDIA H200, 1024² set, `tests/integration/ntc_gpu.rs`' throughput benchmark): at
 //! batch 65536 `coop-matrix` trains 7.2e7 texels/s (3.5 TFLOP/s nominal, 0.91 ms per
 //! step) against the f32 trainer's 3.3e7 (1.6 TFLOP/s, 1.96 ms); at 32768, 6.8e7 against
 //! 3.2e7. A step costs about 52 µs plus 0.84 µs per chunk of 64 samples (from the two

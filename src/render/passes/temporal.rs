@@ -12,7 +12,7 @@
 //! never clipped, so stochastic noise converges to the exact mean of its samples; once the
 //! count reaches `max_frames` the blend becomes an exponential moving average.
 //! [`TemporalReference`] is the CPU reference of the same arithmetic, used by
-//! `tests/temporal.rs`.
+//! `tests/integration/temporal.rs`.
 //!
 //! It is screen-space only: it reads the HDR target, the G-buffer motion and depth, and
 //! knows nothing of materials or how the radiance was made.

@@ -5,8 +5,6 @@
 //! choice's average against the trilinear filter, the bake against the CPU decode, and
 //! the host ↔ WGSL struct sizes.
 
-mod common;
-
 use glam::{Vec2, Vec3};
 use half::f16;
 use neurotex::gpu::encoder::FrameEncoder;
@@ -34,7 +32,7 @@ use neurotex::scene::{Aabb, Material, Scene};
 use neurotex::texture::{CHANNELS, ChannelMask, SceneTextures};
 use wgpu::util::DeviceExt as _;
 
-use common::ctx;
+use crate::common::ctx;
 
 /// Side of the blue-noise texture (WGSL `BLUE_NOISE_SIZE`).
 const NOISE: u32 = 64;
@@ -704,16 +702,16 @@ fn baked_textures_replace_the_scene_set() {
     use neurotex::render::passes::ntc_bake::NtcBakePass;
     use neurotex::render::{Aov, FrameSettings, MaterialPath, RenderMode};
     let ctx = ctx();
-    let dir = common::temp_dir("ntc_bake_scene");
-    common::write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = common::quad_scene(&dir, Some("checker.png"));
+    let dir = crate::common::temp_dir("ntc_bake_scene");
+    crate::common::write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
     let opened = neurotex::scene::open::open(Some(&gltf)).expect("open");
     let camera = neurotex::scene::open::select_camera(&opened, None).expect("camera");
     let mut package = package();
     package.materials[0].name = "checker".into();
     let map = neurotex::render::ntc_gpu::map_scene_materials(&package, &opened.scene).expect("map");
     assert_eq!(map, vec![Some(0)]);
-    let mut renderer = common::renderer(&opened.scene, &UploadOptions::default(), (32, 32));
+    let mut renderer = crate::common::renderer(&opened.scene, &UploadOptions::default(), (32, 32));
     let settings = FrameSettings {
         camera,
         lighting: opened.description.lighting,

@@ -3,8 +3,6 @@
 //! motion, convergence of a static view, reset, clipping under motion, pass-through; and the
 //! blue-noise texture upload.
 
-mod common;
-
 use half::f16;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::{GpuProfiler, read_texture};
@@ -18,7 +16,7 @@ use neurotex::render::tiles::TileSize;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 
-use common::ctx;
+use crate::common::ctx;
 
 type Rgba = [f32; 4];
 

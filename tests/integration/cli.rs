@@ -1,12 +1,10 @@
 //! Bad input through the real binary: each case must give one clear error that names the
 //! file and the problem, a non-zero exit code, and no panic.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{quad_scene, temp_dir, write_checker_png};
+use crate::common::{quad_scene, temp_dir, write_checker_png};
 
 /// Run `neurotex` and return (success, stdout, stderr).
 fn run(args: &[&str]) -> (bool, String, String) {
@@ -885,7 +883,6 @@ fn damaged_partial_progress_names_the_file_and_the_remedy() {
     let gltf = quad_scene(&dir, Some("checker.png"));
     let ntc = dir.join("quad.ntc");
     let partial = dir.join("quad.ntc.partial");
-    std::fs::create_dir_all(&partial).unwrap();
     let args = [
         "compress",
         "--scene",
@@ -893,13 +890,32 @@ fn damaged_partial_progress_names_the_file_and_the_remedy() {
         "--out",
         s(&ntc),
         "--steps",
-        "20",
-        "--resume",
+        "100000",
     ];
+    // A real partial folder (with the run's marker): a run killed once it has started.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let marker = partial.join("neurotex-partial.json");
+    let started = std::time::Instant::now();
+    while !marker.exists() && started.elapsed() < std::time::Duration::from_secs(300) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().ok();
+    child.wait().unwrap();
+    assert!(marker.exists(), "the run made its partial folder");
+    let mut resume: Vec<&str> = args.to_vec();
+    resume.push("--resume");
     // An interrupted group's checkpoint that is not one.
     std::fs::write(partial.join("group0.ckpt"), b"NTCCKPT\0 not a checkpoint").unwrap();
     expect_error(
-        &args,
+        &resume,
         &[
             "group0.ckpt",
             "delete it",
@@ -909,7 +925,7 @@ fn damaged_partial_progress_names_the_file_and_the_remedy() {
     );
     // A finished group's package that is damaged.
     std::fs::write(partial.join("group0.ntc"), b"NTC\0 truncated").unwrap();
-    expect_error(&args, &["group0.ntc", "delete it", "quad.ntc.partial"]);
+    expect_error(&resume, &["group0.ntc", "delete it", "quad.ntc.partial"]);
 }
 
 #[test]

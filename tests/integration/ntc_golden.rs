@@ -10,15 +10,13 @@
 //!
 //! Every render uses the F32 decode kernel and 8×8 tiles explicitly, so the images do not
 //! depend on the adapter's best kernel. Besides the goldens (compared with
-//! [`common::assert_golden`]'s tolerance), the tests check what the images mean: the NTC
+//! [`crate::common::assert_golden`]'s tolerance), the tests check what the images mean: the NTC
 //! image is within a stated PSNR of the Reference-mode image of the same view, pixels
 //! without geometry are bit-identical to the reference, the heatmap's divergence counts
 //! match a CPU count from the G-buffer, and a wrong material map or a different mode
 //! moves the image beyond the golden tolerance (so the goldens can fail).
 //!
-//! `NEUROTEX_BLESS=1 cargo test --test ntc_golden` rewrites `tests/golden/ntc_*.png`.
-
-mod common;
+//! `NEUROTEX_BLESS=1 cargo test --test integration ntc_golden` rewrites `tests/golden/ntc_*.png`.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -42,7 +40,7 @@ use neurotex::texture::LoadOptions;
 use neurotex::texture::inputs::{InputSets, InputSource};
 use neurotex::texture::set_constants;
 
-use common::ctx;
+use crate::common::ctx;
 
 /// Output size of every golden.
 const SIZE: (u32, u32) = (128, 72);
@@ -93,8 +91,8 @@ fn write_stripes_png(path: &std::path::Path, size: u32) {
 /// Two textured 2 × 2 m quads meeting at x = 0 (left `checker`, right `stripes`) and an
 /// untextured strip in front; materials in that order. Returns the .gltf path.
 fn write_scene() -> PathBuf {
-    let dir = common::temp_dir("ntc_golden");
-    common::write_checker_png(&dir.join("checker.png"), 16);
+    let dir = crate::common::temp_dir("ntc_golden");
+    crate::common::write_checker_png(&dir.join("checker.png"), 16);
     write_stripes_png(&dir.join("stripes.png"), 16);
     let mut b = GltfBuilder::new();
     let textured = |name: &str, image: &str| {
@@ -231,7 +229,7 @@ fn renderer(mode: RenderMode, map: &[Option<u32>]) -> Renderer {
         max_texture_size: None,
         anisotropy: None,
     };
-    let mut r = common::renderer(&f.scene, &upload, SIZE);
+    let mut r = crate::common::renderer(&f.scene, &upload, SIZE);
     r.set_package(ctx, mode, f.package.clone(), map)
         .expect("set package");
     r.set_kernel_choice(
@@ -343,7 +341,7 @@ fn psnr(a: &[u8], b: &[u8], mask: &[bool]) -> f64 {
     10.0 * (255.0f64 * 255.0 / (sum / n as f64)).log10()
 }
 
-/// Whether `a` would pass as `b`'s golden: the criteria of [`common::assert_golden`]
+/// Whether `a` would pass as `b`'s golden: the criteria of [`crate::common::assert_golden`]
 /// (mean |diff| < 1/255 per channel and at most 1 % of pixels off by > 12/255), without
 /// panicking or writing files. Returns the verdict and the two measures.
 fn within_golden_tolerance(a: &[u8], b: &[u8]) -> (bool, f64, f64) {
@@ -393,7 +391,7 @@ fn golden_ntc_baseline_nearest() {
         "the NTC image equals the reference: nothing was decoded"
     );
     assert_background_identical(&rgba, 1, "nearest");
-    common::assert_golden("ntc_baseline_nearest_128x72", SIZE.0, SIZE.1, &rgba);
+    crate::common::assert_golden("ntc_baseline_nearest_128x72", SIZE.0, SIZE.1, &rgba);
 }
 
 /// (b) Baseline, stochastic mip and texel choice, 16 frames accumulated. Deterministic:
@@ -437,7 +435,7 @@ fn golden_ntc_baseline_stochastic_accumulated() {
     let again = render(&mut r, &s, FRAMES);
     assert_eq!(again, rgba, "accumulation is not deterministic");
 
-    common::assert_golden("ntc_baseline_stochastic16_128x72", SIZE.0, SIZE.1, &rgba);
+    crate::common::assert_golden("ntc_baseline_stochastic16_128x72", SIZE.0, SIZE.1, &rgba);
 }
 
 /// (c) The divergence heatmap (distinct decoders per 8×8 tile) over the final image of
@@ -516,7 +514,7 @@ fn golden_ntc_divergence_heatmap() {
         tinted * 100 >= geometry * 95,
         "only {tinted} of {geometry} geometry pixels tinted"
     );
-    common::assert_golden("ntc_divergence_heatmap_128x72", SIZE.0, SIZE.1, &rgba);
+    crate::common::assert_golden("ntc_divergence_heatmap_128x72", SIZE.0, SIZE.1, &rgba);
 }
 
 /// The goldens can fail: a package whose materials are swapped (the checker decoded on

@@ -1,7 +1,6 @@
-//! Helpers shared by the integration tests: one GPU context per test binary, temporary
+//! Helpers shared by the integration tests: one GPU context for the test binary, temporary
 //! folders, tiny fixture scenes written by the project's own glTF builder, and golden-image
 //! comparison.
-#![allow(dead_code)] // Each test binary uses a different subset of these helpers.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -7,8 +7,6 @@
 //! `Xvfb` (and stops it afterwards). Without Xvfb it fails with a message saying so —
 //! window tests never pass silently.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,7 +21,7 @@ use neurotex::scene::camera_control::{
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription};
 use neurotex::ui::timings::{PerfHistory, median, timing_rows};
 
-use common::{quad_scene, temp_dir};
+use crate::common::{quad_scene, temp_dir};
 
 // ---------------------------------------------------------------------------------------
 // The real window under Xvfb.

@@ -5,8 +5,6 @@
 //! material without a decoder, ids past the maps and the bitangent-sign bit set.
 //! Plus the host ↔ WGSL mirrors these passes rely on (no GPU needed).
 
-mod common;
-
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};
@@ -28,7 +26,7 @@ use neurotex::render::passes::reference::{MaterialClassify, MaterialRect, classi
 use neurotex::render::targets::{GBuffer, Target};
 use neurotex::render::tiles::TileSize;
 
-use common::ctx;
+use crate::common::ctx;
 
 /// The synthetic image's size: 37 = 4·8 + 5 = 2·16 + 5 columns, 29 = 7·4 + 1 = 3·8 + 5
 /// rows, so every tile size has partial tiles at both edges.

@@ -7,13 +7,11 @@
 //! runs in well under a minute and a half on two CPU cores; the PSNR bands are therefore
 //! wide, and only the structure of the results is asserted exactly.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::temp_dir;
+use crate::common::temp_dir;
 
 /// Run `neurotex` and return (success, stdout, stderr); never a panic inside it.
 fn run(args: &[&str]) -> (bool, String, String) {

@@ -3,13 +3,11 @@
 //! size; plus property tests of the round trips (quantisation, packages, checkpoints,
 //! camera paths).
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::common::temp_dir;
 use base64::Engine as _;
-use common::temp_dir;
 use neurotex::ntc::NtcPackage;
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription, SceneDescription};
 use neurotex::scene::gltf_import::{self, UriPolicy};

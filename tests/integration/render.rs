@@ -1,8 +1,6 @@
 //! GPU tests of the renderer (one binary, one adapter: lavapipe in CI): the G-buffer
 //! against CPU expectations on a tiny analytic scene, and tiny golden images.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use glam::{Mat4, Vec2, Vec3};
@@ -12,7 +10,7 @@ use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{Aov, FrameSettings};
 use neurotex::scene::{Aabb, Camera, Instance, Lighting, Material, Mesh, Primitive, Scene, Vertex};
 
-use common::ctx;
+use crate::common::ctx;
 
 /// A 2×2 quad in the z = 0 plane facing +Z, split at x = 0 into two primitives with
 /// materials 0 (left) and 1 (right). u = (x+1)/2, v = (1−y)/2; tangent +X, w = −1
@@ -93,7 +91,7 @@ fn gbuffer_matches_cpu_expectations() {
         yfov: 90f32.to_radians(),
         znear: 0.1,
     };
-    let mut renderer = common::renderer(&scene, &UploadOptions::default(), (N, N));
+    let mut renderer = crate::common::renderer(&scene, &UploadOptions::default(), (N, N));
     let settings = FrameSettings {
         camera,
         lighting: Lighting::default(),
@@ -240,7 +238,7 @@ fn render_png(
         max_texture_size,
         anisotropy: None,
     };
-    let mut renderer = common::renderer(&opened.scene, &upload, size);
+    let mut renderer = crate::common::renderer(&opened.scene, &upload, size);
     let settings = FrameSettings {
         camera,
         lighting: opened.description.lighting,
@@ -254,12 +252,12 @@ fn render_png(
 #[test]
 fn golden_toyshop_final() {
     let rgba = render_png(&toyshop(16), (128, 72), Aov::Final, None);
-    common::assert_golden("toyshop_final_128x72", 128, 72, &rgba);
+    crate::common::assert_golden("toyshop_final_128x72", 128, 72, &rgba);
 }
 
 #[test]
 fn golden_living_room_albedo() {
     let scene = Path::new("scenes/living_room.toml");
     let rgba = render_png(scene, (128, 72), Aov::Albedo, Some(32));
-    common::assert_golden("living_room_albedo_128x72", 128, 72, &rgba);
+    crate::common::assert_golden("living_room_albedo_128x72", 128, 72, &rgba);
 }

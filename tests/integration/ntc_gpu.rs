@@ -22,8 +22,6 @@
 //! mixed-precision kernels, whose decoder gradients are plain sums) and one per tapping
 //! sample for a latent (S = 2^24 and 2^26).
 
-mod common;
-
 use std::sync::atomic::AtomicBool;
 
 use neurotex::ntc::model::{
@@ -50,7 +48,7 @@ const F16_TOLERANCE: f64 = 2e-3;
 /// that cannot run is a failure.
 fn kernels_for(config: &NtcConfig) -> Vec<TrainKernel> {
     let required = std::env::var("NEUROTEX_REQUIRE_KERNELS").unwrap_or_default();
-    let ctx = common::ctx();
+    let ctx = crate::common::ctx();
     TrainKernel::ALL
         .into_iter()
         .filter(|k| match k.unavailable(ctx, config) {
@@ -204,8 +202,8 @@ fn trainer(
         kernel: Some(kernel),
         ..GpuTrainerOptions::default()
     };
-    let gpu =
-        GpuTrainer::new(common::ctx(), sets, start, &options).unwrap_or_else(|e| panic!("{e}"));
+    let gpu = GpuTrainer::new(crate::common::ctx(), sets, start, &options)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(gpu.kernel(), kernel);
     gpu
 }
@@ -376,8 +374,13 @@ fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
         set_from_fn("small", 8, ChannelMask::BASE_COLOR, pattern(8.0, 0.0)),
     ];
     let start = Checkpoint::fresh(&sets, &config, 10, 3).expect("fresh");
-    let mut gpu = GpuTrainer::new(common::ctx(), &sets, start, &GpuTrainerOptions::default())
-        .expect("trainer");
+    let mut gpu = GpuTrainer::new(
+        crate::common::ctx(),
+        &sets,
+        start,
+        &GpuTrainerOptions::default(),
+    )
+    .expect("trainer");
     let batch = gpu.draw_batch(5).expect("batch");
     assert_eq!(batch.len(), 20000);
     assert_eq!(
@@ -435,10 +438,11 @@ fn the_fused_step_trains_on_the_sample_kernels_batch() {
         };
         let fresh = || Checkpoint::fresh(&sets, &config, 10, seed).expect("fresh");
         let mut stepped =
-            GpuTrainer::new(common::ctx(), &sets, fresh(), &options).expect("trainer");
+            GpuTrainer::new(crate::common::ctx(), &sets, fresh(), &options).expect("trainer");
         stepped.step(1).expect("step");
         let trained = stepped.checkpoint().expect("checkpoint");
-        let mut given = GpuTrainer::new(common::ctx(), &sets, fresh(), &options).expect("trainer");
+        let mut given =
+            GpuTrainer::new(crate::common::ctx(), &sets, fresh(), &options).expect("trainer");
         let batch = given.draw_batch(0).expect("batch");
         let noise = QatNoise {
             seed: (seed ^ (seed >> 32)) as u32,
@@ -586,7 +590,7 @@ fn training_reaches_the_psnr_band_for_one_and_two_sets() {
                 cpu::evaluate(&untrained, sets).expect("evaluate")[0].psnr[0].expect("base");
             let mut reports = Vec::new();
             let trained = train_gpu(
-                common::ctx(),
+                crate::common::ctx(),
                 sets,
                 &config,
                 steps,
@@ -675,7 +679,7 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
         batch_size: 128,
         ..run_config(4)
     };
-    let ctx = common::ctx();
+    let ctx = crate::common::ctx();
     let steps = 40;
     let fresh = || Checkpoint::fresh(&sets, &config, steps, 7).expect("fresh");
     for kernel in kernels_for(&config.model) {
@@ -701,7 +705,7 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
         assert_eq!(first.step(25).expect("steps"), 25);
         let saved = first.checkpoint().expect("checkpoint");
         assert_eq!(saved.step, 25);
-        let path = common::temp_dir("ntc_checkpoint").join("run.ckpt");
+        let path = crate::common::temp_dir("ntc_checkpoint").join("run.ckpt");
         saved.save(&path).expect("save");
         let loaded = Checkpoint::load(&path).expect("load");
         assert!(loaded == saved, "the saved checkpoint reads back unchanged");
@@ -775,7 +779,7 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
 #[test]
 fn bad_input_is_an_error() {
     let (config, model, sets) = tiny_group(Activation::HardGelu, 1);
-    let kernel = TrainKernel::best(common::ctx(), &config.model);
+    let kernel = TrainKernel::best(crate::common::ctx(), &config.model);
     let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto, kernel);
     let bad = Sample {
         material: 0,
@@ -803,14 +807,19 @@ fn bad_input_is_an_error() {
     let mut broken = sets.clone();
     broken[1].mips[2].texels.pop();
     let start = Checkpoint::new(&config, model.clone(), 10, 0);
-    let err = GpuTrainer::new(common::ctx(), &broken, start, &GpuTrainerOptions::default())
-        .err()
-        .expect("broken set");
+    let err = GpuTrainer::new(
+        crate::common::ctx(),
+        &broken,
+        start,
+        &GpuTrainerOptions::default(),
+    )
+    .err()
+    .expect("broken set");
     assert!(err.to_string().contains("`b`"), "{err}");
     let start = Checkpoint::new(&config, model, 10, 0);
     assert!(
         GpuTrainer::new(
-            common::ctx(),
+            crate::common::ctx(),
             &sets[..1],
             start,
             &GpuTrainerOptions::default()
@@ -831,14 +840,14 @@ fn bad_input_is_an_error() {
         kernel: Some(TrainKernel::CoopMatrix),
         ..GpuTrainerOptions::default()
     };
-    match GpuTrainer::new(common::ctx(), &sets, start, &options) {
+    match GpuTrainer::new(crate::common::ctx(), &sets, start, &options) {
         Err(e @ GpuTrainError::KernelUnavailable { .. }) => {
             assert!(e.to_string().contains("coop-matrix"), "{e}");
         }
         Err(e) => panic!("expected KernelUnavailable, got {e}"),
         Ok(_) => panic!("coop-matrix trained hidden width 8"),
     }
-    assert_eq!(common::ctx().uncaptured_error_count(), 0);
+    assert_eq!(crate::common::ctx().uncaptured_error_count(), 0);
 }
 
 /// `name` from the environment, or `default`.
@@ -859,7 +868,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 /// 3.3e7, 1.64, 1.96; f16 9.7e6, 0.48, 6.72; coop-matrix 7.2e7, 3.53, 0.91; evaluation
 /// 1.8e8 texels/s. lavapipe (2 cores, 64², batch 1024): f32 1.7e4, f16 2.7e3. Run in
 /// release:
-/// `cargo test --release --test ntc_gpu -- --ignored --nocapture`; on a big GPU raise the
+/// `cargo test --release --test integration ntc_gpu -- --ignored --nocapture`; on a big GPU raise the
 /// sizes with `NTC_BENCH_SIZE` (texture side, default 256), `NTC_BENCH_BATCHES` (batch
 /// sizes, comma-separated, default 32768), `NTC_BENCH_STEPS` (timed steps, default 8) and
 /// `NTC_BENCH_WORKGROUP` (largest workgroup of the f32 kernel, default 64).
@@ -883,7 +892,7 @@ fn throughput_of_the_default_model() {
         ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
         pattern(32.0, 0.0),
     )];
-    let ctx = common::ctx();
+    let ctx = crate::common::ctx();
     let flops = neurotex::ntc::train::training_flops_per_sample(&NtcConfig::default());
     for &batch in &batches {
         let config = TrainConfig {

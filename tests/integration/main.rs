@@ -1,0 +1,22 @@
+//! The integration tests, one binary: each module is one area of the project (the
+//! command line, the renderer against its CPU references and goldens, the trainer, the
+//! shaders, robustness, the layering of the modules, the viewer). One binary links the
+//! library once and shares one GPU context (lavapipe in CI) between every GPU test.
+//! Goldens live in `tests/golden/`.
+
+mod cli;
+mod common;
+mod divergence;
+mod eval;
+mod gpu_context;
+mod import;
+mod layers;
+mod ntc_golden;
+mod ntc_gpu;
+mod ntc_render;
+mod render;
+mod render_types;
+mod robustness;
+mod shaders;
+mod temporal;
+mod viewer;
