@@ -14,9 +14,9 @@ use std::sync::atomic::AtomicBool;
 
 use crate::cluster::{self, ClusterError, Plan, Strategy};
 use crate::gpu::GpuContext;
-use crate::ntc::compress::{CompressError, CompressOptions, compress};
+use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
 use crate::ntc::train::gpu::TrainProgress;
-use crate::ntc::{NtcFormatError, NtcPackage, Preset, TrainConfig};
+use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::render::RenderMode;
 use crate::render::ntc_gpu::{NtcRenderError, map_materials};
 use crate::scene::ImageSource;
@@ -63,7 +63,8 @@ pub enum PackageError {
 pub struct PackageRecipe {
     /// Latent grid scale.
     pub preset: Preset,
-    /// Main training steps per group.
+    /// Main training steps per texture set (a group of `k` sets trains `k` times as
+    /// many).
     pub steps: u64,
     /// Groups of the clustered and random strategies (clamped to the number of sets).
     pub m: usize,
@@ -77,7 +78,7 @@ impl Default for PackageRecipe {
     fn default() -> Self {
         Self {
             preset: Preset::High,
-            steps: 4000,
+            steps: Recipe::Default.values().steps,
             m: 10,
             seed: 1,
             max_texture_size: None,
@@ -89,9 +90,7 @@ impl PackageRecipe {
     /// The training configuration: the default recipe at `preset` (gradual decoder
     /// freezing for every group of two or more sets).
     pub fn train_config(&self) -> TrainConfig {
-        let mut train = TrainConfig::default();
-        train.model.preset = self.preset;
-        train
+        Recipe::Default.config(self.preset)
     }
 }
 
@@ -201,7 +200,7 @@ impl ScenePackages {
     pub fn key(&self, strategy: Strategy) -> String {
         let r = &self.recipe;
         format!(
-            "neurotex scene package\nformat {}\nscene {}\nstrategy {}\npreset {:?}\nsteps {}\nm {}\nseed {}\nmax_texture_size {:?}\n{}",
+            "neurotex scene package\nformat {}\nscene {}\nstrategy {}\npreset {:?}\nsteps per set {}\nm {}\nseed {}\nmax_texture_size {:?}\n{}",
             crate::ntc::format::VERSION,
             self.scene.display(),
             strategy.name(),
@@ -271,6 +270,8 @@ impl ScenePackages {
                 .is_ok_and(|k| k == self.key(strategy)),
             skip_bcn: true,
             log_every: 100,
+            rate: RateControl::Fixed,
+            kernel: None,
             input_files: self.inputs.files(),
         };
         // Progress of another key is stale: the cache owns it and starts afresh.

@@ -1,4 +1,5 @@
-// The NTC decoder MLP's forward pass in f32, shared by the trainer and the decode pass.
+// The NTC decoder MLP's forward pass, one evaluation per thread, shared by the decode pass
+// and the f32 trainer. The decoder's shape and activation are ntc_layers.wgsl's.
 //
 // The importer defines `fn ntc_weight(index: u32) -> NtcScalar`, the decoder parameter at
 // `index` in DecoderWeights::params order (per layer: row-major [out][in] weights, then
@@ -7,34 +8,12 @@
 // arrays indexed by loop counters run several times slower; GPUs treat both alike).
 // Every layer width is a multiple of 4, and so is every layer's first parameter.
 //
-// Defines (set from NtcConfig by the host):
-//   NTC_INPUT_WIDTH  input vector width (2F + 4W + 1 rounded up to a multiple of 16)
-//   NTC_LAYERS       number of layers (hidden layers + the linear output layer)
-//   NTC_HIDDEN_0..3  hidden widths, 0 for the layers the config does not have
-//   NTC_LEAKY_SLOPE  model::LEAKY_SLOPE
-//   NTC_LEAKY_RELU   (flag) LeakyReLU instead of the default hard-GELU
+// Defines (besides ntc_layers.wgsl's):
 //   NTC_TRAINING     (flag) also record act'(z) of every hidden unit for the backward pass
 //   NTC_F16          (flag) evaluate in f16 (`NtcScalar = f16`; the importer enables f16):
 //                    weights, activations, products and sums; the default is f32
 
-#ifdef NTC_F16
-alias NtcScalar = f16;
-#else
-alias NtcScalar = f32;
-#endif
-// Four values of the evaluation's scalar type.
-alias NtcVec4 = vec4<NtcScalar>;
-
-const NTC_OUTPUTS: u32 = 16u;
-const NTC_INPUT_WIDTH: u32 = ${NTC_INPUT_WIDTH}u;
-const NTC_LAYERS: u32 = ${NTC_LAYERS}u;
-const NTC_HIDDEN_TOTAL: u32 = ${NTC_HIDDEN_0}u + ${NTC_HIDDEN_1}u + ${NTC_HIDDEN_2}u + ${NTC_HIDDEN_3}u;
-const NTC_MAX_HIDDEN: u32 = max(max(${NTC_HIDDEN_0}u, ${NTC_HIDDEN_1}u), max(${NTC_HIDDEN_2}u, ${NTC_HIDDEN_3}u));
-// Widths of the input and the hidden layers; layer l reads width l and writes width l + 1,
-// except the last layer, which writes NTC_OUTPUTS.
-const NTC_WIDTHS = array<u32, 5>(
-    NTC_INPUT_WIDTH, ${NTC_HIDDEN_0}u, ${NTC_HIDDEN_1}u, ${NTC_HIDDEN_2}u, ${NTC_HIDDEN_3}u,
-);
+#import "common/ntc_layers.wgsl"
 
 // Per-thread values of one decoder evaluation, four per vec4 (every width is a multiple
 // of 4), so that the inner loops load four inputs at once and keep four independent sums.
@@ -53,14 +32,6 @@ struct NtcState {
 // This thread's decoder evaluation. Entries of `values` past the used inputs must stay 0.
 var<private> ntc_state: NtcState;
 
-fn ntc_layer_inputs(layer: u32) -> u32 {
-    return NTC_WIDTHS[layer];
-}
-
-fn ntc_layer_outputs(layer: u32) -> u32 {
-    return select(NTC_WIDTHS[layer + 1u], NTC_OUTPUTS, layer + 1u == NTC_LAYERS);
-}
-
 // Index in NtcState::values (in vec4s) of the first input of `layer`.
 fn ntc_layer_input_offset(layer: u32) -> u32 {
     var offset = 0u;
@@ -73,25 +44,6 @@ fn ntc_layer_input_offset(layer: u32) -> u32 {
 // Decoder parameters index .. index + 3.
 fn ntc_weights4(index: u32) -> NtcVec4 {
     return NtcVec4(ntc_weight(index), ntc_weight(index + 1u), ntc_weight(index + 2u), ntc_weight(index + 3u));
-}
-
-// model::Activation::apply.
-fn ntc_activation(x: NtcVec4) -> NtcVec4 {
-#ifdef NTC_LEAKY_RELU
-    return select(${NTC_LEAKY_SLOPE} * x, x, x > NtcVec4(0.0));
-#else
-    return x * clamp((x + 1.5) / 3.0, NtcVec4(0.0), NtcVec4(1.0));
-#endif
-}
-
-// model::Activation::derivative (at a kink, the slope of the piece `ntc_activation` uses).
-fn ntc_activation_slope(x: NtcVec4) -> NtcVec4 {
-#ifdef NTC_LEAKY_RELU
-    return select(NtcVec4(${NTC_LEAKY_SLOPE}), NtcVec4(1.0), x > NtcVec4(0.0));
-#else
-    let middle = select((2.0 * x + 1.5) / 3.0, NtcVec4(1.0), x > NtcVec4(1.5));
-    return select(middle, NtcVec4(0.0), x < NtcVec4(-1.5));
-#endif
 }
 
 // Runs the MLP on `ntc_state.values` (the input vector), filling the hidden activations

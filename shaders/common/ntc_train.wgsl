@@ -1,13 +1,18 @@
 // What every NTC training kernel shares: the per-step parameters, the group's mip table,
-// the one bind group all kernels use, gradient accumulation and small helpers. Mirrored in
-// src/ntc/train/gpu.rs (StepParams, MipEntry, the binding table); a unit test there checks
-// the struct sizes against this file.
+// the one bind group all kernels use, batch sampling, gradient accumulation and small
+// helpers. Mirrored in src/ntc/train/gpu.rs (StepParams, MipEntry, the binding table); a
+// unit test there checks the struct sizes against this file.
 //
 // Defines:
 //   FIXED_POINT_GRADIENTS  (flag) accumulate gradients in atomic<i32> fixed point instead
 //                          of atomic<f32> (SHADER_FLOAT32_ATOMIC)
 //   GRAD_SCALE_DECODER     fixed-point scale of decoder gradients (f32 literal)
 //   GRAD_SCALE_LATENTS     fixed-point scale of latent gradients (f32 literal)
+//   NTC_MIXED              (flag) the mixed-precision trainer's bindings 9 and 10 (f16
+//                          decoder weights, per-workgroup decoder gradients); the importer
+//                          enables f16
+
+#import "common/ntc_encoding.wgsl"
 
 // Per-step parameters; one 256-byte-aligned slot per step, bound with a dynamic offset.
 struct StepParams {
@@ -53,15 +58,20 @@ struct StepParams {
     lr_latents: f32,
     bc1_latents: f32,
     bc2_latents: f32,
+    // Mixed-precision trainer: chunks of TRAIN_ROWS samples per workgroup of train_step.
+    train_chunks: u32,
+    // Mixed-precision trainer: workgroups of the step's train_step whose decoder gradients
+    // (dw_partials) Adam sums; 0 when there are none to apply.
+    partial_count: u32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 // Add QAT noise to the latents this step.
 const FLAG_QAT: u32 = 1u;
 // Scatter latent gradients (off while fine-tuning, when only the decoder learns).
 const FLAG_LATENT_GRADIENTS: u32 = 2u;
+// Mixed-precision trainer: read the samples from `batch` instead of drawing them.
+const FLAG_GIVEN_BATCH: u32 = 4u;
 
 // One colour mip of one material: where its targets and latents are, its grid pair and
 // loss weights.
@@ -109,6 +119,22 @@ struct MipEntry {
 // Mean batch loss of every step.
 @group(0) @binding(8) var<storage, read_write> losses: array<f32>;
 
+#ifdef NTC_MIXED
+// The decoder's parameters rounded to f16 (the operands of train_step's products),
+// written by Adam after every update.
+@group(0) @binding(9) var<storage, read_write> weights16: array<f16>;
+// Decoder gradients per workgroup of train_step, laid out like the decoder's parameters
+// (workgroup w at w · decoder_count), in units of DELTA_SCALE times the summed per-sample
+// gradient; Adam adds the first partial_count of them in order.
+@group(0) @binding(10) var<storage, read_write> dw_partials: array<f32>;
+#endif
+
+// Target channels 4c .. 4c + 3 of texel `texel` as byte / 255.
+fn target_channels(texel: u32, c: u32) -> vec4f {
+    let word = targets[3u * texel + c];
+    return vec4f((vec4u(word) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(0xffu)) * (1.0 / 255.0);
+}
+
 // Adds `value` to gradient `index` (decoder block when index < decoder_count).
 fn grad_add(index: u32, value: f32) {
 #ifdef FIXED_POINT_GRADIENTS
@@ -130,6 +156,46 @@ fn grad_take(index: u32) -> f32 {
     atomicStore(&grads[index], 0.0);
 #endif
     return value;
+}
+
+// High 32 bits of the 64-bit product a · b, from 16-bit halves (WGSL has no u64).
+fn mul_hi(a: u32, b: u32) -> u32 {
+    let a_lo = a & 0xffffu;
+    let a_hi = a >> 16u;
+    let b_lo = b & 0xffffu;
+    let b_hi = b >> 16u;
+    let lo_hi = a_lo * b_hi;
+    let hi_lo = a_hi * b_lo;
+    // < 2^16 + 2^16 + (2^16 − 1)^2 < 2^32: no overflow.
+    let cross = ((a_lo * b_lo) >> 16u) + (hi_lo & 0xffffu) + lo_hi;
+    return a_hi * b_hi + (hi_lo >> 16u) + (cross >> 16u);
+}
+
+// Sample `index` of the step's batch as (entry of `mips`, x | y << 16): a texel uniform
+// over all texels of all colour mips of all materials, so a material is chosen in
+// proportion to the texel count of its mip chain and a mip in proportion to its area.
+// h = pcg(index ^ pcg(step ^ pcg(sample_seed))); the texel is the high 32 bits of
+// h · total_texels (every texel gets ⌊2^32 / total⌋ or one more of the 2^32 hash values, a
+// bias below total / 2^32). Needs entry_count > 0.
+fn draw_sample(index: u32) -> vec2u {
+    let h = pcg_hash(index ^ pcg_hash(step_params.step ^ pcg_hash(step_params.sample_seed)));
+    let texel = mul_hi(h, step_params.total_texels);
+    // Largest entry whose first texel is ≤ texel (texel_start increases with the entry).
+    var lo = 0u;
+    var hi = step_params.entry_count;
+    while hi - lo > 1u {
+        let mid = (lo + hi) / 2u;
+        if mips[mid].texel_start <= texel {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let entry = mips[lo];
+    let local_texel = min(texel - entry.texel_start, entry.width * entry.height - 1u);
+    let x = local_texel % entry.width;
+    let y = local_texel / entry.width;
+    return vec2u(lo, x | (y << 16u));
 }
 
 // The linear index of a workgroup of a 2D dispatch (x first), so that more than 65535

@@ -56,12 +56,6 @@ fn ntc_weight(index: u32) -> f32 {
     return params[index];
 }
 
-// Target channels 4c .. 4c + 3 of texel `texel` as byte / 255.
-fn target_channels(texel: u32, c: u32) -> vec4f {
-    let word = targets[3u * texel + c];
-    return vec4f((vec4u(word) >> vec4u(0u, 8u, 16u, 24u)) & vec4u(0xffu)) * (1.0 / 255.0);
-}
-
 // A sample's place in the latents: the two grids' taps and their first values.
 struct Lookup {
     fine: NtcTaps,

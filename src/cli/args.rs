@@ -164,8 +164,9 @@ impl NtcModeArgs {
 /// How a rendering command makes a scene's package that the cache lacks.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct PackageRecipeArgs {
-    /// Training steps per group when a cached package has to be made.
-    #[arg(long, default_value_t = 4000, value_parser = parse_positive)]
+    /// Main training steps per texture set when a cached package has to be made (a
+    /// group of k sets trains k times as many).
+    #[arg(long, default_value_t = neurotex::ntc::Recipe::Default.values().steps, value_parser = parse_positive)]
     pub ntc_steps: u64,
     /// Groups of the clustered and random strategies when a package has to be made.
     #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]

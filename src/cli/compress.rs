@@ -1,9 +1,9 @@
 //! `neurotex compress`: compress texture sets into a `.ntc` package on the GPU, with a
-//! quality report on request.
+//! quality report on request; also the training-setting flags `eval` shares.
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::Args;
 
 use neurotex::gpu::GpuContext;
@@ -20,18 +20,30 @@ pub struct CompressArgs {
     /// Output package.
     #[arg(long)]
     out: PathBuf,
-    /// Quality preset (latent grid scale source/8, /6, /4, /3).
+    /// Quality preset (latent grid scale source/8, /6, /4, /3); with --target-psnr or
+    /// --match-bcn the one the package header names.
     #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
     preset: ntc::Preset,
-    /// Main training steps per group.
-    #[arg(long, default_value_t = 4000, value_parser = parse_positive)]
-    steps: u64,
-    /// Texels per training batch.
+    /// Per set, the smallest preset whose PSNR pooled over all present channels (mip 0)
+    /// reaches DB; a shared group takes one preset for all its sets.
+    #[arg(long, value_name = "DB", conflicts_with = "match_bcn")]
+    target_psnr: Option<f64>,
+    /// Per set, the smallest preset whose pooled PSNR reaches that of the set's BCn
+    /// baseline (bc1: BC1/BC5, bc7: BC7/BC5).
+    #[arg(long, value_enum, conflicts_with = "no_bcn")]
+    match_bcn: Option<ntc::compress::BcnTarget>,
+    /// Main training steps per texture set (a group of k sets trains k times as many;
+    /// default: the recipe's).
+    #[arg(long, value_parser = parse_positive)]
+    steps: Option<u64>,
+    /// Texels per training batch (default: the recipe's).
     #[arg(long)]
     batch: Option<u32>,
     /// Training recipe.
     #[arg(long, value_enum, default_value_t = ntc::Recipe::Default)]
     recipe: ntc::Recipe,
+    #[command(flatten)]
+    overrides: TrainOverrides,
     /// How materials share decoders.
     #[arg(long, value_enum, default_value_t = cluster::Strategy::Baseline)]
     strategy: cluster::Strategy,
@@ -58,6 +70,42 @@ pub struct CompressArgs {
     log_every: u64,
 }
 
+/// Training settings on top of the recipe's, shared by `compress` and `eval`.
+#[derive(Args, Debug)]
+pub struct TrainOverrides {
+    /// Initial latent learning rate (default: the recipe's).
+    #[arg(long)]
+    lr_latents: Option<f64>,
+    /// Initial decoder learning rate (default: the recipe's).
+    #[arg(long)]
+    lr_decoder: Option<f64>,
+    /// Steps on quantised, frozen latents as a fraction of the main steps (default: the
+    /// recipe's).
+    #[arg(long)]
+    finetune_fraction: Option<f64>,
+    /// Training kernels (default: coop-matrix where the adapter has it, else f32; f16 is
+    /// slower than f32 and there to test the mixed-precision step).
+    #[arg(long, value_enum)]
+    pub train_kernel: Option<ntc::train::gpu::TrainKernel>,
+}
+
+impl TrainOverrides {
+    /// `train` with the given settings replaced, validated.
+    pub fn apply(&self, mut train: ntc::TrainConfig) -> Result<ntc::TrainConfig> {
+        if let Some(lr) = self.lr_latents {
+            train.lr_latents = lr;
+        }
+        if let Some(lr) = self.lr_decoder {
+            train.lr_decoder = lr;
+        }
+        if let Some(f) = self.finetune_fraction {
+            train.finetune_fraction = f;
+        }
+        train.validate()?;
+        Ok(train)
+    }
+}
+
 /// Run `neurotex compress`.
 pub fn run(a: CompressArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
@@ -77,7 +125,15 @@ pub fn run(a: CompressArgs) -> Result<()> {
     }
     policy.check_all(outputs.iter().map(|p| p.as_path()))?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
-    let train = a.recipe.train_config(a.preset, a.batch)?;
+    let train = a
+        .overrides
+        .apply(a.recipe.train_config(a.preset, a.batch)?)?;
+    let rate = match (a.target_psnr, a.match_bcn) {
+        (Some(db), _) if !db.is_finite() => bail!("--target-psnr must be a number of dB"),
+        (Some(db), _) => ntc::compress::RateControl::TargetPsnr(db),
+        (None, Some(target)) => ntc::compress::RateControl::MatchBcn(target),
+        (None, None) => ntc::compress::RateControl::Fixed,
+    };
     let plan = match &a.plan {
         Some(plan_path) => {
             let plan = cluster::Plan::read(plan_path)?;
@@ -103,11 +159,13 @@ pub fn run(a: CompressArgs) -> Result<()> {
     let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}")?;
     let options = ntc::compress::CompressOptions {
         train,
-        steps: a.steps,
+        steps: a.steps.unwrap_or(a.recipe.values().steps),
         seed: a.seed,
         resume: a.resume,
         skip_bcn: a.no_bcn,
         log_every: a.log_every,
+        rate,
+        kernel: a.overrides.train_kernel,
         input_files: inputs.files(),
     };
     let input_names = describe_sources(&sources);
@@ -133,6 +191,21 @@ pub fn run(a: CompressArgs) -> Result<()> {
         },
     )?;
     bar.finish_and_clear();
+    for g in &report.groups {
+        if let Some(kernel) = g.kernel {
+            println!(
+                "group of {} sets: preset {:?}, {} main steps, {} kernel, {:.1} Mtexel/s \
+                 ({:.2} TFLOP/s), {:.1} s",
+                g.sets.len(),
+                g.preset,
+                g.steps,
+                kernel,
+                g.texels_per_second / 1e6,
+                g.tflops,
+                g.seconds
+            );
+        }
+    }
     println!(
         "wrote {}: {} materials, {} decoders, mean PSNR {}, mean {:.3} bits/texel, {:.1} s",
         a.out.display(),

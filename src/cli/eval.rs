@@ -11,6 +11,7 @@ use neurotex::gpu::GpuContext;
 use neurotex::{cluster, ntc, texture};
 
 use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
+use super::compress::TrainOverrides;
 use super::{cancel_on_ctrl_c, output_policy, steps_bar};
 
 /// The arguments of `neurotex eval`.
@@ -34,18 +35,21 @@ pub struct EvalArgs {
     /// CLIP ViT-B/32 weights (safetensors) for `--embedder clip`.
     #[arg(long)]
     clip_weights: Option<PathBuf>,
-    /// Main training steps per group.
-    #[arg(long, default_value_t = 4000, value_parser = parse_positive)]
-    steps: u64,
+    /// Main training steps per texture set: a group of k sets trains k times as many, so
+    /// every strategy gives each material the same samples (default: the recipe's).
+    #[arg(long, value_parser = parse_positive)]
+    steps: Option<u64>,
     /// Quality preset (latent grid scale source/8, /6, /4, /3).
     #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
     preset: ntc::Preset,
     /// Training recipe (its freezing start is the default freezing setting).
     #[arg(long, value_enum, default_value_t = ntc::Recipe::Paper)]
     recipe: ntc::Recipe,
-    /// Texels per training batch.
+    /// Texels per training batch (default: the recipe's).
     #[arg(long)]
     batch: Option<u32>,
+    #[command(flatten)]
+    overrides: TrainOverrides,
     /// Seed of k-means, the random grouping and training.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -112,9 +116,12 @@ pub fn run(a: EvalArgs) -> Result<()> {
         strategies: a.strategies,
         m: a.m,
         embedder: cluster::EmbedderChoice::new(a.embedder, a.clip_weights.as_deref())?,
-        train: a.recipe.train_config(a.preset, a.batch)?,
+        train: a
+            .overrides
+            .apply(a.recipe.train_config(a.preset, a.batch)?)?,
         recipe: a.recipe.name().to_string(),
-        steps: a.steps,
+        steps: a.steps.unwrap_or(a.recipe.values().steps),
+        kernel: a.overrides.train_kernel,
         seed: a.seed,
         log_every: a.log_every,
         freeze: a.freeze,

@@ -34,8 +34,10 @@ use crate::cluster::{
 };
 use crate::gpu::GpuContext;
 use crate::ntc::TrainConfig;
-use crate::ntc::compress::{CompressError, CompressOptions, compress};
-use crate::ntc::train::gpu::TrainProgress;
+use crate::ntc::compress::{
+    CompressError, CompressOptions, RateControl, compress, group_main_steps,
+};
+use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
 use crate::ntc::train::schedule::finetune_steps;
 use crate::texture::{CHANNELS, TextureSet};
 
@@ -191,8 +193,12 @@ pub struct EvalOptions {
     pub train: TrainConfig,
     /// The recipe's name, for the reports.
     pub recipe: String,
-    /// Main training steps per group.
+    /// Main training steps per texture set: a group of `k` sets trains `k` times as many
+    /// ([`group_main_steps`](crate::ntc::compress::group_main_steps)), so every strategy
+    /// gives each material the same samples.
     pub steps: u64,
+    /// The training kernels; `None` for the adapter's best.
+    pub kernel: Option<TrainKernel>,
     /// Seed of k-means, the random grouping and training.
     pub seed: u64,
     /// Progress and loss-curve interval in steps.
@@ -248,16 +254,32 @@ pub struct EvalPlan {
     pub baseline: Option<usize>,
     /// The default freezing setting.
     pub default_freeze: Freeze,
-    /// Steps of one group's training: main steps plus fine-tuning.
-    pub steps_per_group: u64,
+    /// Main steps per texture set ([`EvalOptions::steps`]).
+    pub steps_per_set: u64,
+    /// Fine-tuning steps as a fraction of a group's main steps.
+    pub finetune_fraction: f64,
     /// Things left out and why.
     pub notes: Vec<String>,
 }
 
 impl EvalPlan {
-    /// Group trainings over all runs (the cost of the evaluation is about proportional).
+    /// Group trainings over all runs.
     pub fn group_trainings(&self) -> usize {
         self.runs.iter().map(RunSpec::decoders).sum()
+    }
+
+    /// Training steps over all runs, fine-tuning included: a group of `k` sets trains
+    /// `k · steps_per_set` main steps ([`group_main_steps`]) plus its fine-tuning, so
+    /// every run costs about the same (the cost of the evaluation is about proportional).
+    pub fn total_steps(&self) -> u64 {
+        self.runs
+            .iter()
+            .flat_map(|r| &r.groups)
+            .map(|g| {
+                let main = group_main_steps(self.steps_per_set, g.len());
+                main + finetune_steps(main, self.finetune_fraction)
+            })
+            .sum()
     }
 
     /// Where run `i` is used: `Table 2 clustered`, `freezing none`, `sweep m=4 random`.
@@ -287,16 +309,16 @@ impl EvalPlan {
 impl std::fmt::Display for EvalPlan {
     /// A header with the totals, then one line per run with its uses.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let trainings = self.group_trainings();
         writeln!(
             f,
-            "{} texture sets, embedder {}: {} runs, {} group trainings of {} steps ({} steps in all)",
+            "{} texture sets, embedder {}: {} runs, {} group trainings, {} main steps per set \
+             ({} steps in all with fine-tuning)",
             self.sets,
             self.embedder,
             self.runs.len(),
-            trainings,
-            self.steps_per_group,
-            trainings as u64 * self.steps_per_group
+            self.group_trainings(),
+            self.steps_per_set,
+            self.total_steps()
         )?;
         let width = self.runs.iter().map(|r| r.name.len()).max().unwrap_or(0);
         for (i, r) in self.runs.iter().enumerate() {
@@ -434,7 +456,8 @@ pub fn plan_eval(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalPlan, Ev
         sweep,
         baseline,
         default_freeze,
-        steps_per_group: opts.steps + finetune_steps(opts.steps, opts.train.finetune_fraction),
+        steps_per_set: opts.steps,
+        finetune_fraction: opts.train.finetune_fraction,
         notes,
     })
 }
@@ -576,6 +599,8 @@ pub fn evaluate(
             resume: opts.resume,
             skip_bcn: true,
             log_every: opts.log_every,
+            rate: RateControl::Fixed,
+            kernel: opts.kernel,
             input_files: Vec::new(),
         };
         let result = compress(
@@ -783,6 +808,7 @@ mod tests {
             train: TrainConfig::default(),
             recipe: "default".into(),
             steps: 20,
+            kernel: None,
             seed: 1,
             log_every: 5,
             freeze: vec![Freeze::Off, Freeze::At(0.5)],
@@ -824,7 +850,11 @@ mod tests {
         assert_eq!(sweep, vec![(1, 1), (1, 1), (2, 2), (2, 3)]);
         assert_eq!(plan.baseline, Some(0));
         assert_eq!(plan.group_trainings(), 6 + 1 + 2 + 2 + 2);
-        assert_eq!(plan.steps_per_group, 21);
+        // Every run trains 6 sets × 20 main steps, plus per group ⌈5 % of k · 20⌉.
+        assert_eq!(plan.steps_per_set, 20);
+        assert_eq!(plan.total_steps(), 5 * 126);
+        let single = &plan.runs[1];
+        assert_eq!(single.groups, vec![(0..6).collect::<Vec<_>>()]);
         // Clustering keeps the families apart.
         let groups = &plan.runs[2].groups;
         assert!(
@@ -836,7 +866,10 @@ mod tests {
         assert!(plan.plans.iter().all(|p| p.input == "fixture.csv"));
         let text = plan.to_string();
         assert!(
-            text.contains("5 runs, 13 group trainings of 21 steps (273 steps in all)"),
+            text.contains(
+                "5 runs, 13 group trainings, 20 main steps per set (630 steps in all with \
+                 fine-tuning)"
+            ),
             "{text}"
         );
         assert!(

@@ -283,7 +283,10 @@ pub struct RunRecord {
     pub freeze: Freeze,
     /// Set indices per group.
     pub groups: Vec<Vec<usize>>,
-    /// Main steps per group.
+    /// Main steps per texture set (a group of `k` sets trained `k` times as many;
+    /// stored as `steps_per_set`, so that records of the per-group budget of earlier
+    /// versions are refused rather than mistaken for it).
+    #[serde(rename = "steps_per_set")]
     pub steps: u64,
     /// Seed (group `g` trains with `seed + g`).
     pub seed: u64,
@@ -390,7 +393,7 @@ impl RunRecord {
             ))
         } else if self.steps != steps {
             Some(format!(
-                "it was trained for {} steps (this evaluation: {steps})",
+                "it was trained for {} steps per set (this evaluation: {steps})",
                 self.steps
             ))
         } else if self.seed != seed {

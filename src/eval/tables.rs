@@ -509,7 +509,7 @@ pub struct EvalReport {
     pub seed: u64,
     /// The training recipe's name.
     pub recipe: String,
-    /// Main steps per group.
+    /// Main steps per texture set.
     pub steps: u64,
     /// The training settings (freezing at the recipe's default).
     pub train: TrainConfig,
@@ -531,7 +531,7 @@ impl EvalReport {
     pub fn markdown(&self) -> String {
         let mut s = String::from("# Shared-decoder evaluation\n\n");
         s.push_str(&format!(
-            "- command: `{}`\n- adapter: {}\n- inputs: {} ({} texture sets)\n- embedder: {}\n- recipe: {}, {} main steps per group, batch {}, preset {:?}, seed {}\n- default freezing: from {} of the main steps\n",
+            "- command: `{}`\n- adapter: {}\n- inputs: {} ({} texture sets)\n- embedder: {}\n- recipe: {}, {} main steps per set (× the sets of a group), batch {}, preset {:?}, seed {}\n- default freezing: from {} of the main steps\n",
             self.command_line,
             self.adapter,
             self.inputs,

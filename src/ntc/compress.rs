@@ -2,6 +2,18 @@
 //! progress, interruption and resume, a quality report per material next to BCn
 //! baselines, and the loss curves.
 //!
+//! Budgets: [`CompressOptions::steps`] is per texture set, so a group of `k` sets trains
+//! `k` times as many main steps ([`group_main_steps`]) and every material sees as many
+//! samples as under one decoder per set, whatever the grouping.
+//!
+//! Rate control ([`RateControl`]): at a fixed preset, or the smallest preset (fewest
+//! latent bits, [`Preset::ALL`] order) at which every set of a group reaches a pooled
+//! PSNR target — a fixed one, or its BCn baseline's. Target and result are the one PSNR
+//! of [`crate::texture::metrics`]: mip 0, pooled over every present channel, exact
+//! matches capped at 99 dB (so an exact BCn baseline asks for an exact NTC result). Under the default one decoder per
+//! set that is a preset per set; a shared group takes one preset for all its sets. Each
+//! try is a full training; the report lists every try.
+//!
 //! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc` and an
 //! interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`; `resume`
 //! continues from there; a finished group or checkpoint that is damaged is an error
@@ -10,9 +22,9 @@
 //!
 //! The partial folder carries a marker, `neurotex-partial.json` ([`PartialManifest`]):
 //! the identity of every input file (path, size, modification time, BLAKE3 hash), a hash
-//! of every decoded set and of the settings (recipe, steps, seed, groups, constants). A
-//! folder is only resumed, or deleted to start afresh, when its manifest matches the run
-//! exactly; a folder without the marker (not made by neurotex) or with another run's
+//! of every decoded set and of the settings (recipe, step budgets, seed, groups,
+//! constants, rate control). A folder is only resumed, or deleted to start afresh, when
+//! its manifest matches the run exactly; a folder without the marker (not made by neurotex) or with another run's
 //! manifest is an error naming it and what differs, and is never touched.
 
 use std::path::{Path, PathBuf};
@@ -22,9 +34,12 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::format::NtcPackage;
-use super::train::TrainConfig;
+use super::model::{LatentLayout, Preset};
 use super::train::checkpoint::Checkpoint;
-use super::train::gpu::{GpuTrainError, TrainOptions, TrainProgress, train_gpu};
+use super::train::gpu::{
+    GpuTrainError, GpuTrainerOptions, TrainKernel, TrainOptions, TrainProgress, train_gpu,
+};
+use super::train::{TrainConfig, TrainedGroup, training_flops_per_sample};
 use super::{NtcFormatError, TrainError};
 use crate::charts::{Panel, PlotError, Series, write_panels_png};
 use crate::gpu::GpuContext;
@@ -112,19 +127,86 @@ pub enum CompressError {
 pub struct CompressOptions {
     /// Model and training recipe.
     pub train: TrainConfig,
-    /// Main training steps per group (fine-tuning adds its fraction on top).
+    /// Main training steps per texture set: a group of `k` sets trains
+    /// [`group_main_steps`]`(steps, k)` (fine-tuning adds its fraction on top).
     pub steps: u64,
     /// Seed of initialisation, batches and noise (group `g` uses `seed + g`).
     pub seed: u64,
     /// Continue from `<out>.partial/`.
     pub resume: bool,
-    /// Skip the BCn baselines in the report.
+    /// Skip the BCn baselines in the report (not allowed with [`RateControl::MatchBcn`],
+    /// which needs them).
     pub skip_bcn: bool,
     /// Progress (and loss-curve) interval in steps.
     pub log_every: u64,
+    /// How each group's preset is chosen.
+    pub rate: RateControl,
+    /// The training kernels; `None` for [`TrainKernel::best`].
+    pub kernel: Option<TrainKernel>,
     /// The files the sets were read from (scenes, manifests, images), recorded in the
     /// partial folder's manifest so that `resume` never continues stale work.
     pub input_files: Vec<PathBuf>,
+}
+
+/// Main training steps of a group of `sets` texture sets for a budget of `steps_per_set`:
+/// `steps_per_set · sets` (saturating), so that every material gets the samples it would
+/// get with a decoder of its own.
+pub fn group_main_steps(steps_per_set: u64, sets: usize) -> u64 {
+    steps_per_set.saturating_mul(sets as u64)
+}
+
+/// A BCn baseline to match ([`RateControl::MatchBcn`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum BcnTarget {
+    /// BC1 colour (BC3 with alpha), BC5 normals, BC1 ORM and emissive (4–8 bpt per
+    /// texture).
+    Bc1,
+    /// BC7 colour, BC5 normals, BC7 ORM and emissive (8 bpt per texture).
+    Bc7,
+}
+
+impl BcnTarget {
+    /// Index of this baseline in [`bcn_baselines`]' list.
+    fn index(self) -> usize {
+        match self {
+            BcnTarget::Bc1 => 0,
+            BcnTarget::Bc7 => 1,
+        }
+    }
+}
+
+/// How a group's latent resolution (preset) is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateControl {
+    /// The recipe's preset ([`TrainConfig::model`]) for every group.
+    Fixed,
+    /// The smallest preset at which every set of the group reaches this pooled PSNR (dB,
+    /// mip 0, all present channels); the largest preset when none does.
+    TargetPsnr(f64),
+    /// The smallest preset at which every set of the group reaches the pooled PSNR of its
+    /// own BCn baseline; the largest when none does.
+    MatchBcn(BcnTarget),
+}
+
+impl RateControl {
+    /// The presets to try, in order.
+    fn presets(self, fixed: Preset) -> Vec<Preset> {
+        match self {
+            RateControl::Fixed => vec![fixed],
+            RateControl::TargetPsnr(_) | RateControl::MatchBcn(_) => Preset::ALL.to_vec(),
+        }
+    }
+}
+
+/// One try of rate control for one set: the preset and the pooled PSNR it reached.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RateTry {
+    /// The preset tried.
+    pub preset: Preset,
+    /// Pooled PSNR of mip 0 at that preset (dB; `None` when nothing was measured).
+    pub psnr_pooled: Option<Psnr>,
 }
 
 /// One material's line of the report.
@@ -142,8 +224,15 @@ pub struct MaterialReport {
     pub channels: String,
     /// Latent bits per mip-0 texel (whole pyramid, all channels).
     pub bits_per_texel: f64,
+    /// The preset the set was compressed at.
+    pub preset: Preset,
     /// NTC PSNR at mip 0: pooled over the present channels, and per channel group.
     pub psnr: PsnrReport,
+    /// Rate control's pooled PSNR target for this set (dB), if any.
+    pub target_psnr: Option<f64>,
+    /// Rate control's tries, smallest preset first (empty at a fixed preset or when the
+    /// group was resumed finished).
+    pub rate_tries: Vec<RateTry>,
     /// BCn baselines for the same set, measured alike.
     pub bcn: Vec<BcnResult>,
 }
@@ -153,10 +242,20 @@ pub struct MaterialReport {
 pub struct GroupReport {
     /// Materials (set indices) in the group.
     pub sets: Vec<usize>,
-    /// Wall-clock seconds of training (incl. fine-tuning and evaluation).
+    /// Main steps of the group ([`group_main_steps`]).
+    pub steps: u64,
+    /// The preset the group was compressed at.
+    pub preset: Preset,
+    /// The training kernels (`None` when the group was resumed finished).
+    pub kernel: Option<TrainKernel>,
+    /// Wall-clock seconds of training (incl. fine-tuning and evaluation; every try of
+    /// rate control).
     pub seconds: f64,
-    /// Mean training throughput (batch texels per second).
+    /// Mean training throughput of the kept try (batch texels per second).
     pub texels_per_second: f64,
+    /// `texels_per_second` times the decoder's
+    /// [`training_flops_per_sample`], in TFLOP/s.
+    pub tflops: f64,
     /// Final reported loss.
     pub final_loss: f64,
 }
@@ -168,12 +267,14 @@ pub struct CompressReport {
     pub adapter: String,
     /// Inputs (files).
     pub inputs: String,
-    /// Main steps per group.
+    /// Main steps per texture set.
     pub steps: u64,
     /// Seed.
     pub seed: u64,
     /// Recipe.
     pub train: TrainConfig,
+    /// Rate control.
+    pub rate: RateControl,
     /// Per group.
     pub groups: Vec<GroupReport>,
     /// Per material.
@@ -286,7 +387,9 @@ pub struct PartialManifest {
     pub files: Vec<FileIdentity>,
     /// Per set: its name and the BLAKE3 (hex) of its size, channels and every mip's texels.
     pub sets: Vec<(String, String)>,
-    /// BLAKE3 (hex) of the settings: training recipe, steps, seed, groups, constants.
+    /// BLAKE3 (hex) of the settings: training recipe, steps per set and per group, seed,
+    /// groups, constants, rate control (not the training kernels, which only change
+    /// speed and rounding).
     pub settings: String,
 }
 
@@ -323,8 +426,22 @@ impl PartialManifest {
                 (set.name.clone(), h.finalize().to_hex().to_string())
             })
             .collect();
-        let settings = serde_json::to_vec(&(&opts.train, opts.steps, opts.seed, groups, constants))
-            .map_err(|e| CompressError::Groups(format!("settings: {e}")))?;
+        // The budgets enter both per set and per group, so a resume under another
+        // budget rule is refused too.
+        let budgets: Vec<u64> = groups
+            .iter()
+            .map(|g| group_main_steps(opts.steps, g.len()))
+            .collect();
+        let settings = serde_json::to_vec(&(
+            &opts.train,
+            opts.steps,
+            &budgets,
+            opts.seed,
+            groups,
+            constants,
+            opts.rate,
+        ))
+        .map_err(|e| CompressError::Groups(format!("settings: {e}")))?;
         Ok(Self {
             format: PARTIAL_FORMAT.into(),
             version: 1,
@@ -378,7 +495,9 @@ impl PartialManifest {
             };
         }
         if self.settings != run.settings {
-            return "other settings (recipe, steps, seed, groups or constants)".into();
+            return "other settings (recipe, step budgets, seed, groups, rate control or \
+                    constants)"
+                .into();
         }
         format!("format `{}` version {}", self.format, self.version)
     }
@@ -449,6 +568,33 @@ pub fn remove_partial_if_ours(out: &Path) -> Result<bool, CompressError> {
     Ok(true)
 }
 
+/// The preset whose standard layouts `layout` has (for groups resumed finished), else
+/// `fallback`.
+fn preset_of(layout: &LatentLayout, fallback: Preset) -> Preset {
+    Preset::ALL
+        .into_iter()
+        .find(|&p| {
+            LatentLayout::new(
+                layout.width(),
+                layout.height(),
+                layout.mips(),
+                p,
+                layout.features(),
+            )
+            .is_ok_and(|l| l == *layout)
+        })
+        .unwrap_or(fallback)
+}
+
+/// A finished training try of one group.
+struct GroupTry {
+    trained: TrainedGroup,
+    preset: Preset,
+    rates: Vec<f64>,
+    last: Option<TrainProgress>,
+    curves: Vec<(usize, u64, f64, f64)>,
+}
+
 /// Compress `sets` in `groups` (indices into `sets`), writing the package to `out`.
 /// `progress(group, groups, &TrainProgress)` is called as training advances.
 #[allow(clippy::too_many_arguments)]
@@ -465,91 +611,201 @@ pub fn compress(
 ) -> Result<(NtcPackage, CompressReport), CompressError> {
     opts.train.validate()?;
     check_groups(groups, sets.len())?;
+    if let RateControl::TargetPsnr(db) = opts.rate
+        && !db.is_finite()
+    {
+        return Err(TrainError::Setting {
+            name: "target_psnr",
+            reason: format!("must be a finite number of dB, got {db}"),
+        }
+        .into());
+    }
+    if matches!(opts.rate, RateControl::MatchBcn(_)) && opts.skip_bcn {
+        return Err(TrainError::Setting {
+            name: "match_bcn",
+            reason: "needs the BCn baselines, which skip_bcn turns off".into(),
+        }
+        .into());
+    }
     let start = Instant::now();
     let partial = partial_dir(out);
     let manifest = PartialManifest::of_run(sets, constants, groups, opts)?;
     let resuming = prepare_partial(&partial, &manifest, opts.resume)?;
+    // BCn baselines: before training when rate control matches them, else for the report.
+    let mut bcn: Vec<Option<Vec<BcnResult>>> = vec![None; sets.len()];
+    let targets: Vec<Option<f64>> = match opts.rate {
+        RateControl::Fixed => vec![None; sets.len()],
+        RateControl::TargetPsnr(db) => vec![Some(db); sets.len()],
+        RateControl::MatchBcn(target) => sets
+            .iter()
+            .zip(&mut bcn)
+            .map(|(set, slot)| {
+                let results = slot.insert(bcn_baselines(set));
+                results
+                    .get(target.index())
+                    .and_then(|r| r.psnr_mip0.pooled)
+                    .map(|p| p.db)
+            })
+            .collect(),
+    };
+    let flops = training_flops_per_sample(&opts.train.model);
     let mut package = NtcPackage::new(opts.train.model.clone())?;
     let mut group_reports = Vec::new();
+    let mut tries_of: Vec<Vec<RateTry>> = vec![Vec::new(); sets.len()];
     let mut curves = Vec::new();
     for (g, members) in groups.iter().enumerate() {
         let done = partial.join(format!("group{g}.ntc"));
         let ckpt = partial.join(format!("group{g}.ckpt"));
+        let steps = group_main_steps(opts.steps, members.len());
         if resuming && done.exists() {
             let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
                 path: done.clone(),
                 source,
             })?;
+            let preset = finished
+                .materials
+                .first()
+                .map_or(opts.train.model.preset, |m| {
+                    preset_of(&m.layout, opts.train.model.preset)
+                });
             append(&mut package, finished);
             group_reports.push(GroupReport {
                 sets: members.clone(),
+                steps,
+                preset,
+                kernel: None,
                 seconds: 0.0,
                 texels_per_second: 0.0,
+                tflops: 0.0,
                 final_loss: f64::NAN,
             });
             continue;
         }
         let group_sets: Vec<TextureSet> = members.iter().map(|&i| sets[i].clone()).collect();
         let seed = opts.seed.wrapping_add(g as u64);
-        let resume = if resuming && ckpt.exists() {
+        let mut presets = opts.rate.presets(opts.train.model.preset);
+        let mut resume = if resuming && ckpt.exists() {
             let checkpoint = Checkpoint::load(&ckpt)?;
-            checkpoint
-                .fits(&opts.train, opts.steps, seed)
-                .map_err(|reason| GpuTrainError::CheckpointFile {
+            // An interrupted try resumes where rate control was: its smaller presets had
+            // missed the target.
+            let at = presets
+                .iter()
+                .position(|&p| p == checkpoint.config.model.preset)
+                .ok_or_else(|| GpuTrainError::CheckpointFile {
+                    path: ckpt.clone(),
+                    reason: format!(
+                        "it was trained at preset {:?}, which this run does not try",
+                        checkpoint.config.model.preset
+                    ),
+                })?;
+            let mut train = opts.train.clone();
+            train.model.preset = presets[at];
+            checkpoint.fits(&train, steps, seed).map_err(|reason| {
+                GpuTrainError::CheckpointFile {
                     path: ckpt.clone(),
                     reason,
-                })?;
+                }
+            })?;
+            presets.drain(..at);
             Some(checkpoint)
         } else {
             None
         };
         let t0 = Instant::now();
-        let mut last = None;
-        let mut rates = Vec::new();
-        let result = train_gpu(
-            ctx,
-            &group_sets,
-            &opts.train,
-            opts.steps,
-            seed,
-            TrainOptions {
-                log_every: opts.log_every,
-                cancel: Some(cancel),
-                resume,
-                ..Default::default()
-            },
-            &mut |p| {
-                curves.push((g, p.step, p.loss, p.psnr_estimate));
-                if p.texels_per_second.is_finite() && p.texels_per_second > 0.0 {
-                    rates.push(p.texels_per_second);
+        let mut kept = None;
+        for (i, &preset) in presets.iter().enumerate() {
+            let mut train = opts.train.clone();
+            train.model.preset = preset;
+            let mut rates = Vec::new();
+            let mut last = None;
+            let mut try_curves = Vec::new();
+            let result = train_gpu(
+                ctx,
+                &group_sets,
+                &train,
+                steps,
+                seed,
+                TrainOptions {
+                    log_every: opts.log_every,
+                    cancel: Some(cancel),
+                    resume: resume.take(),
+                    gpu: GpuTrainerOptions {
+                        kernel: opts.kernel,
+                        ..GpuTrainerOptions::default()
+                    },
+                },
+                &mut |p| {
+                    try_curves.push((g, p.step, p.loss, p.psnr_estimate));
+                    if p.texels_per_second.is_finite() && p.texels_per_second > 0.0 {
+                        rates.push(p.texels_per_second);
+                    }
+                    last = Some(*p);
+                    progress(g, groups.len(), p);
+                },
+            );
+            let trained = match result {
+                Ok(t) => t,
+                Err(GpuTrainError::Cancelled(checkpoint)) => {
+                    checkpoint.save(&ckpt)?;
+                    return Err(CompressError::Interrupted { partial });
                 }
-                last = Some(*p);
-                progress(g, groups.len(), p);
-            },
-        );
-        let trained = match result {
-            Ok(t) => t,
-            Err(GpuTrainError::Cancelled(checkpoint)) => {
-                checkpoint.save(&ckpt)?;
-                return Err(CompressError::Interrupted { partial });
+                Err(e) => return Err(e.into()),
+            };
+            let mut reached = true;
+            for (&s, m) in members.iter().zip(&trained.materials) {
+                let pooled = m.quality.pooled();
+                if opts.rate != RateControl::Fixed {
+                    tries_of[s].push(RateTry {
+                        preset,
+                        psnr_pooled: pooled,
+                    });
+                }
+                if let Some(target) = targets[s] {
+                    reached &= pooled.is_some_and(|p| p.db >= target);
+                }
             }
-            Err(e) => return Err(e.into()),
+            if reached || i + 1 == presets.len() {
+                kept = Some(GroupTry {
+                    trained,
+                    preset,
+                    rates,
+                    last,
+                    curves: try_curves,
+                });
+                break;
+            }
+        }
+        let Some(kept) = kept else {
+            return Err(CompressError::Groups(format!(
+                "group {g}: rate control has no preset to try"
+            )));
         };
-        let mut one = NtcPackage::new(opts.train.model.clone())?;
+        let mut train = opts.train.clone();
+        train.model.preset = kept.preset;
+        let mut one = NtcPackage::new(train.model.clone())?;
         let group_constants: Vec<[f32; CHANNELS]> = members.iter().map(|&i| constants[i]).collect();
-        one.add_group(&trained, &group_constants)?;
+        one.add_group(&kept.trained, &group_constants)?;
         one.write(&done)?;
         let _ = std::fs::remove_file(&ckpt);
         append(&mut package, one);
+        curves.extend(kept.curves);
+        let texels_per_second = if kept.rates.is_empty() {
+            0.0
+        } else {
+            kept.rates.iter().sum::<f64>() / kept.rates.len() as f64
+        };
         group_reports.push(GroupReport {
             sets: members.clone(),
+            steps,
+            preset: kept.preset,
+            kernel: Some(
+                opts.kernel
+                    .unwrap_or_else(|| TrainKernel::best(ctx, &train.model)),
+            ),
             seconds: t0.elapsed().as_secs_f64(),
-            texels_per_second: if rates.is_empty() {
-                0.0
-            } else {
-                rates.iter().sum::<f64>() / rates.len() as f64
-            },
-            final_loss: last.map_or(f64::NAN, |p| p.loss),
+            texels_per_second,
+            tflops: texels_per_second * flops / 1e12,
+            final_loss: kept.last.map_or(f64::NAN, |p| p.loss),
         });
     }
     package.write(out)?;
@@ -572,11 +828,16 @@ pub fn compress(
             height: m.layout.height(),
             channels: m.present.to_string(),
             bits_per_texel: m.layout.bits_per_texel(bits),
+            preset: group_reports
+                .get(g)
+                .map_or(opts.train.model.preset, |r| r.preset),
             psnr: m.quality.report(),
+            target_psnr: targets[s],
+            rate_tries: std::mem::take(&mut tries_of[s]),
             bcn: if opts.skip_bcn {
                 Vec::new()
             } else {
-                bcn_baselines(&sets[s])
+                bcn[s].take().unwrap_or_else(|| bcn_baselines(&sets[s]))
             },
         })
         .collect();
@@ -590,6 +851,7 @@ pub fn compress(
         steps: opts.steps,
         seed: opts.seed,
         train: opts.train.clone(),
+        rate: opts.rate,
         groups: group_reports,
         mean_psnr: (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64),
         mean_bits_per_texel: materials.iter().map(|m| m.bits_per_texel).sum::<f64>()
@@ -691,8 +953,8 @@ impl CompressReport {
     /// per channel group. An exact match reads `99.00 (exact)`.
     pub fn markdown(&self) -> String {
         let mut s = String::new();
-        s.push_str("| material | size | NTC bpt | NTC PSNR | BC1/BC5 bpt | BC1/BC5 PSNR | BC7/BC5 bpt | BC7/BC5 PSNR |\n");
-        s.push_str("|---|---|---|---|---|---|---|---|\n");
+        s.push_str("| material | size | preset | NTC bpt | NTC PSNR | BC1/BC5 bpt | BC1/BC5 PSNR | BC7/BC5 bpt | BC7/BC5 PSNR |\n");
+        s.push_str("|---|---|---|---|---|---|---|---|---|\n");
         let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.2}"));
         let p = |v: Option<Psnr>| v.map_or("–".to_string(), |v| v.to_string());
         for m in &self.materials {
@@ -705,10 +967,12 @@ impl CompressReport {
             let (b1, p1) = bc(0);
             let (b7, p7) = bc(1);
             s.push_str(&format!(
-                "| {} | {}×{} | {:.2} | {} | {} | {} | {} | {} |\n",
+                "| {} | {}×{} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
                 m.name,
                 m.width,
                 m.height,
+                clap::ValueEnum::to_possible_value(&m.preset)
+                    .map_or_else(|| format!("{:?}", m.preset), |v| v.get_name().to_owned()),
                 m.bits_per_texel,
                 p(m.psnr.pooled),
                 f(b1),
@@ -772,6 +1036,7 @@ mod tests {
             steps: 20,
             seed: 1,
             train: TrainConfig::default(),
+            rate: RateControl::Fixed,
             groups: Vec::new(),
             materials: Vec::new(),
             mean_psnr: None,
@@ -825,7 +1090,10 @@ mod tests {
             height: 8,
             channels: "base_color+normal".into(),
             bits_per_texel: 2.0,
+            preset: Preset::High,
             psnr: ntc,
+            target_psnr: None,
+            rate_tries: Vec::new(),
             bcn: vec![BcnResult {
                 name: "BC1/BC5",
                 bytes: 64,
@@ -838,7 +1106,7 @@ mod tests {
         // Pooled NTC: (300 · 1e-3 + 200 · 0) / 500 = 6e-4 → 32.22 dB; pooled BC1/BC5:
         // (300 · 1e-2 + 200 · 1e-4) / 500 = 6.04e-3 → 22.19 dB.
         assert!(
-            md.contains("| wood | 8×8 | 2.00 | 32.22 | 8.00 | 22.19 | – | – |"),
+            md.contains("| wood | 8×8 | high | 2.00 | 32.22 | 8.00 | 22.19 | – | – |"),
             "{md}"
         );
         assert!(
@@ -853,14 +1121,21 @@ mod tests {
 
     /// A one-set run over the file `input`.
     fn run_manifest(input: &Path, steps: u64) -> PartialManifest {
+        rate_manifest(input, steps, RateControl::Fixed)
+    }
+
+    /// A one-set run over the file `input` under rate control `rate`.
+    fn rate_manifest(input: &Path, steps: u64, rate: RateControl) -> PartialManifest {
         let set = TextureSet::neutral();
         let opts = CompressOptions {
             train: TrainConfig::default(),
             steps,
             seed: 1,
             resume: false,
-            skip_bcn: true,
+            skip_bcn: false,
             log_every: 100,
+            rate,
+            kernel: None,
             input_files: vec![input.to_path_buf()],
         };
         PartialManifest::of_run(&[set], &[[1.0; CHANNELS]], &[vec![0]], &opts).expect("manifest")
@@ -890,9 +1165,17 @@ mod tests {
         assert!(prepare_partial(&partial, &m, true).expect("resume"));
         assert!(partial.join("group0.ntc").exists());
 
-        // Other settings: refused, untouched.
+        // Other settings (the steps per set, rate control): refused, untouched.
         let e = prepare_partial(&partial, &run_manifest(&input, 11), false).unwrap_err();
         assert!(e.to_string().contains("other settings"), "{e}");
+        for rate in [
+            RateControl::TargetPsnr(40.0),
+            RateControl::MatchBcn(BcnTarget::Bc1),
+        ] {
+            let e = prepare_partial(&partial, &rate_manifest(&input, 10, rate), true).unwrap_err();
+            assert!(e.to_string().contains("other settings"), "{e}");
+        }
+        assert!(partial.join("group0.ntc").exists());
         // An input that changed: refused, named, untouched.
         std::fs::write(&input, b"second!").expect("write");
         let e = prepare_partial(&partial, &run_manifest(&input, 10), true).unwrap_err();
@@ -917,6 +1200,26 @@ mod tests {
         assert!(!remove_partial_if_ours(&dir.join("out.ntc")).expect("not ours"));
         assert!(partial.exists());
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn group_budgets_scale_with_their_sets() {
+        assert_eq!(group_main_steps(4000, 1), 4000);
+        assert_eq!(group_main_steps(4000, 19), 76_000);
+        assert_eq!(group_main_steps(u64::MAX / 2, 3), u64::MAX);
+        // Rate control tries presets in increasing size; a fixed rate only its own.
+        assert_eq!(
+            RateControl::TargetPsnr(40.0).presets(Preset::High),
+            vec![Preset::Low, Preset::Medium, Preset::High, Preset::VeryHigh]
+        );
+        assert_eq!(
+            RateControl::Fixed.presets(Preset::Medium),
+            vec![Preset::Medium]
+        );
+        let l = |p| LatentLayout::new(64, 32, 7, p, 16).expect("layout");
+        for p in Preset::ALL {
+            assert_eq!(preset_of(&l(p), Preset::High), p);
+        }
     }
 
     #[test]

@@ -17,7 +17,9 @@
 //! sections, in this order, each:
 //!       tag [u8; 4], length u64 (= the header's), crc u32 (CRC-32 of the payload),
 //!       payload [length]
-//!   "CONF" config:    features, latent_bits, preset (0 low … 3 very-high),
+//!   "CONF" config:    features, latent_bits, preset (0 low … 3 very-high; the one
+//!                     requested: each material's grids below are its own, so groups
+//!                     compressed at other presets by rate control share the package),
 //!                     activation (0 hard-gelu, 1 leaky-relu), pe_waves,
 //!                     hidden_count: u32 each; then hidden widths: u32 × hidden_count
 //!   "MATL" materials: per material
@@ -307,7 +309,13 @@ impl NtcPackage {
         constants: &[[f32; CHANNELS]],
     ) -> Result<u32, NtcFormatError> {
         let model = &group.model;
-        if model.config() != &self.config {
+        // The decoder's shape must be the package's; the preset may differ (each
+        // material's grids are stored, so groups can have their own latent resolution).
+        let shape = NtcConfig {
+            preset: self.config.preset,
+            ..model.config().clone()
+        };
+        if shape != self.config {
             return Err(invalid(
                 "group",
                 "its model configuration differs from the package's",
@@ -444,25 +452,31 @@ impl NtcPackage {
                 ));
             }
             // Every size the table implies must follow from the texture size: the
-            // standard pyramid of the preset (so a 16384² material cannot hide behind
-            // 4×4 latents), whose latent words the file then has to hold.
-            let standard = LatentLayout::new(
-                m.layout.width(),
-                m.layout.height(),
-                m.layout.mips(),
-                self.config.preset,
-                self.config.features,
-            )
-            .map_err(|e| invalid(what.clone(), e))?;
-            if standard != m.layout {
+            // standard pyramid of a preset (so a 16384² material cannot hide behind
+            // 4×4 latents), whose latent words the file then has to hold. Any preset:
+            // rate control gives each group its own, the header names the requested one.
+            let standard = |preset| {
+                LatentLayout::new(
+                    m.layout.width(),
+                    m.layout.height(),
+                    m.layout.mips(),
+                    preset,
+                    self.config.features,
+                )
+            };
+            let header = standard(self.config.preset).map_err(|e| invalid(what.clone(), e))?;
+            if header != m.layout
+                && !Preset::ALL
+                    .into_iter()
+                    .any(|p| standard(p).is_ok_and(|l| l == m.layout))
+            {
                 return Err(invalid(
                     what,
                     format!(
-                        "its latent grids and mip pairs are not those of a {}×{} texture with {} mips at preset {:?}",
+                        "its latent grids and mip pairs are not those of a {}×{} texture with {} mips at any preset",
                         m.layout.width(),
                         m.layout.height(),
                         m.layout.mips(),
-                        self.config.preset
                     ),
                 ));
             }
@@ -1300,6 +1314,23 @@ mod tests {
         let missing = NtcPackage::read(&dir.join("missing.ntc")).expect_err("missing");
         assert!(missing.to_string().contains("missing.ntc"), "{missing}");
         std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn groups_may_have_their_own_preset() {
+        // Rate control gives each group its own latent resolution; the header names the
+        // requested preset (Medium here).
+        let mut package = small_package();
+        let high = NtcConfig {
+            preset: Preset::High,
+            ..small_config()
+        };
+        package
+            .add_group(&group(&high, &[("tile", 16, 16)], 3), &[[1.0; CHANNELS]])
+            .expect("a group at another preset");
+        assert_ne!(package.materials[3].layout, package.materials[0].layout);
+        let back = NtcPackage::from_bytes(&package.to_bytes().expect("bytes")).expect("parse");
+        assert_eq!(back, package);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::set::{Slot, load_parallel, unique_names};
-use super::{LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
+use super::{ChannelMask, LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
 use crate::scene::{ImageSource, Material};
 
 /// One input of an offline run.
@@ -139,6 +139,13 @@ impl InputSets {
         })
     }
 
+    /// Per set, the channels some material using it needs: the union of
+    /// [`relevant_channels`](super::set::relevant_channels) over those materials (a channel
+    /// that every one of them zeroes by its constants is irrelevant to the set).
+    pub fn relevant_channels(&self) -> Vec<ChannelMask> {
+        super::set::set_relevant_channels(&self.materials, &self.material_sets, self.descs.len())
+    }
+
     /// Every file the sets come from: the inputs themselves, the `texture_sets.csv`
     /// beside a scene, and every image file, each once, in order of first use.
     pub fn files(&self) -> Vec<PathBuf> {
@@ -163,11 +170,18 @@ impl InputSets {
     }
 
     /// Decode every set (in parallel), downscaled to `opts.max_size` when given; sets get
-    /// their unique names.
+    /// their unique names, and the channels that no material using a set needs are left
+    /// out of its `present` mask ([`relevant_channels`](Self::relevant_channels),
+    /// [`TextureSet::keep_channels`]).
     pub fn load(&self, opts: &LoadOptions) -> Result<Vec<LoadedSet>, TextureError> {
         let mut loaded = load_parallel(&self.descs, opts)?;
-        for (l, name) in loaded.iter_mut().zip(&self.names) {
+        for ((l, name), relevant) in loaded
+            .iter_mut()
+            .zip(&self.names)
+            .zip(self.relevant_channels())
+        {
             l.set.name = name.clone();
+            l.set.keep_channels(relevant);
         }
         Ok(loaded)
     }
@@ -339,6 +353,72 @@ mod tests {
         // Every Bistro set has a paper category; the living room's come from texture_sets.csv.
         let labelled = inputs.categories.iter().filter(|c| !c.is_empty()).count();
         assert!(labelled >= 36 + 20, "labelled sets: {labelled}");
+    }
+
+    #[test]
+    fn channels_every_user_zeroes_are_left_out() {
+        let dir = std::env::temp_dir().join(format!("neurotex-relevant-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // One ARM image (occlusion, roughness, metallic) shared by two materials, and a
+        // second one used only by a material whose metallic factor is 0.
+        let arm = |name: &str| {
+            let path = dir.join(name);
+            image::save_buffer(
+                &path,
+                &[200, 100, 50].repeat(16),
+                4,
+                4,
+                image::ColorType::Rgb8,
+            )
+            .unwrap();
+            crate::scene::TextureRef {
+                image: crate::scene::ImageSource::File(path),
+                tex_coord: 0,
+            }
+        };
+        let material = |name: &str, image: &crate::scene::TextureRef, metallic: f32| Material {
+            name: name.into(),
+            metallic_factor: metallic,
+            occlusion_from_arm: true,
+            textures: crate::scene::MaterialTextures {
+                metallic_roughness: Some(image.clone()),
+                ..Default::default()
+            },
+            ..Material::default()
+        };
+        let (shared, dielectric) = (arm("shared_arm.png"), arm("dielectric_arm.png"));
+        let materials = vec![
+            material("metal", &shared, 1.0),
+            material("painted", &shared, 0.0),
+            material("plastic", &dielectric, 0.0),
+        ];
+        let (descs, material_sets) = crate::texture::scene_texture_sets(&materials);
+        let inputs = InputSets {
+            sources: Vec::new(),
+            names: vec!["shared".into(), "dielectric".into()],
+            categories: vec![String::new(); 2],
+            descs,
+            materials,
+            material_sets,
+        };
+        let orm = ChannelMask::OCCLUSION | ChannelMask::ROUGHNESS | ChannelMask::METALLIC;
+        let sets = inputs.load_sets(&LoadOptions::default()).unwrap();
+        assert_eq!(
+            sets[0].present, orm,
+            "metal still needs the shared set's metallic"
+        );
+        assert_eq!(sets[1].present, orm & ChannelMask(!ChannelMask::METALLIC.0));
+        let metallic = crate::texture::Channel::Metallic;
+        assert!(
+            sets[1].mips[0]
+                .texels
+                .chunks_exact(crate::texture::CHANNELS)
+                .all(|t| t[metallic.index()] == metallic.neutral_u8())
+        );
+        // Training gives the left-out channel no weight.
+        let weights = crate::ntc::train::LossWeights::default().per_output(sets[1].present);
+        assert_eq!(weights[metallic.index()], 0.0);
+        assert!(weights[crate::texture::Channel::Roughness.index()] > 0.0);
     }
 
     #[test]

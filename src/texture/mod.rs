@@ -49,7 +49,7 @@ pub use manifest::{ManifestEntry, read_manifest};
 pub use mips::build_mip_chain;
 pub use set::{
     LoadOptions, LoadedSet, SceneTextures, SetMip, Slot, TextureSet, TextureSetDesc,
-    scene_texture_sets, set_constants,
+    relevant_channels, scene_texture_sets, set_constants,
 };
 pub use srgb::{linear_to_srgb, srgb_to_linear};
 

@@ -409,6 +409,23 @@ pub struct TextureSet {
 }
 
 impl TextureSet {
+    /// Leave the channels outside `keep` out of [`present`](Self::present) and give them
+    /// their neutral value in every mip, as if the set had no texture for them.
+    pub fn keep_channels(&mut self, keep: ChannelMask) {
+        let dropped = ChannelMask(self.present.0 & !keep.0);
+        if dropped.is_empty() {
+            return;
+        }
+        self.present = self.present & keep;
+        for mip in &mut self.mips {
+            for texel in mip.texels.chunks_exact_mut(CHANNELS) {
+                for c in dropped.channels() {
+                    texel[c.index()] = c.neutral_u8();
+                }
+            }
+        }
+    }
+
     /// A 1×1 set holding only neutral values (no channel present): what a material
     /// without textures samples, so that its constant factors apply unchanged.
     pub fn neutral() -> TextureSet {
@@ -519,6 +536,53 @@ pub fn scene_texture_sets(materials: &[Material]) -> (Vec<TextureSetDesc>, Vec<O
     (sets, material_sets)
 }
 
+/// The channels whose texture values can show in `material`'s appearance: all, except
+/// those its constants make irrelevant under glTF semantics, which the renderer follows
+/// (an absent channel is the neutral value times the factor, [`crate::texture`]):
+/// base colour when the base colour factor's RGB is 0, alpha for an `OPAQUE` material
+/// (glTF ignores it), the normal when the normal scale is 0 (flat), occlusion when its
+/// strength is 0, roughness and metallic when their factor is 0, emissive when the
+/// emissive factor is 0. A channel that no material of a set needs is left out of the
+/// set's `present` mask ([`TextureSet::keep_channels`]): it gets loss weight 0, is not
+/// trained and is not scored.
+pub fn relevant_channels(material: &Material) -> ChannelMask {
+    let [r, g, b, _] = material.base_color_factor;
+    let irrelevant = [
+        ([r, g, b] == [0.0; 3], ChannelMask::BASE_COLOR),
+        (
+            material.alpha_mode == crate::scene::AlphaMode::Opaque,
+            ChannelMask::ALPHA,
+        ),
+        (material.normal_scale == 0.0, ChannelMask::NORMAL),
+        (material.occlusion_strength == 0.0, ChannelMask::OCCLUSION),
+        (material.roughness_factor == 0.0, ChannelMask::ROUGHNESS),
+        (material.metallic_factor == 0.0, ChannelMask::METALLIC),
+        (material.emissive_factor == [0.0; 3], ChannelMask::EMISSIVE),
+    ];
+    irrelevant
+        .into_iter()
+        .filter(|(zeroed, _)| !zeroed)
+        .fold(ChannelMask::NONE, |mask, (_, channels)| mask | channels)
+}
+
+/// Per set of `sets`, the channels some material using it needs: the union of
+/// [`relevant_channels`] over those materials (`material_sets` is [`scene_texture_sets`]'s
+/// second result). A channel that every material of a set zeroes by its constants is
+/// irrelevant to the set.
+pub fn set_relevant_channels(
+    materials: &[Material],
+    material_sets: &[Option<usize>],
+    sets: usize,
+) -> Vec<ChannelMask> {
+    let mut relevant = vec![ChannelMask::NONE; sets];
+    for (material, set) in materials.iter().zip(material_sets) {
+        if let Some(mask) = set.and_then(|s| relevant.get_mut(s)) {
+            *mask |= relevant_channels(material);
+        }
+    }
+    relevant
+}
+
 /// A scene's texture sets, decoded once: what the renderer uploads and what the scene's
 /// NTC packages are compressed from (`packages::ScenePackages`), so neither decodes the
 /// images again.
@@ -527,7 +591,8 @@ pub struct SceneTextures {
     /// The distinct sets' identities, in order of first use ([`scene_texture_sets`]).
     pub descs: Vec<TextureSetDesc>,
     /// Per set, its decoded channels, named uniquely as [`super::inputs::InputSets`]
-    /// names them.
+    /// names them, without the channels no material using it needs
+    /// ([`set_relevant_channels`]).
     pub sets: Vec<TextureSet>,
     /// Per material, the index of its set (`None`: constants only).
     pub material_sets: Vec<Option<usize>>,
@@ -543,13 +608,17 @@ impl SceneTextures {
     pub fn load(materials: &[Material], options: &LoadOptions) -> Result<Self, TextureError> {
         let (descs, material_sets) = scene_texture_sets(materials);
         let names = unique_names(&descs);
+        let relevant = set_relevant_channels(materials, &material_sets, descs.len());
         let mut missing = Vec::new();
         let sets = load_parallel(&descs, options)?
             .into_iter()
             .zip(names)
-            .map(|(loaded, name)| {
+            .zip(relevant)
+            .map(|((loaded, name), relevant)| {
                 missing.extend(loaded.missing);
-                TextureSet { name, ..loaded.set }
+                let mut set = TextureSet { name, ..loaded.set };
+                set.keep_channels(relevant);
+                set
             })
             .collect();
         Ok(Self {
@@ -804,6 +873,66 @@ mod tests {
             textures,
             occlusion_from_arm: arm,
             ..Material::default()
+        }
+    }
+
+    #[test]
+    fn zeroed_factors_make_channels_irrelevant() {
+        let m = Material::default();
+        // The default is opaque: only alpha is irrelevant (emissive factor 0 too).
+        assert_eq!(
+            relevant_channels(&m),
+            ChannelMask(ChannelMask::ALL.0 & !(ChannelMask::ALPHA | ChannelMask::EMISSIVE).0)
+        );
+        let m = Material {
+            metallic_factor: 0.0,
+            occlusion_strength: 0.0,
+            emissive_factor: [0.0, 0.5, 0.0],
+            alpha_mode: crate::scene::AlphaMode::Mask { cutoff: 0.5 },
+            ..Material::default()
+        };
+        let relevant = relevant_channels(&m);
+        assert!(!relevant.intersects(ChannelMask::METALLIC | ChannelMask::OCCLUSION));
+        assert!(
+            relevant.contains(ChannelMask::ALPHA | ChannelMask::EMISSIVE | ChannelMask::ROUGHNESS)
+        );
+        let flat_black = Material {
+            base_color_factor: [0.0, 0.0, 0.0, 1.0],
+            normal_scale: 0.0,
+            roughness_factor: 0.0,
+            ..Material::default()
+        };
+        assert!(
+            !relevant_channels(&flat_black)
+                .intersects(ChannelMask::BASE_COLOR | ChannelMask::NORMAL | ChannelMask::ROUGHNESS)
+        );
+    }
+
+    #[test]
+    fn dropped_channels_become_neutral_in_every_mip() {
+        let mip0 = SetMip {
+            width: 2,
+            height: 2,
+            texels: vec![7; 4 * CHANNELS],
+        };
+        let mut set = TextureSet {
+            name: "orm".into(),
+            width: 2,
+            height: 2,
+            present: ChannelMask::ALL,
+            mips: build_mip_chain(mip0),
+        };
+        set.keep_channels(ChannelMask(ChannelMask::ALL.0 & !ChannelMask::METALLIC.0));
+        assert!(!set.present.intersects(ChannelMask::METALLIC));
+        assert!(set.present.contains(ChannelMask::ROUGHNESS));
+        for mip in &set.mips {
+            for texel in mip.texels.chunks_exact(CHANNELS) {
+                assert_eq!(
+                    texel[Channel::Metallic.index()],
+                    Channel::Metallic.neutral_u8()
+                );
+                assert_eq!(texel[Channel::Roughness.index()], 7);
+            }
         }
     }
 

@@ -693,6 +693,99 @@ fn foreign_partial_folders_are_left_alone() {
 }
 
 #[test]
+fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
+    let dir = temp_dir("rate");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    // The report's one material: its preset, target and tries (preset, pooled PSNR).
+    let compress = |name: &str, rate: &[&str]| {
+        let report = dir.join(format!("{name}.json"));
+        let ntc = dir.join(format!("{name}.ntc"));
+        let mut args = vec![
+            "compress",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&ntc),
+            "--steps",
+            "40",
+            "--batch",
+            "256",
+            "--report",
+            s(&report),
+        ];
+        args.extend_from_slice(rate);
+        let (ok, _, stderr) = run(&args);
+        assert!(ok, "{stderr}");
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        json["materials"][0].clone()
+    };
+    let tries = |m: &serde_json::Value| -> Vec<(String, f64)> {
+        m["rate_tries"]
+            .as_array()
+            .expect("tries")
+            .iter()
+            .map(|t| {
+                (
+                    t["preset"].as_str().expect("preset").to_owned(),
+                    t["psnr_pooled"]["db"].as_f64().expect("psnr"),
+                )
+            })
+            .collect()
+    };
+    // Any trained checker beats 10 dB: the smallest preset, one try.
+    let easy = compress("easy", &["--target-psnr", "10"]);
+    assert_eq!(easy["preset"], "low", "{easy}");
+    assert_eq!(tries(&easy).len(), 1, "{easy}");
+    // 99 dB is out of reach: every preset in increasing size, the largest kept.
+    let hard = compress("hard", &["--target-psnr", "99"]);
+    let hard_tries = tries(&hard);
+    let presets: Vec<&str> = hard_tries.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(presets, ["low", "medium", "high", "very-high"], "{hard}");
+    assert_eq!(hard["preset"], "very-high");
+    assert!(hard_tries.iter().all(|(_, p)| *p < 99.0));
+    // A target between: every try but the last missed it, the last (kept) reached it or
+    // is the largest preset.
+    let middle = (hard_tries[0].1 + 1.0).to_string();
+    let between = compress("between", &["--target-psnr", &middle]);
+    let t = tries(&between);
+    let (last, missed) = t.split_last().expect("a try");
+    assert!(
+        missed.iter().all(|(_, p)| *p < hard_tries[0].1 + 1.0),
+        "{between}"
+    );
+    assert!(
+        last.1 >= hard_tries[0].1 + 1.0 || last.0 == "very-high",
+        "{between}"
+    );
+    assert_eq!(between["preset"].as_str(), Some(last.0.as_str()));
+    // --match-bcn targets the set's BC1/BC5 pooled PSNR.
+    let bcn = compress("bcn", &["--match-bcn", "bc1"]);
+    let target = bcn["target_psnr"].as_f64().expect("target");
+    // The one PSNR: the same pooled number the report shows for NTC and BCn.
+    let baseline = bcn["bcn"][0]["psnr_mip0"]["pooled"]["db"]
+        .as_f64()
+        .expect("bc1 psnr");
+    assert_eq!(target, baseline, "{bcn}");
+    assert!(bcn["psnr"]["pooled"]["db"].as_f64().is_some(), "{bcn}");
+    let x = dir.join("x.ntc");
+    expect_error(
+        &[
+            "compress",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&x),
+            "--match-bcn",
+            "bc7",
+            "--no-bcn",
+        ],
+        &["--no-bcn"],
+    );
+}
+
+#[test]
 fn cluster_divergence_aware_needs_a_sound_record() {
     let dir = temp_dir("cooc");
     write_checker_png(&dir.join("checker.png"), 16);

@@ -169,7 +169,25 @@ fn cluster_compress_inspect_share_decoders_by_family() {
         "--batch",
         "256",
         "--no-bcn",
+        "--report",
+        s(&dir.join("report.json")),
     ]);
+    // Budgets are per set: each group of 3 sets trains 3 × 32 main steps.
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).expect("report"))
+            .expect("report JSON");
+    let budgets: Vec<(usize, u64)> = report["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["sets"].as_array().expect("sets").len(),
+                g["steps"].as_u64().expect("steps"),
+            )
+        })
+        .collect();
+    assert_eq!(budgets, vec![(3, 96), (3, 96)], "{report}");
     let summary: serde_json::Value =
         serde_json::from_str(&ok(&["inspect", s(&ntc), "--json"])).expect("inspect JSON");
     assert_eq!(summary["decoders"], 2, "{summary}");
@@ -206,7 +224,7 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
         "--m",
         "2",
         "--steps",
-        "64",
+        "32",
         "--batch",
         "256",
         "--recipe",
@@ -356,7 +374,7 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary"))
             .expect("summary JSON");
     assert_eq!(summary["runs"].as_array().map(Vec::len), Some(5));
-    assert_eq!(summary["steps"], 64);
+    assert_eq!(summary["steps"], 32);
     assert!(
         summary["command_line"]
             .as_str()

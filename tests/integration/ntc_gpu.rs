@@ -1,15 +1,26 @@
-//! The GPU trainer against the CPU reference (`neurotex::ntc::train::cpu`): gradients of a
-//! fixed batch with and without QAT noise, on both gradient-accumulation paths; one Adam
-//! step; short training runs that must land in a PSNR band; checkpoints and cancellation.
-//! Everything is tiny so that the file runs in well under a minute on lavapipe.
+//! The GPU trainer against the CPU reference (`neurotex::ntc::train::cpu`), for every
+//! training kernel the adapter runs (`f32`, and the mixed-precision `f16` and
+//! `coop-matrix`): gradients of a fixed batch with and without QAT noise, on both
+//! gradient-accumulation paths; one Adam step; the fused kernel's batches; short training
+//! runs that must land in a PSNR band; checkpoints, determinism and cancellation.
+//! Everything is tiny so that the file runs in about a minute on lavapipe.
 //!
-//! Tolerances. The GPU evaluates in f32 what the CPU evaluates in f64, so every gradient
-//! carries f32 rounding from the forward pass (~1e-7 relative per operation, a few dozen
-//! operations deep) and from summing up to 170 samples' contributions; with `|g|max` the
-//! largest gradient of a block, errors of `1e-5 · |g|max` leave a margin of ×10 or more
-//! over what was measured (see each test). The fixed-point path adds at most half a
-//! quantum per atomic add: `adds / (2 S)` with one add per workgroup for a decoder
-//! parameter and one per tapping sample for a latent (S = 2^24 and 2^26).
+//! Kernels: lavapipe runs `f32` and `f16`; a kernel the adapter lacks is skipped with a
+//! printed line, unless `NEUROTEX_REQUIRE_KERNELS` names it (comma-separated, e.g.
+//! `coop-matrix` on a GPU that has cooperative matrices), which makes its absence a
+//! failure.
+//!
+//! Tolerances. The `f32` kernel evaluates in f32 what the CPU evaluates in f64, so every
+//! gradient carries f32 rounding from the forward pass (~1e-7 relative per operation, a
+//! few dozen operations deep) and from summing up to 170 samples' contributions; with
+//! `|g|max` the largest gradient of a block, errors of `1e-5 · |g|max` leave a margin of
+//! ×10 or more over what was measured (see each test). The mixed-precision kernels round
+//! every product operand to f16 (inputs, weights, activations, act'(z), δ: 2^-11 ≈ 4.9e-4
+//! relative each) and sum in f32, so a gradient is off by a few times 1e-3 of the block's
+//! largest: [`F16_TOLERANCE`]. The fixed-point path adds at most half a quantum per atomic
+//! add: `adds / (2 S)` with one add per workgroup for a decoder parameter (none for the
+//! mixed-precision kernels, whose decoder gradients are plain sums) and one per tapping
+//! sample for a latent (S = 2^24 and 2^26).
 
 use std::sync::atomic::AtomicBool;
 
@@ -21,11 +32,39 @@ use neurotex::ntc::train::checkpoint::Checkpoint;
 use neurotex::ntc::train::cpu::{self, AdamState, Gradients};
 use neurotex::ntc::train::gpu::{
     GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer, GpuTrainerOptions,
-    GradientAtomics, QatNoise, TrainOptions, train_gpu,
+    GradientAtomics, QatNoise, TrainKernel, TrainOptions, train_gpu,
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
 use neurotex::texture::{CHANNELS, ChannelMask, SetMip, TextureSet, build_mip_chain};
+
+/// Gradient tolerance of the mixed-precision kernels, relative to a block's largest
+/// gradient (see the module docs; measured on lavapipe: decoder within 4.1e-4, latents
+/// within 5.2e-4, the loss within 1e-4 relative; each test prints its values).
+const F16_TOLERANCE: f64 = 2e-3;
+
+/// The training kernels to test for models of shape `config`: those the adapter runs,
+/// with a printed line for each it skips; a kernel named in `NEUROTEX_REQUIRE_KERNELS`
+/// that cannot run is a failure.
+fn kernels_for(config: &NtcConfig) -> Vec<TrainKernel> {
+    let required = std::env::var("NEUROTEX_REQUIRE_KERNELS").unwrap_or_default();
+    let ctx = crate::common::ctx();
+    TrainKernel::ALL
+        .into_iter()
+        .filter(|k| match k.unavailable(ctx, config) {
+            None => true,
+            Some(reason) => {
+                assert!(
+                    !required.split(',').any(|r| r.trim() == k.name()),
+                    "NEUROTEX_REQUIRE_KERNELS names `{k}`, but {}: {reason}",
+                    ctx.describe()
+                );
+                println!("kernel {k} skipped on {}: {reason}", ctx.describe());
+                false
+            }
+        })
+        .collect()
+}
 
 /// A texture set whose mip 0 is `f(x, y)`, with its mip chain.
 fn set_from_fn(
@@ -74,14 +113,14 @@ fn pattern(period: f64, phase: f64) -> impl Fn(u32, u32) -> [u8; CHANNELS] {
     }
 }
 
-/// The gradient-check group: F = 4, hidden [8], two 8×8 sets (4 mips each) sharing the
+/// The gradient-check group: F = 4, hidden [16], two 8×8 sets (4 mips each) sharing the
 /// decoder, with odd grid sizes (3×3, 2×2, 2×1, 1×1) so that wrap addressing matters, and
 /// different channel masks so that the loss weights differ per material.
 fn tiny_group(activation: Activation, seed: u64) -> (TrainConfig, GroupModel, Vec<TextureSet>) {
     let config = TrainConfig {
         model: NtcConfig {
             features: 4,
-            hidden: vec![8],
+            hidden: vec![16],
             activation,
             ..NtcConfig::default()
         },
@@ -116,7 +155,7 @@ fn tiny_group(activation: Activation, seed: u64) -> (TrainConfig, GroupModel, Ve
     let mut decoder = DecoderWeights::init(&config.model, &mut rng).expect("decoder");
     // Non-zero biases, so that every bias gradient flows through every layer. The padding
     // inputs' weights stay 0.
-    let first_layer = config.model.input_width() * 8;
+    let first_layer = config.model.input_width() * 16;
     for (i, p) in decoder.params_mut().iter_mut().enumerate() {
         if *p == 0.0 && (i >= first_layer || i % config.model.input_width() < 21) {
             *p = rng.uniform(-0.2, 0.2) as f32;
@@ -155,13 +194,26 @@ fn trainer(
     model: GroupModel,
     sets: &[TextureSet],
     atomics: GradientAtomics,
+    kernel: TrainKernel,
 ) -> GpuTrainer {
     let start = Checkpoint::new(config, model, 10, 0);
     let options = GpuTrainerOptions {
         atomics,
+        kernel: Some(kernel),
         ..GpuTrainerOptions::default()
     };
-    GpuTrainer::new(crate::common::ctx(), sets, start, &options).unwrap_or_else(|e| panic!("{e}"))
+    let gpu = GpuTrainer::new(crate::common::ctx(), sets, start, &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(gpu.kernel(), kernel);
+    gpu
+}
+
+/// The gradient tolerance of `kernel` (relative to a block's largest gradient).
+fn tolerance(kernel: TrainKernel) -> f64 {
+    match kernel {
+        TrainKernel::F32 => 1e-5,
+        TrainKernel::F16 | TrainKernel::CoopMatrix => F16_TOLERANCE,
+    }
 }
 
 /// Largest |gpu − cpu| and largest |cpu| of a block.
@@ -216,41 +268,44 @@ fn gpu_gradients_match_the_cpu_reference() {
         let (config, model, sets) = tiny_group(activation, 5);
         let batch = all_samples(&sets);
         assert_eq!(batch.len(), 2 * (64 + 16 + 4 + 1));
-        let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto);
         let bits = config.model.latent_bits;
-        for noise in [None, Some(QatNoise { seed: 77, step: 3 })] {
-            let latents: Vec<Vec<f32>> = model
-                .pyramids()
-                .iter()
-                .enumerate()
-                .map(|(m, p)| match noise {
-                    Some(n) => cpu::noisy_latents(p.values(), bits, n.seed, n.step, m as u32),
-                    None => p.values().to_vec(),
-                })
-                .collect();
-            let (cpu_loss, cpu_grads) =
-                cpu::batch_gradients(&model, &sets, &latents, &batch, &config.loss_weights)
-                    .expect("cpu gradients");
-            let (gpu_loss, gpu_grads) = gpu.gradients(&batch, noise).expect("gpu gradients");
-            let what = format!("{activation:?}, noise {noise:?}");
-            // Measured on lavapipe: loss within 2e-7 relative, gradients within 4e-7 of
-            // the block's largest gradient.
-            assert!(
-                (gpu_loss - cpu_loss).abs() <= 1e-5 * cpu_loss,
-                "{what}: loss {gpu_loss} vs {cpu_loss}"
-            );
-            let (d, l) = assert_gradients_close(&what, &gpu_grads, &cpu_grads, 1e-5, (0.0, 0.0));
-            println!(
-                "{what}: loss rel err {:.1e}, decoder {d:.1e}, latents {l:.1e} (of |g|max)",
-                (gpu_loss - cpu_loss).abs() / cpu_loss
-            );
+        for kernel in kernels_for(&config.model) {
+            let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto, kernel);
+            let tol = tolerance(kernel);
+            for noise in [None, Some(QatNoise { seed: 77, step: 3 })] {
+                let latents: Vec<Vec<f32>> = model
+                    .pyramids()
+                    .iter()
+                    .enumerate()
+                    .map(|(m, p)| match noise {
+                        Some(n) => cpu::noisy_latents(p.values(), bits, n.seed, n.step, m as u32),
+                        None => p.values().to_vec(),
+                    })
+                    .collect();
+                let (cpu_loss, cpu_grads) =
+                    cpu::batch_gradients(&model, &sets, &latents, &batch, &config.loss_weights)
+                        .expect("cpu gradients");
+                let (gpu_loss, gpu_grads) = gpu.gradients(&batch, noise).expect("gpu gradients");
+                let what = format!("{kernel}, {activation:?}, noise {noise:?}");
+                // Measured on lavapipe: f32 loss within 2e-7 relative, gradients within
+                // 4e-7 of the block's largest gradient; f16 see the printed values.
+                assert!(
+                    (gpu_loss - cpu_loss).abs() <= tol * cpu_loss,
+                    "{what}: loss {gpu_loss} vs {cpu_loss}"
+                );
+                let (d, l) = assert_gradients_close(&what, &gpu_grads, &cpu_grads, tol, (0.0, 0.0));
+                println!(
+                    "{what}: loss rel err {:.1e}, decoder {d:.1e}, latents {l:.1e} (of |g|max)",
+                    (gpu_loss - cpu_loss).abs() / cpu_loss
+                );
+            }
+            // Noise changes the gradients (so the comparison above tested the noise).
+            let (_, plain) = gpu.gradients(&batch, None).expect("gradients");
+            let (_, noisy) = gpu
+                .gradients(&batch, Some(QatNoise { seed: 77, step: 3 }))
+                .expect("gradients");
+            assert!(block_error(&plain.decoder, &noisy.decoder).0 > 1e-5);
         }
-        // Noise changes the gradients (so the comparison above tested the noise).
-        let (_, plain) = gpu.gradients(&batch, None).expect("gradients");
-        let (_, noisy) = gpu
-            .gradients(&batch, Some(QatNoise { seed: 77, step: 3 }))
-            .expect("gradients");
-        assert!(block_error(&plain.decoder, &noisy.decoder).0 > 1e-5);
     }
 }
 
@@ -258,8 +313,6 @@ fn gpu_gradients_match_the_cpu_reference() {
 fn fixed_point_gradients_are_within_their_quantum() {
     let (config, model, sets) = tiny_group(Activation::HardGelu, 9);
     let batch = all_samples(&sets);
-    let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::FixedPoint);
-    assert!(gpu.fixed_point());
     let noise = QatNoise { seed: 1, step: 0 };
     let latents: Vec<Vec<f32>> = model
         .pyramids()
@@ -277,16 +330,32 @@ fn fixed_point_gradients_are_within_their_quantum() {
         .collect();
     let (_, cpu_grads) =
         cpu::batch_gradients(&model, &sets, &latents, &batch, &config.loss_weights).expect("cpu");
-    let (_, gpu_grads) = gpu.gradients(&batch, Some(noise)).expect("gpu");
-    // One add per workgroup for a decoder parameter; a latent is tapped by at most every
-    // sample of the batch, 4 taps each (the 1×1 grid).
-    let workgroups = batch.len().div_ceil(gpu.workgroup_size() as usize) as f64;
-    let quantum = (
-        workgroups * 0.5 / f64::from(GRAD_SCALE_DECODER),
-        4.0 * batch.len() as f64 * 0.5 / f64::from(GRAD_SCALE_LATENTS),
-    );
-    let (d, l) = assert_gradients_close("fixed point", &gpu_grads, &cpu_grads, 1e-5, quantum);
-    println!("fixed point: decoder {d:.1e}, latents {l:.1e} of |g|max; quanta {quantum:?}");
+    for kernel in kernels_for(&config.model) {
+        let mut gpu = trainer(
+            &config,
+            model.clone(),
+            &sets,
+            GradientAtomics::FixedPoint,
+            kernel,
+        );
+        assert!(gpu.fixed_point());
+        let (_, gpu_grads) = gpu.gradients(&batch, Some(noise)).expect("gpu");
+        // f32: one add per workgroup for a decoder parameter; the mixed kernels sum the
+        // decoder's gradients without atomics. A latent is tapped by at most every sample
+        // of the batch, 4 taps each (the 1×1 grid).
+        let decoder_adds = match kernel {
+            TrainKernel::F32 => batch.len().div_ceil(gpu.workgroup_size() as usize) as f64,
+            _ => 0.0,
+        };
+        let quantum = (
+            decoder_adds * 0.5 / f64::from(GRAD_SCALE_DECODER),
+            4.0 * batch.len() as f64 * 0.5 / f64::from(GRAD_SCALE_LATENTS),
+        );
+        let what = format!("{kernel} fixed point");
+        let (d, l) =
+            assert_gradients_close(&what, &gpu_grads, &cpu_grads, tolerance(kernel), quantum);
+        println!("{what}: decoder {d:.1e}, latents {l:.1e} of |g|max; quanta {quantum:?}");
+    }
 }
 
 #[test]
@@ -344,84 +413,148 @@ fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
 }
 
 #[test]
+fn the_fused_step_trains_on_the_sample_kernels_batch() {
+    // train_step draws its samples itself; its loss at step 0 must be that of the batch
+    // the sample kernel draws for step 0, given explicitly (bit for bit: the same values
+    // in the same order).
+    let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
+    let sets = vec![
+        set_from_fn("a", 16, present, pattern(8.0, 0.0)),
+        set_from_fn("b", 8, present, pattern(4.0, 1.0)),
+    ];
+    let config = TrainConfig {
+        batch_size: 200,
+        ..run_config(4)
+    };
+    let seed = 3;
+    for kernel in kernels_for(&config.model)
+        .into_iter()
+        .filter(|&k| k != TrainKernel::F32)
+    {
+        let options = GpuTrainerOptions {
+            kernel: Some(kernel),
+            atomics: GradientAtomics::FixedPoint,
+            ..GpuTrainerOptions::default()
+        };
+        let fresh = || Checkpoint::fresh(&sets, &config, 10, seed).expect("fresh");
+        let mut stepped =
+            GpuTrainer::new(crate::common::ctx(), &sets, fresh(), &options).expect("trainer");
+        stepped.step(1).expect("step");
+        let trained = stepped.checkpoint().expect("checkpoint");
+        let mut given =
+            GpuTrainer::new(crate::common::ctx(), &sets, fresh(), &options).expect("trainer");
+        let batch = given.draw_batch(0).expect("batch");
+        let noise = QatNoise {
+            seed: (seed ^ (seed >> 32)) as u32,
+            step: 0,
+        };
+        let (loss, _) = given.gradients(&batch, Some(noise)).expect("gradients");
+        assert_eq!(trained.losses, vec![loss], "{kernel}");
+    }
+}
+
+#[test]
 fn one_adam_step_matches_the_cpu() {
     let (config, model, sets) = tiny_group(Activation::HardGelu, 21);
     let batch = all_samples(&sets);
-    let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto);
-    let (_, grads) = gpu.gradients(&batch, None).expect("gradients");
-    let (lr_latents, lr_decoder) = (0.05, 0.01);
-    gpu.apply_adam(Some(lr_latents), lr_decoder).expect("adam");
-    // A second step exercises the bias corrections and the stored moments; it
-    // reapplies nothing: apply_adam consumed the gradients, so this one sees zeros.
-    gpu.apply_adam(Some(lr_latents), lr_decoder).expect("adam");
-    let after = gpu.checkpoint().expect("checkpoint");
+    for kernel in kernels_for(&config.model) {
+        let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto, kernel);
+        let (_, grads) = gpu.gradients(&batch, None).expect("gradients");
+        let (lr_latents, lr_decoder) = (0.05, 0.01);
+        gpu.apply_adam(Some(lr_latents), lr_decoder).expect("adam");
+        // A second step exercises the bias corrections and the stored moments; it
+        // reapplies nothing: apply_adam consumed the gradients, so this one sees zeros.
+        gpu.apply_adam(Some(lr_latents), lr_decoder).expect("adam");
+        let after = gpu.checkpoint().expect("checkpoint");
 
-    let mut expected = model.clone();
-    let mut decoder_state = AdamState::new(model.decoder().params().len());
-    let zeros = |n: usize| vec![0.0; n];
-    for g in [&grads.decoder, &zeros(grads.decoder.len())] {
-        cpu::adam_step(
-            expected.decoder_mut().params_mut(),
-            g,
-            &mut decoder_state,
-            lr_decoder,
-            &config.adam,
-            None,
-        )
-        .expect("cpu adam");
-    }
-    let mut latent_states = Vec::new();
-    for (m, pyramid) in expected.pyramids_mut().iter_mut().enumerate() {
-        let mut state = AdamState::new(pyramid.values().len());
-        for g in [&grads.latents[m], &zeros(grads.latents[m].len())] {
+        let mut expected = model.clone();
+        let mut decoder_state = AdamState::new(model.decoder().params().len());
+        let zeros = |n: usize| vec![0.0; n];
+        for g in [&grads.decoder, &zeros(grads.decoder.len())] {
             cpu::adam_step(
-                pyramid.values_mut(),
+                expected.decoder_mut().params_mut(),
                 g,
-                &mut state,
-                lr_latents,
+                &mut decoder_state,
+                lr_decoder,
                 &config.adam,
-                Some((-1.0, 1.0)),
+                None,
             )
             .expect("cpu adam");
         }
-        latent_states.push(state);
-    }
-    // f32 Adam against f64 Adam: the update lr · m̂ / (√v̂ + ε) is ~lr in size and
-    // carries a few f32 roundings; measured within 2e-8 of the parameter.
-    let close = |a: &[f32], b: &[f32], tol: f32, what: &str| {
-        let err = a
+        let mut latent_states = Vec::new();
+        for (m, pyramid) in expected.pyramids_mut().iter_mut().enumerate() {
+            let mut state = AdamState::new(pyramid.values().len());
+            for g in [&grads.latents[m], &zeros(grads.latents[m].len())] {
+                cpu::adam_step(
+                    pyramid.values_mut(),
+                    g,
+                    &mut state,
+                    lr_latents,
+                    &config.adam,
+                    Some((-1.0, 1.0)),
+                )
+                .expect("cpu adam");
+            }
+            latent_states.push(state);
+        }
+        // f32 Adam against f64 Adam: the update lr · m̂ / (√v̂ + ε) is ~lr in size and
+        // carries a few f32 roundings; measured within 2e-8 of the parameter. (The mixed
+        // kernels' Adam sums the decoder's per-workgroup gradients in f32, the readback
+        // above in f64; at the first step m̂ / √v̂ = ±1 whatever the gradient's rounding.)
+        let close = |a: &[f32], b: &[f32], tol: f32, what: &str| {
+            let err = a
+                .iter()
+                .zip(b)
+                .fold(0.0f32, |e, (x, y)| e.max((x - y).abs()));
+            assert!(err <= tol, "{kernel} {what}: max error {err:e}");
+            err
+        };
+        let e = close(
+            after.model.decoder().params(),
+            expected.decoder().params(),
+            1e-6,
+            "decoder",
+        );
+        let mut el = 0.0f32;
+        for (m, (g, c)) in after
+            .model
+            .pyramids()
             .iter()
-            .zip(b)
-            .fold(0.0f32, |e, (x, y)| e.max((x - y).abs()));
-        assert!(err <= tol, "{what}: max error {err:e}");
-        err
-    };
-    let e = close(
-        after.model.decoder().params(),
-        expected.decoder().params(),
-        1e-6,
-        "decoder",
-    );
-    let mut el = 0.0f32;
-    for (m, (g, c)) in after
-        .model
-        .pyramids()
-        .iter()
-        .zip(expected.pyramids())
-        .enumerate()
-    {
-        el = el.max(close(g.values(), c.values(), 1e-6, &format!("latents {m}")));
-        assert!(g.values().iter().all(|v| (-1.0..=1.0).contains(v)));
+            .zip(expected.pyramids())
+            .enumerate()
+        {
+            el = el.max(close(g.values(), c.values(), 1e-6, &format!("latents {m}")));
+            assert!(g.values().iter().all(|v| (-1.0..=1.0).contains(v)));
+        }
+        close(&after.adam.decoder.m, &decoder_state.m, 1e-7, "decoder m");
+        close(&after.adam.decoder.v, &decoder_state.v, 1e-8, "decoder v");
+        for (g, c) in after.adam.latents.iter().zip(&latent_states) {
+            close(&g.m, &c.m, 1e-7, "latent m");
+            close(&g.v, &c.v, 1e-8, "latent v");
+            assert_eq!(g.step, c.step);
+        }
+        assert_eq!(after.adam.decoder.step, 2);
+        // The next gradients use the updated decoder (the mixed kernels read Adam's f16
+        // copy of it).
+        let (_, next) = gpu.gradients(&batch, None).expect("gradients");
+        let latents: Vec<Vec<f32>> = after
+            .model
+            .pyramids()
+            .iter()
+            .map(|p| p.values().to_vec())
+            .collect();
+        let (_, cpu_next) =
+            cpu::batch_gradients(&after.model, &sets, &latents, &batch, &config.loss_weights)
+                .expect("cpu gradients");
+        assert_gradients_close(
+            &format!("{kernel} after Adam"),
+            &next,
+            &cpu_next,
+            tolerance(kernel),
+            (0.0, 0.0),
+        );
+        println!("{kernel} adam: parameter error decoder {e:.1e}, latents {el:.1e}");
     }
-    close(&after.adam.decoder.m, &decoder_state.m, 1e-7, "decoder m");
-    close(&after.adam.decoder.v, &decoder_state.v, 1e-8, "decoder v");
-    for (g, c) in after.adam.latents.iter().zip(&latent_states) {
-        close(&g.m, &c.m, 1e-7, "latent m");
-        close(&g.v, &c.v, 1e-8, "latent v");
-        assert_eq!(g.step, c.step);
-    }
-    assert_eq!(after.adam.decoder.step, 2);
-    println!("adam: parameter error decoder {e:.1e}, latents {el:.1e}");
 }
 
 /// The training-run settings: a small model, small batches, fast rates.
@@ -448,78 +581,90 @@ fn training_reaches_the_psnr_band_for_one_and_two_sets() {
         set_from_fn("b", 32, present, pattern(8.0, 2.0)),
     ];
     let config = run_config(8);
-    for (sets, steps) in [(&one, 300u64), (&two, 300)] {
-        let untrained = Checkpoint::fresh(sets, &config, steps, 42)
-            .expect("init")
-            .model;
-        let before = cpu::evaluate(&untrained, sets).expect("evaluate")[0].psnr[0].expect("base");
-        let mut reports = Vec::new();
-        let trained = train_gpu(
-            crate::common::ctx(),
-            sets,
-            &config,
-            steps,
-            42,
-            TrainOptions {
-                log_every: 50,
-                ..TrainOptions::default()
-            },
-            &mut |p| reports.push(*p),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let total = config.schedule(steps, sets.len()).total_steps();
-        assert_eq!(trained.losses.len() as u64, total);
-        let last = reports.last().expect("a final report");
-        assert_eq!(
-            (last.step, last.total, last.phase),
-            (total, total, Phase::FineTune)
-        );
-        assert!(reports.windows(2).all(|w| w[0].step < w[1].step));
-        assert!(
-            reports
-                .iter()
-                .all(|r| r.texels_per_second > 0.0 && r.loss.is_finite())
-        );
-        // The band is checked on the CPU reference's evaluation of the returned model;
-        // the quality the GPU measured must agree with it (f32 against f64 decoding:
-        // measured within 0.001 dB).
-        let cpu_quality = cpu::evaluate(&trained.model, sets).expect("evaluate");
-        for (material, quality) in trained.materials.iter().zip(&cpu_quality) {
-            for (gpu, cpu) in material.quality.psnr.iter().zip(&quality.psnr) {
-                match (gpu, cpu) {
-                    (Some(g), Some(c)) => assert!((g - c).abs() < 0.01, "{g} vs {c}"),
-                    (g, c) => assert_eq!(g, c),
+    for kernel in kernels_for(&config.model) {
+        for (sets, steps) in [(&one, 300u64), (&two, 300)] {
+            let untrained = Checkpoint::fresh(sets, &config, steps, 42)
+                .expect("init")
+                .model;
+            let before =
+                cpu::evaluate(&untrained, sets).expect("evaluate")[0].psnr[0].expect("base");
+            let mut reports = Vec::new();
+            let trained = train_gpu(
+                crate::common::ctx(),
+                sets,
+                &config,
+                steps,
+                42,
+                TrainOptions {
+                    log_every: 50,
+                    gpu: GpuTrainerOptions {
+                        kernel: Some(kernel),
+                        ..GpuTrainerOptions::default()
+                    },
+                    ..TrainOptions::default()
+                },
+                &mut |p| reports.push(*p),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let total = config.schedule(steps, sets.len()).total_steps();
+            assert_eq!(trained.losses.len() as u64, total);
+            let last = reports.last().expect("a final report");
+            assert_eq!(
+                (last.step, last.total, last.phase),
+                (total, total, Phase::FineTune)
+            );
+            assert!(reports.windows(2).all(|w| w[0].step < w[1].step));
+            assert!(
+                reports
+                    .iter()
+                    .all(|r| r.texels_per_second > 0.0 && r.loss.is_finite())
+            );
+            // The band is checked on the CPU reference's evaluation of the returned model;
+            // the quality the GPU measured must agree with it (f32 against f64 decoding:
+            // measured within 0.001 dB).
+            let cpu_quality = cpu::evaluate(&trained.model, sets).expect("evaluate");
+            for (material, quality) in trained.materials.iter().zip(&cpu_quality) {
+                for (gpu, cpu) in material.quality.psnr.iter().zip(&quality.psnr) {
+                    match (gpu, cpu) {
+                        (Some(g), Some(c)) => assert!((g - c).abs() < 0.01, "{g} vs {c}"),
+                        (g, c) => assert_eq!(g, c),
+                    }
                 }
+                let base = quality.psnr[0].expect("base colour");
+                let normal = quality.psnr[2].expect("normal");
+                println!(
+                    "{kernel}: {} of {}: {before:.1} dB untrained → base colour {base:.1} dB, \
+                     normal {normal:.1} dB",
+                    material.name,
+                    sets.len()
+                );
+                // A learnt texture is far above the untrained decoder; 4-bit latents on a
+                // 32² pattern after 300 steps cannot be near-lossless, so a value above 45
+                // dB would mean the measurement compares the wrong things. (Measured with
+                // f32: 27.5 dB for one set, 25.0–25.3 dB for two; the CPU trainer gives
+                // 27.2 dB for the first case; f16 within 0.3 dB of f32.)
+                assert!(
+                    base > before + 10.0,
+                    "{kernel} {}: {before} → {base}",
+                    material.name
+                );
+                assert!(
+                    (22.0..45.0).contains(&base),
+                    "{kernel} {}: base colour {base}",
+                    material.name
+                );
+                assert!(
+                    (20.0..45.0).contains(&normal),
+                    "{kernel} {}: normal {normal}",
+                    material.name
+                );
             }
-            let base = quality.psnr[0].expect("base colour");
-            let normal = quality.psnr[2].expect("normal");
-            println!(
-                "{} of {}: {before:.1} dB untrained → base colour {base:.1} dB, normal {normal:.1} dB",
-                material.name,
-                sets.len()
-            );
-            // A learnt texture is far above the untrained decoder; 4-bit latents on a
-            // 32² pattern after 300 steps cannot be near-lossless, so a value above 45 dB
-            // would mean the measurement compares the wrong things. (Measured: 27.5 dB
-            // for one set, 25.0–25.3 dB for two; the CPU trainer gives 27.2 dB for the
-            // first case.)
-            assert!(base > before + 10.0, "{}: {before} → {base}", material.name);
-            assert!(
-                (22.0..45.0).contains(&base),
-                "{}: base colour {base}",
-                material.name
-            );
-            assert!(
-                (20.0..45.0).contains(&normal),
-                "{}: normal {normal}",
-                material.name
-            );
+            let first: f64 = trained.losses[..20].iter().sum();
+            let last: f64 = trained.losses[steps as usize - 20..steps as usize]
+                .iter()
+                .sum();
+            assert!(last < first * 0.2, "{kernel}: loss {first} → {last}");
         }
-        let first: f64 = trained.losses[..20].iter().sum();
-        let last: f64 = trained.losses[steps as usize - 20..steps as usize]
-            .iter()
-            .sum();
-        assert!(last < first * 0.2, "loss {first} → {last}");
     }
 }
 
@@ -534,36 +679,54 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
         batch_size: 128,
         ..run_config(4)
     };
-    // Fixed-point atomics add integers, so runs are deterministic and a resumed run
-    // must equal an uninterrupted one exactly, across the switch to fine-tuning
-    // (main steps 40, fine-tuning 2).
-    let options = GpuTrainerOptions {
-        atomics: GradientAtomics::FixedPoint,
-        ..GpuTrainerOptions::default()
-    };
     let ctx = crate::common::ctx();
     let steps = 40;
     let fresh = || Checkpoint::fresh(&sets, &config, steps, 7).expect("fresh");
-    let mut straight = GpuTrainer::new(ctx, &sets, fresh(), &options).expect("trainer");
-    assert_eq!(straight.step(1000).expect("steps"), 42);
-    let expected = straight.checkpoint().expect("checkpoint");
+    for kernel in kernels_for(&config.model) {
+        // Fixed-point atomics add integers and every other sum runs in a fixed order, so
+        // runs are deterministic and a resumed run must equal an uninterrupted one
+        // exactly, across the switch to fine-tuning (main steps 40, fine-tuning 2).
+        let options = GpuTrainerOptions {
+            atomics: GradientAtomics::FixedPoint,
+            kernel: Some(kernel),
+            ..GpuTrainerOptions::default()
+        };
+        let mut straight = GpuTrainer::new(ctx, &sets, fresh(), &options).expect("trainer");
+        assert_eq!(straight.step(1000).expect("steps"), 42);
+        let expected = straight.checkpoint().expect("checkpoint");
+        let mut again = GpuTrainer::new(ctx, &sets, fresh(), &options).expect("trainer");
+        again.step(1000).expect("steps");
+        assert!(
+            again.checkpoint().expect("checkpoint") == expected,
+            "{kernel}: the same run twice differs"
+        );
 
-    let mut first = GpuTrainer::new(ctx, &sets, fresh(), &options).expect("trainer");
-    assert_eq!(first.step(25).expect("steps"), 25);
-    let saved = first.checkpoint().expect("checkpoint");
-    assert_eq!(saved.step, 25);
-    let path = crate::common::temp_dir("ntc_checkpoint").join("run.ckpt");
-    saved.save(&path).expect("save");
-    let loaded = Checkpoint::load(&path).expect("load");
-    assert!(loaded == saved, "the saved checkpoint reads back unchanged");
-    let mut second = GpuTrainer::new(ctx, &sets, loaded, &options).expect("trainer");
-    assert_eq!(second.step(1000).expect("steps"), 17);
-    let resumed = second.checkpoint().expect("checkpoint");
-    assert_eq!(resumed.step, expected.step);
-    assert_eq!(resumed.losses, expected.losses);
-    assert!(resumed.adam == expected.adam, "Adam moments differ");
-    assert!(resumed.model == expected.model, "models differ");
+        let mut first = GpuTrainer::new(ctx, &sets, fresh(), &options).expect("trainer");
+        assert_eq!(first.step(25).expect("steps"), 25);
+        let saved = first.checkpoint().expect("checkpoint");
+        assert_eq!(saved.step, 25);
+        let path = crate::common::temp_dir("ntc_checkpoint").join("run.ckpt");
+        saved.save(&path).expect("save");
+        let loaded = Checkpoint::load(&path).expect("load");
+        assert!(loaded == saved, "the saved checkpoint reads back unchanged");
+        let mut second = GpuTrainer::new(ctx, &sets, loaded, &options).expect("trainer");
+        assert_eq!(second.step(1000).expect("steps"), 17);
+        let resumed = second.checkpoint().expect("checkpoint");
+        assert_eq!(resumed.step, expected.step);
+        assert_eq!(resumed.losses, expected.losses, "{kernel}");
+        assert!(
+            resumed.adam == expected.adam,
+            "{kernel}: Adam moments differ"
+        );
+        assert!(resumed.model == expected.model, "{kernel}: models differ");
+    }
 
+    let saved = {
+        let mut gpu =
+            GpuTrainer::new(ctx, &sets, fresh(), &GpuTrainerOptions::default()).expect("trainer");
+        gpu.step(25).expect("steps");
+        gpu.checkpoint().expect("checkpoint")
+    };
     // Damaged files are errors, never panics.
     let bytes = saved.to_bytes().expect("bytes");
     for cut in [0, 7, 20, bytes.len() / 2, bytes.len() - 1] {
@@ -586,7 +749,6 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
         7,
         TrainOptions {
             cancel: Some(&cancel),
-            gpu: options,
             ..TrainOptions::default()
         },
         &mut |_| {},
@@ -617,7 +779,8 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
 #[test]
 fn bad_input_is_an_error() {
     let (config, model, sets) = tiny_group(Activation::HardGelu, 1);
-    let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto);
+    let kernel = TrainKernel::best(crate::common::ctx(), &config.model);
+    let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto, kernel);
     let bad = Sample {
         material: 0,
         mip: 1,
@@ -663,6 +826,27 @@ fn bad_input_is_an_error() {
         )
         .is_err()
     );
+    // Cooperative matrices need hidden widths that are multiples of 16: asking for them
+    // with 8 is an error naming the reason, on every adapter.
+    let narrow = TrainConfig {
+        model: NtcConfig {
+            hidden: vec![8],
+            ..config.model.clone()
+        },
+        ..config.clone()
+    };
+    let start = Checkpoint::fresh(&sets, &narrow, 10, 0).expect("fresh");
+    let options = GpuTrainerOptions {
+        kernel: Some(TrainKernel::CoopMatrix),
+        ..GpuTrainerOptions::default()
+    };
+    match GpuTrainer::new(crate::common::ctx(), &sets, start, &options) {
+        Err(e @ GpuTrainError::KernelUnavailable { .. }) => {
+            assert!(e.to_string().contains("coop-matrix"), "{e}");
+        }
+        Err(e) => panic!("expected KernelUnavailable, got {e}"),
+        Ok(_) => panic!("coop-matrix trained hidden width 8"),
+    }
     assert_eq!(crate::common::ctx().uncaptured_error_count(), 0);
 }
 
@@ -675,60 +859,82 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 /// Training throughput of the default model (F = 16, 48→64→64→16) on one procedural set,
-/// both gradient paths. Measured: lavapipe (2 cores, 256², batch 32768) 3.8e4 texels/s;
-/// NVIDIA H200 through Vulkan (1024², batch 65536) 3.1e7 texels/s, 2.1 ms per step,
-/// evaluation 1.9e8 texels/s, alike for f32 and fixed-point atomics and workgroups of 32
-/// and 64. Run in release:
+/// for every kernel the adapter runs, each batch size and both gradient paths, in
+/// texels per second and TFLOP/s (the decoder's nominal
+/// [`training_flops_per_sample`](neurotex::ntc::train::training_flops_per_sample)).
+/// Measured on an NVIDIA H200 through Vulkan (1024², 256 steps; texels/s, TFLOP/s, ms per
+/// step; f32 and fixed-point atomics within 1 % of each other): batch 32768 — f32 3.2e7,
+/// 1.58, 1.02; f16 9.7e6, 0.48, 3.38; coop-matrix 6.8e7, 3.34, 0.48; batch 65536 — f32
+/// 3.3e7, 1.64, 1.96; f16 9.7e6, 0.48, 6.72; coop-matrix 7.2e7, 3.53, 0.91; evaluation
+/// 1.8e8 texels/s. lavapipe (2 cores, 64², batch 1024): f32 1.7e4, f16 2.7e3. Run in
+/// release:
 /// `cargo test --release --test integration ntc_gpu -- --ignored --nocapture`; on a big GPU raise the
-/// sizes with `NTC_BENCH_SIZE` (texture side, default 256), `NTC_BENCH_BATCH` (default
-/// 32768), `NTC_BENCH_STEPS` (timed steps, default 8) and `NTC_BENCH_WORKGROUP` (largest
-/// workgroup, default 64).
+/// sizes with `NTC_BENCH_SIZE` (texture side, default 256), `NTC_BENCH_BATCHES` (batch
+/// sizes, comma-separated, default 32768), `NTC_BENCH_STEPS` (timed steps, default 8) and
+/// `NTC_BENCH_WORKGROUP` (largest workgroup of the f32 kernel, default 64).
 #[test]
 #[ignore = "benchmark; prints texels per second"]
 fn throughput_of_the_default_model() {
     let size = env_or("NTC_BENCH_SIZE", 256) as u32;
-    let batch = env_or("NTC_BENCH_BATCH", 32768) as u32;
     let steps = env_or("NTC_BENCH_STEPS", 8);
+    let batches: Vec<u32> = std::env::var("NTC_BENCH_BATCHES")
+        .unwrap_or_else(|_| "32768".into())
+        .split(',')
+        .map(|b| {
+            b.trim()
+                .parse()
+                .expect("NTC_BENCH_BATCHES: comma-separated integers")
+        })
+        .collect();
     let sets = vec![set_from_fn(
         "bench",
         size,
         ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
         pattern(32.0, 0.0),
     )];
-    let config = TrainConfig {
-        batch_size: batch,
-        ..TrainConfig::default()
-    };
     let ctx = crate::common::ctx();
-    for atomics in [GradientAtomics::Auto, GradientAtomics::FixedPoint] {
-        let start = Checkpoint::fresh(&sets, &config, 10 * steps, 1).expect("fresh");
-        let options = GpuTrainerOptions {
-            atomics,
-            max_workgroup: env_or("NTC_BENCH_WORKGROUP", 64) as u32,
+    let flops = neurotex::ntc::train::training_flops_per_sample(&NtcConfig::default());
+    for &batch in &batches {
+        let config = TrainConfig {
+            batch_size: batch,
+            ..TrainConfig::default()
         };
-        let mut gpu = GpuTrainer::new(ctx, &sets, start, &options).expect("trainer");
-        gpu.step(2).expect("warm-up");
-        gpu.checkpoint().expect("sync");
-        let t0 = std::time::Instant::now();
-        gpu.step(steps).expect("steps");
-        gpu.checkpoint().expect("sync");
-        let seconds = t0.elapsed().as_secs_f64();
-        let t1 = std::time::Instant::now();
-        gpu.evaluate().expect("evaluate");
-        let eval_seconds = t1.elapsed().as_secs_f64();
-        println!(
-            "{}: {size}² set, batch {batch}, workgroup {}, {} atomics: {:.3e} texels/s \
-             ({:.2} ms per step); evaluate {:.3e} texels/s",
-            ctx.describe(),
-            gpu.workgroup_size(),
-            if gpu.fixed_point() {
-                "fixed-point"
-            } else {
-                "f32"
-            },
-            steps as f64 * f64::from(batch) / seconds,
-            seconds * 1e3 / steps as f64,
-            f64::from(size * size) / eval_seconds,
-        );
+        for kernel in kernels_for(&config.model) {
+            for atomics in [GradientAtomics::Auto, GradientAtomics::FixedPoint] {
+                let start = Checkpoint::fresh(&sets, &config, 10 * steps, 1).expect("fresh");
+                let options = GpuTrainerOptions {
+                    atomics,
+                    max_workgroup: env_or("NTC_BENCH_WORKGROUP", 64) as u32,
+                    kernel: Some(kernel),
+                };
+                let mut gpu = GpuTrainer::new(ctx, &sets, start, &options).expect("trainer");
+                gpu.step(32).expect("warm-up");
+                ctx.wait_idle().expect("sync");
+                let t0 = std::time::Instant::now();
+                gpu.step(steps).expect("steps");
+                ctx.wait_idle().expect("sync");
+                let seconds = t0.elapsed().as_secs_f64();
+                let t1 = std::time::Instant::now();
+                gpu.evaluate().expect("evaluate");
+                let eval_seconds = t1.elapsed().as_secs_f64();
+                let rate = steps as f64 * f64::from(batch) / seconds;
+                println!(
+                    "{}: {size}² set, batch {batch}, kernel {kernel} (rows {:?}, workgroup {}), \
+                     {} atomics: {rate:.3e} texels/s, {:.2} TFLOP/s ({:.3} ms per step); \
+                     evaluate {:.3e} texels/s",
+                    ctx.describe(),
+                    gpu.chunk_rows(),
+                    gpu.workgroup_size(),
+                    if gpu.fixed_point() {
+                        "fixed-point"
+                    } else {
+                        "f32"
+                    },
+                    rate * flops / 1e12,
+                    seconds * 1e3 / steps as f64,
+                    f64::from(size * size) / eval_seconds,
+                );
+            }
+        }
     }
 }

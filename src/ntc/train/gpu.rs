@@ -10,26 +10,66 @@
 //!
 //! # Kernels (`shaders/ntc/`, shared code in `shaders/common/ntc_*.wgsl`)
 //!
+//! Two trainers follow the recipe, chosen by [`TrainKernel`] ([`TrainKernel::best`] by
+//! default): the f32 reference (`f32`) and the mixed-precision trainer (`f16`,
+//! `coop-matrix`: f16 product operands, f32 accumulation, f32 master weights and Adam
+//! state).
+//!
 //! | kernel | file | threads | does |
 //! |---|---|---|---|
-//! | `sample` | `sample.wgsl` | one per sample | draws the batch with `pcg_hash`: a texel uniform over all texels of all mips of all materials (material ∝ its mip chain's texel count, mip ∝ area) |
-//! | `forward_backward` | `forward_backward.wgsl` | one per sample | noisy latents, bilinear taps, PE, LOD, MLP forward, weighted L2 loss, backward, gradient accumulation |
-//! | `reduce_loss` | `loss.wgsl` | one workgroup | the step's mean loss into `losses[step]` |
-//! | `adam` | `adam.wgsl` | one per parameter | Adam over both parameter blocks (per-block rate, λ and clamp), zeroes the gradient |
-//! | `evaluate` | `forward_backward.wgsl` | grid-stride over a mip | per-channel squared errors of a decoded mip 0 ([`Quality`]) |
+//! | `sample` | `sample.wgsl` | one per sample | f32 trainer (and [`GpuTrainer::draw_batch`]): draws the batch with `pcg_hash`: a texel uniform over all texels of all mips of all materials (material ∝ its mip chain's texel count, mip ∝ area) |
+//! | `forward_backward` | `forward_backward.wgsl` | one per sample | f32 trainer: noisy latents, bilinear taps, PE, LOD, MLP forward, weighted L2 loss, backward, gradient accumulation |
+//! | `reduce_loss` | `loss.wgsl` | one workgroup | f32 trainer: the step's mean loss into `losses[step]` |
+//! | `train_step` | `train_step.wgsl` | [`TRAIN_THREADS`] per chunk of [`TRAIN_ROWS`] samples | mixed-precision trainer: draws the chunk's samples (the `sample` kernel's batch), builds its input matrix, forward and backward as matrix products (cooperative matrices for `coop-matrix`), per-workgroup decoder gradients, latent scatter, per-workgroup loss |
+//! | `adam` | `adam.wgsl` | one per parameter | Adam over both parameter blocks (per-block rate, λ and clamp), zeroes the latent gradients; in the mixed-precision trainer also sums the decoder's per-workgroup gradients, writes the f16 copy of the decoder and reduces the step's loss |
+//! | `evaluate` | `forward_backward.wgsl` | grid-stride over a mip | per-channel squared errors of a decoded mip 0 ([`Quality`]), f32 |
 //!
 //! The batch differs from [`sample_batch`](super::sample_batch) in one respect: a material
 //! is drawn in proportion to its texel count, not uniformly, so that every texel of the
 //! group is equally likely (the same thing for sets of one size). Batches are drawn on the
 //! GPU from `pcg_hash` and the run's seed, so they differ from the CPU trainer's anyway.
 //!
-//! A training step is 4 dispatches (sample, forward_backward, reduce_loss, adam) and no CPU
+//! A training step is 4 dispatches in the f32 trainer (sample, forward_backward,
+//! reduce_loss, adam) and 2 in the mixed-precision one (train_step, adam), with no CPU
 //! synchronisation; steps are recorded [`CHUNK_STEPS`] at a time into one command buffer,
 //! each step reading its `StepParams` from its own 256-byte slot of one uniform buffer
 //! (dynamic offset). At most [`MAX_IN_FLIGHT`] chunks are queued ahead of the GPU. The loss
 //! of every step stays on the GPU until [`GpuTrainer::request_losses`] copies a range to a
 //! staging buffer and maps it asynchronously ([`GpuTrainer::poll_losses`]).
 //!
+//! # The mixed-precision step (`train_step.wgsl`)
+//!
+//! A workgroup works on chunks of `R` consecutive samples (`R` the largest of
+//! [`TRAIN_ROWS`] whose workgroup memory, [`mixed_workgroup_bytes`], fits: 64 for the
+//! default decoder in an NVIDIA GPU's 48 KiB, 32 in lavapipe's 32 KiB), one chunk after
+//! another, as many workgroups as chunks up to [`MAX_TRAIN_WORKGROUPS`]. Per chunk the
+//! layers' inputs are f16 matrices in workgroup memory (`R` rows), and every product is a
+//! matrix product with f16 operands and f32 sums: `Z = A · Wᵀ` forward, `δ_in = δ · W`
+//! backward (then `⊙ act'(z)`), and the weight gradient `dW += δᵀ · A` over the chunk's
+//! rows, which the workgroup adds to its own slice of decoder gradients (no atomics).
+//! Adam sums the slices in a fixed order. δ is stored in f16 as [`DELTA_SCALE`] times
+//! the per-sample gradient (loss scaling: the batch mean would underflow f16), and
+//! unscaled in f32 where it leaves f16: in the decoder's sums and before the latent
+//! scatter. The weights are read from an f16 copy of the f32 master weights that Adam
+//! writes after every update.
+//!
+//! **Measured** (NVIDIA H200, 1024² set, `tests/integration/ntc_gpu.rs`' throughput benchmark): at
+//! batch 65536 `coop-matrix` trains 7.2e7 texels/s (3.5 TFLOP/s nominal, 0.91 ms per
+//! step) against the f32 trainer's 3.3e7 (1.6 TFLOP/s, 1.96 ms); at 32768, 6.8e7 against
+//! 3.2e7. A step costs about 52 µs plus 0.84 µs per chunk of 64 samples (from the two
+//! batch sizes), so `train_step` dominates, and it is far from the matrix units' rate
+//! (the products are < 1 % of its time at 470 TFLOP/s): the chunk's scalar phases between
+//! its ~40 workgroup barriers (input building with its latent gathers and QAT hashes,
+//! activations, the latent scatter) are what to time next, by variants that leave a
+//! stage out.
+//!
+//! **Determinism.** Everything but the latent scatter sums in a fixed order: the decoder
+//! gradients (per workgroup, then in workgroup order), the losses, the matrix products
+//! (the same operands in the same order give the same sums on one GPU). With
+//! [`GradientAtomics::FixedPoint`] the latent scatter adds integers, so a run is
+//! bit-for-bit reproducible from its seed (tested); the cost is a multiply and a rounding
+//! per scattered value and the bounded quantisation error below, no extra pass. The f32
+//! trainer is deterministic on that path too.
 //! # Bindings (group 0, every kernel; `shaders/common/ntc_train.wgsl`)
 //!
 //! | binding | buffer | contents |
@@ -43,8 +83,10 @@
 //! | 6 | storage | the batch: `(entry, x | y << 16)` per sample |
 //! | 7 | storage | per-workgroup partial sums (loss; squared errors of `evaluate`) |
 //! | 8 | storage | mean loss of every step (plus one slot for [`GpuTrainer::gradients`]) |
+//! | 9 | storage | mixed-precision trainer: the decoder's parameters in f16 |
+//! | 10 | storage | mixed-precision trainer: decoder gradients per `train_step` workgroup |
 //!
-//! # Gradient reduction
+//! # Gradient reduction in the f32 trainer
 //!
 //! Decoder gradients are dense: every sample touches every weight. `forward_backward` runs
 //! the backward pass one layer at a time; each thread writes its sample's `δ` (layer
@@ -65,7 +107,8 @@
 //! gradient, so the sums must stay within ±128 and ±32 (far above the gradients of a
 //! loss on \[0, 1\] targets). Each added value is rounded, so a parameter's gradient is off
 //! by at most `adds / (2 S)`: one add per workgroup for a decoder parameter, one per
-//! sample that taps a latent.
+//! sample that taps a latent. (The mixed-precision trainer uses atomics, of either kind,
+//! for the latents only.)
 //!
 //! # Interruption
 //!
@@ -83,6 +126,7 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
+use serde::{Deserialize, Serialize};
 use wgpu::util::DeviceExt as _;
 
 use super::checkpoint::{AdamMoments, Checkpoint};
@@ -124,14 +168,43 @@ const SAMPLE_WORKGROUP: u32 = 256;
 /// Workgroup size of `adam` (`ADAM_WORKGROUP` in `adam.wgsl`).
 const ADAM_WORKGROUP: u32 = 256;
 
+/// Decoder parameters per workgroup of the mixed-precision `adam` (`DECODER_PER_GROUP`
+/// in `adam.wgsl`), each summed by `ADAM_WORKGROUP / DECODER_PER_GROUP` lanes.
+const ADAM_DECODER_PER_GROUP: u32 = 32;
+
 /// Workgroups of one `evaluate` dispatch (each thread loops over the mip).
 const EVAL_WORKGROUPS: u32 = 4096;
+
+/// Threads of a `train_step` workgroup (`TRAIN_THREADS` in `train_step.wgsl`): four
+/// subgroups of 32 on NVIDIA GPUs, each running its share of the matrix products.
+pub const TRAIN_THREADS: u32 = 128;
+
+/// Candidate sample rows per `train_step` chunk (`TRAIN_ROWS`), largest first: the trainer
+/// takes the first whose workgroup memory fits the adapter ([`mixed_workgroup_bytes`]).
+pub const TRAIN_ROWS: [u32; 4] = [64, 48, 32, 16];
+
+/// Most `train_step` workgroups per step: each owns a slice of `decoder_count` floats of
+/// decoder gradients that Adam sums, so this bounds that buffer and that sum; a larger
+/// batch gives each workgroup more chunks instead.
+pub const MAX_TRAIN_WORKGROUPS: u32 = 512;
+
+/// The mixed-precision trainer stores δ in f16 as `DELTA_SCALE` times the per-sample
+/// gradient `2 w (y − t)` (`DELTA_SCALE` in `train_step.wgsl` and `adam.wgsl`). The batch
+/// mean, which the f32 trainer accumulates, is 1/65536 of that at the usual batch and
+/// would fall below f16's normal range (6.1e-5) for errors under about 1 %; the per-sample
+/// gradient of an error of half an 8-bit step at the smallest loss weight (0.35) is
+/// 1.4e-3, and the scale of 16 lifts that to 2.2e-2, while the largest, 2 · 2 · 1 · 16 =
+/// 64, leaves a factor of 1000 below f16's maximum for the growth through the layers.
+pub const DELTA_SCALE: f32 = 16.0;
 
 /// `FLAG_QAT` of `ntc_train.wgsl`: add QAT noise to the latents.
 const FLAG_QAT: u32 = 1;
 
 /// `FLAG_LATENT_GRADIENTS` of `ntc_train.wgsl`: scatter latent gradients.
 const FLAG_LATENT_GRADIENTS: u32 = 2;
+
+/// `FLAG_GIVEN_BATCH` of `ntc_train.wgsl`: `train_step` reads the batch buffer.
+const FLAG_GIVEN_BATCH: u32 = 4;
 
 /// Binding numbers of group 0 (`shaders/common/ntc_train.wgsl`).
 mod binding {
@@ -144,14 +217,19 @@ mod binding {
     pub const BATCH: u32 = 6;
     pub const PARTIALS: u32 = 7;
     pub const LOSSES: u32 = 8;
+    pub const WEIGHTS16: u32 = 9;
+    pub const DW_PARTIALS: u32 = 10;
 }
 
 /// The bindings of group 0 in binding order ([`binding`]): the step parameters at a
-/// dynamic offset, the read-only mip table and targets, then the read-write buffers.
-const GROUP_SLOTS: [Slot; 9] = [
+/// dynamic offset, the read-only mip table and targets, then the read-write buffers
+/// (the last two used by the mixed-precision trainer only).
+const GROUP_SLOTS: [Slot; 11] = [
     Slot::DynamicUniform,
     Slot::Storage,
     Slot::Storage,
+    Slot::StorageRw,
+    Slot::StorageRw,
     Slot::StorageRw,
     Slot::StorageRw,
     Slot::StorageRw,
@@ -199,6 +277,14 @@ pub enum GpuTrainError {
         /// The configured batch size.
         capacity: u32,
     },
+    /// The requested training kernel cannot run here.
+    #[error("training kernel `{kernel}` is unavailable: {reason}")]
+    KernelUnavailable {
+        /// The kernel.
+        kernel: TrainKernel,
+        /// Why.
+        reason: String,
+    },
     /// A checkpoint that does not fit the run or the data, or a damaged checkpoint file.
     #[error("checkpoint: {0}")]
     Checkpoint(String),
@@ -240,6 +326,106 @@ pub enum GradientAtomics {
     FixedPoint,
 }
 
+/// Which kernels train: the f32 reference trainer or the mixed-precision one (f16
+/// operands and f32 accumulation, with or without cooperative matrices). All follow the
+/// same recipe and draw the same batches; see the module docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrainKernel {
+    /// One thread per sample in f32 (`forward_backward`, `reduce_loss`, `adam`): the
+    /// reference, needs nothing optional.
+    F32,
+    /// `train_step` with f16 operands widened to f32 and summed in f32, one thread per
+    /// product element, then the mixed `adam`: needs `SHADER_F16`. Slower than `f32`
+    /// (see [`TrainKernel::best`]); it runs the mixed-precision step where cooperative
+    /// matrices are missing, e.g. to test it on lavapipe.
+    F16,
+    /// `train_step` with 16×16×16 f16 cooperative matrices and f32 accumulators: needs
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX` (with a 16×16×16 f16 → f32 configuration),
+    /// `SHADER_F16`, `SUBGROUP` and hidden widths that are multiples of 16.
+    #[value(name = "coop-matrix")]
+    #[serde(rename = "coop-matrix")]
+    CoopMatrix,
+}
+
+impl TrainKernel {
+    /// Every kernel.
+    pub const ALL: [TrainKernel; 3] = [TrainKernel::F32, TrainKernel::F16, TrainKernel::CoopMatrix];
+
+    /// `f32`, `f16` or `coop-matrix`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrainKernel::F32 => "f32",
+            TrainKernel::F16 => "f16",
+            TrainKernel::CoopMatrix => "coop-matrix",
+        }
+    }
+
+    /// Why `ctx` cannot train a model of shape `config` with this kernel, or `None` when
+    /// it can.
+    pub fn unavailable(self, ctx: &GpuContext, config: &NtcConfig) -> Option<String> {
+        let granted = &ctx.granted;
+        let limits = ctx.device.limits();
+        if self == TrainKernel::F32 {
+            return pick_workgroup(config, &limits, MAX_WORKGROUP)
+                .err()
+                .map(|e| e.to_string());
+        }
+        let mut needs = vec![("shader_f16", granted.shader_f16)];
+        if self == TrainKernel::CoopMatrix {
+            needs.extend([
+                ("cooperative_matrix", granted.cooperative_matrix),
+                ("subgroup", granted.subgroup),
+            ]);
+        }
+        if let Some((feature, _)) = needs.iter().find(|(_, has)| !has) {
+            return Some(format!("the device lacks `{feature}` (granted: {granted})"));
+        }
+        if self == TrainKernel::CoopMatrix {
+            if let Some(w) = config.hidden.iter().find(|w| !w.is_multiple_of(16)) {
+                return Some(format!("hidden width {w} is not a multiple of 16"));
+            }
+            let has_config = ctx.adapter.cooperative_matrix_properties().iter().any(|p| {
+                (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+                    && p.ab_type == wgpu::CooperativeScalarType::F16
+                    && p.cr_type == wgpu::CooperativeScalarType::F32
+            });
+            if !has_config {
+                return Some(
+                    "the adapter offers no 16×16×16 f16 × f16 → f32 matrix configuration".into(),
+                );
+            }
+        }
+        if TRAIN_THREADS > limits.max_compute_invocations_per_workgroup {
+            return Some(format!(
+                "train_step needs {TRAIN_THREADS} threads per workgroup, the device allows {}",
+                limits.max_compute_invocations_per_workgroup
+            ));
+        }
+        pick_rows(config, &limits).err().map(|e| e.to_string())
+    }
+
+    /// The fastest kernel `ctx` can train `config` with: `coop-matrix` where it runs,
+    /// else `f32`. `f16` is never the default: measured slower than `f32` everywhere
+    /// (NVIDIA H200, 1024² set, batch 65536: 9.7e6 against 3.3e7 texels/s; lavapipe on
+    /// 2 cores, 64², batch 1024: 2.7e3 against 1.7e4), since without matrix units its
+    /// products run one thread per output element between many workgroup barriers; it
+    /// exists to test the mixed-precision step on adapters without cooperative matrices.
+    pub fn best(ctx: &GpuContext, config: &NtcConfig) -> TrainKernel {
+        if TrainKernel::CoopMatrix.unavailable(ctx, config).is_none() {
+            TrainKernel::CoopMatrix
+        } else {
+            TrainKernel::F32
+        }
+    }
+}
+
+impl std::fmt::Display for TrainKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Device-side choices of a [`GpuTrainer`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuTrainerOptions {
@@ -248,6 +434,8 @@ pub struct GpuTrainerOptions {
     /// Largest workgroup of `forward_backward` (a power of two in 1..=64, default 64);
     /// the trainer halves it until its tiles fit the adapter's workgroup storage.
     pub max_workgroup: u32,
+    /// The kernels; `None` (the default) for [`TrainKernel::best`].
+    pub kernel: Option<TrainKernel>,
 }
 
 impl Default for GpuTrainerOptions {
@@ -255,6 +443,7 @@ impl Default for GpuTrainerOptions {
         GpuTrainerOptions {
             atomics: GradientAtomics::Auto,
             max_workgroup: MAX_WORKGROUP,
+            kernel: None,
         }
     }
 }
@@ -438,7 +627,9 @@ struct StepParams {
     lr_latents: f32,
     bc1_latents: f32,
     bc2_latents: f32,
-    _pad: [u32; 3],
+    train_chunks: u32,
+    partial_count: u32,
+    _pad: u32,
 }
 
 /// One colour mip of one material. Mirrors `MipEntry` of `shaders/common/ntc_train.wgsl`
@@ -464,15 +655,31 @@ struct MipEntry {
 /// The compiled kernels and their shared bind-group layout.
 struct Kernels {
     layout: wgpu::BindGroupLayout,
+    /// Which kernels train.
+    kernel: TrainKernel,
     sample: wgpu::ComputePipeline,
-    forward_backward: wgpu::ComputePipeline,
     evaluate: wgpu::ComputePipeline,
-    reduce_loss: wgpu::ComputePipeline,
     adam: wgpu::ComputePipeline,
-    /// Workgroup size of `forward_backward` and `evaluate`.
+    /// The per-step kernels before Adam.
+    step: StepKernels,
+    /// Workgroup size of `evaluate` (and of `forward_backward`).
     workgroup: u32,
     /// Gradients are fixed-point `atomic<i32>`.
     fixed_point: bool,
+}
+
+/// The kernels of a step before Adam.
+enum StepKernels {
+    /// The f32 trainer: `sample`, `forward_backward`, `reduce_loss`.
+    F32 {
+        forward_backward: wgpu::ComputePipeline,
+        reduce_loss: wgpu::ComputePipeline,
+    },
+    /// The mixed-precision trainer: `train_step` over chunks of `rows` samples.
+    Mixed {
+        train_step: wgpu::ComputePipeline,
+        rows: u32,
+    },
 }
 
 impl Kernels {
@@ -481,17 +688,26 @@ impl Kernels {
     fn new(
         ctx: &GpuContext,
         config: &NtcConfig,
+        kernel: TrainKernel,
         workgroup: u32,
         fixed_point: bool,
     ) -> Result<Self, GpuTrainError> {
         let layout = group_layout(&ctx.device, Self::LABEL, &GROUP_SLOTS);
-        let owned = shader_defines(config, workgroup, fixed_point);
-        let defines: Vec<(&str, &str)> = owned
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
-        let kernel = |shader: &str, entry: &str| {
-            ComputeKernel::new(
+        let f32_defines = shader_defines(config, workgroup, fixed_point);
+        let rows = match kernel {
+            TrainKernel::F32 => None,
+            _ => Some(pick_rows(config, &ctx.device.limits())?),
+        };
+        let mixed_defines = rows.map(|rows| mixed_defines(config, kernel, rows, fixed_point));
+        let pipeline = |shader: &str,
+                        entry: &str,
+                        owned: &[(String, String)]|
+         -> Result<wgpu::ComputePipeline, GpuTrainError> {
+            let defines: Vec<(&str, &str)> = owned
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            let built = ComputeKernel::new(
                 ctx,
                 &KernelDesc {
                     label: entry,
@@ -500,28 +716,61 @@ impl Kernels {
                     entry,
                     groups: &[Group::Layout(&layout)],
                 },
-            )
+            );
+            match built {
+                Ok(k) => Ok(k.pipeline().clone()),
+                // A compiler panic on a mixed kernel names the kernel choice, whose
+                // remedy is another `--train-kernel`.
+                Err(KernelError::CompilerPanic(failure)) if kernel != TrainKernel::F32 => {
+                    Err(GpuTrainError::KernelUnavailable {
+                        kernel,
+                        reason: format!(
+                            "the shader compiler panicked on `{entry}` (a wgpu/naga bug): {}",
+                            failure.message
+                        ),
+                    })
+                }
+                Err(e) => Err(e.into()),
+            }
         };
-        let pipeline =
-            |shader: &str, entry: &str| -> Result<wgpu::ComputePipeline, GpuTrainError> {
-                Ok(kernel(shader, entry)?.pipeline().clone())
-            };
-        let forward_backward = kernel("ntc/forward_backward.wgsl", "forward_backward")?;
-        let evaluate = forward_backward.sibling(ctx, "evaluate", "evaluate")?;
-        let (forward_backward, evaluate) = (
-            forward_backward.pipeline().clone(),
-            evaluate.pipeline().clone(),
-        );
+        let (step, adam) = match (rows, &mixed_defines) {
+            (Some(rows), Some(defines)) => (
+                StepKernels::Mixed {
+                    train_step: pipeline("ntc/train_step.wgsl", "train_step", defines)?,
+                    rows,
+                },
+                pipeline("ntc/adam.wgsl", "adam", defines)?,
+            ),
+            _ => (
+                StepKernels::F32 {
+                    forward_backward: pipeline(
+                        "ntc/forward_backward.wgsl",
+                        "forward_backward",
+                        &f32_defines,
+                    )?,
+                    reduce_loss: pipeline("ntc/loss.wgsl", "reduce_loss", &f32_defines)?,
+                },
+                pipeline("ntc/adam.wgsl", "adam", &f32_defines)?,
+            ),
+        };
         Ok(Kernels {
-            sample: pipeline("ntc/sample.wgsl", "sample")?,
-            forward_backward,
-            evaluate,
-            reduce_loss: pipeline("ntc/loss.wgsl", "reduce_loss")?,
-            adam: pipeline("ntc/adam.wgsl", "adam")?,
+            sample: pipeline("ntc/sample.wgsl", "sample", &f32_defines)?,
+            evaluate: pipeline("ntc/forward_backward.wgsl", "evaluate", &f32_defines)?,
+            adam,
+            step,
+            kernel,
             layout,
             workgroup,
             fixed_point,
         })
+    }
+
+    /// Sample rows per `train_step` chunk (mixed-precision trainer only).
+    fn rows(&self) -> Option<u32> {
+        match self.step {
+            StepKernels::F32 { .. } => None,
+            StepKernels::Mixed { rows, .. } => Some(rows),
+        }
     }
 }
 
@@ -562,6 +811,59 @@ fn shader_defines(config: &NtcConfig, workgroup: u32, fixed_point: bool) -> Vec<
         defines.push(("FIXED_POINT_GRADIENTS".to_owned(), "1".to_owned()));
     }
     defines
+}
+
+/// The defines of the mixed-precision trainer's kernels (`train_step.wgsl`, `adam.wgsl`
+/// with `NTC_MIXED`): the model's, the chunk size, the threads, the δ scale and, for
+/// [`TrainKernel::CoopMatrix`], `TRAIN_COOP`.
+fn mixed_defines(
+    config: &NtcConfig,
+    kernel: TrainKernel,
+    rows: u32,
+    fixed_point: bool,
+) -> Vec<(String, String)> {
+    let mut defines = shader_defines(config, MAX_WORKGROUP, fixed_point);
+    defines.extend([
+        ("NTC_MIXED".to_owned(), "1".to_owned()),
+        ("TRAIN_ROWS".to_owned(), rows.to_string()),
+        ("TRAIN_THREADS".to_owned(), TRAIN_THREADS.to_string()),
+        ("DELTA_SCALE".to_owned(), format!("{DELTA_SCALE:?}")),
+    ]);
+    if kernel == TrainKernel::CoopMatrix {
+        defines.push(("TRAIN_COOP".to_owned(), "1".to_owned()));
+    }
+    defines
+}
+
+/// Bytes of workgroup memory `train_step` needs with chunks of `rows` samples: the f16
+/// activations (`rows × (input + 2 · Σ hidden + 16)`), the f32 stage (`rows × 16`), the
+/// rows' samples (8 bytes each), the loss sums (4 per thread) and the first-chunk flag.
+pub fn mixed_workgroup_bytes(config: &NtcConfig, rows: u32) -> u32 {
+    let hidden: u32 = config.hidden.iter().sum();
+    let halves = config.input_width() as u32 + 2 * hidden + OUTPUTS as u32;
+    rows * (2 * halves + 4 * 16 + 8) + 4 * TRAIN_THREADS + 4
+}
+
+/// The largest of [`TRAIN_ROWS`] whose `train_step` fits the adapter's workgroup memory.
+fn pick_rows(config: &NtcConfig, limits: &wgpu::Limits) -> Result<u32, GpuTrainError> {
+    let limit = limits.max_compute_workgroup_storage_size;
+    TRAIN_ROWS
+        .into_iter()
+        .find(|&rows| mixed_workgroup_bytes(config, rows) <= limit)
+        .ok_or(GpuTrainError::Limit {
+            what: "the mixed-precision trainer's chunk (bytes of workgroup storage)",
+            needed: u64::from(mixed_workgroup_bytes(config, 16)),
+            limit: u64::from(limit),
+        })
+}
+
+/// Chunks per `train_step` workgroup and workgroups for a batch of `batch` samples in
+/// chunks of `rows`: as many workgroups as chunks up to [`MAX_TRAIN_WORKGROUPS`], then
+/// more chunks per workgroup.
+fn chunk_plan(batch: u32, rows: u32) -> (u32, u32) {
+    let chunks = batch.div_ceil(rows).max(1);
+    let per_group = chunks.div_ceil(MAX_TRAIN_WORKGROUPS);
+    (per_group, chunks.div_ceil(per_group))
 }
 
 /// Bytes of workgroup memory `forward_backward` needs per thread: one row of each tile
@@ -611,6 +913,8 @@ struct Buffers {
     batch: wgpu::Buffer,
     partials: wgpu::Buffer,
     losses: wgpu::Buffer,
+    weights16: wgpu::Buffer,
+    dw_partials: wgpu::Buffer,
 }
 
 /// An asynchronous loss readback in flight.
@@ -689,6 +993,11 @@ fn fits_u32(what: &'static str, value: usize) -> Result<u32, GpuTrainError> {
     })
 }
 
+/// `values` rounded to f16 (round to nearest even), as `weights16` holds them.
+fn halves(values: &[f32]) -> Vec<half::f16> {
+    values.iter().map(|&v| half::f16::from_f32(v)).collect()
+}
+
 /// Little-endian f32 bytes as values.
 fn f32s(bytes: &[u8]) -> Vec<f32> {
     bytes
@@ -741,6 +1050,10 @@ pub struct GpuTrainer {
     latent_t: u32,
     /// Gradients left in the buffer by [`gradients`](Self::gradients).
     grads_dirty: bool,
+    /// Mixed-precision trainer: the length of the batch whose per-workgroup decoder
+    /// gradients [`gradients`](Self::gradients) left for [`apply_adam`](Self::apply_adam)
+    /// (0 for none).
+    pending_batch: u32,
     /// Losses read back so far (steps `0 .. losses.len()`).
     losses: Vec<f64>,
     pending: Option<PendingLosses>,
@@ -785,6 +1098,15 @@ impl GpuTrainer {
         };
         let limits = ctx.device.limits();
         let workgroup = pick_workgroup(&config.model, &limits, options.max_workgroup)?;
+        let kernel = match options.kernel {
+            Some(kernel) => {
+                if let Some(reason) = kernel.unavailable(ctx, &config.model) {
+                    return Err(GpuTrainError::KernelUnavailable { kernel, reason });
+                }
+                kernel
+            }
+            None => TrainKernel::best(ctx, &config.model),
+        };
 
         // The mip table, targets and parameters.
         let decoder_count = fits_u32("decoder parameters", model.decoder().params().len())?;
@@ -846,6 +1168,12 @@ impl GpuTrainer {
 
         let total_steps = config.schedule(steps, sets.len()).total_steps();
         let batch_capacity = config.batch_size;
+        let kernels = Kernels::new(ctx, &config.model, kernel, workgroup, fixed_point)?;
+        // Mixed-precision trainer: one slice of decoder gradients per train_step
+        // workgroup, at most as many as chunks (chunk_plan never makes more).
+        let partial_slots = kernels.rows().map_or(0, |rows| {
+            batch_capacity.div_ceil(rows).clamp(1, MAX_TRAIN_WORKGROUPS)
+        });
         let partial_count = u64::from(batch_capacity.div_ceil(workgroup))
             .max(u64::from(EVAL_WORKGROUPS) * CHANNELS as u64);
         let loss_slots = total_steps.saturating_add(1);
@@ -860,6 +1188,10 @@ impl GpuTrainer {
             ("the Adam moments (bytes)", 8 * u64::from(param_count)),
             ("the batch (bytes)", 8 * u64::from(batch_capacity)),
             ("the loss of every step (bytes)", 4 * loss_slots),
+            (
+                "the per-workgroup decoder gradients (bytes)",
+                4 * u64::from(partial_slots) * u64::from(decoder_count),
+            ),
         ] {
             if bytes > max_binding {
                 return Err(GpuTrainError::Limit {
@@ -870,7 +1202,6 @@ impl GpuTrainer {
             }
         }
 
-        let kernels = Kernels::new(ctx, &config.model, workgroup, fixed_point)?;
         let device = &ctx.device;
         let storage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_DST
@@ -905,6 +1236,17 @@ impl GpuTrainer {
             batch: zeroed("ntc.train.batch", 8 * u64::from(batch_capacity)),
             partials: zeroed("ntc.train.partials", 4 * partial_count),
             losses: zeroed("ntc.train.losses", 4 * loss_slots),
+            weights16: match kernel {
+                TrainKernel::F32 => zeroed("ntc.train.weights16", 4),
+                _ => init(
+                    "ntc.train.weights16",
+                    bytemuck::cast_slice(&halves(model.decoder().params())),
+                ),
+            },
+            dw_partials: zeroed(
+                "ntc.train.dw_partials",
+                4 * u64::from(partial_slots) * u64::from(decoder_count),
+            ),
         })?;
         let bind_group = ctx.error_scope(|| {
             device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -927,6 +1269,8 @@ impl GpuTrainer {
                     entry(binding::BATCH, &buffers.batch),
                     entry(binding::PARTIALS, &buffers.partials),
                     entry(binding::LOSSES, &buffers.losses),
+                    entry(binding::WEIGHTS16, &buffers.weights16),
+                    entry(binding::DW_PARTIALS, &buffers.dw_partials),
                 ],
             })
         })?;
@@ -961,6 +1305,7 @@ impl GpuTrainer {
             decoder_t: adam.decoder.step,
             latent_t: adam.latents.first().map_or(0, |s| s.step),
             grads_dirty: false,
+            pending_batch: 0,
             losses,
             pending: None,
             in_flight: VecDeque::new(),
@@ -988,7 +1333,8 @@ impl GpuTrainer {
         self.batch_capacity
     }
 
-    /// Workgroup size of `forward_backward` (samples per decoder-gradient reduction).
+    /// Workgroup size of the f32 kernels `forward_backward` (samples per decoder-gradient
+    /// reduction of the f32 trainer) and `evaluate`.
     pub fn workgroup_size(&self) -> u32 {
         self.kernels.workgroup
     }
@@ -996,6 +1342,17 @@ impl GpuTrainer {
     /// True when gradients are accumulated in fixed point (`atomic<i32>`).
     pub fn fixed_point(&self) -> bool {
         self.kernels.fixed_point
+    }
+
+    /// The kernels that train.
+    pub fn kernel(&self) -> TrainKernel {
+        self.kernels.kernel
+    }
+
+    /// Samples per `train_step` chunk of the mixed-precision trainer (`None` for
+    /// [`TrainKernel::F32`]).
+    pub fn chunk_rows(&self) -> Option<u32> {
+        self.kernels.rows()
     }
 
     /// The losses read back so far: one per step, from step 0.
@@ -1117,13 +1474,18 @@ impl GpuTrainer {
             .map(|&s| self.encode_sample(s))
             .collect::<Result<Vec<[u32; 2]>, _>>()?;
         let len = batch.len() as u32;
+        let mixed = self.kernels.rows().is_some();
+        let sized = self.batch_params(len);
         let params = StepParams {
             step: noise.map_or(0, |n| n.step),
             noise_seed: noise.map_or(0, |n| n.seed),
-            flags: FLAG_LATENT_GRADIENTS | if noise.is_some() { FLAG_QAT } else { 0 },
-            batch_size: len,
-            inv_batch: (1.0 / f64::from(len.max(1))) as f32,
-            loss_groups: len.div_ceil(self.kernels.workgroup),
+            flags: FLAG_LATENT_GRADIENTS
+                | if noise.is_some() { FLAG_QAT } else { 0 }
+                | if mixed { FLAG_GIVEN_BATCH } else { 0 },
+            batch_size: sized.batch_size,
+            inv_batch: sized.inv_batch,
+            loss_groups: sized.loss_groups,
+            train_chunks: sized.train_chunks,
             ..self.base_params()
         };
         self.ctx
@@ -1138,12 +1500,27 @@ impl GpuTrainer {
             encoder.clear_buffer(&trainer.buffers.grads, 0, None);
             let mut pass = encoder.begin_compute_pass(&Default::default());
             pass.set_bind_group(0, &trainer.bind_group, &[0]);
-            pass.set_pipeline(&trainer.kernels.forward_backward);
-            dispatch(&mut pass, params.loss_groups, trainer.max_dispatch);
-            pass.set_pipeline(&trainer.kernels.reduce_loss);
+            let k = &trainer.kernels;
+            match &k.step {
+                StepKernels::F32 {
+                    forward_backward,
+                    reduce_loss,
+                } => {
+                    pass.set_pipeline(forward_backward);
+                    dispatch(&mut pass, params.loss_groups, trainer.max_dispatch);
+                    pass.set_pipeline(reduce_loss);
+                }
+                StepKernels::Mixed { train_step, .. } => {
+                    pass.set_pipeline(train_step);
+                    dispatch(&mut pass, params.loss_groups, trainer.max_dispatch);
+                    // Adam with nothing to update: only its loss reduction runs.
+                    pass.set_pipeline(&k.adam);
+                }
+            }
             pass.dispatch_workgroups(1, 1, 1);
         })?;
         self.grads_dirty = true;
+        self.pending_batch = if mixed { len } else { 0 };
         let slot = 4 * u64::from(params.loss_slot);
         let loss = f32s(&read_buffer(
             &self.ctx,
@@ -1156,7 +1533,7 @@ impl GpuTrainer {
             0..4 * u64::from(self.param_count),
         )?;
         let decoder_count = self.decoder_count as usize;
-        let values: Vec<f64> = raw
+        let mut values: Vec<f64> = raw
             .chunks_exact(4)
             .enumerate()
             .map(|(i, c)| {
@@ -1173,6 +1550,38 @@ impl GpuTrainer {
                 }
             })
             .collect();
+        if mixed {
+            // The decoder's gradients are the per-workgroup partials, summed as Adam sums
+            // them: in f32, in its order (8 lanes of every 8th partial, then the lanes),
+            // times the f32 inv_batch / DELTA_SCALE
+            // (nearly cancelling partials make an f64 sum differ in the last bits, which
+            // Adam's normalisation magnifies for gradients near ε).
+            let partials = f32s(&read_buffer(
+                &self.ctx,
+                &self.buffers.dw_partials,
+                0..4 * u64::from(params.loss_groups) * u64::from(self.decoder_count),
+            )?);
+            let unscale = params.inv_batch / DELTA_SCALE;
+            let lanes = (ADAM_WORKGROUP / ADAM_DECODER_PER_GROUP) as usize;
+            for (i, g) in values.iter_mut().take(decoder_count).enumerate() {
+                let column: Vec<f32> = partials
+                    .iter()
+                    .skip(i)
+                    .step_by(decoder_count.max(1))
+                    .copied()
+                    .collect();
+                let sum = (0..lanes)
+                    .map(|lane| {
+                        column
+                            .iter()
+                            .skip(lane)
+                            .step_by(lanes)
+                            .fold(0.0f32, |sum, &p| sum + p)
+                    })
+                    .fold(0.0f32, |sum, lane| sum + lane);
+                *g = f64::from(sum * unscale);
+            }
+        }
         let (decoder, mut rest) = values.split_at(decoder_count.min(values.len()));
         let mut latents = Vec::with_capacity(self.layouts.len());
         for layout in &self.layouts {
@@ -1238,12 +1647,24 @@ impl GpuTrainer {
         lr_latents: Option<f64>,
         lr_decoder: f64,
     ) -> Result<(), GpuTrainError> {
-        let params = self.adam_params(lr_latents, lr_decoder);
+        // The decoder's gradients are those of the batch `gradients` ran (none after
+        // they were applied once): its workgroups and its 1 / length.
+        let pending = self.batch_params(self.pending_batch);
+        let params = StepParams {
+            partial_count: if self.pending_batch > 0 {
+                pending.partial_count
+            } else {
+                0
+            },
+            inv_batch: pending.inv_batch,
+            ..self.adam_params(lr_latents, lr_decoder)
+        };
         self.run_kernel(
             &params,
             &self.kernels.adam,
-            params.update_count.div_ceil(ADAM_WORKGROUP),
+            self.adam_groups(params.update_count),
         )?;
+        self.pending_batch = 0;
         self.grads_dirty = lr_latents.is_none();
         Ok(())
     }
@@ -1410,23 +1831,63 @@ impl GpuTrainer {
     fn base_params(&self) -> StepParams {
         let adam = &self.config.adam;
         StepParams {
-            batch_size: self.batch_capacity,
             noise_seed: self.noise_seed,
             sample_seed: self.sample_seed,
             entry_count: self.entries.len() as u32,
             total_texels: self.total_texels,
             loss_slot: self.total_steps() as u32,
-            loss_groups: self.batch_capacity.div_ceil(self.kernels.workgroup),
             decoder_count: self.decoder_count,
-            inv_batch: (1.0 / f64::from(self.batch_capacity.max(1))) as f32,
             quant_step: quant::step(self.config.model.latent_bits),
             beta1: adam.beta1 as f32,
             beta2: adam.beta2 as f32,
             one_minus_beta1: (1.0 - adam.beta1) as f32,
             one_minus_beta2: (1.0 - adam.beta2) as f32,
             epsilon: adam.epsilon as f32,
+            ..self.batch_params(self.batch_capacity)
+        }
+    }
+
+    /// What depends on the batch's length: the length and its inverse, the workgroups
+    /// whose loss sums are reduced and, for the mixed-precision trainer, the chunks per
+    /// `train_step` workgroup and the workgroups whose decoder gradients Adam sums.
+    fn batch_params(&self, batch: u32) -> StepParams {
+        let (train_chunks, groups) = match self.kernels.rows() {
+            Some(rows) => chunk_plan(batch, rows),
+            None => (0, batch.div_ceil(self.kernels.workgroup)),
+        };
+        StepParams {
+            batch_size: batch,
+            inv_batch: (1.0 / f64::from(batch.max(1))) as f32,
+            loss_groups: groups,
+            train_chunks,
+            partial_count: if self.kernels.rows().is_some() {
+                groups
+            } else {
+                0
+            },
             ..StepParams::default()
         }
+    }
+
+    /// Workgroups of an `adam` dispatch updating `params[0 .. update_count]`: one
+    /// parameter per thread, except that the mixed-precision trainer's decoder takes
+    /// [`ADAM_DECODER_PER_GROUP`] per workgroup; at least one (its workgroup 0 reduces the
+    /// loss).
+    fn adam_groups(&self, update_count: u32) -> u32 {
+        match self.kernels.step {
+            StepKernels::F32 { .. } => update_count.div_ceil(ADAM_WORKGROUP),
+            StepKernels::Mixed { .. } => {
+                let decoder = update_count.min(self.decoder_count);
+                (decoder.div_ceil(ADAM_DECODER_PER_GROUP)
+                    + (update_count - decoder).div_ceil(ADAM_WORKGROUP))
+                .max(1)
+            }
+        }
+    }
+
+    /// Workgroups of one step's `forward_backward` or `train_step` dispatch.
+    fn step_groups(&self) -> u32 {
+        self.batch_params(self.batch_capacity).loss_groups
     }
 
     /// The Adam part of a step: advances the step counts (the latents' only when they
@@ -1502,20 +1963,32 @@ impl GpuTrainer {
             });
             let k = &trainer.kernels;
             let max = trainer.max_dispatch;
+            let groups = trainer.step_groups();
             for (i, &update) in updates.iter().enumerate() {
                 pass.set_bind_group(0, &trainer.bind_group, &[(i * stride) as u32]);
-                pass.set_pipeline(&k.sample);
-                dispatch(
-                    &mut pass,
-                    trainer.batch_capacity.div_ceil(SAMPLE_WORKGROUP),
-                    max,
-                );
-                pass.set_pipeline(&k.forward_backward);
-                dispatch(&mut pass, trainer.batch_capacity.div_ceil(k.workgroup), max);
-                pass.set_pipeline(&k.reduce_loss);
-                pass.dispatch_workgroups(1, 1, 1);
+                match &k.step {
+                    StepKernels::F32 {
+                        forward_backward,
+                        reduce_loss,
+                    } => {
+                        pass.set_pipeline(&k.sample);
+                        dispatch(
+                            &mut pass,
+                            trainer.batch_capacity.div_ceil(SAMPLE_WORKGROUP),
+                            max,
+                        );
+                        pass.set_pipeline(forward_backward);
+                        dispatch(&mut pass, groups, max);
+                        pass.set_pipeline(reduce_loss);
+                        pass.dispatch_workgroups(1, 1, 1);
+                    }
+                    StepKernels::Mixed { train_step, .. } => {
+                        pass.set_pipeline(train_step);
+                        dispatch(&mut pass, groups, max);
+                    }
+                }
                 pass.set_pipeline(&k.adam);
-                dispatch(&mut pass, update.div_ceil(ADAM_WORKGROUP), max);
+                dispatch(&mut pass, trainer.adam_groups(update), max);
             }
         })?;
         self.step += count;
@@ -1723,6 +2196,61 @@ mod tests {
                 assert_eq!(shared, workgroup * tile_bytes_per_thread(&config));
             }
         }
+    }
+
+    #[test]
+    fn train_step_memory_and_threads_match_the_host() {
+        let default = NtcConfig::default();
+        let narrow = NtcConfig {
+            features: 8,
+            hidden: vec![32, 16, 48],
+            pe_waves: 5,
+            ..NtcConfig::default()
+        };
+        for config in [default.clone(), narrow] {
+            for kernel in [TrainKernel::F16, TrainKernel::CoopMatrix] {
+                for rows in [16, 64] {
+                    let defines = mixed_defines(&config, kernel, rows, false);
+                    let m = ShaderLibrary::embedded()
+                        .validate("ntc/train_step.wgsl", &define_refs(&defines))
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    let entry = m
+                        .entry_points
+                        .iter()
+                        .find(|e| e.name == "train_step")
+                        .expect("train_step");
+                    assert_eq!(entry.workgroup_size[0], TRAIN_THREADS);
+                    let shared: u32 = m
+                        .global_variables
+                        .iter()
+                        .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+                        .map(|(_, g)| m.types[g.ty].inner.size(m.to_ctx()))
+                        .sum();
+                    assert_eq!(
+                        shared,
+                        mixed_workgroup_bytes(&config, rows),
+                        "{kernel} {rows}"
+                    );
+                }
+            }
+        }
+        // The default decoder: chunks of 64 in an NVIDIA GPU's 48 KiB, 32 in lavapipe's
+        // 32 KiB.
+        let limits = |storage: u32| wgpu::Limits {
+            max_compute_workgroup_storage_size: storage,
+            ..wgpu::Limits::default()
+        };
+        assert_eq!(pick_rows(&default, &limits(49152)).ok(), Some(64));
+        assert_eq!(pick_rows(&default, &limits(32768)).ok(), Some(32));
+        assert!(matches!(
+            pick_rows(&default, &limits(4096)),
+            Err(GpuTrainError::Limit { .. })
+        ));
+        // Chunks spread over at most MAX_TRAIN_WORKGROUPS workgroups.
+        assert_eq!(chunk_plan(65536, 64), (2, 512));
+        assert_eq!(chunk_plan(32768, 64), (1, 512));
+        assert_eq!(chunk_plan(170, 64), (1, 3));
+        assert_eq!(chunk_plan(65537, 64), (3, 342));
     }
 
     #[test]

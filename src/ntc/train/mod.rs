@@ -263,6 +263,15 @@ impl TrainConfig {
     }
 }
 
+/// Nominal floating-point operations of one training sample for a decoder of shape
+/// `config`: 6 per weight (a multiply-add each in the forward pass, the inputs' δ and the
+/// weight gradient). Texels per second times this is the trainer's TFLOP/s figure; the
+/// first layer's δ is only needed for the latent inputs, so the kernels do slightly less.
+pub fn training_flops_per_sample(config: &NtcConfig) -> f64 {
+    let weights: usize = config.layer_shapes().iter().map(|s| s.weight_count()).sum();
+    6.0 * weights as f64
+}
+
 pub use crate::texture::metrics::QUALITY_GROUPS;
 
 /// Reconstruction quality of one material at mip 0 (values in \[0, 1\], decoded outputs

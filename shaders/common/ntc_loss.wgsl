@@ -1,0 +1,28 @@
+// The step's mean batch loss from the per-workgroup loss sums in `wg_partials`, shared by
+// the f32 trainer's reduce_loss and the mixed-precision trainer's Adam, which folds it in.
+// Needs common/ntc_train.wgsl.
+
+const LOSS_THREADS: u32 = 256u;
+
+var<workgroup> loss_scratch: array<f32, LOSS_THREADS>;
+
+// Every thread of one LOSS_THREADS-wide workgroup calls this: sums wg_partials[0 ..
+// loss_groups] in a fixed order (so the result is deterministic) and writes
+// sum / batch_size to losses[loss_slot].
+fn reduce_losses(local: u32) {
+    var sum = 0.0;
+    for (var i = local; i < step_params.loss_groups; i += LOSS_THREADS) {
+        sum += wg_partials[i];
+    }
+    loss_scratch[local] = sum;
+    workgroupBarrier();
+    for (var stride = LOSS_THREADS / 2u; stride > 0u; stride /= 2u) {
+        if local < stride {
+            loss_scratch[local] += loss_scratch[local + stride];
+        }
+        workgroupBarrier();
+    }
+    if local == 0u {
+        losses[step_params.loss_slot] = loss_scratch[0] * step_params.inv_batch;
+    }
+}

@@ -1,0 +1,524 @@
+// defines: NTC_PE_WAVES=3, NTC_HIDDEN_2=0, NTC_HIDDEN_3=0, NTC_LEAKY_SLOPE=0.01, GRAD_SCALE_DECODER=16777216.0, GRAD_SCALE_LATENTS=67108864.0, NTC_MIXED, TRAIN_THREADS=128, DELTA_SCALE=16.0
+// variants: - | FIXED_POINT_GRADIENTS
+// variants: - | NTC_LEAKY_RELU
+// variants: - | TRAIN_COOP
+// variants: NTC_FEATURES=4, NTC_INPUT_WIDTH=32, NTC_LAYERS=2, NTC_HIDDEN_0=16, NTC_HIDDEN_1=0, TRAIN_ROWS=32 | NTC_FEATURES=16, NTC_INPUT_WIDTH=48, NTC_LAYERS=3, NTC_HIDDEN_0=64, NTC_HIDDEN_1=64, TRAIN_ROWS=64
+//
+// NTC training, mixed-precision trainer, kernel 1 of 2 (adam.wgsl with NTC_MIXED is the
+// other): everything of a step but the update. Each workgroup takes `train_chunks` chunks
+// of TRAIN_ROWS consecutive samples of the batch; per chunk:
+// 1. the samples: drawn with draw_sample (the f32 trainer's batch, bit for bit), or read
+//    from `batch` with FLAG_GIVEN_BATCH;
+// 2. the input matrix X (TRAIN_ROWS × NTC_INPUT_WIDTH, f16, one row per sample): both grids
+//    of the mip's pair bilinearly sampled in f32 with QAT noise (cpu::forward, cpu::qat_noise),
+//    the positional encoding, the LOD input, zero padding;
+// 3. forward, layer by layer, 16 output columns at a time: Z = A · Wᵀ with f16 operands
+//    (`weights16`, Adam's f16 copy of the decoder) and f32 accumulation into `stage`, then
+//    per element + bias (f32), activation → next A (f16) and act'(z) (f16);
+// 4. at the output: weighted L2 loss against the target (f32) and the output δ, stored in
+//    f16 as DELTA_SCALE · 2 w (y − t) — the per-sample gradient, scaled: the batch-mean
+//    gradient (÷ 65536 at the usual batch) would fall below f16's normal range;
+// 5. backward, last layer first: dW += δᵀ · A and db += Σ δ over the chunk's rows into the
+//    workgroup's slice of `dw_partials` (f32; the first chunk stores, later ones add), and
+//    the inputs' δ = (δ · W) ⊙ act'(z) (f16 operands, f32 accumulation, 16 columns at a
+//    time, stored in place of act'(z)); for the first layer only the 2F latent inputs' δ,
+//    scattered to the 4 taps × F features of each grid with one atomic add per value
+//    (FLAG_LATENT_GRADIENTS; f32 or fixed point, ntc_train.wgsl), times
+//    1 / (batch_size · DELTA_SCALE).
+// Each workgroup also writes its summed loss to wg_partials[workgroup]; Adam reduces the
+// losses and the decoder partials in a fixed order, so with fixed-point atomics a step is
+// deterministic (the products too: the same operands give the same sums).
+//
+// The matrix products are the only difference between the variants:
+// - TRAIN_COOP: 16×16×16 f16 cooperative matrices with f32 accumulators, one subgroup per
+//   16-row block (forward, δ) or per 16×16 tile of dW; needs every hidden width a multiple
+//   of 16 and TRAIN_ROWS a multiple of 16;
+// - default ("f16"): the same products with one thread per output element, f16 operands
+//   widened to f32 (exact) and summed in f32, for adapters with SHADER_F16 but without
+//   cooperative matrices (lavapipe).
+//
+// Workgroup memory (host: gpu::mixed_workgroup_bytes): `act`, TRAIN_ROWS × (NTC_INPUT_WIDTH
+// + 2 · Σ hidden + 16) f16 — X, every hidden layer's A, every hidden layer's act'(z) (then
+// its δ), the output δ, each row-major with its width as stride; `stage`, TRAIN_ROWS × 16 f32;
+// the rows' samples and the loss reduction. The host picks the largest TRAIN_ROWS of 64,
+// 48, 32, 16 that fits the adapter's limit.
+
+enable f16;
+#ifdef TRAIN_COOP
+enable wgpu_cooperative_matrix;
+#endif
+
+#import "common/ntc_encoding.wgsl"
+#import "common/ntc_layers.wgsl"
+#import "common/ntc_train.wgsl"
+
+const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
+const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
+const ROWS: u32 = ${TRAIN_ROWS}u;
+const THREADS: u32 = ${TRAIN_THREADS}u;
+const DELTA_SCALE: f32 = ${DELTA_SCALE};
+// Columns of one pass through `stage`: one 16-wide column block.
+const COLS: u32 = 16u;
+// Inputs 0 .. LATENT_INPUTS are the two grids' features; the PE follows, then the LOD.
+const LATENT_INPUTS: u32 = 2u * NTC_FEATURES;
+const LOD_INPUT: u32 = LATENT_INPUTS + 4u * NTC_PE_WAVES;
+// f16 values per row of `act`.
+const ROW_HALVES: u32 = NTC_INPUT_WIDTH + 2u * NTC_HIDDEN_TOTAL + NTC_OUTPUTS;
+// A row without a sample (past the end of the batch).
+const NO_ENTRY: u32 = 0xffffffffu;
+
+var<workgroup> act: array<f16, ROWS * ROW_HALVES>;
+var<workgroup> stage: array<f32, ROWS * COLS>;
+// The chunk's samples: (entry of `mips` or NO_ENTRY, x | y << 16).
+var<workgroup> rows: array<vec2u, ROWS>;
+var<workgroup> loss_sums: array<f32, THREADS>;
+// 1 while the workgroup works on its first chunk (whose gradients are stored, not added).
+var<workgroup> chunk_first: u32;
+
+// Which thread of the workgroup this is; the subgroup fields are used by TRAIN_COOP only.
+struct Ids {
+    thread: u32,
+    subgroup: u32,
+    subgroups: u32,
+}
+
+// Σ of the hidden widths of the layers before `layer`'s input (NTC_WIDTHS[1 .. layer]).
+fn hidden_before(layer: u32) -> u32 {
+    var sum = 0u;
+    for (var l = 1u; l < layer; l++) {
+        sum += NTC_WIDTHS[l];
+    }
+    return sum;
+}
+
+// First value in `act` of the input matrix of `layer` (X for layer 0, else the previous
+// layer's activations); its row stride is ntc_layer_inputs(layer).
+fn input_region(layer: u32) -> u32 {
+    if layer == 0u {
+        return 0u;
+    }
+    return ROWS * (NTC_INPUT_WIDTH + hidden_before(layer));
+}
+
+// First value in `act` of act'(z) of `layer`'s inputs (layer ≥ 1), later their δ.
+fn slope_region(layer: u32) -> u32 {
+    return ROWS * (NTC_INPUT_WIDTH + NTC_HIDDEN_TOTAL + hidden_before(layer));
+}
+
+// First value in `act` of the δ of `layer`'s outputs (row stride ntc_layer_outputs).
+fn delta_region(layer: u32) -> u32 {
+    if layer + 1u < NTC_LAYERS {
+        return slope_region(layer + 1u);
+    }
+    return ROWS * (NTC_INPUT_WIDTH + 2u * NTC_HIDDEN_TOTAL);
+}
+
+// The texel of a row's sample, clamped into its mip.
+fn row_texel(row: vec2u, entry: MipEntry) -> vec2u {
+    return vec2u(min(row.y & 0xffffu, entry.width - 1u), min(row.y >> 16u, entry.height - 1u));
+}
+
+// The bilinear taps of the fine (`coarse` false) or coarse grid of a row's sample.
+fn grid_taps(entry: MipEntry, texel: vec2u, coarse: bool) -> NtcTaps {
+    let u = (f32(texel.x) + 0.5) / f32(entry.width);
+    let v = (f32(texel.y) + 0.5) / f32(entry.height);
+    if coarse {
+        return ntc_bilinear_taps(u, v, entry.coarse_width, entry.coarse_height);
+    }
+    return ntc_bilinear_taps(u, v, entry.fine_width, entry.fine_height);
+}
+
+// Whether the current chunk is the workgroup's first, as a uniform value (the
+// cooperative-matrix loads that add to the stored sums must be in uniform control flow,
+// and naga counts function arguments as non-uniform).
+fn first_chunk() -> bool {
+    return workgroupUniformLoad(&chunk_first) != 0u;
+}
+
+// The samples of the chunk starting at batch index `first`.
+fn load_rows(first: u32, thread: u32) {
+    for (var r = thread; r < ROWS; r += THREADS) {
+        let index = first + r;
+        var row = vec2u(NO_ENTRY, 0u);
+        if index < step_params.batch_size && step_params.entry_count > 0u {
+            if (step_params.flags & FLAG_GIVEN_BATCH) != 0u {
+                row = batch[index];
+                row.x = min(row.x, step_params.entry_count - 1u);
+            } else {
+                row = draw_sample(index);
+            }
+        }
+        rows[r] = row;
+    }
+}
+
+// The input matrix X of the chunk's rows (zeros for rows without a sample).
+fn build_inputs(thread: u32) {
+    // The grids' features, one thread per (row, input), inputs fastest.
+    for (var e = thread; e < ROWS * LATENT_INPUTS; e += THREADS) {
+        let r = e / LATENT_INPUTS;
+        let i = e % LATENT_INPUTS;
+        let row = rows[r];
+        var value = 0.0;
+        if row.x != NO_ENTRY {
+            let entry = mips[row.x];
+            let coarse = i >= NTC_FEATURES;
+            let taps = grid_taps(entry, row_texel(row, entry), coarse);
+            let base = select(entry.fine_offset, entry.coarse_offset, coarse) + i % NTC_FEATURES;
+            let key = qat_noise_key(step_params.noise_seed, step_params.step, entry.material);
+            for (var t = 0u; t < 4u; t++) {
+                let index = base + taps.texel[t] * NTC_FEATURES;
+                var latent = params[entry.latent_base + index];
+                if (step_params.flags & FLAG_QAT) != 0u {
+                    latent += qat_noise(key, index, step_params.quant_step);
+                }
+                value += taps.weight[t] * latent;
+            }
+        }
+        act[r * NTC_INPUT_WIDTH + i] = f16(value);
+    }
+    // The positional encoding, the LOD input and the zero padding.
+    let rest = NTC_INPUT_WIDTH - LATENT_INPUTS;
+    for (var e = thread; e < ROWS * rest; e += THREADS) {
+        let r = e / rest;
+        let i = LATENT_INPUTS + e % rest;
+        let row = rows[r];
+        var value = 0.0;
+        if row.x != NO_ENTRY {
+            let entry = mips[row.x];
+            if i < LOD_INPUT {
+                let j = i - LATENT_INPUTS;
+                let pe = ntc_positional_encoding(
+                    row_texel(row, entry),
+                    vec2u(entry.width, entry.height),
+                    vec2u(entry.coarse_width, entry.coarse_height),
+                    j / 4u,
+                );
+                value = pe[j % 4u];
+            } else if i == LOD_INPUT {
+                value = entry.lod;
+            }
+        }
+        act[r * NTC_INPUT_WIDTH + i] = f16(value);
+    }
+}
+
+#ifdef TRAIN_COOP
+// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer: A at `x` in `act`
+// (row stride n_in), W (row-major [out][in]) from parameter `w` of weights16. Wᵀ's column n
+// is W's row n: a column-major B operand of stride n_in.
+fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+    for (var rb = ids.subgroup; rb < ROWS / 16u; rb += ids.subgroups) {
+        var acc = coop_mat16x16<f32, C>();
+        for (var k = 0u; k < n_in; k += 16u) {
+            let a = coopLoadT<coop_mat16x16<f16, A>>(&act[x + rb * 16u * n_in + k], n_in);
+            let b = coopLoad<coop_mat16x16<f16, B>>(&weights16[w + cb * n_in + k], n_in);
+            acc = coopMultiplyAdd(a, b, acc);
+        }
+        // coopStore operands must be values (naga 30; see ntc_decode.wgsl).
+        let result = acc;
+        let at = rb * 16u * COLS;
+        coopStoreT(result, &stage[at], COLS);
+    }
+}
+
+// stage (ROWS × 16) = δ · W for input columns cb .. cb + 16 of a layer: δ at `d` in `act`
+// (row stride n_out), W row-major [out][in] (a row-major B operand of stride n_in).
+fn product_backward(d: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+    for (var rb = ids.subgroup; rb < ROWS / 16u; rb += ids.subgroups) {
+        var acc = coop_mat16x16<f32, C>();
+        for (var k = 0u; k < n_out; k += 16u) {
+            let a = coopLoadT<coop_mat16x16<f16, A>>(&act[d + rb * 16u * n_out + k], n_out);
+            let b = coopLoadT<coop_mat16x16<f16, B>>(&weights16[w + k * n_in + cb], n_in);
+            acc = coopMultiplyAdd(a, b, acc);
+        }
+        let result = acc;
+        let at = rb * 16u * COLS;
+        coopStoreT(result, &stage[at], COLS);
+    }
+}
+
+// dw_partials[at ..] (row-major [n_out][n_in]) += δᵀ · A over the chunk's rows, one 16×16
+// tile per subgroup at a time: δᵀ is δ (row stride n_out) read column-major, A is read
+// row-major. The first chunk starts from zero instead of the stored sums.
+fn accumulate_weights(d: u32, x: u32, n_in: u32, n_out: u32, at: u32, ids: Ids) {
+    let first = first_chunk();
+    let in_blocks = n_in / 16u;
+    for (var t = ids.subgroup; t < (n_out / 16u) * in_blocks; t += ids.subgroups) {
+        let ob = t / in_blocks;
+        let ib = t % in_blocks;
+        let tile = at + ob * 16u * n_in + ib * 16u;
+        var acc = coop_mat16x16<f32, C>();
+        if !first {
+            acc = coopLoadT<coop_mat16x16<f32, C>>(&dw_partials[tile], n_in);
+        }
+        for (var k = 0u; k < ROWS; k += 16u) {
+            let a = coopLoad<coop_mat16x16<f16, A>>(&act[d + k * n_out + ob * 16u], n_out);
+            let b = coopLoadT<coop_mat16x16<f16, B>>(&act[x + k * n_in + ib * 16u], n_in);
+            acc = coopMultiplyAdd(a, b, acc);
+        }
+        let result = acc;
+        coopStoreT(result, &dw_partials[tile], n_in);
+    }
+}
+#else
+// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer (columns past
+// n_out get 0): A at `x` in `act` (row stride n_in), W from parameter `w` of weights16.
+fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+    for (var e = ids.thread; e < ROWS * COLS; e += THREADS) {
+        let r = e / COLS;
+        let c = cb + e % COLS;
+        var sum = 0.0;
+        if c < n_out {
+            for (var k = 0u; k < n_in; k++) {
+                sum += f32(act[x + r * n_in + k]) * f32(weights16[w + c * n_in + k]);
+            }
+        }
+        stage[e] = sum;
+    }
+}
+
+// stage (ROWS × 16) = δ · W for input columns cb .. cb + 16 of a layer (columns past n_in
+// get 0): δ at `d` in `act` (row stride n_out).
+fn product_backward(d: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+    for (var e = ids.thread; e < ROWS * COLS; e += THREADS) {
+        let r = e / COLS;
+        let c = cb + e % COLS;
+        var sum = 0.0;
+        if c < n_in {
+            for (var o = 0u; o < n_out; o++) {
+                sum += f32(act[d + r * n_out + o]) * f32(weights16[w + o * n_in + c]);
+            }
+        }
+        stage[e] = sum;
+    }
+}
+
+// dw_partials[at ..] (row-major [n_out][n_in]) += δᵀ · A over the chunk's rows, one thread
+// per weight. The first chunk starts from zero instead of the stored sums.
+fn accumulate_weights(d: u32, x: u32, n_in: u32, n_out: u32, at: u32, ids: Ids) {
+    let first = first_chunk();
+    for (var e = ids.thread; e < n_out * n_in; e += THREADS) {
+        let o = e / n_in;
+        let i = e % n_in;
+        var sum = 0.0;
+        for (var r = 0u; r < ROWS; r++) {
+            sum += f32(act[d + r * n_out + o]) * f32(act[x + r * n_in + i]);
+        }
+        if !first {
+            sum += dw_partials[at + e];
+        }
+        dw_partials[at + e] = sum;
+    }
+}
+#endif
+
+// dw_partials[at + o] += Σ over the chunk's rows of δ[row][o] (the biases' gradients).
+fn accumulate_biases(d: u32, n_out: u32, at: u32, thread: u32) {
+    let first = first_chunk();
+    for (var o = thread; o < n_out; o += THREADS) {
+        var sum = 0.0;
+        for (var r = 0u; r < ROWS; r++) {
+            sum += f32(act[d + r * n_out + o]);
+        }
+        if !first {
+            sum += dw_partials[at + o];
+        }
+        dw_partials[at + o] = sum;
+    }
+}
+
+// After a hidden layer's stage pass: A and act'(z) of output columns cb .. cb + 16, from
+// z = stage + bias (biases from parameter `b` of the f32 params). Four columns per thread.
+fn activate(layer: u32, cb: u32, b: u32, thread: u32) {
+    let n = ntc_layer_outputs(layer);
+    let a_at = input_region(layer + 1u);
+    let s_at = slope_region(layer + 1u);
+    for (var e = thread; e < ROWS * COLS / 4u; e += THREADS) {
+        let r = e / (COLS / 4u);
+        let c = cb + 4u * (e % (COLS / 4u));
+        if c < n {
+            let s = r * COLS + c - cb;
+            let z = vec4f(stage[s], stage[s + 1u], stage[s + 2u], stage[s + 3u])
+                + vec4f(params[b + c], params[b + c + 1u], params[b + c + 2u], params[b + c + 3u]);
+            let a = ntc_activation(z);
+            let slope = ntc_activation_slope(z);
+            for (var j = 0u; j < 4u; j++) {
+                act[a_at + r * n + c + j] = f16(a[j]);
+                act[s_at + r * n + c + j] = f16(slope[j]);
+            }
+        }
+    }
+}
+
+// After the output layer's stage pass: the loss of this thread's (row, channel quad)
+// elements, and the output δ (DELTA_SCALE · 2 w (y − t), 0 for rows without a sample).
+fn output_loss(b: u32, thread: u32) -> f32 {
+    let d_at = delta_region(NTC_LAYERS - 1u);
+    var loss = 0.0;
+    for (var e = thread; e < ROWS * (NTC_OUTPUTS / 4u); e += THREADS) {
+        let r = e / (NTC_OUTPUTS / 4u);
+        let q = e % (NTC_OUTPUTS / 4u);
+        let row = rows[r];
+        var delta = vec4f(0.0);
+        if row.x != NO_ENTRY {
+            let entry = mips[row.x];
+            let texel = row_texel(row, entry);
+            let s = r * COLS + 4u * q;
+            let c = b + 4u * q;
+            let y = vec4f(stage[s], stage[s + 1u], stage[s + 2u], stage[s + 3u])
+                + vec4f(params[c], params[c + 1u], params[c + 2u], params[c + 3u]);
+            var t = vec4f(0.0);
+            if q < 3u {
+                t = target_channels(entry.texel_start + texel.y * entry.width + texel.x, q);
+            }
+            let w = entry.loss_weights[q];
+            let err = y - t;
+            loss += dot(w * err, err);
+            delta = (2.0 * DELTA_SCALE) * w * err;
+        }
+        for (var j = 0u; j < 4u; j++) {
+            act[d_at + r * NTC_OUTPUTS + 4u * q + j] = f16(delta[j]);
+        }
+    }
+    return loss;
+}
+
+// After a hidden layer's backward stage pass: δ of input columns cb .. cb + 16 = stage ⊙
+// act'(z), stored over act'(z).
+fn scale_by_slope(layer: u32, cb: u32, thread: u32) {
+    let n = ntc_layer_inputs(layer);
+    let s_at = slope_region(layer);
+    for (var e = thread; e < ROWS * COLS; e += THREADS) {
+        let r = e / COLS;
+        let c = cb + e % COLS;
+        if c < n {
+            let at = s_at + r * n + c;
+            act[at] = f16(stage[e] * f32(act[at]));
+        }
+    }
+}
+
+// After the first layer's backward stage pass: input columns cb .. cb + 16 that are latent
+// features get their δ (unscaled to the mean batch loss's gradient) scattered to the four
+// taps of their grid.
+fn scatter_latents(cb: u32, thread: u32) {
+    let unscale = step_params.inv_batch / DELTA_SCALE;
+    for (var e = thread; e < ROWS * COLS; e += THREADS) {
+        let r = e / COLS;
+        let i = cb + e % COLS;
+        let row = rows[r];
+        if i < LATENT_INPUTS && row.x != NO_ENTRY {
+            let entry = mips[row.x];
+            let coarse = i >= NTC_FEATURES;
+            let taps = grid_taps(entry, row_texel(row, entry), coarse);
+            let base = entry.latent_base + select(entry.fine_offset, entry.coarse_offset, coarse)
+                + i % NTC_FEATURES;
+            let g = stage[e] * unscale;
+            for (var t = 0u; t < 4u; t++) {
+                grad_add(base + taps.texel[t] * NTC_FEATURES, taps.weight[t] * g);
+            }
+        }
+    }
+}
+
+// The forward pass of the chunk (X built); returns this thread's share of its loss.
+fn forward(ids: Ids) -> f32 {
+    var loss = 0.0;
+    for (var layer = 0u; layer < NTC_LAYERS; layer++) {
+        let n_in = ntc_layer_inputs(layer);
+        let n_out = ntc_layer_outputs(layer);
+        let w = ntc_layer_params(layer);
+        let b = w + n_in * n_out;
+        for (var cb = 0u; cb < n_out; cb += COLS) {
+            product_forward(input_region(layer), n_in, n_out, w, cb, ids);
+            workgroupBarrier();
+            if layer + 1u < NTC_LAYERS {
+                activate(layer, cb, b, ids.thread);
+            } else {
+                loss += output_loss(b, ids.thread);
+            }
+            workgroupBarrier();
+        }
+    }
+    return loss;
+}
+
+// The backward pass of the chunk: parameter gradients into the workgroup's partials at
+// `slot`, latent gradients scattered.
+fn backward(slot: u32, ids: Ids) {
+    let latents = (step_params.flags & FLAG_LATENT_GRADIENTS) != 0u;
+    for (var k = 0u; k < NTC_LAYERS; k++) {
+        let layer = NTC_LAYERS - 1u - k;
+        let n_in = ntc_layer_inputs(layer);
+        let n_out = ntc_layer_outputs(layer);
+        let w = ntc_layer_params(layer);
+        let b = w + n_in * n_out;
+        let d = delta_region(layer);
+        accumulate_weights(d, input_region(layer), n_in, n_out, slot + w, ids);
+        accumulate_biases(d, n_out, slot + b, ids.thread);
+        var n_prop = n_in;
+        if layer == 0u {
+            n_prop = select(0u, LATENT_INPUTS, latents);
+        }
+        for (var cb = 0u; cb < n_prop; cb += COLS) {
+            product_backward(d, n_in, n_out, w, cb, ids);
+            workgroupBarrier();
+            if layer > 0u {
+                scale_by_slope(layer, cb, ids.thread);
+            } else {
+                scatter_latents(cb, ids.thread);
+            }
+            workgroupBarrier();
+        }
+    }
+}
+
+@compute @workgroup_size(THREADS)
+fn train_step(
+    @builtin(workgroup_id) workgroup: vec3u,
+    @builtin(num_workgroups) workgroups: vec3u,
+    @builtin(local_invocation_index) local: u32,
+#ifdef TRAIN_COOP
+    @builtin(subgroup_id) subgroup: u32,
+    @builtin(num_subgroups) subgroups: u32,
+#endif
+) {
+#ifdef TRAIN_COOP
+    let ids = Ids(local, subgroup, subgroups);
+#else
+    let ids = Ids(local, 0u, 1u);
+#endif
+    let group = linear_workgroup(workgroup, workgroups);
+    let slot = group * step_params.decoder_count;
+    let chunks = step_params.train_chunks;
+    let total_chunks = (step_params.batch_size + ROWS - 1u) / ROWS;
+    var loss = 0.0;
+    for (var c = 0u; c < chunks; c++) {
+        let chunk = group * chunks + c;
+        if chunk >= total_chunks {
+            break;
+        }
+        if local == 0u {
+            chunk_first = select(0u, 1u, c == 0u);
+        }
+        load_rows(chunk * ROWS, local);
+        workgroupBarrier();
+        build_inputs(local);
+        workgroupBarrier();
+        loss += forward(ids);
+        backward(slot, ids);
+        workgroupBarrier();
+    }
+    loss_sums[local] = loss;
+    workgroupBarrier();
+    for (var stride = THREADS / 2u; stride > 0u; stride /= 2u) {
+        if local < stride {
+            loss_sums[local] += loss_sums[local + stride];
+        }
+        workgroupBarrier();
+    }
+    if local == 0u {
+        wg_partials[group] = loss_sums[0];
+    }
+}
