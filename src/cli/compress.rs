@@ -56,6 +56,10 @@ pub struct CompressArgs {
     /// Report progress (and record the loss curve) about every this many steps.
     #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
+    /// Train with order-independent sums only (fixed-point gradients), so that runs with
+    /// the same seed on the same adapter give byte-identical packages.
+    #[arg(long)]
+    deterministic: bool,
 }
 
 /// Run `neurotex compress`.
@@ -77,7 +81,8 @@ pub fn run(a: CompressArgs) -> Result<()> {
     }
     policy.check_all(outputs.iter().map(|p| p.as_path()))?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
-    let train = a.recipe.train_config(a.preset, a.batch)?;
+    let mut train = a.recipe.train_config(a.preset, a.batch)?;
+    train.deterministic = a.deterministic;
     let plan = match &a.plan {
         Some(plan_path) => {
             let plan = cluster::Plan::read(plan_path)?;
