@@ -3,7 +3,9 @@
 //! them killed and resumed, and `merge` of the parts must give the package of the
 //! unsharded run byte for byte (deterministic training); merge refuses a missing part, a
 //! repeated one, a part of another plan and a damaged one, with one clear error and no
-//! output.
+//! output. And the job files of `docs/scaling/`: the Slurm scripts parse (`bash -n`), the
+//! Kubernetes manifest has the structure of an Indexed Job and a merge Job, and every
+//! option they pass exists.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -229,4 +231,235 @@ fn shards_in_separate_processes_merge_to_the_unsharded_package() {
         &["p1.ntcpart", "input"],
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The scalar entries of a YAML document in the block style of the job files (maps, lists
+/// of maps, plain, quoted and flow scalars on one line, `|` block scalars), as
+/// `(path, value)` with path segments joined by `.` and list items as `[i]`. An error for
+/// a tab, a line that is none of these, or a block scalar that is not indented.
+fn yaml_entries(doc: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    // (indent, segment) of the maps and list items open above the current line.
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut items: std::collections::HashMap<String, usize> = Default::default();
+    // An open block scalar: (its key's indent, path, text).
+    let mut block: Option<(usize, String, String)> = None;
+    let path = |stack: &[(usize, String)], last: &str| {
+        let mut p: Vec<&str> = stack.iter().map(|(_, s)| s.as_str()).collect();
+        p.push(last);
+        p.join(".")
+    };
+    for (n, raw) in doc.lines().enumerate() {
+        let line_no = n + 1;
+        if raw.contains('\t') {
+            return Err(format!("line {line_no}: a tab"));
+        }
+        let mut indent = raw.len() - raw.trim_start().len();
+        let line = raw.trim();
+        if let Some((key_indent, p, text)) = &mut block {
+            if line.is_empty() || indent > *key_indent {
+                text.push_str(line);
+                text.push('\n');
+                continue;
+            }
+            if text.is_empty() {
+                return Err(format!("line {line_no}: an empty block scalar"));
+            }
+            out.push((p.clone(), std::mem::take(text)));
+            block = None;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut rest = line;
+        if let Some(item) = rest.strip_prefix("- ") {
+            while stack.last().is_some_and(|(i, _)| *i >= indent) {
+                stack.pop();
+            }
+            let parent = path(&stack, "");
+            let index = items.entry(parent).or_insert(0);
+            stack.push((indent, format!("[{index}]")));
+            *index += 1;
+            indent += 2;
+            rest = item.trim_start();
+            if rest == "|" {
+                block = Some((
+                    indent - 2,
+                    path(&stack[..stack.len() - 1], &stack[stack.len() - 1].1),
+                    String::new(),
+                ));
+                continue;
+            }
+        }
+        while stack.last().is_some_and(|(i, _)| *i >= indent) {
+            stack.pop();
+        }
+        let (key, value) = rest.split_once(':').ok_or_else(|| {
+            format!("line {line_no}: neither `key: value` nor a list item: {raw}")
+        })?;
+        if key.is_empty()
+            || !key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+        {
+            return Err(format!("line {line_no}: bad key `{key}`"));
+        }
+        if !value.is_empty() && !value.starts_with(' ') {
+            return Err(format!("line {line_no}: no space after `{key}:`"));
+        }
+        match value.trim() {
+            "" => stack.push((indent, key.to_string())),
+            "|" => block = Some((indent, path(&stack, key), String::new())),
+            v => out.push((path(&stack, key), v.trim_matches('"').to_string())),
+        }
+    }
+    if let Some((_, p, text)) = block {
+        out.push((p, text));
+    }
+    Ok(out)
+}
+
+/// The `neurotex <sub>` invocation of a script (not of its comments): its first line and
+/// the lines it continues onto with a backslash.
+fn invocation(text: &str, sub: &str) -> String {
+    let calls = [format!("neurotex {sub} "), format!("\"$NEUROTEX\" {sub} ")];
+    let mut out = String::new();
+    for line in text.lines().skip_while(|l| {
+        let t = l.trim_start();
+        t.starts_with('#') || !calls.iter().any(|c| t.contains(c.as_str()))
+    }) {
+        out.push_str(line);
+        out.push('\n');
+        if !line.trim_end().ends_with('\\') {
+            break;
+        }
+    }
+    assert!(!out.is_empty(), "no `neurotex {sub}` in {text}");
+    out
+}
+
+/// Every `--flag` of `args` is one of `neurotex <sub>`'s options.
+fn assert_flags_exist(sub: &str, args: &str) {
+    let help = ok(&[sub, "--help"], &[]);
+    for flag in args
+        .split(|c: char| c.is_whitespace() || c == '"')
+        .filter(|w| w.starts_with("--"))
+    {
+        assert!(
+            help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")),
+            "`neurotex {sub}` has no option {flag}"
+        );
+    }
+}
+
+#[test]
+fn the_scaling_job_files_are_well_formed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scaling");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
+
+    // Slurm: the scripts parse (bash -n); an array of SHARDS tasks with auto/SHARDS,
+    // then the merge once every task succeeded.
+    for name in [
+        "slurm-shard.sbatch",
+        "slurm-merge.sbatch",
+        "slurm-submit.sh",
+    ] {
+        let status = Command::new("bash")
+            .arg("-n")
+            .arg(dir.join(name))
+            .status()
+            .expect("run bash");
+        assert!(status.success(), "{name} does not parse");
+    }
+    let submit = read("slurm-submit.sh");
+    assert!(submit.contains("--array=0-$((SHARDS - 1)) \"$here/slurm-shard.sbatch\""));
+    assert!(submit.contains("--dependency=afterok:\"$array\" \"$here/slurm-merge.sbatch\""));
+    let shard = read("slurm-shard.sbatch");
+    let compress = invocation(&shard, "compress");
+    assert!(
+        compress.contains("--shard \"auto/${SHARDS}\""),
+        "{compress}"
+    );
+    assert!(compress.contains("--deterministic") && compress.contains("--resume"));
+    assert!(shard.contains("part-${SLURM_ARRAY_TASK_ID}.ntcpart"));
+    assert_flags_exist("compress", &compress);
+    let merge = read("slurm-merge.sbatch");
+    assert!(merge.contains("i < SHARDS") && merge.contains("part-$i.ntcpart"));
+    assert_flags_exist("merge", &invocation(&merge, "merge"));
+
+    // Kubernetes: an Indexed Job of N pods with one GPU each running shard
+    // JOB_COMPLETION_INDEX of auto/N, and a merge Job of the N parts.
+    let yaml = read("kubernetes-compress.yaml");
+    let docs: Vec<Vec<(String, String)>> = yaml
+        .split("\n---\n")
+        .map(|d| yaml_entries(d).unwrap_or_else(|e| panic!("kubernetes-compress.yaml: {e}")))
+        .collect();
+    assert_eq!(docs.len(), 2, "the shards and the merge");
+    let get = |doc: &[(String, String)], key: &str| -> String {
+        doc.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no `{key}` in {doc:?}"))
+    };
+    let (shards, merge) = (&docs[0], &docs[1]);
+    for doc in &docs {
+        assert_eq!(get(doc, "apiVersion"), "batch/v1");
+        assert_eq!(get(doc, "kind"), "Job");
+        assert_eq!(get(doc, "spec.template.spec.restartPolicy"), "Never");
+        assert_eq!(
+            get(
+                doc,
+                "spec.template.spec.volumes.[0].persistentVolumeClaim.claimName"
+            ),
+            "neurotex-data"
+        );
+    }
+    assert_eq!(get(shards, "spec.completionMode"), "Indexed");
+    let n: u32 = get(shards, "spec.completions")
+        .parse()
+        .expect("completions");
+    let parallelism: u32 = get(shards, "spec.parallelism")
+        .parse()
+        .expect("parallelism");
+    assert!((1..=n).contains(&parallelism));
+    let pod = "spec.template.spec.containers.[0]";
+    assert_eq!(
+        get(shards, &format!("{pod}.resources.limits.nvidia.com/gpu")),
+        "1"
+    );
+    let script = get(shards, &format!("{pod}.args.[0]"));
+    assert!(
+        script.contains("part-${JOB_COMPLETION_INDEX}.ntcpart"),
+        "{script}"
+    );
+    let compress = invocation(&script, "compress");
+    assert!(
+        compress.contains(&format!("--shard auto/{n} ")),
+        "{compress}"
+    );
+    assert_flags_exist("compress", &compress);
+    let script = get(merge, &format!("{pod}.args.[0]"));
+    let merge_args = invocation(&script, "merge");
+    assert!(
+        merge_args.contains(&format!("part-{{0..{}}}.ntcpart --out", n - 1)),
+        "{merge_args}"
+    );
+    assert_flags_exist("merge", &merge_args);
+    let wait = get(merge, "spec.template.spec.initContainers.[0].args.[0]");
+    assert!(wait.contains(&format!("-ge {n} ]]")), "{wait}");
+
+    // The reader itself refuses what it does not understand.
+    assert!(yaml_entries("a:\n\tb: 1").is_err());
+    assert!(yaml_entries("a:\n  just words").is_err());
+    assert!(yaml_entries("a:b").is_err());
+    assert_eq!(
+        yaml_entries("a:\n  - b: 1\n    c: x:y\n  - b: 2\nd: |\n  text\n").unwrap(),
+        [
+            ("a.[0].b", "1"),
+            ("a.[0].c", "x:y"),
+            ("a.[1].b", "2"),
+            ("d", "text\n"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+    );
 }
