@@ -466,12 +466,13 @@ impl Part {
                 header.shard.count
             ));
         }
-        let mut expected = Vec::new();
-        for (j, &g) in groups.iter().enumerate() {
-            expected.extend(std::iter::repeat_n(j as u32, header.group_sizes[g]));
-        }
-        let found: Vec<u32> = package.materials.iter().map(|m| m.decoder).collect();
-        if found != expected {
+        // Decoder j's materials, group by group (never allocating from the header's sizes).
+        let mut decoders = package.materials.iter().map(|m| m.decoder);
+        let fits =
+            groups.iter().enumerate().all(|(j, &g)| {
+                (0..header.group_sizes[g]).all(|_| decoders.next() == Some(j as u32))
+            }) && decoders.next().is_none();
+        if !fits {
             return Err("its materials do not match its groups' sizes and order".into());
         }
         Ok(Part { header, package })
@@ -810,6 +811,10 @@ mod tests {
         let mut lying = part.clone();
         let first_group = lying.header.groups()[0];
         lying.header.group_sizes[first_group] += 1;
+        let e = Part::from_bytes(&lying.to_bytes().unwrap()).unwrap_err();
+        assert!(e.contains("materials"), "{e}");
+        // A size claim is never allocated for.
+        lying.header.group_sizes[first_group] = usize::MAX;
         let e = Part::from_bytes(&lying.to_bytes().unwrap()).unwrap_err();
         assert!(e.contains("materials"), "{e}");
         let mut lying = part.clone();
