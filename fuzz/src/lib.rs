@@ -15,6 +15,7 @@ use std::sync::Arc;
 use neurotex::cluster::Plan;
 use neurotex::ntc::NtcPackage;
 use neurotex::ntc::format::HEADER_LEN;
+use neurotex::ntc::shard::{Part, merge};
 use neurotex::ntc::train::checkpoint::Checkpoint;
 use neurotex::scene::ImageSource;
 use neurotex::scene::description::LoadedDescription;
@@ -320,6 +321,34 @@ pub fn checkpoint(data: &[u8]) {
                 written == rewritten,
                 "writing and reading back changes the checkpoint"
             );
+        }
+    }
+}
+
+/// `data` with its last 32 bytes replaced by the BLAKE3 of the rest (a part's checksum),
+/// so that mutations reach the checks behind it.
+fn part_with_fixed_checksum(data: &[u8]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    if out.len() >= 32 {
+        let body = out.len() - 32;
+        let checksum = blake3::hash(&out[..body]);
+        out[body..].copy_from_slice(checksum.as_bytes());
+    }
+    out
+}
+
+/// Shard part files: an error, or a part that writes back to bytes that read back to the
+/// same part, and that merges alone without a panic (into a package when it is the only
+/// shard of its split, else into a `missing` error).
+pub fn part_file(data: &[u8]) {
+    for bytes in [data.to_vec(), part_with_fixed_checksum(data)] {
+        if let Ok(part) = Part::from_bytes(&bytes) {
+            let written = part.to_bytes().expect("a part that was read writes back");
+            let again = Part::from_bytes(&written).expect("it reads back");
+            assert!(again == part, "writing and reading back changes the part");
+            let alone = part.header.shard.count == 1;
+            let merged = merge(&[(PathBuf::from("part"), again)]);
+            assert_eq!(merged.is_ok(), alone, "{:?}", merged.err());
         }
     }
 }

@@ -68,6 +68,21 @@ pub struct CompressArgs {
     /// Report progress (and record the loss curve) about every this many steps.
     #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
+    /// Train only the groups of shard I of N (`I/N`, or `auto/N` for the index of a Slurm
+    /// array task or a Kubernetes Indexed Job) and write a part file to --out for
+    /// `neurotex merge`.
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<ntc::shard::ShardArg>,
+    /// Train with order-independent sums only (fixed-point gradients), so that runs with
+    /// the same seed on the same adapter give byte-identical packages.
+    #[arg(long)]
+    deterministic: bool,
+}
+
+/// `--shard`'s value.
+fn parse_shard(arg: &str) -> Result<ntc::shard::ShardArg, String> {
+    arg.parse()
+        .map_err(|e: ntc::shard::ShardError| e.to_string())
 }
 
 /// Training settings on top of the recipe's, shared by `compress` and `eval`.
@@ -108,6 +123,10 @@ impl TrainOverrides {
 
 /// Run `neurotex compress`.
 pub fn run(a: CompressArgs) -> Result<()> {
+    let shard = a
+        .shard
+        .map(|s| s.resolve(|name| std::env::var(name).ok()))
+        .transpose()?;
     let sources = a.inputs.sources()?;
     let inputs = texture::inputs::InputSets::open(&sources)?;
     // The package and every report file are checked before training starts.
@@ -125,9 +144,10 @@ pub fn run(a: CompressArgs) -> Result<()> {
     }
     policy.check_all(outputs.iter().map(|p| p.as_path()))?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
-    let train = a
+    let mut train = a
         .overrides
         .apply(a.recipe.train_config(a.preset, a.batch)?)?;
+    train.deterministic = a.deterministic;
     let rate = match (a.target_psnr, a.match_bcn) {
         (Some(db), _) if !db.is_finite() => bail!("--target-psnr must be a number of dB"),
         (Some(db), _) => ntc::compress::RateControl::TargetPsnr(db),
@@ -169,27 +189,52 @@ pub fn run(a: CompressArgs) -> Result<()> {
         input_files: inputs.files(),
     };
     let input_names = describe_sources(&sources);
-    let (package, report) = ntc::compress::compress(
-        &ctx,
-        &sets,
-        &constants,
-        &groups,
-        &options,
-        &input_names,
-        &a.out,
-        &cancel,
-        &mut |g, n, p| {
-            bar.set_prefix(format!("group {}/{n}", g + 1));
-            bar.set_length(p.total);
-            bar.set_position(p.step);
-            bar.set_message(format!(
-                "loss {:.5}  ≈{:.2} dB  {:.1} Mtexel/s",
-                p.loss,
-                p.psnr_estimate,
-                p.texels_per_second / 1e6
-            ));
-        },
-    )?;
+    let mut progress = |g: usize, n: usize, p: &ntc::train::gpu::TrainProgress| {
+        bar.set_prefix(format!("group {}/{n}", g + 1));
+        bar.set_length(p.total);
+        bar.set_position(p.step);
+        bar.set_message(format!(
+            "loss {:.5}  ≈{:.2} dB  {:.1} Mtexel/s",
+            p.loss,
+            p.psnr_estimate,
+            p.texels_per_second / 1e6
+        ));
+    };
+    let (package, report) = match shard {
+        None => ntc::compress::compress(
+            &ctx,
+            &sets,
+            &constants,
+            &groups,
+            &options,
+            &input_names,
+            &a.out,
+            &cancel,
+            &mut progress,
+        )?,
+        Some(shard) => {
+            let (part, report) = ntc::shard::compress_shard(
+                &ctx,
+                &sets,
+                &constants,
+                &groups,
+                shard,
+                &options,
+                &input_names,
+                &a.out,
+                &cancel,
+                &mut progress,
+            )?;
+            println!(
+                "shard {}/{}: groups {:?} of {}",
+                shard.index,
+                shard.count,
+                part.header.groups(),
+                groups.len()
+            );
+            (part.package, report)
+        }
+    };
     bar.finish_and_clear();
     for g in &report.groups {
         if let Some(kernel) = g.kernel {

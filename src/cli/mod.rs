@@ -11,6 +11,7 @@ mod eval;
 mod gen_scene;
 mod import;
 mod inspect;
+mod merge;
 mod render;
 mod view;
 
@@ -119,8 +120,11 @@ enum Command {
     Import(import::ImportArgs),
     /// Embed texture sets and group them into shared-decoder groups (a plan).
     Cluster(cluster::ClusterArgs),
-    /// Compress texture sets into a .ntc package (trains on the GPU).
+    /// Compress texture sets into a .ntc package (trains on the GPU), or one shard of
+    /// them into a part file (`--shard I/N`).
     Compress(compress::CompressArgs),
+    /// Join the part files of every shard of a `compress --shard` run into one package.
+    Merge(merge::MergeArgs),
     /// GPU timings of the render modes, kernels and tile sizes side by side along a camera
     /// path (JSON, CSV, Markdown, PNG).
     Bench(bench::BenchArgs),
@@ -151,6 +155,7 @@ pub fn main() -> ExitCode {
         Some(Command::Import(a)) => import::run(a),
         Some(Command::Cluster(a)) => cluster::run(a),
         Some(Command::Compress(a)) => compress::run(a),
+        Some(Command::Merge(a)) => merge::run(a),
         Some(Command::Inspect(a)) => inspect::run(a),
         Some(Command::Decompress(a)) => decompress::run(a),
         Some(Command::Eval(a)) => eval::run(a),

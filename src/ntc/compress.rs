@@ -1,6 +1,7 @@
 //! Compression of many texture sets into one package: group by group on the GPU, with
 //! progress, interruption and resume, a quality report per material next to BCn
-//! baselines, and the loss curves.
+//! baselines, and the loss curves. [`compress_selected`] trains some of the groups only,
+//! exactly as a run of all of them would (what a shard of [`super::shard`] does).
 //!
 //! Budgets: [`CompressOptions::steps`] is per texture set, so a group of `k` sets trains
 //! `k` times as many main steps ([`group_main_steps`]) and every material sees as many
@@ -316,7 +317,7 @@ pub fn check_groups(groups: &[Vec<usize>], n: usize) -> Result<(), CompressError
 }
 
 /// Append `other`'s decoders and materials to `package`.
-fn append(package: &mut NtcPackage, other: NtcPackage) {
+pub(crate) fn append(package: &mut NtcPackage, other: NtcPackage) {
     let offset = package.decoders.len() as u32;
     package.decoders.extend(other.decoders);
     package
@@ -609,6 +610,41 @@ pub fn compress(
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(usize, usize, &TrainProgress),
 ) -> Result<(NtcPackage, CompressReport), CompressError> {
+    let all: Vec<usize> = (0..groups.len()).collect();
+    compress_selected(
+        ctx,
+        sets,
+        constants,
+        groups,
+        &all,
+        opts,
+        inputs,
+        out,
+        cancel,
+        progress,
+        &mut |package| Ok(package.write(out)?),
+    )
+}
+
+/// [`compress`] of the groups `selection` only (strictly ascending indices into
+/// `groups`), as a shard does: group `g` is trained exactly as in a run of every group
+/// (seed `seed + g`, progress in `<out>.partial/group<g>.*`), the result holds the
+/// selected groups' decoders in `selection` order, and `finish` writes it to `out` before
+/// the partial folder is removed.
+#[allow(clippy::too_many_arguments)]
+pub fn compress_selected(
+    ctx: &GpuContext,
+    sets: &[TextureSet],
+    constants: &[[f32; CHANNELS]],
+    groups: &[Vec<usize>],
+    selection: &[usize],
+    opts: &CompressOptions,
+    inputs: &str,
+    out: &Path,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+    finish: &mut dyn FnMut(&NtcPackage) -> Result<(), CompressError>,
+) -> Result<(NtcPackage, CompressReport), CompressError> {
     opts.train.validate()?;
     check_groups(groups, sets.len())?;
     if let RateControl::TargetPsnr(db) = opts.rate
@@ -626,6 +662,14 @@ pub fn compress(
             reason: "needs the BCn baselines, which skip_bcn turns off".into(),
         }
         .into());
+    }
+    if selection.windows(2).any(|w| w[0] >= w[1])
+        || selection.last().is_some_and(|&g| g >= groups.len())
+    {
+        return Err(CompressError::Groups(format!(
+            "the selected groups {selection:?} are not ascending indices below {}",
+            groups.len()
+        )));
     }
     let start = Instant::now();
     let partial = partial_dir(out);
@@ -653,7 +697,8 @@ pub fn compress(
     let mut group_reports = Vec::new();
     let mut tries_of: Vec<Vec<RateTry>> = vec![Vec::new(); sets.len()];
     let mut curves = Vec::new();
-    for (g, members) in groups.iter().enumerate() {
+    for &g in selection {
+        let members = &groups[g];
         let done = partial.join(format!("group{g}.ntc"));
         let ckpt = partial.join(format!("group{g}.ckpt"));
         let steps = group_main_steps(opts.steps, members.len());
@@ -808,15 +853,14 @@ pub fn compress(
             final_loss: kept.last.map_or(f64::NAN, |p| p.loss),
         });
     }
-    package.write(out)?;
+    finish(&package)?;
     let _ = std::fs::remove_dir_all(&partial);
 
-    // The report: package order is group order, members in group order.
+    // The report: package order is selection order, members in group order.
     let bits = opts.train.model.latent_bits;
-    let order: Vec<(usize, usize)> = groups
+    let order: Vec<(usize, usize)> = selection
         .iter()
-        .enumerate()
-        .flat_map(|(g, members)| members.iter().map(move |&s| (g, s)))
+        .flat_map(|&g| groups[g].iter().map(move |&s| (g, s)))
         .collect();
     let materials: Vec<MaterialReport> = order
         .iter()

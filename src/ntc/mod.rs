@@ -9,6 +9,8 @@
 //!   GPU trainer is tested against.
 //! - [`format`](mod@format): the `.ntc` package (materials, decoders, latents, checksums).
 //! - [`compress`]: many sets → one package, group by group on the GPU, with the report.
+//! - [`shard`]: a run split into shards balanced by texels, their part files and the
+//!   merge of every shard's part into the package.
 //! - [`tools`]: package summaries (`inspect`) and decoding back to PNGs (`decompress`).
 //!
 //! A *group* is a set of materials sharing one decoder: its model ([`GroupModel`]) is one
@@ -18,6 +20,7 @@ pub mod compress;
 pub mod format;
 pub mod model;
 pub mod quant;
+pub mod shard;
 pub mod tools;
 pub mod train;
 

@@ -18,5 +18,6 @@ mod render;
 mod render_types;
 mod robustness;
 mod shaders;
+mod shard;
 mod temporal;
 mod viewer;

@@ -776,6 +776,83 @@ fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
     );
 }
 
+/// The group's package as bytes (model, quality) followed by its losses' bits.
+fn group_bits(config: &TrainConfig, group: &neurotex::ntc::train::TrainedGroup) -> Vec<u8> {
+    let mut package = neurotex::ntc::NtcPackage::new(config.model.clone()).expect("package");
+    package
+        .add_group(group, &vec![[1.0; CHANNELS]; group.materials.len()])
+        .expect("add group");
+    let mut bits = package.to_bytes().expect("bytes");
+    bits.extend(group.losses.iter().flat_map(|l| l.to_bits().to_le_bytes()));
+    bits
+}
+
+#[test]
+fn deterministic_recipes_train_bit_identical_groups() {
+    // Two sets that share a decoder: the decoder gradients of both and the latent
+    // scatter are summed by atomics from many workgroups, which is where atomic<f32>
+    // depends on the order the adds happen to run in.
+    let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
+    let sets = vec![
+        set_from_fn("a", 16, present, pattern(8.0, 0.0)),
+        set_from_fn("b", 16, present, pattern(4.0, 1.0)),
+    ];
+    let config = TrainConfig {
+        batch_size: 256,
+        deterministic: true,
+        ..run_config(4)
+    };
+    let ctx = crate::common::ctx();
+    let run = |options: GpuTrainerOptions| {
+        let trained = train_gpu(
+            ctx,
+            &sets,
+            &config,
+            60,
+            11,
+            TrainOptions {
+                gpu: options,
+                ..TrainOptions::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        group_bits(&config, &trained)
+    };
+    let first = run(GpuTrainerOptions::default());
+    let second = run(GpuTrainerOptions::default());
+    assert!(first == second, "two deterministic runs differ");
+    // Deterministic means the fixed-point path: the same bits as asking for it.
+    let fixed = run(GpuTrainerOptions {
+        atomics: GradientAtomics::FixedPoint,
+        ..GpuTrainerOptions::default()
+    });
+    assert!(
+        first == fixed,
+        "a deterministic run is not the fixed-point run"
+    );
+    // atomic<f32> cannot be deterministic: refused before training.
+    let result = train_gpu(
+        ctx,
+        &sets,
+        &config,
+        60,
+        11,
+        TrainOptions {
+            gpu: GpuTrainerOptions {
+                atomics: GradientAtomics::Float,
+                ..GpuTrainerOptions::default()
+            },
+            ..TrainOptions::default()
+        },
+        &mut |_| {},
+    );
+    match result {
+        Err(e) => assert!(e.to_string().contains("deterministic"), "{e}"),
+        Ok(_) => panic!("a deterministic recipe trained with atomic<f32>"),
+    }
+}
+
 #[test]
 fn bad_input_is_an_error() {
     let (config, model, sets) = tiny_group(Activation::HardGelu, 1);

@@ -110,6 +110,19 @@
 //! sample that taps a latent. (The mixed-precision trainer uses atomics, of either kind,
 //! for the latents only.)
 //!
+//! # Determinism
+//!
+//! `atomic<f32>` sums depend on the order the GPU happens to run the adds in, so two runs
+//! with one seed differ in the last bits of the gradients, and the difference grows over
+//! the steps. Integer addition is associative (also where it wraps), so the fixed-point
+//! sums are the same in every order. Everything else is order-independent already: each
+//! thread's forward and backward pass is its own, the workgroup sums of `dW` and the loss
+//! run in loops of fixed order, `reduce_loss` and the host's sums of `evaluate`'s
+//! per-workgroup partials run in index order, and batches and QAT noise are hashes of the
+//! seed and step. So a [`TrainConfig::deterministic`] recipe, which selects the fixed-point
+//! path, gives bit-identical results for one seed on one adapter and driver (the
+//! workgroup size, and with it where the rounding happens, is the adapter's).
+//!
 //! # Interruption
 //!
 //! [`Checkpoint`] ([`super::checkpoint`]) holds a whole training state (model, Adam
@@ -317,10 +330,12 @@ pub enum GpuTrainError {
 /// How gradients are accumulated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GradientAtomics {
-    /// `atomic<f32>` when the device has `SHADER_FLOAT32_ATOMIC`, fixed point otherwise.
+    /// `atomic<f32>` when the device has `SHADER_FLOAT32_ATOMIC` and the recipe is not
+    /// [`deterministic`](TrainConfig::deterministic), fixed point otherwise.
     #[default]
     Auto,
-    /// `atomic<f32>`; an error when the device lacks `SHADER_FLOAT32_ATOMIC`.
+    /// `atomic<f32>`; an error when the device lacks `SHADER_FLOAT32_ATOMIC` or the recipe
+    /// is deterministic.
     Float,
     /// Fixed-point `atomic<i32>` (see the module docs for scales and error bounds).
     FixedPoint,
@@ -1099,7 +1114,14 @@ impl GpuTrainer {
             )));
         }
         let fixed_point = match options.atomics {
-            GradientAtomics::Auto => !ctx.granted.float32_atomic,
+            GradientAtomics::Auto => config.deterministic || !ctx.granted.float32_atomic,
+            GradientAtomics::Float if config.deterministic => {
+                return Err(TrainError::Setting {
+                    name: "deterministic",
+                    reason: "needs fixed-point gradients, not atomic<f32>".into(),
+                }
+                .into());
+            }
             GradientAtomics::Float => {
                 ctx.require(wgpu::Features::SHADER_FLOAT32_ATOMIC)?;
                 false

@@ -182,6 +182,11 @@ pub struct TrainConfig {
     pub finetune_lr_scale: f64,
     /// Adam's hyper-parameters.
     pub adam: AdamParams,
+    /// Use only order-independent reductions (default false): gradients accumulate in
+    /// fixed-point `atomic<i32>` even where `atomic<f32>` exists, so two runs with the
+    /// same seed on the same adapter and driver give bit-identical groups (and packages).
+    /// Every other reduction of the trainer already runs in a fixed order.
+    pub deterministic: bool,
 }
 
 impl Default for TrainConfig {
@@ -198,6 +203,7 @@ impl Default for TrainConfig {
             finetune_fraction: 0.05,
             finetune_lr_scale: 0.1,
             adam: AdamParams::default(),
+            deterministic: false,
         }
     }
 }

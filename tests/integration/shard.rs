@@ -1,0 +1,465 @@
+//! Shards through the real binary: `compress --shard I/N` in separate processes (the
+//! index given, or taken from `SLURM_ARRAY_TASK_ID` / `JOB_COMPLETION_INDEX`), one of
+//! them killed and resumed, and `merge` of the parts must give the package of the
+//! unsharded run byte for byte (deterministic training); merge refuses a missing part, a
+//! repeated one, a part of another plan and a damaged one, with one clear error and no
+//! output. And the job files of `docs/scaling/`: the Slurm scripts parse (`bash -n`), the
+//! Kubernetes manifest has the structure of an Indexed Job and a merge Job, and every
+//! option they pass exists.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{temp_dir, write_checker_png};
+
+/// The scheduler variables, removed from every child so that the test's own environment
+/// (a test run inside a Slurm job) cannot change what it checks.
+const INDEX_VARIABLES: [&str; 2] = ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"];
+
+/// `neurotex args…` with `env` set, not yet run.
+fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_neurotex"));
+    c.args(args)
+        .env(
+            "NEUROTEX_CACHE",
+            std::env::temp_dir().join("neurotex-test-cache"),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for v in INDEX_VARIABLES {
+        c.env_remove(v);
+    }
+    c.envs(env.iter().copied());
+    c
+}
+
+/// Wait for `child`; (success, stdout, stderr), never a panic of neurotex.
+fn finish(child: Child) -> (bool, String, String) {
+    let out = child.wait_with_output().expect("wait for neurotex");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
+    (out.status.success(), stdout, stderr)
+}
+
+/// Run `neurotex args…` with `env` and expect success; its stdout.
+fn ok(args: &[&str], env: &[(&str, &str)]) -> String {
+    let (ok, stdout, stderr) = finish(command(args, env).spawn().expect("spawn"));
+    assert!(ok, "{args:?} failed: {stderr}");
+    stdout
+}
+
+/// Run `neurotex args…` and expect failure with an `error:` line holding every needle.
+fn fails(args: &[&str], env: &[(&str, &str)], needles: &[&str]) {
+    let (ok, stdout, stderr) = finish(command(args, env).spawn().expect("spawn"));
+    assert!(!ok, "expected {args:?} to fail; stdout: {stdout}");
+    let line = stderr
+        .lines()
+        .rfind(|l| l.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no `error:` line in stderr: {stderr}"));
+    for n in needles {
+        assert!(line.contains(n), "error line lacks `{n}`: {line}");
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// Four sets (8² and 16² checkers), one decoder each: 16² sets weigh 341 texels with
+/// their mips, 8² ones 85, so three shards get groups [1], [3] and [0, 2].
+fn library(dir: &Path) -> PathBuf {
+    let mut csv = String::from(
+        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n",
+    );
+    for (i, size) in [8, 16, 8, 16].into_iter().enumerate() {
+        write_checker_png(&dir.join(format!("s{i}.png")), size);
+        csv.push_str(&format!("s{i},T,T,s{i}.png,,0,0.5,0\n"));
+    }
+    let manifest = dir.join("sets.csv");
+    std::fs::write(&manifest, csv).expect("manifest");
+    manifest
+}
+
+/// The compress command line of the test's plan with `extra` arguments.
+fn compress_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "compress",
+        "--manifest",
+        s(manifest),
+        "--out",
+        s(out),
+        "--steps",
+        "150",
+        "--batch",
+        "256",
+        "--no-bcn",
+        "--deterministic",
+        "--seed",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn shards_in_separate_processes_merge_to_the_unsharded_package() {
+    let dir = temp_dir("shards");
+    let manifest = library(&dir);
+    let whole = dir.join("whole.ntc");
+    let part = |i: usize| dir.join(format!("p{i}.ntcpart"));
+    let (p0, p1, p2) = (part(0), part(1), part(2));
+
+    // auto/N without an index, or with one out of range: refused before any work.
+    fails(
+        &compress_args(&manifest, &p0, &["--shard", "auto/3"]),
+        &[],
+        &["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"],
+    );
+    fails(
+        &compress_args(&manifest, &p0, &["--shard", "auto/3"]),
+        &[("JOB_COMPLETION_INDEX", "3")],
+        &["JOB_COMPLETION_INDEX=3", "0-2"],
+    );
+    fails(
+        &compress_args(&manifest, &p0, &["--shard", "3/3"]),
+        &[],
+        &["3/3"],
+    );
+
+    // The unsharded run and shards 0 and 1 at once, as separate processes; shard 1 takes
+    // its index from a Kubernetes Indexed Job's variable.
+    let whole_run = command(&compress_args(&manifest, &whole, &[]), &[])
+        .spawn()
+        .expect("spawn");
+    let shard0 = command(&compress_args(&manifest, &p0, &["--shard", "0/3"]), &[])
+        .spawn()
+        .expect("spawn");
+    let shard1 = command(
+        &compress_args(&manifest, &p1, &["--shard", "auto/3"]),
+        &[("JOB_COMPLETION_INDEX", "1")],
+    )
+    .spawn()
+    .expect("spawn");
+    for (name, child) in [
+        ("whole", whole_run),
+        ("shard 0", shard0),
+        ("shard 1", shard1),
+    ] {
+        let (ok, stdout, stderr) = finish(child);
+        assert!(ok, "{name}: {stderr}");
+        if name == "shard 1" {
+            assert!(stdout.contains("shard 1/3: groups [3] of 4"), "{stdout}");
+        }
+    }
+
+    // Shard 2 (groups 0 and 2, index from a Slurm array task) is killed once its first
+    // group is done, then resumed from its own partial folder.
+    let slurm = [("SLURM_ARRAY_TASK_ID", "2")];
+    let shard2 = compress_args(&manifest, &p2, &["--shard", "auto/3"]);
+    let mut child = command(&shard2, &slurm)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let first_done = dir.join("p2.ntcpart.partial/group0.ntc");
+    let started = Instant::now();
+    while !first_done.exists() && started.elapsed() < Duration::from_secs(120) {
+        if child.try_wait().expect("poll").is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let killed = child.try_wait().expect("poll").is_none();
+    child.kill().ok();
+    child.wait().expect("wait");
+    assert!(killed, "shard 2 ended before it could be killed");
+    assert!(!p2.exists(), "no part before the shard's groups are done");
+    let mut resume = shard2.clone();
+    resume.push("--resume");
+    let stdout = ok(&resume, &slurm);
+    assert!(stdout.contains("shard 2/3: groups [0, 2] of 4"), "{stdout}");
+    assert!(!dir.join("p2.ntcpart.partial").exists());
+
+    // Merged in any order: the unsharded package, byte for byte.
+    let merged = dir.join("merged.ntc");
+    let stdout = ok(&["merge", s(&p2), s(&p0), s(&p1), "--out", s(&merged)], &[]);
+    assert!(
+        stdout.contains("4 materials, 4 decoders from 3 parts"),
+        "{stdout}"
+    );
+    let expected = std::fs::read(&whole).expect("whole package");
+    assert!(
+        std::fs::read(&merged).expect("merged package") == expected,
+        "the merged package differs from the unsharded one"
+    );
+
+    // Refusals: one clear error naming the problem, and no output.
+    let out = dir.join("refused.ntc");
+    let merge = |parts: &[&PathBuf], needles: &[&str]| {
+        let mut args = vec!["merge"];
+        args.extend(parts.iter().map(|p| s(p)));
+        args.extend(["--out", s(&out)]);
+        fails(&args, &[], needles);
+        assert!(!out.exists(), "merge wrote {} for {parts:?}", out.display());
+    };
+    merge(&[&p0, &p2], &["missing", "shard 1/3 (groups 3)"]);
+    merge(&[&p0, &p1, &p1, &p2], &["p1.ntcpart", "both shard 1/3"]);
+    // A part of another plan: the same command with another seed.
+    let other = dir.join("other.ntcpart");
+    let mut args = compress_args(&manifest, &other, &["--shard", "1/3"]);
+    let seed = args.iter().position(|a| *a == "--seed").expect("seed") + 1;
+    args[seed] = "4";
+    ok(&args, &[]);
+    merge(
+        &[&p0, &other, &p2],
+        &["other.ntcpart", "another plan", "p0.ntcpart"],
+    );
+    // A damaged part.
+    let mut bytes = std::fs::read(&p1).expect("part");
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x10;
+    let damaged = dir.join("damaged.ntcpart");
+    std::fs::write(&damaged, &bytes).expect("write");
+    merge(&[&p0, &damaged, &p2], &["damaged.ntcpart", "checksum"]);
+    merge(&[&p0, &whole, &p2], &["whole.ntc", "NTCPART"]);
+    // Never over an input.
+    fails(
+        &["merge", s(&p0), s(&p1), s(&p2), "--out", s(&p1)],
+        &[],
+        &["p1.ntcpart", "input"],
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The scalar entries of a YAML document in the block style of the job files (maps, lists
+/// of maps, plain, quoted and flow scalars on one line, `|` block scalars), as
+/// `(path, value)` with path segments joined by `.` and list items as `[i]`. An error for
+/// a tab, a line that is none of these, or a block scalar that is not indented.
+fn yaml_entries(doc: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    // (indent, segment) of the maps and list items open above the current line.
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut items: std::collections::HashMap<String, usize> = Default::default();
+    // An open block scalar: (its key's indent, path, text).
+    let mut block: Option<(usize, String, String)> = None;
+    let path = |stack: &[(usize, String)], last: &str| {
+        let mut p: Vec<&str> = stack.iter().map(|(_, s)| s.as_str()).collect();
+        p.push(last);
+        p.join(".")
+    };
+    for (n, raw) in doc.lines().enumerate() {
+        let line_no = n + 1;
+        if raw.contains('\t') {
+            return Err(format!("line {line_no}: a tab"));
+        }
+        let mut indent = raw.len() - raw.trim_start().len();
+        let line = raw.trim();
+        if let Some((key_indent, p, text)) = &mut block {
+            if line.is_empty() || indent > *key_indent {
+                text.push_str(line);
+                text.push('\n');
+                continue;
+            }
+            if text.is_empty() {
+                return Err(format!("line {line_no}: an empty block scalar"));
+            }
+            out.push((p.clone(), std::mem::take(text)));
+            block = None;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut rest = line;
+        if let Some(item) = rest.strip_prefix("- ") {
+            while stack.last().is_some_and(|(i, _)| *i >= indent) {
+                stack.pop();
+            }
+            let parent = path(&stack, "");
+            let index = items.entry(parent).or_insert(0);
+            stack.push((indent, format!("[{index}]")));
+            *index += 1;
+            indent += 2;
+            rest = item.trim_start();
+            if rest == "|" {
+                block = Some((
+                    indent - 2,
+                    path(&stack[..stack.len() - 1], &stack[stack.len() - 1].1),
+                    String::new(),
+                ));
+                continue;
+            }
+        }
+        while stack.last().is_some_and(|(i, _)| *i >= indent) {
+            stack.pop();
+        }
+        let (key, value) = rest.split_once(':').ok_or_else(|| {
+            format!("line {line_no}: neither `key: value` nor a list item: {raw}")
+        })?;
+        if key.is_empty()
+            || !key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+        {
+            return Err(format!("line {line_no}: bad key `{key}`"));
+        }
+        if !value.is_empty() && !value.starts_with(' ') {
+            return Err(format!("line {line_no}: no space after `{key}:`"));
+        }
+        match value.trim() {
+            "" => stack.push((indent, key.to_string())),
+            "|" => block = Some((indent, path(&stack, key), String::new())),
+            v => out.push((path(&stack, key), v.trim_matches('"').to_string())),
+        }
+    }
+    if let Some((_, p, text)) = block {
+        out.push((p, text));
+    }
+    Ok(out)
+}
+
+/// The `neurotex <sub>` invocation of a script (not of its comments): its first line and
+/// the lines it continues onto with a backslash.
+fn invocation(text: &str, sub: &str) -> String {
+    let calls = [format!("neurotex {sub} "), format!("\"$NEUROTEX\" {sub} ")];
+    let mut out = String::new();
+    for line in text.lines().skip_while(|l| {
+        let t = l.trim_start();
+        t.starts_with('#') || !calls.iter().any(|c| t.contains(c.as_str()))
+    }) {
+        out.push_str(line);
+        out.push('\n');
+        if !line.trim_end().ends_with('\\') {
+            break;
+        }
+    }
+    assert!(!out.is_empty(), "no `neurotex {sub}` in {text}");
+    out
+}
+
+/// Every `--flag` of `args` is one of `neurotex <sub>`'s options.
+fn assert_flags_exist(sub: &str, args: &str) {
+    let help = ok(&[sub, "--help"], &[]);
+    for flag in args
+        .split(|c: char| c.is_whitespace() || c == '"')
+        .filter(|w| w.starts_with("--"))
+    {
+        assert!(
+            help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")),
+            "`neurotex {sub}` has no option {flag}"
+        );
+    }
+}
+
+#[test]
+fn the_scaling_job_files_are_well_formed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scaling");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
+
+    // Slurm: the scripts parse (bash -n); an array of SHARDS tasks with auto/SHARDS,
+    // then the merge once every task succeeded.
+    for name in [
+        "slurm-shard.sbatch",
+        "slurm-merge.sbatch",
+        "slurm-submit.sh",
+    ] {
+        let status = Command::new("bash")
+            .arg("-n")
+            .arg(dir.join(name))
+            .status()
+            .expect("run bash");
+        assert!(status.success(), "{name} does not parse");
+    }
+    let submit = read("slurm-submit.sh");
+    assert!(submit.contains("--array=0-$((SHARDS - 1)) \"$here/slurm-shard.sbatch\""));
+    assert!(submit.contains("--dependency=afterok:\"$array\" \"$here/slurm-merge.sbatch\""));
+    let shard = read("slurm-shard.sbatch");
+    let compress = invocation(&shard, "compress");
+    assert!(
+        compress.contains("--shard \"auto/${SHARDS}\""),
+        "{compress}"
+    );
+    assert!(compress.contains("--deterministic") && compress.contains("--resume"));
+    assert!(shard.contains("part-${SLURM_ARRAY_TASK_ID}.ntcpart"));
+    assert_flags_exist("compress", &compress);
+    let merge = read("slurm-merge.sbatch");
+    assert!(merge.contains("i < SHARDS") && merge.contains("part-$i.ntcpart"));
+    assert_flags_exist("merge", &invocation(&merge, "merge"));
+
+    // Kubernetes: an Indexed Job of N pods with one GPU each running shard
+    // JOB_COMPLETION_INDEX of auto/N, and a merge Job of the N parts.
+    let yaml = read("kubernetes-compress.yaml");
+    let docs: Vec<Vec<(String, String)>> = yaml
+        .split("\n---\n")
+        .map(|d| yaml_entries(d).unwrap_or_else(|e| panic!("kubernetes-compress.yaml: {e}")))
+        .collect();
+    assert_eq!(docs.len(), 2, "the shards and the merge");
+    let get = |doc: &[(String, String)], key: &str| -> String {
+        doc.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no `{key}` in {doc:?}"))
+    };
+    let (shards, merge) = (&docs[0], &docs[1]);
+    for doc in &docs {
+        assert_eq!(get(doc, "apiVersion"), "batch/v1");
+        assert_eq!(get(doc, "kind"), "Job");
+        assert_eq!(get(doc, "spec.template.spec.restartPolicy"), "Never");
+        assert_eq!(
+            get(
+                doc,
+                "spec.template.spec.volumes.[0].persistentVolumeClaim.claimName"
+            ),
+            "neurotex-data"
+        );
+    }
+    assert_eq!(get(shards, "spec.completionMode"), "Indexed");
+    let n: u32 = get(shards, "spec.completions")
+        .parse()
+        .expect("completions");
+    let parallelism: u32 = get(shards, "spec.parallelism")
+        .parse()
+        .expect("parallelism");
+    assert!((1..=n).contains(&parallelism));
+    let pod = "spec.template.spec.containers.[0]";
+    assert_eq!(
+        get(shards, &format!("{pod}.resources.limits.nvidia.com/gpu")),
+        "1"
+    );
+    let script = get(shards, &format!("{pod}.args.[0]"));
+    assert!(
+        script.contains("part-${JOB_COMPLETION_INDEX}.ntcpart"),
+        "{script}"
+    );
+    let compress = invocation(&script, "compress");
+    assert!(
+        compress.contains(&format!("--shard auto/{n} ")),
+        "{compress}"
+    );
+    assert_flags_exist("compress", &compress);
+    let script = get(merge, &format!("{pod}.args.[0]"));
+    let merge_args = invocation(&script, "merge");
+    assert!(
+        merge_args.contains(&format!("part-{{0..{}}}.ntcpart --out", n - 1)),
+        "{merge_args}"
+    );
+    assert_flags_exist("merge", &merge_args);
+    let wait = get(merge, "spec.template.spec.initContainers.[0].args.[0]");
+    assert!(wait.contains(&format!("-ge {n} ]]")), "{wait}");
+
+    // The reader itself refuses what it does not understand.
+    assert!(yaml_entries("a:\n\tb: 1").is_err());
+    assert!(yaml_entries("a:\n  just words").is_err());
+    assert!(yaml_entries("a:b").is_err());
+    assert_eq!(
+        yaml_entries("a:\n  - b: 1\n    c: x:y\n  - b: 2\nd: |\n  text\n").unwrap(),
+        [
+            ("a.[0].b", "1"),
+            ("a.[0].c", "x:y"),
+            ("a.[1].b", "2"),
+            ("d", "text\n"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+    );
+}
