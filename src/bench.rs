@@ -20,7 +20,7 @@ use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_
 use crate::gpu::profiler::TraceError;
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
 use crate::render::divergence_stats::DivergenceStats;
-use crate::render::passes::ntc_decode::NtcKernel;
+use crate::render::passes::ntc_decode::{NtcDecodePass, NtcKernel};
 use crate::render::tiles::TileSize;
 use crate::render::{FrameSettings, KernelChoice, PassSettings, RenderError, RenderMode, Renderer};
 use crate::scene::{Camera, Lighting};
@@ -141,7 +141,7 @@ pub struct BenchOptions {
 fn material_ms(timings: &[PassTiming]) -> f64 {
     timings
         .iter()
-        .filter(|t| t.label == "ntc.decode" || t.label.starts_with("reference"))
+        .filter(|t| NtcDecodePass::is_stage_label(&t.label) || t.label.starts_with("reference"))
         .map(|t| t.ms)
         .sum()
 }
