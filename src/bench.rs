@@ -34,6 +34,12 @@ pub enum BenchError {
     /// A mode or kernel could not be set up.
     #[error(transparent)]
     Render(#[from] RenderError),
+    /// The synthetic NTC data or a decode pass could not be made.
+    #[error(transparent)]
+    Ntc(#[from] crate::render::ntc_gpu::NtcRenderError),
+    /// The synthetic package of `bench decode` could not be made.
+    #[error("cannot make the synthetic NTC package: {0}")]
+    Synthetic(String),
     /// The adapter has no timestamp queries.
     #[error("adapter `{0}` has no timestamp queries; GPU timings cannot be measured")]
     NoTimestamps(String),
