@@ -687,6 +687,9 @@ pub fn peak_reference(seed_word: u32, iters: u32, half_precision: bool) -> f32 {
     }
 }
 
+/// A peak kernel: name, defines, work (FLOP or bytes), unit, dispatch grid.
+type PeakSpec<'a> = (&'a str, &'a str, f64, &'a str, (u32, u32));
+
 /// Measure the adapter's peaks (`shaders/bench_peaks.wgsl`) and check the FMA chains and
 /// the copy against their CPU references.
 fn measure_peaks(
@@ -718,8 +721,7 @@ fn measure_peaks(
         copy_groups.min(65_535) as u32,
         copy_groups.div_ceil(65_535) as u32,
     );
-    // (name, defines, work, unit, grid, needs matrices)
-    let mut list: Vec<(&str, &str, f64, &str, (u32, u32))> = vec![
+    let mut list: Vec<PeakSpec<'_>> = vec![
         (
             "f32 FMA",
             "PEAK_F32",

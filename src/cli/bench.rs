@@ -54,7 +54,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
     modes: Vec<RenderMode>,
     /// Kernels to measure (default: every kernel the GPU runs).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, visible_alias = "kernel", value_enum, value_delimiter = ',')]
     kernels: Vec<NtcKernel>,
     /// Tile sizes to measure.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [TileSize::T8x8])]

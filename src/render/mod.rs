@@ -514,6 +514,14 @@ impl Renderer {
             .map(NtcDecodePass::kernel)
     }
 
+    /// FLOP of one decoded pixel's MLP for the decode path's decoders (None before the
+    /// first package).
+    pub fn decode_flops_per_pixel(&self) -> Option<f64> {
+        self.decode
+            .as_ref()
+            .map(|d| NtcDecodePass::flops_per_pixel(&d.config))
+    }
+
     /// The decode and divergence tile size.
     pub fn tile(&self) -> TileSize {
         self.kernel_choice.tile

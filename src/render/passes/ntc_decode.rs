@@ -581,12 +581,12 @@ impl NtcDecodePass {
                 ctx.granted
             )));
         }
-        if kernel == NtcKernel::CoopMatrix {
-            if let Some(w) = config.hidden.iter().find(|w| *w % 16 != 0) {
-                return Err(unavailable(format!(
-                    "hidden width {w} is not a multiple of 16"
-                )));
-            }
+        if kernel == NtcKernel::CoopMatrix
+            && let Some(w) = config.hidden.iter().find(|w| *w % 16 != 0)
+        {
+            return Err(unavailable(format!(
+                "hidden width {w} is not a multiple of 16"
+            )));
         }
         let multiple = kernel.width_multiple();
         if let Some(w) = std::iter::once(config.input_width())
