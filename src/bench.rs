@@ -20,7 +20,7 @@ use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_
 use crate::gpu::profiler::TraceError;
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
 use crate::render::divergence_stats::DivergenceStats;
-use crate::render::passes::ntc_decode::NtcKernel;
+use crate::render::passes::ntc_decode::{NtcDecodePass, NtcKernel};
 use crate::render::tiles::TileSize;
 use crate::render::{FrameSettings, KernelChoice, PassSettings, RenderError, RenderMode, Renderer};
 use crate::scene::{Camera, Lighting};
@@ -34,6 +34,12 @@ pub enum BenchError {
     /// A mode or kernel could not be set up.
     #[error(transparent)]
     Render(#[from] RenderError),
+    /// The synthetic NTC data or a decode pass could not be made.
+    #[error(transparent)]
+    Ntc(#[from] crate::render::ntc_gpu::NtcRenderError),
+    /// The synthetic package of `bench decode` could not be made.
+    #[error("cannot make the synthetic NTC package: {0}")]
+    Synthetic(String),
     /// The adapter has no timestamp queries.
     #[error("adapter `{0}` has no timestamp queries; GPU timings cannot be measured")]
     NoTimestamps(String),
@@ -141,7 +147,7 @@ pub struct BenchOptions {
 fn material_ms(timings: &[PassTiming]) -> f64 {
     timings
         .iter()
-        .filter(|t| t.label == "ntc.decode" || t.label.starts_with("reference"))
+        .filter(|t| NtcDecodePass::is_stage_label(&t.label) || t.label.starts_with("reference"))
         .map(|t| t.ms)
         .sum()
 }

@@ -26,8 +26,10 @@
 //!   `--force`).
 //! - [`render`]: the deferred renderer: the frame plan, the frame's targets, one struct per
 //!   pass with explicit inputs and outputs, NTC decoding and divergence.
-//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings, and
-//!   [`bench_output`]: the benchmark's off-screen target and report folder.
+//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings,
+//!   [`bench_output`]: the benchmark's off-screen target and report folder, and
+//!   [`bench_decode`]: the decode kernels alone on synthetic frames against the adapter's
+//!   peaks (`neurotex bench decode`).
 //! - [`io`]: atomic file output, used by every writer; [`charts`]: the reports' charts.
 //!
 //! Each module imports only modules below it in the layer order of `docs/ARCHITECTURE.md`
@@ -36,6 +38,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod bench_decode;
 pub mod bench_output;
 pub mod builtin;
 pub mod charts;

@@ -32,6 +32,10 @@ fn blue_noise(noise: texture_2d<f32>, pixel: vec2u, frame: u32, channel: u32) ->
     let p = (pixel + offset) % BLUE_NOISE_SIZE;
     let v = textureLoad(noise, vec2i(p), 0).x;
     // frame · α_c mod 1 as a 24-bit fixed-point fraction.
-    let weyl = f32((frame * BLUE_NOISE_WEYL[channel % 3u]) >> 8u) * (1.0 / 16777216.0);
+    // The step chosen with `select` (indexing the constant array with a variable would
+    // make a local-memory copy of it).
+    let c = channel % 3u;
+    let step = select(select(BLUE_NOISE_WEYL[2], BLUE_NOISE_WEYL[1], c == 1u), BLUE_NOISE_WEYL[0], c == 0u);
+    let weyl = f32((frame * step) >> 8u) * (1.0 / 16777216.0);
     return fract(v + weyl);
 }

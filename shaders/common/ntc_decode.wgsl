@@ -14,6 +14,13 @@
 //   NTC_KERNEL_F32    f16 weights kept packed in workgroup memory, unpacked to f32, f32 FMA
 //   NTC_KERNEL_F16    (with NTC_F16) f16 weights, f16 products and sums
 //   NTC_KERNEL_COOP   (with NTC_F16) 16×16 f16 cooperative matrices, f32 accumulators
+//   NTC_DECODERS_PAIRS binding 1 viewed as mat4x2<f16> (8 parameters as 4 f16 pairs each;
+//                     ntc_fma.wgsl), or
+//   NTC_DECODERS_F16  binding 1 viewed as f16 (ntc_coop.wgsl); either leaves out
+//                     ntc_load_decoder of the kernels above (it reads the u32 view)
+//
+// `ntc_input` builds the input vector as a value (the register kernels of ntc_fma.wgsl and
+// ntc_coop.wgsl); `ntc_build_input` puts it into `ntc_state` for the kernels above.
 
 #ifdef NTC_F16
 enable f16;
@@ -87,14 +94,23 @@ struct NtcMip {
 // Every package material's latents, packed as in the package (quant module docs).
 @group(1) @binding(0) var<storage, read> ntc_latents: array<u32>;
 // Every decoder's parameters as f16 pairs (parameter 2i in the low half of word i),
-// decoder d at word d · NTC_PARAMS / 2.
+// decoder d at word d · NTC_PARAMS / 2 (the same buffer in every view).
+#ifdef NTC_DECODERS_PAIRS
+// Eight parameters per entry, as four f16 pairs (the columns).
+@group(1) @binding(1) var<storage, read> ntc_decoders: array<mat4x2<f16>>;
+#else
+#ifdef NTC_DECODERS_F16
+@group(1) @binding(1) var<storage, read> ntc_decoders: array<f16>;
+#else
 @group(1) @binding(1) var<storage, read> ntc_decoders: array<u32>;
+#endif
+#endif
 // One entry per scene material.
 @group(1) @binding(2) var<storage, read> ntc_materials: array<NtcMaterial>;
 // One entry per colour mip of every package material.
 @group(1) @binding(3) var<storage, read> ntc_mips: array<NtcMip>;
 
-// The decoder being evaluated, in workgroup memory.
+// The decoder being evaluated, in workgroup memory (the kernels of this file).
 #ifdef NTC_F16
 var<workgroup> ntc_wg_weights: array<f16, NTC_PARAMS>;
 
@@ -111,6 +127,8 @@ fn ntc_weight(index: u32) -> f32 {
 }
 #endif
 
+#ifndef NTC_DECODERS_PAIRS
+#ifndef NTC_DECODERS_F16
 // Every thread of the workgroup calls this (uniformly): copies decoder `decoder` into
 // workgroup memory. The caller puts a barrier between this and the first `ntc_weight`.
 fn ntc_load_decoder(decoder: u32, thread: u32) {
@@ -127,51 +145,113 @@ fn ntc_load_decoder(decoder: u32, thread: u32) {
     }
 }
 
-// Features 4g .. 4g + 3 of texel `texel` of the grid whose first word is `grid`,
-// dequantised exactly as quant::dequantize: (n / L) · 2 − 1 in f32.
-fn ntc_latent4(grid: u32, texel: u32, g: u32) -> vec4f {
-    let first = grid + texel * NTC_WORDS_PER_TEXEL;
-    var codes = vec4u(0u);
-    for (var k = 0u; k < 4u; k++) {
-        let bit = (4u * g + k) * NTC_LATENT_BITS;
-        codes[k] = (ntc_latents[first + bit / 32u] >> (bit % 32u)) & NTC_LATENT_LEVELS;
-    }
-    return (vec4f(codes) / f32(NTC_LATENT_LEVELS)) * 2.0 - 1.0;
+#endif
+#endif
+
+// Features 4g .. 4g + 3 of the bilinear sample at `taps` of the grid whose first word is
+// `grid`, dequantised: Σ wₜ ((nₜ / L) · 2 − 1) = (2 / L) Σ wₜ nₜ − Σ wₜ in f32 (codes are
+// exact). The four codes of a group lie in one word (≤ 8 bits each), one load per tap.
+// Straight-line code with no arrays (the driver keeps indexed arrays in local memory).
+fn ntc_grid_features(grid: u32, taps: NtcTaps, g: u32) -> vec4f {
+    let bit = 4u * g * NTC_LATENT_BITS;
+    let at = grid + bit / 32u;
+    let shift = vec4u(bit % 32u) + vec4u(0u, 1u, 2u, 3u) * NTC_LATENT_BITS;
+    let mask = vec4u(NTC_LATENT_LEVELS);
+    let c0 = vec4f((vec4u(ntc_latents[at + taps.texel.x * NTC_WORDS_PER_TEXEL]) >> shift) & mask);
+    let c1 = vec4f((vec4u(ntc_latents[at + taps.texel.y * NTC_WORDS_PER_TEXEL]) >> shift) & mask);
+    let c2 = vec4f((vec4u(ntc_latents[at + taps.texel.z * NTC_WORDS_PER_TEXEL]) >> shift) & mask);
+    let c3 = vec4f((vec4u(ntc_latents[at + taps.texel.w * NTC_WORDS_PER_TEXEL]) >> shift) & mask);
+    let w = taps.weight;
+    let sum = w.x * c0 + w.y * c1 + w.z * c2 + w.w * c3;
+    return sum * (2.0 / f32(NTC_LATENT_LEVELS)) - (w.x + w.y + w.z + w.w);
 }
 
-// Fills `ntc_state.values` with the input vector of texel `texel` of mip `mip`, as
-// cpu::forward (texel centre u = (x + ½) / width): both grids bilinearly sampled (wrap),
-// the positional encoding (exact phases), the LOD input. In f32; the tap weights agree
-// with the CPU's f64 to about 1e-7.
-fn ntc_build_input(mip: NtcMip, texel: vec2u) {
+// The two grids' taps of texel `texel` of mip `mip` (texel centre u = (x + ½) / width, as
+// cpu::forward).
+struct NtcInputTaps {
+    fine: NtcTaps,
+    coarse: NtcTaps,
+}
+
+fn ntc_input_taps(mip: NtcMip, texel: vec2u) -> NtcInputTaps {
     let u = (f32(texel.x) + 0.5) / f32(mip.width);
     let v = (f32(texel.y) + 0.5) / f32(mip.height);
-    let fine = ntc_bilinear_taps(u, v, mip.fine_width, mip.fine_height);
-    let coarse = ntc_bilinear_taps(u, v, mip.coarse_width, mip.coarse_height);
-    for (var g = 0u; g < NTC_FEATURES / 4u; g++) {
-        var a = vec4f(0.0);
-        var b = vec4f(0.0);
-        for (var t = 0u; t < 4u; t++) {
-            a += fine.weight[t] * ntc_latent4(mip.fine_offset, fine.texel[t], g);
-            b += coarse.weight[t] * ntc_latent4(mip.coarse_offset, coarse.texel[t], g);
-        }
-        ntc_state.values[g] = NtcVec4(a);
-        ntc_state.values[NTC_FEATURES / 4u + g] = NtcVec4(b);
-    }
-    let mip_size = vec2u(mip.width, mip.height);
-    let coarse_size = vec2u(mip.coarse_width, mip.coarse_height);
-    for (var w = 0u; w < NTC_PE_WAVES; w++) {
-        ntc_state.values[NTC_FEATURES / 2u + w] = NtcVec4(ntc_positional_encoding(texel, mip_size, coarse_size, w));
-    }
-    ntc_state.values[NTC_FEATURES / 2u + NTC_PE_WAVES] = NtcVec4(vec4f(mip.lod, 0.0, 0.0, 0.0));
+    return NtcInputTaps(
+        ntc_bilinear_taps(u, v, mip.fine_width, mip.fine_height),
+        ntc_bilinear_taps(u, v, mip.coarse_width, mip.coarse_height),
+    );
 }
 
-// Channel group `group` (0–2) of the decoded texel: outputs clamped to [0, 1], channels
-// not in `present` replaced by their neutral values.
-fn ntc_channel_group(group: u32, present: u32) -> vec4f {
+// The positional encoding's phase numerators of wave 0 along x and y (ntc_pe_phase); the
+// denominators are 4 · the mip's sides.
+fn ntc_pe_start(mip: NtcMip, texel: vec2u) -> vec2u {
+    return vec2u(
+        ntc_pe_phase(texel.x, mip.width, mip.coarse_width, 0u).x,
+        ntc_pe_phase(texel.y, mip.height, mip.coarse_height, 0u).x,
+    );
+}
+
+// The four encoding values of the wave whose phases are `p` (ntc_positional_encoding's
+// order: tri(px), tri(py), tri(px + ¼), tri(py + ¼)); the quarter offset is added modulo
+// the denominator.
+fn ntc_pe_values(mip: NtcMip, p: vec2u) -> vec4f {
+    let side = vec2u(mip.width, mip.height);
+    let den = 4u * side;
+    let q = p + side;
+    let quarter = select(q, q - den, q >= den);
+    let inv = 1.0 / vec2f(den);
+    return abs(4.0 * (vec4f(vec2f(p), vec2f(quarter)) * vec4f(inv, inv)) - 2.0) - 1.0;
+}
+
+// The next wave's phases: doubled modulo the denominator (exact).
+fn ntc_pe_next(mip: NtcMip, p: vec2u) -> vec2u {
+    let den = 4u * vec2u(mip.width, mip.height);
+    let d = 2u * p;
+    return select(d, d - den, d >= den);
+}
+
+// The decoder's input vector for texel `texel` of mip `mip`, as cpu::forward: both grids
+// bilinearly sampled (wrap) from the dequantised latents (ntc_grid_features), the
+// positional encoding (exact integer phases: wave 0's from ntc_pe_phase, each next wave's
+// doubled), the LOD input, zeros after. In f32; agrees with the CPU's f64 to about 1e-6.
+// Unrolled (`#for`), so every index is a constant. Kernels that stage inputs in workgroup memory build the same vector piece by piece from
+// these helpers (ntc_coop.wgsl).
+fn ntc_input(mip: NtcMip, texel: vec2u) -> array<vec4f, NTC_INPUT_WIDTH / 4u> {
+    var x: array<vec4f, NTC_INPUT_WIDTH / 4u>;
+    let taps = ntc_input_taps(mip, texel);
+#for G in 0..${NTC_FEATURES}/4
+    x[${G}] = ntc_grid_features(mip.fine_offset, taps.fine, ${G}u);
+    x[${NTC_FEATURES}/4 + ${G}] = ntc_grid_features(mip.coarse_offset, taps.coarse, ${G}u);
+#endfor
+    var p = ntc_pe_start(mip, texel);
+#for W in 0..${NTC_PE_WAVES}
+    x[${NTC_FEATURES}/2 + ${W}] = ntc_pe_values(mip, p);
+    p = ntc_pe_next(mip, p);
+#endfor
+    x[${NTC_FEATURES}/2 + ${NTC_PE_WAVES}] = vec4f(mip.lod, 0.0, 0.0, 0.0);
+    return x;
+}
+
+// Fills `ntc_state.values` with `ntc_input` of texel `texel` of mip `mip`.
+fn ntc_build_input(mip: NtcMip, texel: vec2u) {
+    let x = ntc_input(mip, texel);
+#for I in 0..${NTC_INPUT_WIDTH}/4
+    ntc_state.values[${I}] = NtcVec4(x[${I}]);
+#endfor
+}
+
+// Channel group `group` (0–2) of decoded outputs `outputs` (that group's four): clamped to
+// [0, 1], channels not in `present` replaced by their neutral values (NTC_NEUTRAL, chosen
+// with `select`: indexing a constant array with a variable makes a local-memory copy).
+fn ntc_finish_group(outputs: vec4f, group: u32, present: u32) -> vec4f {
     let bits = (vec4u(present) >> (4u * group + vec4u(0u, 1u, 2u, 3u))) & vec4u(1u);
-    let decoded = clamp(vec4f(ntc_state.outputs[group]), vec4f(0.0), vec4f(1.0));
-    return select(NTC_NEUTRAL[group], decoded, bits == vec4u(1u));
+    let neutral = select(NTC_NEUTRAL[0], NTC_NEUTRAL[1], group == 1u);
+    return select(neutral, clamp(outputs, vec4f(0.0), vec4f(1.0)), bits == vec4u(1u));
+}
+
+// Channel group `group` (0–2) of the decoded texel in `ntc_state` (ntc_finish_group).
+fn ntc_channel_group(group: u32, present: u32) -> vec4f {
+    return ntc_finish_group(vec4f(ntc_state.outputs[group]), group, present);
 }
 
 // Which thread of the workgroup this is.

@@ -515,6 +515,7 @@ impl Viewer {
             .collect();
         self.ntc.active_mode = renderer.plan(&settings).mode();
         self.ntc.decoders = renderer.decoder_count(self.ntc.active_mode);
+        self.ntc.flops_per_pixel = renderer.decode_flops_per_pixel();
         self.ntc.color_bar = settings
             .passes
             .heatmap

@@ -127,8 +127,9 @@ pub struct NtcModeArgs {
     /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
     #[arg(long)]
     pub packages: Option<PathBuf>,
-    /// Decode kernel (default: f16 where the GPU has it, else f32).
-    #[arg(long, value_enum)]
+    /// Decode kernel (default: sorted-mma where the GPU has cooperative matrices, else f16
+    /// where it has f16, else f32).
+    #[arg(long, visible_alias = "ntc-kernel", value_enum)]
     pub kernel: Option<NtcKernel>,
     /// Screen tile of the decode pass.
     #[arg(long, value_enum, default_value_t = TileSize::T8x8)]

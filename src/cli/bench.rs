@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::Args;
+use clap::{Args, Subcommand};
 
 use neurotex::bench::{BenchOptions, BenchReport, run_bench};
 use neurotex::bench_output::{offscreen_target, write_report};
@@ -17,6 +17,7 @@ use neurotex::scene::open::{open, path_cameras};
 use neurotex::texture;
 
 use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size};
+use super::bench_decode::DecodeArgs;
 use super::{PackageSource, load_package, output_policy, report_scene, scene_files};
 
 /// The arguments of `neurotex bench`.
@@ -24,12 +25,15 @@ use super::{PackageSource, load_package, output_policy, report_scene, scene_file
 #[command(mut_arg("max_texture_size", |a| a.help(
     "Downscale textures (and packages made here) so that no side exceeds this"
 )))]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
     #[command(flatten)]
     scene: SceneArg,
     /// Output folder (bench.json, bench.csv, bench.md, bench.png).
-    #[arg(long)]
-    out: PathBuf,
+    #[arg(long, required = true)]
+    out: Option<PathBuf>,
     /// Image size, WIDTHxHEIGHT.
     #[arg(long, value_parser = parse_size, default_value = "1920x1080")]
     size: (u32, u32),
@@ -50,7 +54,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
     modes: Vec<RenderMode>,
     /// Kernels to measure (default: every kernel the GPU runs).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, visible_alias = "kernel", value_enum, value_delimiter = ',')]
     kernels: Vec<NtcKernel>,
     /// Tile sizes to measure.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [TileSize::T8x8])]
@@ -64,16 +68,31 @@ pub struct BenchArgs {
     recipe: PackageRecipeArgs,
 }
 
+/// `neurotex bench`'s subcommands.
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// The decode kernels alone on synthetic full-screen frames (no geometry), against
+    /// the adapter's peaks: the NTC paper's Tables 5 and 6 on our kernels.
+    Decode(DecodeArgs),
+}
+
 /// Run `neurotex bench`.
 pub fn run(a: BenchArgs) -> Result<()> {
+    if let Some(BenchCommand::Decode(decode)) = a.command {
+        return super::bench_decode::run(decode);
+    }
+    let out = a
+        .out
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("neurotex bench needs --out FOLDER"))?;
     let opened = open(a.scene.scene.as_deref())?;
     report_scene(&opened);
     let policy = output_policy(scene_files(&opened, a.scene.scene.as_deref()));
-    policy.check_dir(&a.out)?;
+    policy.check_dir(&out)?;
     policy.check_all(
         neurotex::bench_output::REPORT_FILES
             .iter()
-            .map(|f| a.out.join(f))
+            .map(|f| out.join(f))
             .collect::<Vec<_>>()
             .iter()
             .map(|p| p.as_path()),
@@ -137,8 +156,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         rows,
     };
-    let md = write_report(&a.out, &report)?;
+    let md = write_report(&out, &report)?;
     print!("{md}");
-    println!("wrote {}/bench.{{json,csv,md,png}}", a.out.display());
+    println!("wrote {}/bench.{{json,csv,md,png}}", out.display());
     Ok(())
 }

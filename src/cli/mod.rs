@@ -4,6 +4,7 @@
 
 mod args;
 mod bench;
+mod bench_decode;
 mod cluster;
 mod compress;
 mod decompress;

@@ -65,6 +65,20 @@ pub fn values() -> &'static [f32] {
     })
 }
 
+/// `blue_noise(tex, pixel, frame, channel)` of `shaders/common/blue_noise.wgsl` on the CPU
+/// (the tile of [`values`]): the tile shifted by `channel · (49, 37)`, plus
+/// `frame · α_c` modulo 1 in 24-bit fixed point.
+pub fn sample(pixel: (u32, u32), frame: u32, channel: u32) -> f32 {
+    const WEYL: [u32; 3] = [3_518_319_155, 2_882_110_345, 2_360_945_575];
+    let px = pixel.0.wrapping_add(channel.wrapping_mul(49)) % BLUE_NOISE_SIZE;
+    let py = pixel.1.wrapping_add(channel.wrapping_mul(37)) % BLUE_NOISE_SIZE;
+    let v = values()[(py * BLUE_NOISE_SIZE + px) as usize];
+    let weyl =
+        (frame.wrapping_mul(WEYL[(channel % 3) as usize]) >> 8) as f32 * (1.0 / 16_777_216.0);
+    let s = v + weyl;
+    s - s.floor()
+}
+
 /// The blue-noise tile on the GPU: `BLUE_NOISE_SIZE`² texels of `R32Float`, read with
 /// `textureLoad` (bind it as an unfilterable float texture).
 #[derive(Debug)]

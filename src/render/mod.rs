@@ -495,6 +495,14 @@ impl Renderer {
             .map(NtcDecodePass::kernel)
     }
 
+    /// FLOP of one decoded pixel's MLP for the decode path's decoders (None before the
+    /// first package).
+    pub fn decode_flops_per_pixel(&self) -> Option<f64> {
+        self.decode
+            .as_ref()
+            .map(|d| NtcDecodePass::flops_per_pixel(&d.config))
+    }
+
     /// The decode and divergence tile size.
     pub fn tile(&self) -> TileSize {
         self.kernel_choice.tile
@@ -690,19 +698,23 @@ impl Renderer {
             _ => None,
         };
         match decode {
-            Some((package, pass)) => pass.record(
-                frame,
-                &DecodeInputs {
-                    frame: &self.frame_buffer,
-                    materials: &self.scene.material_buffer,
-                    gbuffer: &t.gbuffer,
-                    blue_noise: &self.blue_noise.view,
-                    package: &package.gpu,
-                    settings: &settings.passes.decode,
-                },
-                &t.materials,
-            ),
-            None => p.reference.record(
+            Some((package, pass))
+                if pass
+                    .record(
+                        frame,
+                        &DecodeInputs {
+                            frame: &self.frame_buffer,
+                            materials: &self.scene.material_buffer,
+                            gbuffer: &t.gbuffer,
+                            blue_noise: &self.blue_noise.view,
+                            package: &package.gpu,
+                            settings: &settings.passes.decode,
+                        },
+                        &t.materials,
+                    )
+                    .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
+                    .is_ok() => {}
+            _ => p.reference.record(
                 frame,
                 &ReferenceInputs {
                     scene,

@@ -110,6 +110,21 @@ pub enum NtcRenderError {
         /// Why.
         reason: String,
     },
+    /// A frame larger than a kernel can address.
+    #[error(
+        "the NTC decode kernel `{kernel}` cannot decode a {width}×{height} frame: it packs \
+         pixels into 16 bits per axis (at most {limit}); choose a per-tile kernel"
+    )]
+    FrameTooLarge {
+        /// The kernel's name.
+        kernel: String,
+        /// Frame width.
+        width: u32,
+        /// Frame height.
+        height: u32,
+        /// Largest width or height.
+        limit: u32,
+    },
     /// A shader failed to compose or validate.
     #[error(transparent)]
     Shader(#[from] ShaderError),

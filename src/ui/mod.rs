@@ -120,6 +120,8 @@ pub struct NtcInfo {
     pub kernels: Vec<NtcKernel>,
     /// Decoders of the mode on screen.
     pub decoders: Option<usize>,
+    /// FLOP of one decoded pixel (for the decode's effective TFLOP/s).
+    pub flops_per_pixel: Option<f64>,
     /// The mode actually rendered (the reference while the chosen one is not ready).
     pub active_mode: RenderMode,
     /// Divergence of a recent frame.
@@ -963,6 +965,22 @@ fn timings_window(ctx: &egui::Context, info: &OverlayInfo<'_>) {
                                     0.0
                                 },
                             );
+                            ui.end_row();
+                        }
+                        let decode = timings::decode_tflops(
+                            &rows,
+                            info.render_size,
+                            info.ntc.flops_per_pixel,
+                        );
+                        if let Some(tflops) = decode {
+                            ui.label(RichText::new("decode MLP").monospace().color(DIM));
+                            ui.label(
+                                RichText::new(format!("{tflops:7.2} TFLOP/s"))
+                                    .monospace()
+                                    .color(GPU_COLOR),
+                            );
+                            ui.label(RichText::new("every pixel").color(DIM));
+                            ui.label("");
                             ui.end_row();
                         }
                         ui.label(RichText::new("GPU total").monospace().strong());

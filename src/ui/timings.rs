@@ -152,3 +152,58 @@ fn push_capped<T>(v: &mut Vec<T>, value: T, cap: usize) {
         v.drain(..excess);
     }
 }
+
+/// The decode's effective TFLOP/s: `pixels` (the render size) × `flops_per_pixel` over
+/// the median of the decode's timing rows (`ntc.decode` and the sorted kernels'
+/// `ntc.sort.*` stages) — every pixel counted as decoded, so an upper bound on screens
+/// with sky or untextured materials. `None` without a decode row, a size or a model.
+pub fn decode_tflops(
+    rows: &[TimingRow],
+    render_size: Option<(u32, u32)>,
+    flops_per_pixel: Option<f64>,
+) -> Option<f64> {
+    let (w, h) = render_size?;
+    let stages: Vec<f64> = rows
+        .iter()
+        .filter(|r| crate::render::passes::ntc_decode::NtcDecodePass::is_stage_label(&r.label))
+        .map(|r| r.median_ms)
+        .collect();
+    let ms: f64 = stages.iter().sum();
+    if stages.is_empty() || ms <= 0.0 {
+        return None;
+    }
+    Some(f64::from(w) * f64::from(h) * flops_per_pixel? / (ms * 1e-3) / 1e12)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(label: &str, median_ms: f64) -> TimingRow {
+        TimingRow {
+            label: label.into(),
+            median_ms,
+            last_ms: median_ms,
+            samples: 1,
+        }
+    }
+
+    #[test]
+    fn decode_tflops_sums_the_decode_stages() {
+        // 1000 × 1000 pixels × 1e6 FLOP in 1 ms (0.5 sort + 0.5 decode) = 1000 TFLOP/s.
+        let rows = [
+            row("gbuffer", 5.0),
+            row("ntc.sort.count", 0.25),
+            row("ntc.sort.scatter", 0.25),
+            row("ntc.decode", 0.5),
+        ];
+        let t = decode_tflops(&rows, Some((1000, 1000)), Some(1e6)).expect("tflops");
+        assert!((t - 1000.0).abs() < 1e-9, "{t}");
+        assert_eq!(
+            decode_tflops(&rows[..1], Some((1000, 1000)), Some(1e6)),
+            None
+        );
+        assert_eq!(decode_tflops(&rows, None, Some(1e6)), None);
+        assert_eq!(decode_tflops(&rows, Some((1, 1)), None), None);
+    }
+}

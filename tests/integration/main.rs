@@ -4,6 +4,7 @@
 //! library once and shares one GPU context (lavapipe in CI) between every GPU test.
 //! Goldens live in `tests/golden/`.
 
+mod bench_decode;
 mod cli;
 mod common;
 mod divergence;

@@ -266,6 +266,70 @@ fn defines_substitute_into_source() {
 }
 
 #[test]
+fn for_loops_unroll_with_constant_indices() {
+    // Nested loops, bounds from define expressions, nested substitution, #ifdef inside.
+    let source = "\
+var<private> a: array<u32, 8>;
+fn main() {
+#for I in 0..${N}/2
+#for J in max(${I}, 1)..min(3, ${N})
+    a[${I} * 2 + ${J}] = ${W_${J}}u;
+#endfor
+#ifdef ODD
+    a[${I}] = 1u;
+#endif
+#endfor
+}
+";
+    let files = [("main.wgsl", source)];
+    let library = ShaderLibrary::from_files(&files);
+    let defines = [("N", "4"), ("W_1", "10"), ("W_2", "20"), ("ODD", "1")];
+    let composed = library.compose("main.wgsl", &defines).unwrap();
+    let body: Vec<&str> = composed
+        .source
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("a["))
+        .collect();
+    assert_eq!(
+        body,
+        [
+            "a[0 * 2 + 1] = 10u;",
+            "a[0 * 2 + 2] = 20u;",
+            "a[0] = 1u;",
+            "a[1 * 2 + 1] = 10u;",
+            "a[1 * 2 + 2] = 20u;",
+            "a[1] = 1u;",
+        ]
+    );
+    // Every unrolled line maps back to its line in the file.
+    let line = composed
+        .source
+        .lines()
+        .position(|l| l.trim() == "a[1] = 1u;")
+        .unwrap() as u32
+        + 1;
+    assert_eq!(composed.origin(line, 1).unwrap().line, 8);
+    composed.validate().unwrap_or_else(|e| panic!("{e}"));
+
+    for (source, message) in [
+        ("#for I in 0..2\n", "never closed by #endfor"),
+        ("#endfor\n", "#endfor without #for"),
+        ("#for 0..2\n#endfor\n", "#for needs `NAME in START..END`"),
+        ("#for I in 0..2/0\n#endfor\n", "division by zero"),
+        ("#for I in 0..2\n#ifdef X\n#endfor\n", "does not balance"),
+    ] {
+        let files = [("bad.wgsl", source)];
+        let err = ShaderLibrary::from_files(&files)
+            .compose("bad.wgsl", &[("X", "1")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("shaders/bad.wgsl:"), "{err}");
+        assert!(err.contains(message), "{source:?}: {err}");
+    }
+}
+
+#[test]
 fn broken_shader_error_points_to_original_file_and_line() {
     let files = [
         (

@@ -1,29 +1,47 @@
-//! Real-time NTC decode pass (`shaders/ntc_decode.wgsl`): a compute pass after the
+//! Real-time NTC decode pass (`shaders/ntc_decode.wgsl`, or `shaders/ntc_sort.wgsl` and
+//! `shaders/ntc_decode_runs.wgsl` for the sorted kernels): a compute pass after the
 //! G-buffer that decodes every pixel's material from the package's latents and writes the
 //! same [`MaterialTargets`] as the reference pass.
 //!
-//! One workgroup per screen tile ([`TileSize`]), one thread per pixel. The workgroup runs
-//! the MLP once per distinct decoder of its tile: all threads copy that decoder's weights
-//! into workgroup memory, then the pixels using it evaluate it. Three kernels
-//! ([`NtcKernel`]) differ only in that evaluation (`shaders/common/ntc_decode.wgsl`).
+//! Per-tile kernels: one workgroup per screen tile ([`TileSize`]), one thread per pixel.
+//! The workgroup runs the MLP once per distinct decoder of its tile: all threads load that
+//! decoder's weights (into workgroup memory, or point at them), then the pixels using it
+//! evaluate it. The kernels ([`NtcKernel`]) differ in that evaluation
+//! (`shaders/common/ntc_decode.wgsl`, `ntc_fma.wgsl`, `ntc_coop.wgsl`).
+//!
+//! Sorted kernels ([`NtcKernel::is_sorted`]): explicit sub-stages, each its own timed
+//! pass — `ntc.sort.count` (pixels without a decoder written, per-decoder pixel counts),
+//! `ntc.sort.scan` (runs aligned to the decode's workgroup, prefix sums, indirect
+//! dispatch arguments), `ntc.sort.scatter` (every pixel into its decoder's run, whole 8×8
+//! tiles contiguous), then `ntc.decode` over the runs (indirect), one decoder per
+//! workgroup. The sort's buffers belong to the pass and follow the frame size and the
+//! package's decoder count; [`sorted_runs`] is their CPU reference.
 //!
 //! Mip and texel: from the G-buffer's UV derivatives; stochastic trilinear by default
 //! (one decoded texel per pixel and frame, whose average over frames is the trilinear
 //! filter), or the nearest mip and texel ([`DecodeSettings`]).
 
+use std::sync::Mutex;
+
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot;
+use crate::gpu::layout::{Slot, group_layout};
 use crate::gpu::shader::describe_defines;
-use crate::gpu::{CachedBindGroup, GpuContext, GrantedFeatures};
+use crate::gpu::{CachedBindGroup, GpuContext, GpuError, GrantedFeatures, read_buffer};
 use crate::ntc::model::{NtcConfig, OUTPUTS};
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
 use crate::render::targets::{GBuffer, MaterialTargets, format};
 use crate::render::tiles::TileSize;
 
-/// How the decoder MLP is evaluated.
+/// How the decoder MLP is evaluated, and how the frame's pixels reach it.
+///
+/// The first five kernels decode per screen tile: one workgroup per tile runs the MLP
+/// once per distinct decoder of its tile. The two sorted kernels first sort the frame's
+/// pixels by decoder (count, prefix sum, scatter into runs aligned to the decode's
+/// workgroup, `shaders/ntc_sort.wgsl`) and then decode the runs, so that every workgroup
+/// evaluates exactly one decoder (`shaders/ntc_decode_runs.wgsl`): no divergence at all.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -45,81 +63,184 @@ pub enum NtcKernel {
     #[value(name = "coop-matrix")]
     #[serde(rename = "coop-matrix")]
     CoopMatrix,
+    /// f16 FMA with the MLP state in registers (`#for`-unrolled, constant indices),
+    /// values and weights as f16 pairs, weights in workgroup memory read eight at a time
+    /// (`common/ntc_fma.wgsl`; `SHADER_F16`). Needs layer widths that are multiples of 8.
+    /// Arithmetic and error bound as [`NtcKernel::F16`].
+    Fma,
+    /// Staged cooperative matrices (`common/ntc_coop.wgsl`): the current decoder's pixels
+    /// compacted 32 per subgroup, 16×16×16 f16 × f16 → f16 multiply-adds, f16 ping-pong
+    /// staging, weights in workgroup memory. Needs `EXPERIMENTAL_COOPERATIVE_MATRIX`,
+    /// `SHADER_F16`, `SUBGROUP`, subgroups of exactly 32, an f16 → f16 16×16×16
+    /// configuration and layer widths that are multiples of 16.
+    Mma,
+    /// The sorted (divergence-free) decode with [`NtcKernel::Fma`]'s evaluation: 128
+    /// threads per run workgroup, one pixel each, weights in workgroup memory.
+    SortedFma,
+    /// The sorted (divergence-free) decode with [`NtcKernel::Mma`]'s evaluation: 128
+    /// threads (four subgroups of 32 pixels) per run workgroup, weights read from the
+    /// decoder buffer (the fastest decode measured on an H200, docs/RESULTS.md).
+    SortedMma,
 }
+
+/// Threads (and slots of a run) per workgroup of the sorted kernels' decode.
+const RUN_THREADS: u32 = 128;
+/// Width of the sorted decode's indirect dispatch grid (`NTC_RUN_GRID_X`).
+const RUN_GRID_X: u32 = 1024;
+/// Side of the sort's screen tiles (`NTC_SORT_TILE`): runs hold whole 8×8 tiles.
+const SORT_TILE: u32 = 8;
+/// The sort packs pixels as 16 bits per axis (`common/ntc_runs.wgsl`).
+const MAX_SORTED_SIDE: u32 = 0xFFFF;
 
 impl NtcKernel {
     /// Every kernel, the portable one first.
-    pub const ALL: [NtcKernel; 3] = [NtcKernel::F32, NtcKernel::F16, NtcKernel::CoopMatrix];
+    pub const ALL: [NtcKernel; 7] = [
+        NtcKernel::F32,
+        NtcKernel::F16,
+        NtcKernel::CoopMatrix,
+        NtcKernel::Fma,
+        NtcKernel::Mma,
+        NtcKernel::SortedFma,
+        NtcKernel::SortedMma,
+    ];
 
-    /// `f32`, `f16` or `coop-matrix`.
+    /// `f32`, `f16`, `coop-matrix`, `fma`, `mma`, `sorted-fma` or `sorted-mma`.
     pub fn name(self) -> &'static str {
         match self {
             NtcKernel::F32 => "f32",
             NtcKernel::F16 => "f16",
             NtcKernel::CoopMatrix => "coop-matrix",
+            NtcKernel::Fma => "fma",
+            NtcKernel::Mma => "mma",
+            NtcKernel::SortedFma => "sorted-fma",
+            NtcKernel::SortedMma => "sorted-mma",
         }
+    }
+
+    /// Whether the frame's pixels are sorted by decoder before the decode.
+    pub fn is_sorted(self) -> bool {
+        matches!(self, NtcKernel::SortedFma | NtcKernel::SortedMma)
+    }
+
+    /// Whether the MLP runs on cooperative matrices (the peak that bounds it).
+    pub fn uses_matrices(self) -> bool {
+        matches!(
+            self,
+            NtcKernel::CoopMatrix | NtcKernel::Mma | NtcKernel::SortedMma
+        )
+    }
+
+    /// Whether the arithmetic is f16 (f32 otherwise).
+    pub fn is_f16(self) -> bool {
+        self != NtcKernel::F32
     }
 
     /// Whether the device's features allow this kernel (the model and the adapter's
     /// matrix configurations are checked by [`NtcDecodePass::new`]).
     pub fn supported(self, granted: &GrantedFeatures) -> bool {
-        self.missing(granted).is_none()
+        self.missing(granted).is_empty()
     }
 
-    /// The kernel used when none is chosen: f16 where the features allow, else f32.
-    /// Cooperative matrices only on request: measured on an H200 (docs/RESULTS.md), they
-    /// were 4–17 % slower than f16 at ~1.3 decoders per tile, where each decoder's
-    /// 64-pixel batch is too little work to amortise staging it into matrix tiles.
+    /// The kernel used when none is chosen: the sorted matrix decode where the features
+    /// allow (the fastest measured at one and at ten decoders per tile, docs/RESULTS.md),
+    /// else f16, else f32. [`NtcKernel::Fma`] is not chosen on its own: per tile it was
+    /// measured faster than f16 with one decoder but slower with several.
     pub fn best(granted: &GrantedFeatures) -> NtcKernel {
-        if NtcKernel::F16.supported(granted) {
-            NtcKernel::F16
-        } else {
-            NtcKernel::F32
-        }
+        [NtcKernel::SortedMma, NtcKernel::F16]
+            .into_iter()
+            .find(|k| k.supported(granted))
+            .unwrap_or(NtcKernel::F32)
     }
 
-    /// The first missing feature, by its [`GrantedFeatures`] name.
-    fn missing(self, granted: &GrantedFeatures) -> Option<&'static str> {
+    /// Every missing feature, by its [`GrantedFeatures`] name.
+    pub fn missing(self, granted: &GrantedFeatures) -> Vec<&'static str> {
         let needs: &[(&'static str, bool)] = match self {
             NtcKernel::F32 => &[],
-            NtcKernel::F16 => &[("shader_f16", granted.shader_f16)],
-            NtcKernel::CoopMatrix => &[
+            NtcKernel::F16 | NtcKernel::Fma | NtcKernel::SortedFma => {
+                &[("shader_f16", granted.shader_f16)]
+            }
+            NtcKernel::CoopMatrix | NtcKernel::Mma | NtcKernel::SortedMma => &[
                 ("cooperative_matrix", granted.cooperative_matrix),
                 ("shader_f16", granted.shader_f16),
                 ("subgroup", granted.subgroup),
             ],
         };
-        needs.iter().find(|(_, on)| !on).map(|(name, _)| *name)
+        needs
+            .iter()
+            .filter(|(_, on)| !on)
+            .map(|(name, _)| *name)
+            .collect()
     }
 
-    /// The kernel's shader defines.
+    /// The kernel's shader defines (of `ntc_decode.wgsl`, or `ntc_decode_runs.wgsl` for
+    /// the sorted kernels).
     fn defines(self) -> &'static [&'static str] {
         match self {
             NtcKernel::F32 => &["NTC_KERNEL_F32"],
             NtcKernel::F16 => &["NTC_KERNEL_F16", "NTC_F16"],
             NtcKernel::CoopMatrix => &["NTC_KERNEL_COOP", "NTC_F16"],
+            NtcKernel::Fma | NtcKernel::SortedFma => &[
+                "NTC_KERNEL_FMA",
+                "NTC_F16",
+                "NTC_FMA_WG",
+                "NTC_FMA_PIXELS=1",
+            ],
+            NtcKernel::Mma => &["NTC_KERNEL_MMA", "NTC_F16"],
+            NtcKernel::SortedMma => &[
+                "NTC_KERNEL_MMA",
+                "NTC_F16",
+                "NTC_DECODERS_F16",
+                "NTC_COOP_STORAGE",
+            ],
+        }
+    }
+
+    /// The multiple every layer width (input and hidden) must be of.
+    fn width_multiple(self) -> usize {
+        match self {
+            NtcKernel::F32 | NtcKernel::F16 => 1,
+            NtcKernel::Fma | NtcKernel::SortedFma => 8,
+            NtcKernel::CoopMatrix => 1,
+            NtcKernel::Mma | NtcKernel::SortedMma => 16,
+        }
+    }
+
+    /// Threads per workgroup of the decode (the tile's pixels, or a run's slots).
+    pub fn threads(self, tile: TileSize) -> u32 {
+        if self.is_sorted() {
+            RUN_THREADS
+        } else {
+            tile.pixels()
         }
     }
 
     /// Bytes of workgroup memory for `config` and `tile` (as declared in
-    /// `common/ntc_decode.wgsl` and `ntc_decode.wgsl`).
+    /// `common/ntc_decode.wgsl`, `common/ntc_fma.wgsl`, `common/ntc_coop.wgsl`,
+    /// `ntc_decode.wgsl` and `ntc_decode_runs.wgsl`).
     pub fn workgroup_bytes(self, config: &NtcConfig, tile: TileSize) -> u64 {
         // Weights as f16 (or f16 pairs), plus the decoder loop's two words.
         let weights = config.decoder_param_count() as u64 * 2 + 8;
+        let widest = config
+            .hidden
+            .iter()
+            .map(|&w| w as usize)
+            .chain([config.input_width(), OUTPUTS])
+            .max()
+            .unwrap_or(OUTPUTS) as u64;
+        // The staged matrix kernels: per subgroup of 32 pixels two f16 slices of the
+        // widest layer (ping-pong).
+        let staging = |threads: u32| u64::from(threads.div_ceil(32)) * 2 * 32 * widest * 2;
         match self {
-            NtcKernel::F32 | NtcKernel::F16 => weights,
+            NtcKernel::F32 | NtcKernel::F16 | NtcKernel::Fma => weights,
             NtcKernel::CoopMatrix => {
                 let rows = u64::from(tile.pixels().min(64));
-                let widest = config
-                    .hidden
-                    .iter()
-                    .map(|&w| w as usize)
-                    .chain([config.input_width(), OUTPUTS])
-                    .max()
-                    .unwrap_or(OUTPUTS) as u64;
                 // f16 inputs and f32 products per row, plus the compaction counters.
                 weights + rows * widest * (2 + 4) + 8
             }
+            NtcKernel::Mma => weights + staging(tile.pixels()) + 4,
+            // The run batch (three words) beside the weights or the staging.
+            NtcKernel::SortedFma => weights + 12,
+            NtcKernel::SortedMma => staging(RUN_THREADS) + 16,
         }
     }
 }
@@ -197,56 +318,300 @@ pub struct DecodeInputs<'a> {
     pub settings: &'a DecodeSettings,
 }
 
+/// The sort's buffers for one frame size and decoder count (`common/ntc_runs.wgsl`).
+#[derive(Debug)]
+struct SortBuffers {
+    /// Frame size and decoders they were made for.
+    key: ((u32, u32), usize),
+    runs: wgpu::Buffer,
+    slots: wgpu::Buffer,
+    counts: wgpu::Buffer,
+    cursors: wgpu::Buffer,
+    dispatch: wgpu::Buffer,
+}
+
+/// The sorted kernels' sub-stages: count, scan and scatter (`ntc_sort.wgsl`), whose
+/// buffers feed the decode of the runs, and their cached bind groups.
+#[derive(Debug)]
+struct SortStages {
+    count: ComputeKernel,
+    scan: ComputeKernel,
+    scatter: ComputeKernel,
+    buffers: Mutex<Option<SortBuffers>>,
+    sort_group: CachedBindGroup,
+    runs_group: CachedBindGroup,
+}
+
 /// The NTC decode pass.
 #[derive(Debug)]
 pub struct NtcDecodePass {
     kernel: NtcKernel,
     tile: TileSize,
+    /// The per-tile decode, or the decode of the runs (sorted kernels).
     pipeline: ComputeKernel,
+    sort: Option<SortStages>,
     params: wgpu::Buffer,
     bind_group: CachedBindGroup,
     ntc_bind_group: CachedBindGroup,
 }
 
-impl NtcDecodePass {
-    /// Label of the pass, its timing row and its wgpu objects.
-    pub const LABEL: &'static str = "ntc.decode";
+/// The sort's runs and slots as the GPU left them (tests compare them with
+/// [`sorted_runs`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SortedRuns {
+    /// Per decoder, (first slot, pixels); then (total slots, 0).
+    pub runs: Vec<[u32; 2]>,
+    /// Per slot, the pixel as `y << 16 | x` (slots past a run's pixels: unspecified).
+    pub slots: Vec<u32>,
+}
 
-    /// Build the pipeline for decoders of shape `config`, evaluated with `kernel`, one
-    /// workgroup per `tile`. A kernel the device or the model cannot run is an error that
-    /// says why (pick another, e.g. [`NtcKernel::best`]); so is a shader-compiler panic
-    /// while building the pipeline ([`NtcRenderError::KernelUnavailable`]).
+/// The sort's runs on the CPU: per decoder, its first slot (counts rounded up to `align`,
+/// prefix sum in decoder order) and pixel count, for the decoders of a frame's pixels
+/// (`decoder_of_pixel`, [`crate::render::ntc_gpu::NO_DECODER`] for none); then (total
+/// slots, 0). Decoders at or past `decoders` are ignored.
+pub fn sorted_runs(decoder_of_pixel: &[u32], decoders: usize, align: u32) -> Vec<[u32; 2]> {
+    let mut counts = vec![0u32; decoders];
+    for &d in decoder_of_pixel {
+        if let Some(c) = counts.get_mut(d as usize) {
+            *c += 1;
+        }
+    }
+    let mut start = 0u32;
+    let mut runs: Vec<[u32; 2]> = counts
+        .iter()
+        .map(|&c| {
+            let run = [start, c];
+            start += c.div_ceil(align) * align;
+            run
+        })
+        .collect();
+    runs.push([start, 0]);
+    runs
+}
+
+/// The group-0 slots of every decode stage (`common/ntc_pixel.wgsl`).
+const GROUP0: [Slot; 11] = {
+    let target = Slot::WriteTexture(format::MATERIAL_TARGET);
+    [
+        Slot::Uniform,
+        Slot::Storage,
+        Slot::FloatTexture,
+        Slot::FloatTexture,
+        Slot::FloatTexture,
+        Slot::UintTexture,
+        Slot::FloatTexture,
+        Slot::Uniform,
+        target,
+        target,
+        target,
+    ]
+};
+
+impl NtcDecodePass {
+    /// Label of the pass (of the decode stage of the sorted kernels), its timing row and
+    /// its wgpu objects.
+    pub const LABEL: &'static str = "ntc.decode";
+    /// Labels of the sorted kernels' sort stages, in order (each its own timed pass).
+    pub const SORT_LABELS: [&'static str; 3] =
+        ["ntc.sort.count", "ntc.sort.scan", "ntc.sort.scatter"];
+
+    /// Whether `label` is a timing row of this pass (the decode or a sort stage).
+    pub fn is_stage_label(label: &str) -> bool {
+        label == Self::LABEL || Self::SORT_LABELS.contains(&label)
+    }
+
+    /// Build the pipelines for decoders of shape `config`, evaluated with `kernel`, one
+    /// workgroup per `tile` (the sorted kernels sort in 8×8 tiles whatever `tile`). A
+    /// kernel the device or the model cannot run is an error that says why, listing every
+    /// missing feature (pick another, e.g. [`NtcKernel::best`]); so is a shader-compiler
+    /// panic while building a pipeline ([`NtcRenderError::KernelUnavailable`]).
     pub fn new(
         ctx: &GpuContext,
         config: &NtcConfig,
         kernel: NtcKernel,
         tile: TileSize,
     ) -> Result<Self, NtcRenderError> {
+        Self::check(ctx, config, kernel, tile)?;
         let unavailable = |reason: String| NtcRenderError::KernelUnavailable {
             kernel: kernel.to_string(),
             reason,
         };
-        if let Some(feature) = kernel.missing(&ctx.granted) {
+        let device = &ctx.device;
+        let group0 = group_layout(device, Self::LABEL, &GROUP0);
+        let group1 = group_layout(device, "ntc", &NtcSceneGpu::GROUP);
+        let build = |label: &str,
+                     shader: &str,
+                     entry: &str,
+                     defines: &[(String, String)],
+                     group2: Option<&wgpu::BindGroupLayout>| {
+            let define_refs: Vec<(&str, &str)> = defines
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let mut groups = vec![Group::Layout(&group0), Group::Layout(&group1)];
+            groups.extend(group2.map(Group::Layout));
+            // A compiler panic must not take the process down: it makes the kernel
+            // unavailable (the renderer then falls back to another one).
+            ComputeKernel::new(
+                ctx,
+                &KernelDesc {
+                    label,
+                    shader,
+                    defines: &define_refs,
+                    entry,
+                    groups: &groups,
+                },
+            )
+            .map_err(|e| match e {
+                KernelError::Shader(e) => NtcRenderError::Shader(e),
+                KernelError::CompilerPanic(failure) => unavailable(format!(
+                    "the shader compiler panicked building {shader} with defines [{}]: {}",
+                    describe_defines(&define_refs),
+                    failure.message
+                )),
+                KernelError::Pipeline(failure) => NtcRenderError::Gpu {
+                    what: format!("creating the {kernel} decode pipeline ({label})"),
+                    message: failure.message,
+                },
+            })
+        };
+        let defines = Self::defines(config, kernel, tile);
+        let (pipeline, sort) = if kernel.is_sorted() {
+            let rw = |b: u32| Slot::StorageRw.entry(b);
+            let sort_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("ntc.sort"),
+                entries: &[rw(1), rw(2), rw(3), rw(4), rw(5)],
+            });
+            let runs_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("ntc.runs"),
+                entries: &[Slot::Storage.entry(1), Slot::Storage.entry(2)],
+            });
+            let sort_defines = Self::sort_defines(config);
+            let [count, scan, scatter] = Self::SORT_LABELS;
+            let count = build(
+                count,
+                "ntc_sort.wgsl",
+                "count",
+                &sort_defines,
+                Some(&sort_layout),
+            )?;
+            let scan = build(
+                scan,
+                "ntc_sort.wgsl",
+                "scan",
+                &sort_defines,
+                Some(&sort_layout),
+            )?;
+            let scatter = build(
+                scatter,
+                "ntc_sort.wgsl",
+                "scatter",
+                &sort_defines,
+                Some(&sort_layout),
+            )?;
+            let decode = build(
+                Self::LABEL,
+                "ntc_decode_runs.wgsl",
+                "decode_runs",
+                &defines,
+                Some(&runs_layout),
+            )?;
+            let stages = SortStages {
+                count,
+                scan,
+                scatter,
+                buffers: Mutex::new(None),
+                sort_group: CachedBindGroup::new(),
+                runs_group: CachedBindGroup::new(),
+            };
+            (decode, Some(stages))
+        } else {
+            let decode = build(Self::LABEL, "ntc_decode.wgsl", "decode", &defines, None)?;
+            (decode, None)
+        };
+        let params = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(Self::LABEL),
+            size: std::mem::size_of::<DecodeParams>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Self {
+            kernel,
+            tile,
+            pipeline,
+            sort,
+            params,
+            bind_group: CachedBindGroup::new(),
+            ntc_bind_group: CachedBindGroup::new(),
+        })
+    }
+
+    /// Whether `kernel` can run decoders of shape `config` with `tile` on this device:
+    /// features (all missing ones named), matrix configuration and subgroup size, layer
+    /// widths, workgroup memory and threads.
+    fn check(
+        ctx: &GpuContext,
+        config: &NtcConfig,
+        kernel: NtcKernel,
+        tile: TileSize,
+    ) -> Result<(), NtcRenderError> {
+        let unavailable = |reason: String| NtcRenderError::KernelUnavailable {
+            kernel: kernel.to_string(),
+            reason,
+        };
+        let missing = kernel.missing(&ctx.granted);
+        if !missing.is_empty() {
             return Err(unavailable(format!(
-                "the device lacks `{feature}` (granted: {})",
+                "the device lacks {} (granted: {})",
+                missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 ctx.granted
             )));
         }
-        if kernel == NtcKernel::CoopMatrix {
-            if let Some(w) = config.hidden.iter().find(|w| *w % 16 != 0) {
-                return Err(unavailable(format!(
-                    "hidden width {w} is not a multiple of 16"
-                )));
-            }
+        if kernel == NtcKernel::CoopMatrix
+            && let Some(w) = config.hidden.iter().find(|w| *w % 16 != 0)
+        {
+            return Err(unavailable(format!(
+                "hidden width {w} is not a multiple of 16"
+            )));
+        }
+        let multiple = kernel.width_multiple();
+        if let Some(w) = std::iter::once(config.input_width())
+            .chain(config.hidden.iter().map(|&w| w as usize))
+            .find(|w| w % multiple != 0)
+        {
+            return Err(unavailable(format!(
+                "layer width {w} is not a multiple of {multiple}"
+            )));
+        }
+        if kernel.uses_matrices() {
+            let accumulator = if kernel == NtcKernel::CoopMatrix {
+                wgpu::CooperativeScalarType::F32
+            } else {
+                wgpu::CooperativeScalarType::F16
+            };
             let has_config = ctx.adapter.cooperative_matrix_properties().iter().any(|p| {
                 (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
                     && p.ab_type == wgpu::CooperativeScalarType::F16
-                    && p.cr_type == wgpu::CooperativeScalarType::F32
+                    && p.cr_type == accumulator
             });
             if !has_config {
-                return Err(unavailable(
-                    "the adapter offers no 16×16×16 f16 × f16 → f32 matrix configuration".into(),
-                ));
+                return Err(unavailable(format!(
+                    "the adapter offers no 16×16×16 f16 × f16 → {accumulator:?} matrix \
+                     configuration"
+                )));
+            }
+            let info = ctx.adapter.get_info();
+            if kernel != NtcKernel::CoopMatrix
+                && (info.subgroup_min_size, info.subgroup_max_size) != (32, 32)
+            {
+                return Err(unavailable(format!(
+                    "it needs subgroups of exactly 32 invocations, the adapter's are {}–{}",
+                    info.subgroup_min_size, info.subgroup_max_size
+                )));
             }
         }
         let limits = ctx.device.limits();
@@ -258,85 +623,52 @@ impl NtcDecodePass {
                 limits.max_compute_workgroup_storage_size
             )));
         }
-        if tile.pixels() > limits.max_compute_invocations_per_workgroup {
+        let threads = kernel.threads(tile);
+        if threads > limits.max_compute_invocations_per_workgroup {
             return Err(unavailable(format!(
-                "{tile} tiles need {} threads per workgroup, the device allows {}",
-                tile.pixels(),
+                "{threads} threads per workgroup, the device allows {}",
                 limits.max_compute_invocations_per_workgroup
             )));
         }
-
-        let device = &ctx.device;
-        let defines = Self::defines(config, kernel, tile);
-        let define_refs: Vec<(&str, &str)> = defines
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let target = Slot::WriteTexture(format::MATERIAL_TARGET);
-        let kernel_desc = KernelDesc {
-            label: Self::LABEL,
-            shader: "ntc_decode.wgsl",
-            defines: &define_refs,
-            entry: "decode",
-            groups: &[
-                Group::Slots(&[
-                    Slot::Uniform,
-                    Slot::Storage,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::UintTexture,
-                    Slot::FloatTexture,
-                    Slot::Uniform,
-                    target,
-                    target,
-                    target,
-                ]),
-                Group::Slots(&NtcSceneGpu::GROUP),
-            ],
-        };
-        // A compiler panic must not take the process down: it makes the kernel
-        // unavailable (the renderer then falls back to another one).
-        let pipeline = ComputeKernel::new(ctx, &kernel_desc).map_err(|e| match e {
-            KernelError::Shader(e) => NtcRenderError::Shader(e),
-            KernelError::CompilerPanic(failure) => unavailable(format!(
-                "the shader compiler panicked building ntc_decode.wgsl with defines [{}]: {}",
-                describe_defines(&define_refs),
-                failure.message
-            )),
-            KernelError::Pipeline(failure) => NtcRenderError::Gpu {
-                what: format!("creating the {kernel} decode pipeline"),
-                message: failure.message,
-            },
-        })?;
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<DecodeParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        Ok(Self {
-            kernel,
-            tile,
-            pipeline,
-            params,
-            bind_group: CachedBindGroup::new(),
-            ntc_bind_group: CachedBindGroup::new(),
-        })
+        Ok(())
     }
 
-    /// The defines `ntc_decode.wgsl` is composed with for decoders of shape `config`,
-    /// evaluated with `kernel`, one workgroup per `tile`.
+    /// The defines the decode shader (`ntc_decode.wgsl`, or `ntc_decode_runs.wgsl` for the
+    /// sorted kernels) is composed with for decoders of shape `config`, evaluated with
+    /// `kernel`, one workgroup per `tile`.
     pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Vec<(String, String)> {
-        let mut defines = model_defines(config, tile.pixels());
-        defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v)));
-        defines.extend(
-            kernel
-                .defines()
-                .iter()
-                .map(|k| ((*k).to_owned(), "1".to_owned())),
-        );
+        let mut defines = model_defines(config, kernel.threads(tile));
+        if kernel.is_sorted() {
+            defines.extend(Self::run_defines());
+        } else {
+            defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v)));
+        }
+        defines.extend(kernel.defines().iter().map(|k| match k.split_once('=') {
+            Some((name, value)) => (name.to_owned(), value.to_owned()),
+            None => ((*k).to_owned(), "1".to_owned()),
+        }));
         defines
+    }
+
+    /// The defines of the sort (`ntc_sort.wgsl`) for decoders of shape `config`.
+    pub fn sort_defines(config: &NtcConfig) -> Vec<(String, String)> {
+        let mut defines = model_defines(config, SORT_TILE * SORT_TILE);
+        defines.push(("NTC_SORT_TILE".to_owned(), SORT_TILE.to_string()));
+        defines.extend(Self::run_defines());
+        defines
+    }
+
+    /// `NTC_RUN_ALIGN` and `NTC_RUN_GRID_X`, the same in the sort and the decode.
+    fn run_defines() -> [(String, String); 2] {
+        [
+            ("NTC_RUN_ALIGN".to_owned(), RUN_THREADS.to_string()),
+            ("NTC_RUN_GRID_X".to_owned(), RUN_GRID_X.to_string()),
+        ]
+    }
+
+    /// Slots each run is aligned to (the sorted decode's pixels per workgroup).
+    pub fn run_align() -> u32 {
+        RUN_THREADS
     }
 
     /// The kernel the pipeline evaluates the MLP with.
@@ -349,13 +681,125 @@ impl NtcDecodePass {
         self.tile
     }
 
-    /// Record the decode of `inputs` into `targets` (of the G-buffer's size).
+    /// Floating-point operations of one decoded pixel's MLP (a multiply-add counts two).
+    pub fn flops_per_pixel(config: &NtcConfig) -> f64 {
+        config
+            .layer_shapes()
+            .iter()
+            .map(|s| 2.0 * (s.inputs * s.outputs) as f64)
+            .sum()
+    }
+
+    /// The sort's buffers for a `size` frame and `decoders` decoders: the current ones, or
+    /// new ones (zeroed: the counts start at zero). Sizes are checked against the sort's
+    /// 16-bit pixel coordinates and the device's buffer limits first.
+    fn sort_buffers<'s>(
+        &self,
+        device: &wgpu::Device,
+        stages: &'s SortStages,
+        size: (u32, u32),
+        decoders: usize,
+    ) -> Result<std::sync::MutexGuard<'s, Option<SortBuffers>>, NtcRenderError> {
+        let mut slot = stages
+            .buffers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.as_ref().is_some_and(|b| b.key == (size, decoders)) {
+            return Ok(slot);
+        }
+        if size.0 > MAX_SORTED_SIDE || size.1 > MAX_SORTED_SIDE {
+            return Err(NtcRenderError::FrameTooLarge {
+                kernel: self.kernel.to_string(),
+                width: size.0,
+                height: size.1,
+                limit: MAX_SORTED_SIDE,
+            });
+        }
+        // An empty package still gets one (empty) run, so that no binding is empty.
+        let n = decoders.max(1) as u64;
+        let limits = device.limits();
+        let limit = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let pixels = u64::from(size.0) * u64::from(size.1);
+        let slot_bytes = 4 * (pixels + n * u64::from(RUN_THREADS - 1));
+        for (what, bytes) in [
+            ("the sorted decode's slots", slot_bytes),
+            ("the sorted decode's runs", 8 * (n + 1)),
+        ] {
+            if bytes > limit {
+                return Err(NtcRenderError::TooLarge {
+                    what: what.to_owned(),
+                    bytes,
+                    limit,
+                });
+            }
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let storage = |label: &str, bytes: u64, extra: wgpu::BufferUsages| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes,
+                usage: wgpu::BufferUsages::STORAGE | extra,
+                mapped_at_creation: false,
+            })
+        };
+        let readable = wgpu::BufferUsages::COPY_SRC;
+        let buffers = SortBuffers {
+            key: (size, decoders),
+            runs: storage("ntc.sort.runs", 8 * (n + 1), readable),
+            slots: storage("ntc.sort.slots", slot_bytes, readable),
+            counts: storage("ntc.sort.counts", 4 * n, wgpu::BufferUsages::empty()),
+            cursors: storage("ntc.sort.cursors", 4 * n, wgpu::BufferUsages::empty()),
+            dispatch: storage(
+                "ntc.sort.dispatch",
+                4 * (3 + 3 * n),
+                wgpu::BufferUsages::INDIRECT,
+            ),
+        };
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(NtcRenderError::OutOfMemory {
+                what: "the sorted decode's buffers".into(),
+                bytes: slot_bytes + 8 * (n + 1) + 8 * n + 4 * (3 + 3 * n),
+                message: error.to_string(),
+            });
+        }
+        *slot = Some(buffers);
+        Ok(slot)
+    }
+
+    /// The runs and slots of the last sorted frame (submitted and finished), read back;
+    /// `None` for a per-tile kernel or before the first frame.
+    pub fn read_sorted_runs(&self, ctx: &GpuContext) -> Result<Option<SortedRuns>, GpuError> {
+        let Some(stages) = &self.sort else {
+            return Ok(None);
+        };
+        let guard = stages
+            .buffers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(b) = guard.as_ref() else {
+            return Ok(None);
+        };
+        let runs = read_buffer(ctx, &b.runs, 0..b.runs.size())?;
+        let slots = read_buffer(ctx, &b.slots, 0..b.slots.size())?;
+        Ok(Some(SortedRuns {
+            runs: bytemuck::pod_collect_to_vec(&runs),
+            slots: bytemuck::pod_collect_to_vec(&slots),
+        }))
+    }
+
+    /// Record the decode of `inputs` into `targets` (of the G-buffer's size). Sorted
+    /// kernels record four timed passes (`ntc.sort.count`, `ntc.sort.scan`,
+    /// `ntc.sort.scatter`, `ntc.decode`); a frame they cannot sort (over 65 535 pixels
+    /// per axis, sort buffers over the device's limits or out of memory) is an error and
+    /// records nothing.
     pub fn record(
         &self,
         frame: &mut FrameEncoder<'_>,
         inputs: &DecodeInputs<'_>,
         targets: &MaterialTargets,
-    ) {
+    ) -> Result<(), NtcRenderError> {
         let view = wgpu::BindingResource::TextureView;
         let g = inputs.gbuffer;
         let bind_group = self.bind_group.get(
@@ -382,18 +826,72 @@ impl NtcDecodePass {
             self.pipeline.layout(1),
             &inputs.package.resources(),
         );
+        let size = (g.material.texture.width(), g.material.texture.height());
+        let Some(stages) = &self.sort else {
+            frame.queue().write_buffer(
+                &self.params,
+                0,
+                bytemuck::bytes_of(&DecodeParams::new(inputs.settings)),
+            );
+            let (x, y) = self.tile.grid(size);
+            frame.compute_pass(Self::LABEL, |pass| {
+                pass.set_pipeline(self.pipeline.pipeline());
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.set_bind_group(1, &ntc_bind_group, &[]);
+                pass.dispatch_workgroups(x, y, 1);
+            });
+            return Ok(());
+        };
+        let guard =
+            self.sort_buffers(frame.device(), stages, size, inputs.package.decoder_count())?;
+        let b = guard.as_ref().expect("made by sort_buffers");
         frame.queue().write_buffer(
             &self.params,
             0,
             bytemuck::bytes_of(&DecodeParams::new(inputs.settings)),
         );
-        let size = (g.material.texture.width(), g.material.texture.height());
-        let (x, y) = self.tile.grid(size);
+        let sort_group = stages.sort_group.get(
+            frame.device(),
+            "ntc.sort",
+            stages.count.layout(2),
+            &[
+                (1, b.runs.as_entire_binding()),
+                (2, b.slots.as_entire_binding()),
+                (3, b.counts.as_entire_binding()),
+                (4, b.cursors.as_entire_binding()),
+                (5, b.dispatch.as_entire_binding()),
+            ],
+        );
+        let runs_group = stages.runs_group.get(
+            frame.device(),
+            "ntc.runs",
+            self.pipeline.layout(2),
+            &[
+                (1, b.runs.as_entire_binding()),
+                (2, b.slots.as_entire_binding()),
+            ],
+        );
+        let tiles = (size.0.div_ceil(SORT_TILE), size.1.div_ceil(SORT_TILE));
+        for (kernel, grid) in [
+            (&stages.count, tiles),
+            (&stages.scan, (1, 1)),
+            (&stages.scatter, tiles),
+        ] {
+            frame.compute_pass(kernel.label(), |pass| {
+                pass.set_pipeline(kernel.pipeline());
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.set_bind_group(1, &ntc_bind_group, &[]);
+                pass.set_bind_group(2, &sort_group, &[]);
+                pass.dispatch_workgroups(grid.0, grid.1, 1);
+            });
+        }
         frame.compute_pass(Self::LABEL, |pass| {
             pass.set_pipeline(self.pipeline.pipeline());
             pass.set_bind_group(0, &bind_group, &[]);
             pass.set_bind_group(1, &ntc_bind_group, &[]);
-            pass.dispatch_workgroups(x, y, 1);
+            pass.set_bind_group(2, &runs_group, &[]);
+            pass.dispatch_workgroups_indirect(&b.dispatch, 0);
         });
+        Ok(())
     }
 }

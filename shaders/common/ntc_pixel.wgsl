@@ -1,0 +1,161 @@
+// The per-pixel ends of the real-time NTC decode, shared by the per-tile decode
+// (ntc_decode.wgsl) and the sorted decode (ntc_sort.wgsl, ntc_decode_runs.wgsl): the
+// pass's group-0 bindings (render::passes::ntc_decode), what a pixel decodes (material,
+// decoder), its mip and texel (render::ntc_gpu::choose_texel) and the material-target
+// values written from its decoded channels (render::ntc_gpu::material_outputs).
+//
+// Group 0:
+//   0 frame uniform (common/frame.wgsl Frame: frame_index drives the blue noise)
+//   1 the scene's MaterialData (factors)
+//   2 G-buffer normal + tangent (Rgba16Float, octahedral), 3 UV (Rg32Float),
+//   4 UV derivatives (Rgba16Float), 5 material word (R32Uint)
+//   6 blue noise (64² R32Float, render::blue_noise)
+//   7 DecodeParams uniform
+//   8–10 the material targets (Rgba16Float storage, write): base colour, normal +
+//        roughness + metallic, emissive + occlusion (MaterialOut in reference.wgsl)
+
+#import "common/math.wgsl"
+#import "common/frame.wgsl"
+#import "common/material.wgsl"
+#import "common/blue_noise.wgsl"
+#import "common/ntc_decode.wgsl"
+
+// The pass's settings (render::passes::ntc_decode::DecodeParams).
+struct DecodeParams {
+    // DECODE_* flags.
+    flags: u32,
+    // Added to every pixel's LOD before clamping (mips; negative = sharper).
+    lod_bias: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+// Stochastic mip and texel choice (otherwise the nearest mip and texel).
+const DECODE_STOCHASTIC: u32 = 1u;
+
+@group(0) @binding(0) var<uniform> frame: Frame;
+@group(0) @binding(1) var<storage, read> materials: array<MaterialData>;
+@group(0) @binding(2) var gb_normal_tangent: texture_2d<f32>;
+@group(0) @binding(3) var gb_uv: texture_2d<f32>;
+@group(0) @binding(4) var gb_uv_grad: texture_2d<f32>;
+@group(0) @binding(5) var gb_material: texture_2d<u32>;
+@group(0) @binding(6) var blue_noise_tex: texture_2d<f32>;
+@group(0) @binding(7) var<uniform> params: DecodeParams;
+@group(0) @binding(8) var out_base_color: texture_storage_2d<rgba16float, write>;
+@group(0) @binding(9) var out_normal_rm: texture_storage_2d<rgba16float, write>;
+@group(0) @binding(10) var out_emissive_ao: texture_storage_2d<rgba16float, write>;
+
+// The mip and texel a pixel decodes (render::ntc_gpu::choose_texel).
+struct TexelChoice {
+    mip: u32,
+    texel: vec2u,
+}
+
+fn wrap(c: f32, n: u32) -> u32 {
+    let size = i32(n);
+    return u32((i32(c) % size + size) % size);
+}
+
+fn choose_texel(m: NtcMaterial, pixel: vec2u, uv: vec2f, grad: vec4f) -> TexelChoice {
+    let size0 = vec2f(f32(m.width), f32(m.height));
+    let footprint = max(length(grad.xy * size0), length(grad.zw * size0));
+    let last = f32(m.mips - 1u);
+    var lod = log2(footprint) + params.lod_bias;
+    // A zero footprint gives −∞ (clamped to 0); NaN derivatives give mip 0.
+    lod = select(0.0, clamp(lod, 0.0, last), lod == lod);
+    var choice: TexelChoice;
+    if (params.flags & DECODE_STOCHASTIC) != 0u {
+        let xi = vec3f(
+            blue_noise(blue_noise_tex, pixel, frame.frame_index, 0u),
+            blue_noise(blue_noise_tex, pixel, frame.frame_index, 1u),
+            blue_noise(blue_noise_tex, pixel, frame.frame_index, 2u),
+        );
+        let base = floor(lod);
+        choice.mip = min(u32(base) + select(0u, 1u, xi.x < lod - base), m.mips - 1u);
+        let mip = ntc_mips[m.mip_base + choice.mip];
+        let c = floor(uv * vec2f(f32(mip.width), f32(mip.height)) - 0.5 + xi.yz);
+        choice.texel = vec2u(wrap(c.x, mip.width), wrap(c.y, mip.height));
+    } else {
+        choice.mip = min(u32(round(lod)), m.mips - 1u);
+        let mip = ntc_mips[m.mip_base + choice.mip];
+        let c = floor(uv * vec2f(f32(mip.width), f32(mip.height)));
+        choice.texel = vec2u(wrap(c.x, mip.width), wrap(c.y, mip.height));
+    }
+    return choice;
+}
+
+// What one pixel decodes.
+struct NtcPixel {
+    // The G-buffer's material word (NO_MATERIAL without geometry).
+    word: u32,
+    // Whether the word names a material of both tables.
+    has_material: bool,
+    // Its NTC entry (valid when has_material).
+    entry: NtcMaterial,
+    // Its decoder, or NTC_NONE (no material, or one without an NTC set).
+    decoder: u32,
+}
+
+// The material word and decoder of `pixel` (NO_MATERIAL outside the screen).
+fn ntc_read_pixel(pixel: vec2u) -> NtcPixel {
+    var p: NtcPixel;
+    p.word = NO_MATERIAL;
+    if all(pixel < textureDimensions(gb_material)) {
+        p.word = textureLoad(gb_material, vec2i(pixel), 0).x;
+    }
+    let id = p.word & MATERIAL_ID_MASK;
+    p.has_material = p.word != NO_MATERIAL && id < arrayLength(&ntc_materials) && id < arrayLength(&materials);
+    p.decoder = NTC_NONE;
+    if p.has_material {
+        p.entry = ntc_materials[id];
+        p.decoder = p.entry.decoder;
+    }
+    return p;
+}
+
+// The mip (its table entry) and texel a pixel with a decoder decodes.
+struct NtcPixelTexel {
+    mip: NtcMip,
+    texel: vec2u,
+}
+
+fn ntc_pixel_texel(p: NtcPixel, pixel: vec2u) -> NtcPixelTexel {
+    let uv = textureLoad(gb_uv, vec2i(pixel), 0).xy;
+    let grad = textureLoad(gb_uv_grad, vec2i(pixel), 0);
+    let choice = choose_texel(p.entry, pixel, uv, grad);
+    return NtcPixelTexel(ntc_mips[p.entry.mip_base + choice.mip], choice.texel);
+}
+
+// The decoder input of a pixel with a decoder: its mip and texel, then ntc_input.
+fn ntc_pixel_input(p: NtcPixel, pixel: vec2u) -> array<vec4f, NTC_INPUT_WIDTH / 4u> {
+    let t = ntc_pixel_texel(p, pixel);
+    return ntc_input(t.mip, t.texel);
+}
+
+// Writes the material targets of an on-screen pixel from its decoder outputs `o0`..`o2`
+// (channel groups 0–2; ignored for pixels without a decoder): outputs clamped, absent
+// channels neutral (materials without an NTC set: all neutral) × factors, the reference
+// pass's transforms; pixels without geometry get 0, as the reference pass's clear.
+fn ntc_store_pixel(p: NtcPixel, pixel: vec2u, o0: vec4f, o1: vec4f, o2: vec4f) {
+    if !p.has_material {
+        textureStore(out_base_color, pixel, vec4f(0.0));
+        textureStore(out_normal_rm, pixel, vec4f(0.0));
+        textureStore(out_emissive_ao, pixel, vec4f(0.0));
+        return;
+    }
+    var c0 = NTC_NEUTRAL[0];
+    var c1 = NTC_NEUTRAL[1];
+    var c2 = NTC_NEUTRAL[2];
+    if p.decoder != NTC_NONE {
+        c0 = ntc_finish_group(o0, 0u, p.entry.present);
+        c1 = ntc_finish_group(o1, 1u, p.entry.present);
+        c2 = ntc_finish_group(o2, 2u, p.entry.present);
+    }
+    let m = materials[p.word & MATERIAL_ID_MASK];
+    let nt = textureLoad(gb_normal_tangent, vec2i(pixel), 0);
+    let n = shading_normal(p.word, nt, c1.xy, m.normal_scale);
+    let occlusion = mix(1.0, c1.z, m.occlusion_strength);
+    textureStore(out_base_color, pixel, vec4f(srgb_to_linear(c0.rgb), c0.a) * m.base_color_factor);
+    textureStore(out_normal_rm, pixel, vec4f(oct_encode(n), c1.w * m.roughness_factor, c2.x * m.metallic_factor));
+    textureStore(out_emissive_ao, pixel, vec4f(srgb_to_linear(c2.yzw) * m.emissive_factor.rgb, occlusion));
+}

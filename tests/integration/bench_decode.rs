@@ -1,0 +1,116 @@
+//! `neurotex bench decode --quick` through the real binary (on lavapipe in CI): its JSON
+//! report is checked for structure and sanity — peaks measured and equal to their CPU
+//! references, every case × variant present once, times positive and ordered, the
+//! sorted kernels' four stages timed, and every kernel's decoded frames equal to the CPU
+//! decoder. Never for speed.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+#[test]
+fn quick_decode_bench_reports_every_kernel_equal_to_the_cpu_decoder() {
+    let dir = crate::common::temp_dir("bench-decode-quick");
+    let out = dir.join("report");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .args(["bench", "decode", "--quick", "--out"])
+        .arg(&out)
+        .output()
+        .expect("run neurotex");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "bench decode --quick failed: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for file in ["decode.json", "decode.csv", "decode.md", "decode.png"] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(out.join("decode.json")).expect("json"))
+            .expect("valid JSON");
+
+    let peaks = report["peaks"].as_array().expect("peaks");
+    let names: Vec<&str> = peaks.iter().filter_map(|p| p["name"].as_str()).collect();
+    for name in ["f32 FMA", "copy"] {
+        assert!(names.contains(&name), "peak {name} missing: {names:?}");
+    }
+    for p in peaks {
+        assert!(p["ms"].as_f64().expect("ms") > 0.0, "{p}");
+        assert!(p["value"].as_f64().expect("value") > 0.0, "{p}");
+        assert_ne!(
+            p["equal"],
+            Value::Bool(false),
+            "peak differs from its CPU reference: {p}"
+        );
+    }
+
+    let sizes = report["sizes"].as_array().expect("sizes").len();
+    let mixes = report["mixes"].as_array().expect("mixes").len();
+    let materials = report["materials"].as_u64().expect("materials");
+    let rows = report["rows"].as_array().expect("rows");
+    let variant = |r: &Value| format!("{} {}", r["kernel"], r["tile"]);
+    let variants: BTreeSet<String> = rows.iter().map(variant).collect();
+    // Every kernel lavapipe runs: f32, f16 (shader_f16), fma, sorted-fma at least.
+    let kernels: BTreeSet<&str> = rows.iter().filter_map(|r| r["kernel"].as_str()).collect();
+    for k in ["f32", "f16", "fma", "sorted-fma"] {
+        assert!(kernels.contains(k), "kernel {k} missing: {kernels:?}");
+    }
+    assert_eq!(
+        rows.len(),
+        variants.len() * sizes * mixes * 2,
+        "one row per case and variant"
+    );
+    let cases: BTreeSet<String> = rows
+        .iter()
+        .map(|r| format!("{} {} {} {}", r["size"], r["mix"], r["shared"], variant(r)))
+        .collect();
+    assert_eq!(cases.len(), rows.len(), "a case measured twice");
+    for r in rows {
+        let ms = &r["ms"];
+        let (p10, median, p90) = (
+            ms["p10"].as_f64().expect("p10"),
+            ms["median"].as_f64().expect("median"),
+            ms["p90"].as_f64().expect("p90"),
+        );
+        assert!(p10 > 0.0 && p10 <= median && median <= p90, "{r}");
+        assert!(r["tflops"].as_f64().expect("tflops") > 0.0, "{r}");
+        let shared = r["shared"].as_bool().expect("shared");
+        let decoders = r["decoders"].as_u64().expect("decoders");
+        assert_eq!(decoders, if shared { 1 } else { materials }, "{r}");
+        let stages: Vec<&str> = r["stages"]
+            .as_array()
+            .expect("stages")
+            .iter()
+            .filter_map(|s| s[0].as_str())
+            .collect();
+        let expected: &[&str] = if r["kernel"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("sorted"))
+        {
+            &[
+                "ntc.sort.count",
+                "ntc.sort.scan",
+                "ntc.sort.scatter",
+                "ntc.decode",
+            ]
+        } else {
+            &["ntc.decode"]
+        };
+        assert_eq!(stages, expected, "{r}");
+        let check = &r["check"];
+        let pixels = r["size"].as_u64().expect("size").pow(2) as usize;
+        let compared = check["compared"].as_u64().expect("compared") as usize;
+        let skipped = check["skipped"].as_u64().expect("skipped") as usize;
+        assert_eq!(compared + skipped, pixels, "every pixel checked: {r}");
+        assert!(skipped * 20 < pixels, "{r}");
+        assert_eq!(check["over_tolerance"], 0, "{r}");
+        assert_eq!(check["equal"], true, "{r}");
+    }
+    assert_eq!(
+        report["skipped"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
