@@ -344,17 +344,8 @@ pub enum GradientAtomics {
 /// Which kernels train: the f32 reference trainer or the mixed-precision one (f16
 /// operands and f32 accumulation, with or without cooperative matrices). All follow the
 /// same recipe and draw the same batches; see the module docs.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum TrainKernel {
     /// One thread per sample in f32 (`forward_backward`, `reduce_loss`, `adam`): the
