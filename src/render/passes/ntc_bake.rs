@@ -14,7 +14,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
-use crate::gpu::layout::Slot;
+use crate::gpu::layout::{self, Slot};
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
@@ -281,25 +281,22 @@ pub struct BakedMaterials {
 fn baked_set(device: &wgpu::Device, name: &str, width: u32, height: u32, mips: u32) -> BakedSet {
     let textures: [wgpu::Texture; 3] = std::array::from_fn(|g| {
         let srgb_view = [SET_FORMATS[g]];
+        let label = format!("ntc.baked.{name}.group{g}");
         device.create_texture(&wgpu::TextureDescriptor {
-            label: Some(&format!("ntc.baked.{name}.group{g}")),
-            size: wgpu::Extent3d {
-                width,
-                height,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: mips,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::Rgba8Unorm,
-            usage: wgpu::TextureUsages::STORAGE_BINDING
-                | wgpu::TextureUsages::TEXTURE_BINDING
-                | wgpu::TextureUsages::COPY_SRC,
             view_formats: if SET_FORMATS[g] == wgpu::TextureFormat::Rgba8Unorm {
                 &[]
             } else {
                 &srgb_view
             },
+            ..layout::texture_2d(
+                &label,
+                (width, height),
+                mips,
+                wgpu::TextureFormat::Rgba8Unorm,
+                wgpu::TextureUsages::STORAGE_BINDING
+                    | wgpu::TextureUsages::TEXTURE_BINDING
+                    | wgpu::TextureUsages::COPY_SRC,
+            )
         })
     });
     let views = std::array::from_fn(|g| {
