@@ -38,6 +38,8 @@ const DECODER_PER_GROUP: u32 = 32u;
 const LANES: u32 = ADAM_WORKGROUP / DECODER_PER_GROUP;
 
 var<workgroup> lane_sums: array<f32, ADAM_WORKGROUP>;
+// Workgroup 0 reduces the step's loss (common/ntc_loss.wgsl).
+const LOSS_THREADS: u32 = ADAM_WORKGROUP;
 #endif
 
 // The Adam step of parameter `index` with gradient `g`.

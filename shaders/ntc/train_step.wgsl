@@ -51,11 +51,14 @@ enable wgpu_cooperative_matrix;
 #import "common/ntc_encoding.wgsl"
 #import "common/ntc_layers.wgsl"
 #import "common/ntc_train.wgsl"
+#import "common/ntc_loss.wgsl"
 
 const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
 const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
 const ROWS: u32 = ${TRAIN_ROWS}u;
 const THREADS: u32 = ${TRAIN_THREADS}u;
+// The workgroup's loss sum (common/ntc_loss.wgsl).
+const LOSS_THREADS: u32 = THREADS;
 const DELTA_SCALE: f32 = ${DELTA_SCALE};
 // Columns of one pass through `stage`: one 16-wide column block.
 const COLS: u32 = 16u;
@@ -71,7 +74,6 @@ var<workgroup> act: array<f16, ROWS * ROW_HALVES>;
 var<workgroup> stage: array<f32, ROWS * COLS>;
 // The chunk's samples: (entry of `mips` or NO_ENTRY, x | y << 16).
 var<workgroup> rows: array<vec2u, ROWS>;
-var<workgroup> loss_sums: array<f32, THREADS>;
 // 1 while the workgroup works on its first chunk (whose gradients are stored, not added).
 var<workgroup> chunk_first: u32;
 
@@ -510,15 +512,8 @@ fn train_step(
         backward(slot, ids);
         workgroupBarrier();
     }
-    loss_sums[local] = loss;
-    workgroupBarrier();
-    for (var stride = THREADS / 2u; stride > 0u; stride /= 2u) {
-        if local < stride {
-            loss_sums[local] += loss_sums[local + stride];
-        }
-        workgroupBarrier();
-    }
+    let total = loss_workgroup_sum(local, loss);
     if local == 0u {
-        wg_partials[group] = loss_sums[0];
+        wg_partials[group] = total;
     }
 }
