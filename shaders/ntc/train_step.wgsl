@@ -206,16 +206,24 @@ fn build_inputs(thread: u32) {
 }
 
 #ifdef TRAIN_COOP
-// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer: A at `x` in `act`
-// (row stride n_in), W (row-major [out][in]) from parameter `w` of weights16. Wᵀ's column n
-// is W's row n: a column-major B operand of stride n_in.
-fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+// stage (ROWS × 16) = M · B, one 16-row block per subgroup at a time: M (ROWS × k_len) at
+// `m` in `act` (row stride k_len); B (k_len × 16) in weights16, its k-th block of 16 rows
+// at b + k · b_step, of stride n_in, read column-major by product_0 and row-major by
+// product_1. The layout is a constant of each copy (#for), because cooperative-matrix
+// loads need uniform control flow and naga counts function arguments as non-uniform.
+#for ROW_MAJOR in 0..2
+fn product_${ROW_MAJOR}(m: u32, k_len: u32, b: u32, b_step: u32, n_in: u32, ids: Ids) {
     for (var rb = ids.subgroup; rb < ROWS / 16u; rb += ids.subgroups) {
         var acc = coop_mat16x16<f32, C>();
-        for (var k = 0u; k < n_in; k += 16u) {
-            let a = coopLoadT<coop_mat16x16<f16, A>>(&act[x + rb * 16u * n_in + k], n_in);
-            let b = coopLoad<coop_mat16x16<f16, B>>(&weights16[w + cb * n_in + k], n_in);
-            acc = coopMultiplyAdd(a, b, acc);
+        for (var k = 0u; k < k_len; k += 16u) {
+            let a = coopLoadT<coop_mat16x16<f16, A>>(&act[m + rb * 16u * k_len + k], k_len);
+            var w: coop_mat16x16<f16, B>;
+            if ${ROW_MAJOR}u == 1u {
+                w = coopLoadT<coop_mat16x16<f16, B>>(&weights16[b + k * b_step], n_in);
+            } else {
+                w = coopLoad<coop_mat16x16<f16, B>>(&weights16[b + k * b_step], n_in);
+            }
+            acc = coopMultiplyAdd(a, w, acc);
         }
         // coopStore operands must be values (naga 30; see ntc_decode.wgsl).
         let result = acc;
@@ -223,21 +231,19 @@ fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
         coopStoreT(result, &stage[at], COLS);
     }
 }
+#endfor
+
+// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer: A at `x` in `act`
+// (row stride n_in), W (row-major [out][in]) from parameter `w` of weights16. Wᵀ's column n
+// is W's row n: a column-major B operand of stride n_in.
+fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+    product_0(x, n_in, w + cb * n_in, 1u, n_in, ids);
+}
 
 // stage (ROWS × 16) = δ · W for input columns cb .. cb + 16 of a layer: δ at `d` in `act`
 // (row stride n_out), W row-major [out][in] (a row-major B operand of stride n_in).
 fn product_backward(d: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
-    for (var rb = ids.subgroup; rb < ROWS / 16u; rb += ids.subgroups) {
-        var acc = coop_mat16x16<f32, C>();
-        for (var k = 0u; k < n_out; k += 16u) {
-            let a = coopLoadT<coop_mat16x16<f16, A>>(&act[d + rb * 16u * n_out + k], n_out);
-            let b = coopLoadT<coop_mat16x16<f16, B>>(&weights16[w + k * n_in + cb], n_in);
-            acc = coopMultiplyAdd(a, b, acc);
-        }
-        let result = acc;
-        let at = rb * 16u * COLS;
-        coopStoreT(result, &stage[at], COLS);
-    }
+    product_1(d, n_out, w + cb, n_in, n_in, ids);
 }
 
 // dw_partials[at ..] (row-major [n_out][n_in]) += δᵀ · A over the chunk's rows, one 16×16
