@@ -68,12 +68,9 @@ fn adam_update(index: u32, g: f32) {
 }
 
 @compute @workgroup_size(ADAM_WORKGROUP)
-fn adam(
-    @builtin(workgroup_id) workgroup: vec3u,
-    @builtin(num_workgroups) workgroups: vec3u,
-    @builtin(local_invocation_index) local: u32,
-) {
-    let group = linear_workgroup(workgroup, workgroups);
+fn adam(invocation: TrainInvocation) {
+    let group = linear_workgroup(invocation);
+    let local = invocation.local;
 #ifdef NTC_MIXED
     if group == 0u {
         reduce_losses(local);

@@ -484,20 +484,19 @@ fn backward(slot: u32, ids: Ids) {
 
 @compute @workgroup_size(THREADS)
 fn train_step(
-    @builtin(workgroup_id) workgroup: vec3u,
-    @builtin(num_workgroups) workgroups: vec3u,
-    @builtin(local_invocation_index) local: u32,
+    invocation: TrainInvocation,
 #ifdef TRAIN_COOP
     @builtin(subgroup_id) subgroup: u32,
     @builtin(num_subgroups) subgroups: u32,
 #endif
 ) {
+    let local = invocation.local;
 #ifdef TRAIN_COOP
     let ids = Ids(local, subgroup, subgroups);
 #else
     let ids = Ids(local, 0u, 1u);
 #endif
-    let group = linear_workgroup(workgroup, workgroups);
+    let group = linear_workgroup(invocation);
     let slot = group * step_params.decoder_count;
     let chunks = step_params.train_chunks;
     let total_chunks = (step_params.batch_size + ROWS - 1u) / ROWS;
