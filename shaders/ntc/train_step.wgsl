@@ -53,8 +53,6 @@ enable wgpu_cooperative_matrix;
 #import "common/ntc_train.wgsl"
 #import "common/ntc_loss.wgsl"
 
-const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
-const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
 const ROWS: u32 = ${TRAIN_ROWS}u;
 const THREADS: u32 = ${TRAIN_THREADS}u;
 // The workgroup's loss sum (common/ntc_loss.wgsl).
@@ -270,36 +268,34 @@ fn accumulate_weights(d: u32, x: u32, n_in: u32, n_out: u32, at: u32, ids: Ids) 
     }
 }
 #else
-// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer (columns past
-// n_out get 0): A at `x` in `act` (row stride n_in), W from parameter `w` of weights16.
-fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+// stage (ROWS × 16) = M · B for 16 columns cb .. cb + 16 (columns past n_cols get 0), one
+// thread per element: M (ROWS × k_len) at `m` in `act` (row stride k_len), B[k][c] =
+// weights16[b + k · k_step + c · c_step]; f16 operands widened to f32, summed over k in
+// order.
+fn product(m: u32, k_len: u32, n_cols: u32, b: u32, k_step: u32, c_step: u32, cb: u32, ids: Ids) {
     for (var e = ids.thread; e < ROWS * COLS; e += THREADS) {
         let r = e / COLS;
         let c = cb + e % COLS;
         var sum = 0.0;
-        if c < n_out {
-            for (var k = 0u; k < n_in; k++) {
-                sum += f32(act[x + r * n_in + k]) * f32(weights16[w + c * n_in + k]);
+        if c < n_cols {
+            for (var k = 0u; k < k_len; k++) {
+                sum += f32(act[m + r * k_len + k]) * f32(weights16[b + k * k_step + c * c_step]);
             }
         }
         stage[e] = sum;
     }
 }
 
+// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer (columns past
+// n_out get 0): A at `x` in `act` (row stride n_in), W from parameter `w` of weights16.
+fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+    product(x, n_in, n_out, w, 1u, n_in, cb, ids);
+}
+
 // stage (ROWS × 16) = δ · W for input columns cb .. cb + 16 of a layer (columns past n_in
 // get 0): δ at `d` in `act` (row stride n_out).
 fn product_backward(d: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
-    for (var e = ids.thread; e < ROWS * COLS; e += THREADS) {
-        let r = e / COLS;
-        let c = cb + e % COLS;
-        var sum = 0.0;
-        if c < n_in {
-            for (var o = 0u; o < n_out; o++) {
-                sum += f32(act[d + r * n_out + o]) * f32(weights16[w + o * n_in + c]);
-            }
-        }
-        stage[e] = sum;
-    }
+    product(d, n_out, n_in, w, n_in, 1u, cb, ids);
 }
 
 // dw_partials[at ..] (row-major [n_out][n_in]) += δᵀ · A over the chunk's rows, one thread
