@@ -4,6 +4,8 @@
 // order: per layer the row-major [out][in] weights, then the biases.
 //
 // Defines (set from NtcConfig by the host):
+//   NTC_FEATURES     features per grid texel F (the input's first 2F values: both grids)
+//   NTC_PE_WAVES     positional-encoding waves W (the next 4W)
 //   NTC_INPUT_WIDTH  input vector width (2F + 4W + 1 rounded up to a multiple of 16)
 //   NTC_LAYERS       number of layers (hidden layers + the linear output layer)
 //   NTC_HIDDEN_0..3  hidden widths, 0 for the layers the config does not have
@@ -19,6 +21,8 @@ alias NtcScalar = f32;
 // Four values of the evaluation's scalar type.
 alias NtcVec4 = vec4<NtcScalar>;
 
+const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
+const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
 const NTC_OUTPUTS: u32 = 16u;
 const NTC_INPUT_WIDTH: u32 = ${NTC_INPUT_WIDTH}u;
 const NTC_LAYERS: u32 = ${NTC_LAYERS}u;

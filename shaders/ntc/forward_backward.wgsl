@@ -29,8 +29,6 @@
 #import "common/ntc_train.wgsl"
 
 const WORKGROUP_SIZE: u32 = ${WORKGROUP_SIZE}u;
-const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
-const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
 // Widest layer input and output.
 const TILE_IN: u32 = max(NTC_INPUT_WIDTH, NTC_MAX_HIDDEN);
 const TILE_OUT: u32 = max(NTC_MAX_HIDDEN, NTC_OUTPUTS);
