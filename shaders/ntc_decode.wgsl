@@ -59,9 +59,7 @@ fn decode(
     @builtin(num_subgroups) subgroups: u32,
 #endif
 #ifdef NTC_KERNEL_MMA
-    @builtin(subgroup_id) subgroup: u32,
-    @builtin(subgroup_invocation_id) lane: u32,
-    @builtin(subgroup_size) lanes: u32,
+    coop: NtcCoopIds,
 #endif
 ) {
 #ifdef NTC_KERNEL_COOP
@@ -122,7 +120,7 @@ fn decode(
             slot = atomicAdd(&wg_rows, 1u);
             ntc_coop_put_input(slot / NTC_COOP_ROWS, slot % NTC_COOP_ROWS, texel.mip, texel.texel);
         }
-        ntc_coop_forward(subgroup, lane, lanes);
+        ntc_coop_forward(coop);
         if mine {
             let o = ntc_coop_output(slot / NTC_COOP_ROWS, slot % NTC_COOP_ROWS);
             outputs = array<vec4f, 4>(o[0], o[1], o[2], vec4f(0.0));
