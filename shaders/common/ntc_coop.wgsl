@@ -146,15 +146,6 @@ fn ntc_coop_output(subgroup: u32, row: u32) -> array<vec4f, 3> {
     );
 }
 
-// model::Activation::apply on a pair, in f16 ((x + 1.5) / 3 as x · ⅓ + ½).
-fn ntc_coop_activation(x: vec2<f16>) -> vec2<f16> {
-#ifdef NTC_LEAKY_RELU
-    return select(${NTC_LEAKY_SLOPE} * x, x, x > vec2<f16>(0.0));
-#else
-    return x * clamp(fma(x, vec2<f16>(1.0 / 3.0), vec2<f16>(0.5)), vec2<f16>(0.0), vec2<f16>(1.0));
-#endif
-}
-
 // The subgroup ids of an invocation that ntc_coop_forward needs, an entry-point argument
 // of the kernels that use this file: `lane` is the invocation's index in its subgroup,
 // `lanes` the subgroup size (32).
@@ -229,7 +220,7 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
 #else
                 let z = vec2<f16>(ntc_coop_stage[at], ntc_coop_stage[at + 1u]) + bias;
 #endif
-                let a = ntc_coop_activation(z);
+                let a = ntc_activation_pair(z);
                 ntc_coop_stage[at] = a.x;
                 ntc_coop_stage[at + 1u] = a.y;
             }
