@@ -3,9 +3,10 @@
 // rectangle instead of the whole screen.
 //
 // One workgroup per 8×8 tile finds the distinct materials in its tile (one loop
-// iteration per distinct material, ordered by id: common/tile_loop.wgsl), reduces each one's pixel bounds in
-// workgroup memory and merges them into the global rectangle with four atomics, so
-// global atomic traffic scales with (tiles × distinct materials per tile), not pixels.
+// iteration per distinct material, ordered by id: common/tile_loop.wgsl), reduces each
+// one's pixel bounds in workgroup memory and merges them into the global rectangle with
+// four atomics, so global atomic traffic scales with (tiles × distinct materials per
+// tile), not pixels.
 
 #import "common/frame.wgsl"
 #import "common/tile_loop.wgsl"

@@ -272,7 +272,9 @@ fn accumulate_weights(d: u32, x: u32, n_in: u32, n_out: u32, at: u32, ids: Ids) 
 // thread per element: M (ROWS × k_len) at `m` in `act` (row stride k_len), B[k][c] =
 // weights16[b + k · k_step + c · c_step]; f16 operands widened to f32, summed over k in
 // order.
-fn product(m: u32, k_len: u32, n_cols: u32, b: u32, k_step: u32, c_step: u32, cb: u32, ids: Ids) {
+fn product(
+    m: u32, k_len: u32, n_cols: u32, b: u32, k_step: u32, c_step: u32, cb: u32, ids: Ids,
+) {
     for (var e = ids.thread; e < ROWS * COLS; e += THREADS) {
         let r = e / COLS;
         let c = cb + e % COLS;
