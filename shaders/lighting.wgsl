@@ -1,12 +1,12 @@
 // Lighting pass: GGX / height-correlated Smith specular + Lambert diffuse under one
 // directional sun (shadowed by the sun's shadow map, 3×3 bilinear PCF), a two-colour
 // hemisphere ambient scaled by occlusion, and emissive.
-// Reads depth and the material targets; writes linear HDR radiance. Background pixels
-// get a sky gradient.
+// One compute thread per pixel (8×8 workgroups): reads depth, the material targets and the
+// shadow map, writes linear HDR radiance through a storage view. Background pixels get a
+// sky gradient.
 
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
-#import "common/fullscreen.wgsl"
 
 @group(0) @binding(0) var<uniform> frame: Frame;
 @group(0) @binding(1) var depth_tex: texture_depth_2d;
@@ -15,11 +15,7 @@
 @group(0) @binding(4) var mat_emissive_ao: texture_2d<f32>;
 @group(0) @binding(5) var shadow_map: texture_depth_2d;
 @group(0) @binding(6) var shadow_sampler: sampler_comparison;
-
-@vertex
-fn vs_main(@builtin(vertex_index) vi: u32) -> FullscreenOut {
-    return fullscreen_vertex(vi, 0.0);
-}
+@group(0) @binding(7) var hdr_out: texture_storage_2d<rgba16float, write>;
 
 fn d_ggx(n_h: f32, a: f32) -> f32 {
     let a2 = a * a;
@@ -77,16 +73,15 @@ fn sky(dir: vec3f) -> vec3f {
     return mix(frame.ground_radiance.rgb, frame.sky_radiance.rgb, t);
 }
 
-@fragment
-fn fs_main(in: FullscreenOut) -> @location(0) vec4f {
-    let p = vec2i(in.position.xy);
+// The radiance of pixel `p`, whose centre lies at screen UV `uv`.
+fn radiance(p: vec2i, uv: vec2f) -> vec3f {
     let depth = textureLoad(depth_tex, p, 0);
-    let ndc = vec2f(in.uv.x * 2.0 - 1.0, 1.0 - in.uv.y * 2.0);
+    let ndc = vec2f(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0);
     if depth <= 0.0 {
         // Reversed-Z clear value: nothing was drawn here.
         let far = frame.world_from_clip * vec4f(ndc, 1e-7, 1.0);
         let dir = normalize(far.xyz / far.w - frame.camera_position.xyz);
-        return vec4f(sky(dir), 1.0);
+        return sky(dir);
     }
     let world4 = frame.world_from_clip * vec4f(ndc, depth, 1.0);
     let world = world4.xyz / world4.w;
@@ -118,5 +113,15 @@ fn fs_main(in: FullscreenOut) -> @location(0) vec4f {
     let irradiance = mix(frame.ground_radiance.rgb, frame.sky_radiance.rgb, n.y * 0.5 + 0.5);
     let r = reflect(-v, n);
     let ambient = (diffuse_color * irradiance + env_brdf_approx(f0, roughness, n_v) * sky(r)) * eao.w;
-    return vec4f(direct + ambient + eao.rgb, 1.0);
+    return direct + ambient + eao.rgb;
+}
+
+@compute @workgroup_size(8, 8)
+fn light(@builtin(global_invocation_id) gid: vec3u) {
+    let size = textureDimensions(hdr_out);
+    if any(gid.xy >= size) {
+        return;
+    }
+    let uv = (vec2f(gid.xy) + 0.5) / vec2f(size);
+    textureStore(hdr_out, vec2i(gid.xy), vec4f(radiance(vec2i(gid.xy), uv), 1.0));
 }

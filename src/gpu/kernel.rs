@@ -9,6 +9,7 @@
 
 use super::GpuContext;
 use super::shader::{ShaderError, catch_compiler_panic, create_shader_module, describe_defines};
+use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout::{Slot, group_layout};
 
 /// One bind group of a kernel.
@@ -203,6 +204,23 @@ impl ComputeKernel {
     /// The pipeline.
     pub fn pipeline(&self) -> &wgpu::ComputePipeline {
         &self.pipeline
+    }
+
+    /// Record one compute pass labelled with the kernel (its timing row) that binds
+    /// `bind_groups` as groups 0, 1, … and dispatches `workgroups` (x, y) workgroups.
+    pub fn dispatch(
+        &self,
+        frame: &mut FrameEncoder<'_>,
+        bind_groups: &[&wgpu::BindGroup],
+        workgroups: (u32, u32),
+    ) {
+        frame.compute_pass(&self.label, |pass| {
+            pass.set_pipeline(&self.pipeline);
+            for (i, bind_group) in bind_groups.iter().enumerate() {
+                pass.set_bind_group(i as u32, *bind_group, &[]);
+            }
+            pass.dispatch_workgroups(workgroups.0, workgroups.1, 1);
+        });
     }
 
     /// A bind group of `group` over `(binding, resource)` pairs, labelled with the kernel.

@@ -216,6 +216,8 @@ pub enum Slot {
     DepthTexture,
     /// `texture_storage_2d<format, write>`.
     WriteTexture(wgpu::TextureFormat),
+    /// `sampler_comparison`.
+    ComparisonSampler,
 }
 
 impl Slot {
@@ -233,6 +235,7 @@ impl Slot {
             Slot::UintTexture => uint_texture(binding),
             Slot::DepthTexture => depth_texture(binding),
             Slot::WriteTexture(format) => write_texture(binding, format),
+            Slot::ComparisonSampler => comparison_sampler(binding),
         };
         entry.visibility = compute;
         entry

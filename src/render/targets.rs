@@ -239,14 +239,14 @@ impl FrameTargets {
     }
 }
 
-/// A linear HDR radiance target.
+/// A linear HDR radiance target, written by the lighting compute pass.
 fn hdr_target(device: &wgpu::Device, label: &str, size: (u32, u32)) -> Target {
     Target::new(
         device,
         label,
         size,
         format::HDR,
-        wgpu::TextureUsages::empty(),
+        wgpu::TextureUsages::STORAGE_BINDING,
     )
 }
 

@@ -1,7 +1,7 @@
 //! The shared machinery of the render passes whose vertex shaders make their own vertices
 //! (no vertex buffers): [`ScreenPipeline`] owns such a pipeline, the layout of its group 0
 //! and the cached bind group of the resources it was last handed. It serves the
-//! full-screen passes ([`FullscreenPass`]: lighting, tonemap), the heatmap overlay (which
+//! full-screen passes ([`FullscreenPass`]: tonemap), the heatmap overlay (which
 //! blends into its target) and the reference pass's material-depth triangle and
 //! per-material quads (which test depth).
 

@@ -1,12 +1,16 @@
 //! Lighting pass: reads depth, the material targets and the sun's shadow map, writes
 //! linear HDR radiance (`shaders/lighting.wgsl`: GGX sun with 3×3 PCF shadows, hemisphere
-//! ambient with occlusion, emissive, sky).
+//! ambient with occlusion, emissive, sky). One compute dispatch, a thread per pixel in
+//! 8×8 workgroups, storing into the HDR target through a storage view.
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::layout;
-use crate::gpu::{GpuContext, ShaderError};
-use crate::render::passes::fullscreen::FullscreenPass;
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::layout::Slot;
+use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::targets::{MaterialTargets, Target, format};
+
+/// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
+pub const WORKGROUP_SIZE: u32 = 8;
 
 /// What the lighting pass reads.
 #[derive(Clone, Copy, Debug)]
@@ -24,7 +28,8 @@ pub struct LightingInputs<'a> {
 /// The lighting pass.
 #[derive(Debug)]
 pub struct LightingPass {
-    pass: FullscreenPass,
+    kernel: ComputeKernel,
+    bind_group: CachedBindGroup,
     /// The comparison sampler of the shadow lookup (bilinear PCF).
     shadow_sampler: wgpu::Sampler,
 }
@@ -34,18 +39,29 @@ impl LightingPass {
     pub const LABEL: &'static str = "lighting";
 
     /// Build the pipeline.
-    pub fn new(ctx: &GpuContext) -> Result<Self, ShaderError> {
-        let entries = [
-            layout::uniform(0, wgpu::ShaderStages::FRAGMENT),
-            layout::depth_texture(1),
-            layout::float_texture(2),
-            layout::float_texture(3),
-            layout::float_texture(4),
-            layout::depth_texture(5),
-            layout::comparison_sampler(6),
-        ];
+    pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "lighting.wgsl",
+                defines: &[],
+                entry: "light",
+                groups: &[Group::Slots(&[
+                    Slot::Uniform,
+                    Slot::DepthTexture,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::DepthTexture,
+                    Slot::ComparisonSampler,
+                    Slot::WriteTexture(format::HDR),
+                ])],
+            },
+        )?;
         Ok(Self {
-            pass: FullscreenPass::new(ctx, Self::LABEL, "lighting.wgsl", &entries, format::HDR)?,
+            kernel,
+            bind_group: CachedBindGroup::new(),
             shadow_sampler: ctx.device.create_sampler(&wgpu::SamplerDescriptor {
                 label: Some("shadow.sampler"),
                 mag_filter: wgpu::FilterMode::Linear,
@@ -56,12 +72,14 @@ impl LightingPass {
         })
     }
 
-    /// Record the pass into `hdr`.
+    /// Record the pass into `hdr` (an [`format::HDR`] storage target of the depth's size).
     pub fn record(&self, frame: &mut FrameEncoder<'_>, inputs: &LightingInputs<'_>, hdr: &Target) {
         let view = wgpu::BindingResource::TextureView;
         let m = inputs.materials;
-        self.pass.record(
-            frame,
+        let bind_group = self.bind_group.get(
+            frame.device(),
+            Self::LABEL,
+            self.kernel.layout(0),
             &[
                 (0, inputs.frame.as_entire_binding()),
                 (1, view(&inputs.depth.view)),
@@ -70,8 +88,11 @@ impl LightingPass {
                 (4, view(&m.emissive_ao.view)),
                 (5, view(&inputs.shadow_map.view)),
                 (6, wgpu::BindingResource::Sampler(&self.shadow_sampler)),
+                (7, view(&hdr.view)),
             ],
-            &hdr.view,
         );
+        let (w, h) = (hdr.texture.width(), hdr.texture.height());
+        let groups = (w.div_ceil(WORKGROUP_SIZE), h.div_ceil(WORKGROUP_SIZE));
+        self.kernel.dispatch(frame, &[&bind_group], groups);
     }
 }

@@ -128,11 +128,8 @@ impl MaterialClassify {
         );
         frame.encoder().clear_buffer(rects, 0, None);
         let (w, h) = (material_ids.texture.width(), material_ids.texture.height());
-        frame.compute_pass(Self::LABEL, |pass| {
-            pass.set_pipeline(self.kernel.pipeline());
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(w.div_ceil(CLASSIFY_TILE), h.div_ceil(CLASSIFY_TILE), 1);
-        });
+        let groups = (w.div_ceil(CLASSIFY_TILE), h.div_ceil(CLASSIFY_TILE));
+        self.kernel.dispatch(frame, &[&bind_group], groups);
     }
 }
 

@@ -327,11 +327,7 @@ impl TemporalPass {
             self.size.0.div_ceil(WORKGROUP_SIZE),
             self.size.1.div_ceil(WORKGROUP_SIZE),
         );
-        frame.compute_pass(Self::LABEL, |pass| {
-            pass.set_pipeline(self.kernel.pipeline());
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(groups.0, groups.1, 1);
-        });
+        self.kernel.dispatch(frame, &[&bind_group], groups);
         Ok(())
     }
 }
