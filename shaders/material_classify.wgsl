@@ -1,6 +1,6 @@
 // Material classification for the reference material pass: the screen-space bounding
-// rectangle of every material's pixels, so that each material's draw covers only that
-// rectangle instead of the whole screen.
+// rectangle of every material's pixels (`classify`), and from it each material's indirect
+// dispatch over only that rectangle (`dispatch_args`), instead of the whole screen.
 //
 // One workgroup per 8×8 tile finds the distinct materials in its tile (one loop
 // iteration per distinct material, ordered by id: common/tile_loop.wgsl), reduces each
@@ -22,6 +22,11 @@ struct MaterialRect {
 
 @group(0) @binding(0) var material_word: texture_2d<u32>;
 @group(0) @binding(1) var<storage, read_write> rects: array<MaterialRect>;
+// Per material, the workgroup counts (x, y, z) of its dispatch in reference.wgsl.
+@group(0) @binding(2) var<storage, read_write> dispatches: array<u32>;
+
+// Side of reference.wgsl's square workgroup in pixels.
+const SHADE_TILE: u32 = 8u;
 
 var<workgroup> wg_min_x: atomic<u32>;
 var<workgroup> wg_min_y: atomic<u32>;
@@ -65,4 +70,24 @@ fn classify(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation
             atomicMax(&rects[current].max_y, atomicLoad(&wg_max_y) + 1u);
         }
     }
+}
+
+// One thread per material: its rectangle in SHADE_TILE² workgroups, (0, 0, 0) when it has
+// no pixel on screen.
+@compute @workgroup_size(64)
+fn dispatch_args(@builtin(global_invocation_id) gid: vec3u) {
+    let m = gid.x;
+    if m >= arrayLength(&rects) || 3u * m + 2u >= arrayLength(&dispatches) {
+        return;
+    }
+    let size = textureDimensions(material_word);
+    let hi = vec2u(atomicLoad(&rects[m].max_x), atomicLoad(&rects[m].max_y));
+    var groups = vec3u(0u);
+    if hi.x != 0u {
+        let lo = size - vec2u(atomicLoad(&rects[m].min_x_inv), atomicLoad(&rects[m].min_y_inv));
+        groups = vec3u((hi - lo + SHADE_TILE - 1u) / SHADE_TILE, 1u);
+    }
+    dispatches[3u * m] = groups.x;
+    dispatches[3u * m + 1u] = groups.y;
+    dispatches[3u * m + 2u] = groups.z;
 }

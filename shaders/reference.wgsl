@@ -1,9 +1,11 @@
 // Reference material pass: the original textures, mipmapped, trilinear (anisotropic where
-// the adapter allows), sampled with the G-buffer's UV derivatives. One quad per material,
-// covering that material's screen rectangle (from material_classify.wgsl) at that
-// material's depth; the EQUAL depth test against the material-depth buffer keeps only
-// its pixels. Writes the material targets that the
-// lighting pass reads (the NTC decode pass writes the same targets).
+// the adapter allows), sampled with textureSampleGrad from the G-buffer's UV derivatives
+// (the inputs the NTC decode reads). One indirect dispatch per material over that
+// material's screen rectangle (material_classify.wgsl: `classify` finds the rectangles,
+// `dispatch_args` turns them into these dispatches), with the material's texture bind
+// group as group 1 and its index at a dynamic offset; each thread writes the material
+// targets only where the G-buffer's material word is that material. The lighting pass
+// reads the targets (the NTC decode pass writes the same ones).
 
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
@@ -12,6 +14,21 @@
 // Group 0 after common/material.wgsl's bindings 0–5.
 // Per material: (size − min x, size − min y, max x + 1, max y + 1); all zero = not on screen.
 @group(0) @binding(6) var<storage, read> rects: array<vec4u>;
+// The material this dispatch shades (bound at a dynamic offset per material).
+struct ShadeMaterial {
+    id: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+@group(0) @binding(7) var<uniform> shaded: ShadeMaterial;
+// The material targets. Lighting and the AOV views read these.
+// Linear base colour, alpha.
+@group(0) @binding(8) var out_base_color: texture_storage_2d<rgba16float, write>;
+// Octahedral shading normal (world), roughness, metallic.
+@group(0) @binding(9) var out_normal_rm: texture_storage_2d<rgba16float, write>;
+// Linear emissive radiance, occlusion.
+@group(0) @binding(10) var out_emissive_ao: texture_storage_2d<rgba16float, write>;
 
 // Canonical channel groups of the material's texture set (see texture::CHANNELS):
 // 0 = base colour (sRGB) + alpha, 1 = normal X,Y + occlusion + roughness,
@@ -21,57 +38,31 @@
 @group(1) @binding(2) var tex_group2: texture_2d<f32>;
 @group(1) @binding(3) var material_sampler: sampler;
 
-struct VertexOut {
-    // Invariant: the EQUAL test compares this depth with the material-depth buffer.
-    @builtin(position) @invariant position: vec4f,
-    @location(0) @interpolate(flat) material: u32,
-}
-
-// Two triangles (6 vertices) covering the material's rectangle; degenerate when empty.
-@vertex
-fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) material: u32) -> VertexOut {
+// Workgroup side; equals SHADE_TILE in material_classify.wgsl, which sizes the dispatches.
+@compute @workgroup_size(8, 8)
+fn shade(@builtin(global_invocation_id) gid: vec3u) {
+    let material = shaded.id;
     let r = rects[material];
-    let size = vec2f(frame.viewport.xy);
-    let lo = vec2f(size - vec2f(r.xy));
-    let hi = vec2f(r.zw);
-    let corner = array<vec2f, 6>(vec2f(0.0, 0.0), vec2f(1.0, 0.0), vec2f(1.0, 1.0), vec2f(0.0, 0.0), vec2f(1.0, 1.0), vec2f(0.0, 1.0))[vi];
-    var pixel = mix(lo, hi, corner);
-    if r.z == 0u {
-        pixel = vec2f(0.0);
+    let size = textureDimensions(gb_material);
+    let pixel = size - r.xy + gid.xy;
+    if any(pixel >= r.zw) {
+        return;
     }
-    let ndc = vec2f(pixel.x / size.x * 2.0 - 1.0, 1.0 - pixel.y / size.y * 2.0);
-    var out: VertexOut;
-    out.position = vec4f(ndc, material_depth(material), 1.0);
-    out.material = material;
-    return out;
-}
-
-// The material targets. Lighting and the AOV views read these.
-struct MaterialOut {
-    // Linear base colour, alpha.
-    @location(0) base_color: vec4f,
-    // Octahedral shading normal (world), roughness, metallic.
-    @location(1) normal_rm: vec4f,
-    // Linear emissive radiance, occlusion.
-    @location(2) emissive_ao: vec4f,
-}
-
-@fragment
-fn fs_main(in: VertexOut) -> MaterialOut {
-    let p = vec2i(in.position.xy);
+    let p = vec2i(pixel);
     let word = textureLoad(gb_material, p, 0).x;
+    if word == NO_MATERIAL || (word & MATERIAL_ID_MASK) != material {
+        return;
+    }
     let nt = textureLoad(gb_normal_tangent, p, 0);
     let uv = textureLoad(gb_uv, p, 0).xy;
     let g = textureLoad(gb_uv_grad, p, 0);
-    let m = materials[in.material];
+    let m = materials[material];
     let c0 = textureSampleGrad(tex_group0, material_sampler, uv, g.xy, g.zw);
     let c1 = textureSampleGrad(tex_group1, material_sampler, uv, g.xy, g.zw);
     let c2 = textureSampleGrad(tex_group2, material_sampler, uv, g.xy, g.zw);
     let n = shading_normal(word, nt, c1.xy, m.normal_scale);
     let occlusion = mix(1.0, c1.z, m.occlusion_strength);
-    var out: MaterialOut;
-    out.base_color = c0 * m.base_color_factor;
-    out.normal_rm = vec4f(oct_encode(n), c1.w * m.roughness_factor, c2.x * m.metallic_factor);
-    out.emissive_ao = vec4f(srgb_to_linear(c2.yzw) * m.emissive_factor.rgb, occlusion);
-    return out;
+    textureStore(out_base_color, p, c0 * m.base_color_factor);
+    textureStore(out_normal_rm, p, vec4f(oct_encode(n), c1.w * m.roughness_factor, c2.x * m.metallic_factor));
+    textureStore(out_emissive_ao, p, vec4f(srgb_to_linear(c2.yzw) * m.emissive_factor.rgb, occlusion));
 }

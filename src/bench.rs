@@ -6,8 +6,8 @@
 //!
 //! Each configuration renders `warmup` frames (not timed) and then `frames` frames along
 //! the path, each submitted and timed on its own with timestamp queries; the report keeps
-//! the median and the 10th/90th percentiles of the material pass (`ntc.decode`, or the
-//! reference's classify + material-depth + material draw) and of the whole frame (the sum
+//! the median and the 10th/90th percentiles of the material pass (`ntc.decode`, or every
+//! `reference*` step of the reference pass) and of the whole frame (the sum
 //! of every timed pass). Divergence is counted on the path's middle frame. With a trace
 //! file every frame of every configuration (warm-up included) is also written as a Chrome
 //! trace.

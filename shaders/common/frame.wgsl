@@ -92,13 +92,6 @@ fn material_uv(m: MaterialData, uv: vec2f) -> vec2f {
     return m.uv_c0_c1.xy * uv.x + m.uv_c0_c1.zw * uv.y + m.uv_c2.xy;
 }
 
-// Material ids are written as depth by the material-depth step so that the reference
-// material pass can draw one full-screen triangle per material with an EQUAL depth test.
-// Exact in f32 for ids below 2^20.
-fn material_depth(id: u32) -> f32 {
-    return f32(id + 1u) / 1048576.0;
-}
-
 // The G-buffer's material word: bits 0..19 material id, bit 31 bitangent sign (1 = negative).
 const MATERIAL_ID_MASK: u32 = 0xFFFFFu;
 const BITANGENT_NEGATIVE: u32 = 0x80000000u;

@@ -52,7 +52,7 @@ use passes::{
     lighting::{LightingInputs, LightingPass},
     ntc_bake::{BakedMaterials, NtcBakePass},
     ntc_decode::{DecodeInputs, DecodeSettings, NtcDecodePass, NtcKernel},
-    reference::{ReferenceInputs, ReferenceOutputs, ReferencePass},
+    reference::{ReferenceInputs, ReferencePass},
     scene_draw::SceneInputs,
     shadow::ShadowPass,
     temporal::{TemporalInputs, TemporalPass, TemporalSettings},
@@ -720,10 +720,7 @@ impl Renderer {
                     scene,
                     gbuffer: &t.gbuffer,
                 },
-                &ReferenceOutputs {
-                    materials: &t.materials,
-                    material_depth: &t.material_depth,
-                },
+                &t.materials,
             ),
         }
 
@@ -760,10 +757,7 @@ impl Renderer {
                     scene: originals,
                     gbuffer: &t.gbuffer,
                 },
-                &ReferenceOutputs {
-                    materials: &c.materials,
-                    material_depth: &t.material_depth,
-                },
+                &c.materials,
             );
             p.reference_lighting
                 .record(frame, &lit(&c.materials), &c.hdr);

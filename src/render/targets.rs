@@ -1,6 +1,5 @@
 //! The textures the passes of a frame hand to each other, all in one [`FrameTargets`]:
-//! the sun's shadow map, the G-buffer, the reference pass's material depth, the material
-//! targets, HDR radiance, the accumulated radiance, the divergence tile counts and the
+//! the sun's shadow map, the G-buffer, the material targets, HDR radiance, the accumulated radiance, the divergence tile counts and the
 //! reference comparison's targets. Owned by the [`super::Renderer`]; reallocated on
 //! resize, the tile counts also when the tile size changes.
 //!
@@ -36,8 +35,6 @@ pub mod format {
     pub const HDR: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
     /// Sun shadow map.
     pub const SHADOW: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
-    /// Material ids as depth (reference material pass).
-    pub const MATERIAL_DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
     /// Accumulated radiance (rgb) and sample count (a): the temporal pass's output.
     pub const ACCUMULATED: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
 }
@@ -175,8 +172,6 @@ pub struct FrameTargets {
     pub shadow_map: Target,
     /// G-buffer pass → material passes, lighting, temporal, tonemap, divergence.
     pub gbuffer: GBuffer,
-    /// Material ids as depth: the reference material pass's routing buffer.
-    pub material_depth: Target,
     /// Material pass → lighting, tonemap (AOVs).
     pub materials: MaterialTargets,
     /// Lighting → temporal.
@@ -204,7 +199,6 @@ impl FrameTargets {
                 wgpu::TextureUsages::empty(),
             ),
             gbuffer: GBuffer::new(device, size),
-            material_depth: material_depth(device, size),
             materials: MaterialTargets::new(device, size),
             hdr: hdr_target(device, "hdr", size),
             accumulated: accumulated(device, size),
@@ -258,16 +252,5 @@ fn accumulated(device: &wgpu::Device, size: (u32, u32)) -> Target {
         size,
         format::ACCUMULATED,
         wgpu::TextureUsages::STORAGE_BINDING,
-    )
-}
-
-/// The reference pass's material depth.
-fn material_depth(device: &wgpu::Device, size: (u32, u32)) -> Target {
-    Target::new(
-        device,
-        "reference.material_depth",
-        size,
-        format::MATERIAL_DEPTH,
-        wgpu::TextureUsages::empty(),
     )
 }

@@ -22,7 +22,9 @@ use neurotex::render::passes::image_error::{
     CompareError, ErrorSpace, ErrorTargets, ImageErrorInputs, ImageErrorPass, ImageErrorUniform,
     PARTIAL_BYTES, reference_error,
 };
-use neurotex::render::passes::reference::{MaterialClassify, MaterialRect, classify_reference};
+use neurotex::render::passes::reference::{
+    MaterialClassify, MaterialRect, classify_reference, dispatch_args_reference,
+};
 use neurotex::render::targets::{GBuffer, Target};
 use neurotex::render::tiles::TileSize;
 
@@ -744,9 +746,10 @@ fn host_mirrors_match_the_shaders() {
 /// pixels without geometry, ids past the material count and the bitangent bit must not
 /// matter, and a material with no pixel keeps an empty rectangle. The image holds ids
 /// 0..=11 and 0xABCDE: with 11 materials, id 11 is past the count; with 13, material 12
-/// has no pixel.
+/// has no pixel. The dispatch arguments made from the rectangles equal
+/// [`dispatch_args_reference`]'s (an off-screen material gets none).
 #[test]
-fn classify_rectangles_equal_the_cpu_reference() {
+fn classify_rectangles_and_dispatch_args_equal_the_cpu_reference() {
     let ctx = ctx();
     let words = synthetic_words();
     let gbuffer = gbuffer_with(ctx, SIZE, &words);
@@ -764,15 +767,28 @@ fn classify_rectangles_equal_the_cpu_reference() {
                 "material 12 has no pixel"
             );
         }
+        let expected_args = dispatch_args_reference(&expected, SIZE);
+        assert!(
+            expected_args[..11]
+                .iter()
+                .all(|a| a[0] > 0 && a[1] > 0 && a[2] == 1)
+        );
         let rects = MaterialClassify::rects_buffer(&ctx.device, materials);
+        let args = MaterialClassify::args_buffer(&ctx.device, materials);
         // Stale contents must be cleared by the pass itself.
         ctx.queue.write_buffer(&rects, 0, &[0xAB; 16]);
         submit(ctx, |frame| {
-            classify.record(frame, &gbuffer.material, &rects)
+            classify.record(frame, &gbuffer.material, &rects, &args)
         });
         let bytes = neurotex::gpu::read_buffer(ctx, &rects, 0..rects.size()).unwrap();
         let got: Vec<MaterialRect> = bytemuck::pod_collect_to_vec(&bytes);
         assert_eq!(got, expected, "{materials} materials");
+        let bytes = neurotex::gpu::read_buffer(ctx, &args, 0..args.size()).unwrap();
+        let got: Vec<[u32; 3]> = bytemuck::pod_collect_to_vec(&bytes);
+        assert_eq!(
+            got, expected_args,
+            "{materials} materials' dispatch arguments"
+        );
     }
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }

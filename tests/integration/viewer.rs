@@ -537,7 +537,7 @@ fn timing_rows_follow_pass_order_with_medians() {
     let order = [
         "gbuffer",
         "reference.classify",
-        "reference.material_depth",
+        "reference.dispatch_args",
         "reference",
         "lighting",
         "tonemap",

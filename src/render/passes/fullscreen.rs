@@ -1,9 +1,8 @@
 //! The shared machinery of the render passes whose vertex shaders make their own vertices
 //! (no vertex buffers): [`ScreenPipeline`] owns such a pipeline, the layout of its group 0
 //! and the cached bind group of the resources it was last handed. It serves the
-//! full-screen passes ([`FullscreenPass`]: tonemap), the heatmap overlay (which
-//! blends into its target) and the reference pass's material-depth triangle and
-//! per-material quads (which test depth).
+//! full-screen passes ([`FullscreenPass`]: tonemap) and the heatmap overlay (which
+//! blends into its target).
 
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
@@ -20,15 +19,12 @@ pub struct ScreenPipelineDesc<'a> {
     pub defines: &'a [(&'a str, &'a str)],
     /// The entries of group 0, the group this pipeline binds.
     pub entries: &'a [wgpu::BindGroupLayoutEntry],
-    /// The layouts of groups 1.., which the caller binds.
-    pub more_groups: &'a [&'a wgpu::BindGroupLayout],
-    /// The depth test, if any.
-    pub depth: Option<wgpu::DepthStencilState>,
     /// The colour targets.
     pub targets: &'a [Option<wgpu::ColorTargetState>],
 }
 
-/// A render pipeline without vertex buffers, with its group-0 layout and bind group.
+/// A render pipeline without vertex buffers or depth, with its one bind group's layout and
+/// bind group.
 #[derive(Debug)]
 pub struct ScreenPipeline {
     label: &'static str,
@@ -47,13 +43,9 @@ impl ScreenPipeline {
             entries: desc.entries,
         });
         let module = create_shader_module(ctx, desc.shader, desc.defines)?;
-        let groups: Vec<Option<&wgpu::BindGroupLayout>> = std::iter::once(&layout)
-            .chain(desc.more_groups.iter().copied())
-            .map(Some)
-            .collect();
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(label),
-            bind_group_layouts: &groups,
+            bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
         let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
@@ -66,7 +58,7 @@ impl ScreenPipeline {
                 buffers: &[],
             },
             primitive: Default::default(),
-            depth_stencil: desc.depth.clone(),
+            depth_stencil: None,
             multisample: Default::default(),
             fragment: Some(wgpu::FragmentState {
                 module: &module,
@@ -125,8 +117,6 @@ impl FullscreenPass {
             shader,
             defines: &[],
             entries,
-            more_groups: &[],
-            depth: None,
             targets: &[layout::target(target)],
         };
         Ok(Self {

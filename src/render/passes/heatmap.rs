@@ -218,8 +218,6 @@ fn variant(
             layout::uint_texture(1),
             layout::texture(2, sample_type),
         ],
-        more_groups: &[],
-        depth: None,
         targets: &[Some(target)],
     };
     ScreenPipeline::new(ctx, &desc)

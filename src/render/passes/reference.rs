@@ -1,14 +1,19 @@
 //! Reference material pass: the original textures, mipmapped and trilinear (anisotropic
 //! where the adapter allows), written into the [`MaterialTargets`].
 //!
-//! Deferred texturing without bindless, in three steps:
-//! 1. `reference.classify` (compute, [`MaterialClassify`]): each material's screen
-//!    rectangle, reduced per 8×8 tile in workgroup memory
-//!    (`shaders/material_classify.wgsl`; [`classify_reference`] is its CPU reference).
-//! 2. `reference.material_depth`: every pixel's material id written as depth.
-//! 3. `reference`: one quad per material over its rectangle, at that material's depth,
-//!    with an EQUAL test, so the depth test (with early-Z) routes each pixel to exactly
-//!    one material's shader and bind group; off-screen materials draw nothing.
+//! Deferred texturing without bindless, all in compute but the clear:
+//! 1. `reference.classify` ([`MaterialClassify`]): each material's screen rectangle,
+//!    reduced per 8×8 tile in workgroup memory (`shaders/material_classify.wgsl`;
+//!    [`classify_reference`] is its CPU reference).
+//! 2. `reference.dispatch_args`: from each rectangle, the workgroup counts of that
+//!    material's indirect dispatch ([`dispatch_args_reference`] is its CPU reference);
+//!    a material off screen gets (0, 0, 0).
+//! 3. `reference.clear`: the material targets cleared to zero (pixels without geometry
+//!    keep it, as the NTC decode writes them).
+//! 4. `reference` (`shaders/reference.wgsl`): per material, one indirect dispatch over its
+//!    rectangle with its texture bind group, sampling with `textureSampleGrad` from the
+//!    G-buffer's UV derivatives; each thread writes the material targets only where the
+//!    G-buffer's material word is that material.
 //!
 //! This needs no binding arrays, which software adapters lack.
 
@@ -19,13 +24,24 @@ use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::{self, Slot};
 use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::gpu_types::{MATERIAL_ID_MASK, NO_MATERIAL};
-use crate::render::passes::fullscreen::{ScreenPipeline, ScreenPipelineDesc};
 use crate::render::passes::scene_draw::SceneInputs;
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
 
 /// Side of the classify pass's square tile in pixels (`@workgroup_size(8, 8)` in
 /// `shaders/material_classify.wgsl`).
 pub const CLASSIFY_TILE: u32 = 8;
+
+/// Side of the reference shading kernel's square workgroup in pixels
+/// (`@workgroup_size(8, 8)` in `shaders/reference.wgsl`, `SHADE_TILE` in
+/// `shaders/material_classify.wgsl`).
+pub const SHADE_TILE: u32 = 8;
+
+/// Workgroups of the `dispatch_args` kernel (`@workgroup_size(64)`): one thread per
+/// material.
+const ARGS_WORKGROUP: u32 = 64;
+
+/// Bytes of one material's indirect dispatch arguments (x, y, z workgroup counts).
+const DISPATCH_ARGS_BYTES: u64 = 12;
 
 /// WGSL `MaterialRect` (`shaders/material_classify.wgsl`): one material's pixel bounds,
 /// stored so that all zeros means "not on screen" and every field only grows.
@@ -67,18 +83,42 @@ pub fn classify_reference(words: &[u32], size: (u32, u32), materials: usize) -> 
     rects
 }
 
-/// The classify kernel: each material's screen rectangle into a rect buffer.
+/// CPU reference of the `dispatch_args` kernel: per material rectangle of a `size` screen
+/// (as [`classify_reference`] makes them), the workgroup counts (x, y, z) of its shading
+/// dispatch in [`SHADE_TILE`]² workgroups; (0, 0, 0) for a material with no pixel.
+pub fn dispatch_args_reference(rects: &[MaterialRect], size: (u32, u32)) -> Vec<[u32; 3]> {
+    rects
+        .iter()
+        .map(|r| {
+            if r.max_x == 0 {
+                return [0; 3];
+            }
+            let lo = (size.0 - r.min_x_inv, size.1 - r.min_y_inv);
+            [
+                (r.max_x - lo.0).div_ceil(SHADE_TILE),
+                (r.max_y - lo.1).div_ceil(SHADE_TILE),
+                1,
+            ]
+        })
+        .collect()
+}
+
+/// The classify kernel and its sibling: each material's screen rectangle into a rect
+/// buffer, and from it each material's indirect dispatch arguments.
 #[derive(Debug)]
 pub struct MaterialClassify {
     kernel: ComputeKernel,
+    args_kernel: ComputeKernel,
     bind_group: CachedBindGroup,
 }
 
 impl MaterialClassify {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "reference.classify";
+    /// Label of the dispatch-argument step and its timing row.
+    pub const ARGS_LABEL: &'static str = "reference.dispatch_args";
 
-    /// Build the pipeline.
+    /// Build the pipelines.
     pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
         let kernel = ComputeKernel::new(
             ctx,
@@ -87,10 +127,15 @@ impl MaterialClassify {
                 shader: "material_classify.wgsl",
                 defines: &[],
                 entry: "classify",
-                groups: &[Group::Slots(&[Slot::UintTexture, Slot::StorageRw])],
+                groups: &[Group::Slots(&[
+                    Slot::UintTexture,
+                    Slot::StorageRw,
+                    Slot::StorageRw,
+                ])],
             },
         )?;
         Ok(Self {
+            args_kernel: kernel.sibling(ctx, Self::ARGS_LABEL, "dispatch_args")?,
             kernel,
             bind_group: CachedBindGroup::new(),
         })
@@ -109,13 +154,28 @@ impl MaterialClassify {
         })
     }
 
-    /// Record the clear of `rects` and the classification of `material_ids` (the
-    /// G-buffer's material words) into it.
+    /// An indirect-dispatch buffer for `materials` materials: three `u32` workgroup
+    /// counts each (at least one entry), storage, indirect and copyable.
+    pub fn args_buffer(device: &wgpu::Device, materials: usize) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("reference.dispatch_args"),
+            size: materials.max(1) as u64 * DISPATCH_ARGS_BYTES,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::INDIRECT
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Record the clear of `rects`, the classification of `material_ids` (the G-buffer's
+    /// material words) into it and the dispatch arguments of every material into `args`
+    /// (from [`Self::args_buffer`], one entry per entry of `rects`).
     pub fn record(
         &self,
         frame: &mut FrameEncoder<'_>,
         material_ids: &Target,
         rects: &wgpu::Buffer,
+        args: &wgpu::Buffer,
     ) {
         let bind_group = self.bind_group.get(
             frame.device(),
@@ -124,12 +184,16 @@ impl MaterialClassify {
             &[
                 (0, wgpu::BindingResource::TextureView(&material_ids.view)),
                 (1, rects.as_entire_binding()),
+                (2, args.as_entire_binding()),
             ],
         );
         frame.encoder().clear_buffer(rects, 0, None);
         let (w, h) = (material_ids.texture.width(), material_ids.texture.height());
         let groups = (w.div_ceil(CLASSIFY_TILE), h.div_ceil(CLASSIFY_TILE));
         self.kernel.dispatch(frame, &[&bind_group], groups);
+        let materials = (rects.size() / std::mem::size_of::<MaterialRect>() as u64) as u32;
+        let groups = (materials.div_ceil(ARGS_WORKGROUP), 1);
+        self.args_kernel.dispatch(frame, &[&bind_group], groups);
     }
 }
 
@@ -142,96 +206,123 @@ pub struct ReferenceInputs<'a> {
     pub gbuffer: &'a GBuffer,
 }
 
-/// What the reference pass writes.
-#[derive(Clone, Copy, Debug)]
-pub struct ReferenceOutputs<'a> {
-    /// The material channels.
-    pub materials: &'a MaterialTargets,
-    /// Scratch: the material ids as depth (overwritten).
-    pub material_depth: &'a Target,
+/// WGSL `ShadeMaterial` (`shaders/reference.wgsl`): the material one dispatch shades.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct ShadeMaterial {
+    id: u32,
+    _pad: [u32; 3],
 }
 
 /// The reference material pass.
 #[derive(Debug)]
 pub struct ReferencePass {
     classify: MaterialClassify,
-    /// One [`MaterialRect`] per scene material: classify → the material draws.
+    /// One [`MaterialRect`] per scene material: classify → dispatch arguments, shading.
     rects: wgpu::Buffer,
-    material_depth: ScreenPipeline,
-    draws: ScreenPipeline,
+    /// One indirect dispatch per scene material: dispatch arguments → shading.
+    args: wgpu::Buffer,
+    /// Material `m`'s [`ShadeMaterial`] at `m × stride`, bound at a dynamic offset.
+    shaded: wgpu::Buffer,
+    stride: u64,
+    materials: usize,
+    kernel: ComputeKernel,
+    bind_group: CachedBindGroup,
 }
 
 impl ReferencePass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "reference";
-    /// Label of the material-depth step.
-    const DEPTH_LABEL: &'static str = "reference.material_depth";
+    /// Label of the clear of the material targets.
+    const CLEAR_LABEL: &'static str = "reference.clear";
 
     /// Build the pipelines for a scene of `materials` materials whose texture bind groups
-    /// have `material_layout`.
+    /// have `material_layout` (visible to compute).
     pub fn new(
         ctx: &GpuContext,
         material_layout: &wgpu::BindGroupLayout,
         materials: usize,
     ) -> Result<Self, KernelError> {
-        use wgpu::CompareFunction::{Always, Equal};
-        let material_depth = ScreenPipeline::new(
+        let device = &ctx.device;
+        let target = Slot::WriteTexture(format::MATERIAL_TARGET);
+        let kernel = ComputeKernel::new(
             ctx,
-            &ScreenPipelineDesc {
-                label: Self::DEPTH_LABEL,
-                shader: "material_depth.wgsl",
-                defines: &[],
-                entries: &[layout::uint_texture(0)],
-                more_groups: &[],
-                depth: Some(layout::depth_test(format::MATERIAL_DEPTH, true, Always)),
-                targets: &[],
-            },
-        )?;
-        let stages = wgpu::ShaderStages::FRAGMENT | wgpu::ShaderStages::VERTEX;
-        let material_target = || layout::target(format::MATERIAL_TARGET);
-        let draws = ScreenPipeline::new(
-            ctx,
-            &ScreenPipelineDesc {
+            &KernelDesc {
                 label: Self::LABEL,
                 shader: "reference.wgsl",
                 defines: &[],
-                entries: &[
-                    layout::uniform(0, stages),
-                    layout::storage(1, stages),
-                    layout::float_texture(2),
-                    layout::float_texture(3),
-                    layout::float_texture(4),
-                    layout::uint_texture(5),
-                    layout::storage(6, wgpu::ShaderStages::VERTEX),
+                entry: "shade",
+                groups: &[
+                    Group::Slots(&[
+                        Slot::Uniform,
+                        Slot::Storage,
+                        Slot::FloatTexture,
+                        Slot::FloatTexture,
+                        Slot::FloatTexture,
+                        Slot::UintTexture,
+                        Slot::Storage,
+                        Slot::DynamicUniform,
+                        target,
+                        target,
+                        target,
+                    ]),
+                    Group::Layout(material_layout),
                 ],
-                more_groups: &[material_layout],
-                depth: Some(layout::depth_test(format::MATERIAL_DEPTH, false, Equal)),
-                targets: &[material_target(), material_target(), material_target()],
             },
         )?;
+        let stride = u64::from(device.limits().min_uniform_buffer_offset_alignment)
+            .max(std::mem::size_of::<ShadeMaterial>() as u64);
+        let mut bytes = vec![0u8; materials.max(1) * stride as usize];
+        for m in 0..materials {
+            let at = m * stride as usize;
+            let shaded = ShadeMaterial {
+                id: m as u32,
+                ..Default::default()
+            };
+            bytes[at..at + std::mem::size_of::<ShadeMaterial>()]
+                .copy_from_slice(bytemuck::bytes_of(&shaded));
+        }
+        let shaded = wgpu::util::DeviceExt::create_buffer_init(
+            device,
+            &wgpu::util::BufferInitDescriptor {
+                label: Some("reference.shaded"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            },
+        );
         Ok(Self {
             classify: MaterialClassify::new(ctx)?,
-            rects: MaterialClassify::rects_buffer(&ctx.device, materials),
-            material_depth,
-            draws,
+            rects: MaterialClassify::rects_buffer(device, materials),
+            args: MaterialClassify::args_buffer(device, materials),
+            shaded,
+            stride,
+            materials,
+            kernel,
+            bind_group: CachedBindGroup::new(),
         })
     }
 
-    /// Record the classification, the material-depth step and the per-material draws.
+    /// Record the classification, the dispatch arguments, the clear of `materials` and the
+    /// per-material dispatches into it.
     pub fn record(
         &self,
         frame: &mut FrameEncoder<'_>,
         inputs: &ReferenceInputs<'_>,
-        outputs: &ReferenceOutputs<'_>,
+        materials: &MaterialTargets,
     ) {
         let g = inputs.gbuffer;
         let view = wgpu::BindingResource::TextureView;
-        self.classify.record(frame, &g.material, &self.rects);
-        let depth_bind_group = self
-            .material_depth
-            .bind_group(frame.device(), &[(0, view(&g.material.view))]);
-        let bind_group = self.draws.bind_group(
+        self.classify
+            .record(frame, &g.material, &self.rects, &self.args);
+        let shaded = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.shaded,
+            offset: 0,
+            size: wgpu::BufferSize::new(std::mem::size_of::<ShadeMaterial>() as u64),
+        });
+        let bind_group = self.bind_group.get(
             frame.device(),
+            Self::LABEL,
+            self.kernel.layout(0),
             &[
                 (0, inputs.scene.frame.as_entire_binding()),
                 (1, inputs.scene.scene.material_buffer.as_entire_binding()),
@@ -240,37 +331,51 @@ impl ReferencePass {
                 (4, view(&g.uv_grad.view)),
                 (5, view(&g.material.view)),
                 (6, self.rects.as_entire_binding()),
+                (7, shaded),
+                (8, view(&materials.base_color.view)),
+                (9, view(&materials.normal_rm.view)),
+                (10, view(&materials.emissive_ao.view)),
             ],
         );
-        let depth = layout::depth_attachment(
-            &outputs.material_depth.view,
-            wgpu::LoadOp::Clear(1.0),
-            wgpu::StoreOp::Store,
-        );
-        frame.render_pass(Self::DEPTH_LABEL, &[], depth, |pass| {
-            self.material_depth.set(pass, &depth_bind_group);
-            pass.draw(0..3, 0..1);
-        });
         let clear = |view| layout::clear_color(view, wgpu::Color::TRANSPARENT);
-        let targets = outputs.materials;
         let colors = [
-            clear(&targets.base_color.view),
-            clear(&targets.normal_rm.view),
-            clear(&targets.emissive_ao.view),
+            clear(&materials.base_color.view),
+            clear(&materials.normal_rm.view),
+            clear(&materials.emissive_ao.view),
         ];
-        // The material ids as depth route the draws; they are not needed afterwards.
-        let depth = layout::depth_attachment(
-            &outputs.material_depth.view,
-            wgpu::LoadOp::Load,
-            wgpu::StoreOp::Discard,
-        );
-        frame.render_pass(Self::LABEL, &colors, depth, |pass| {
-            self.draws.set(pass, &bind_group);
-            for (m, material_bg) in inputs.scene.materials.iter().enumerate() {
-                let m = m as u32;
+        frame.render_pass(Self::CLEAR_LABEL, &colors, None, |_| {});
+        frame.compute_pass(Self::LABEL, |pass| {
+            pass.set_pipeline(self.kernel.pipeline());
+            let scene_materials = inputs.scene.materials.iter().take(self.materials);
+            for (m, material_bg) in scene_materials.enumerate() {
+                let offset = (m as u64 * self.stride) as u32;
+                pass.set_bind_group(0, &bind_group, &[offset]);
                 pass.set_bind_group(1, material_bg, &[]);
-                pass.draw(0..6, m..m + 1);
+                pass.dispatch_workgroups_indirect(&self.args, m as u64 * DISPATCH_ARGS_BYTES);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dispatch_args_cover_each_rectangle_in_whole_workgroups() {
+        let size = (40, 24);
+        // Material 0: pixels (3, 2) and (20, 9): x 3..21 (18 wide), y 2..10 (8 high).
+        // Material 1: one pixel at the bottom-right corner. Material 2: none.
+        let mut words = vec![NO_MATERIAL; 40 * 24];
+        words[2 * 40 + 3] = 0;
+        words[9 * 40 + 20] = 0x8000_0000;
+        words[23 * 40 + 39] = 1;
+        let rects = classify_reference(&words, size, 3);
+        assert_eq!(
+            dispatch_args_reference(&rects, size),
+            vec![[3, 1, 1], [1, 1, 1], [0, 0, 0]]
+        );
+        let full = classify_reference(&vec![0; 40 * 24], size, 1);
+        assert_eq!(dispatch_args_reference(&full, size), vec![[5, 3, 1]]);
     }
 }
