@@ -11,7 +11,7 @@
 #import "common/frame.wgsl"
 #import "common/material.wgsl"
 
-// Group 0 after common/material.wgsl's bindings 0–5.
+// Group 0 between common/material.wgsl's bindings 0–5 and 8–10.
 // Per material: (size − min x, size − min y, max x + 1, max y + 1); all zero = not on screen.
 @group(0) @binding(6) var<storage, read> rects: array<vec4u>;
 // The material this dispatch shades (bound at a dynamic offset per material).
@@ -22,13 +22,6 @@ struct ShadeMaterial {
     _pad2: u32,
 }
 @group(0) @binding(7) var<uniform> shaded: ShadeMaterial;
-// The material targets. Lighting and the AOV views read these.
-// Linear base colour, alpha.
-@group(0) @binding(8) var out_base_color: texture_storage_2d<rgba16float, write>;
-// Octahedral shading normal (world), roughness, metallic.
-@group(0) @binding(9) var out_normal_rm: texture_storage_2d<rgba16float, write>;
-// Linear emissive radiance, occlusion.
-@group(0) @binding(10) var out_emissive_ao: texture_storage_2d<rgba16float, write>;
 
 // Canonical channel groups of the material's texture set (see texture::CHANNELS):
 // 0 = base colour (sRGB) + alpha, 1 = normal X,Y + occlusion + roughness,

@@ -1,5 +1,6 @@
 // What the material passes (reference and NTC decode) share when they write the
-// material targets: the first bindings of their group 0 and the tangent-space normal.
+// material targets: group 0's bindings 0–5 (inputs) and 8–10 (outputs) and the
+// tangent-space normal.
 
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
@@ -13,6 +14,12 @@
 @group(0) @binding(3) var gb_uv: texture_2d<f32>;
 @group(0) @binding(4) var gb_uv_grad: texture_2d<f32>;
 @group(0) @binding(5) var gb_material: texture_2d<u32>;
+// Group 0, bindings 8–10, of both passes: the material targets they write (Rgba16Float),
+// which lighting and the AOV views read. Linear base colour + alpha; octahedral shading
+// normal (world), roughness, metallic; linear emissive radiance + occlusion.
+@group(0) @binding(8) var out_base_color: texture_storage_2d<rgba16float, write>;
+@group(0) @binding(9) var out_normal_rm: texture_storage_2d<rgba16float, write>;
+@group(0) @binding(10) var out_emissive_ao: texture_storage_2d<rgba16float, write>;
 
 // A tangent-space normal (OpenGL convention, X/Y in [0,1], scaled by the material's
 // normal scale) applied to the G-buffer's normal/tangent frame and bitangent sign.

@@ -35,9 +35,6 @@ const DECODE_STOCHASTIC: u32 = 1u;
 
 @group(0) @binding(6) var blue_noise_tex: texture_2d<f32>;
 @group(0) @binding(7) var<uniform> params: DecodeParams;
-@group(0) @binding(8) var out_base_color: texture_storage_2d<rgba16float, write>;
-@group(0) @binding(9) var out_normal_rm: texture_storage_2d<rgba16float, write>;
-@group(0) @binding(10) var out_emissive_ao: texture_storage_2d<rgba16float, write>;
 
 // The mip and texel a pixel decodes (render::ntc_gpu::choose_texel).
 struct TexelChoice {

@@ -15,3 +15,27 @@ pub mod scene_draw;
 pub mod shadow;
 pub mod temporal;
 pub mod tonemap;
+
+use crate::gpu::layout::Slot;
+use crate::render::targets::format;
+
+/// Group 0 of both material passes (reference and NTC decode), as
+/// `shaders/common/material.wgsl` declares it, with each pass's own bindings 6 and 7:
+/// the frame, the scene's materials, the G-buffer's normal + tangent, UV, UV derivatives
+/// and material word, `six` and `seven`, then the three material targets.
+pub const fn material_pass_slots(six: Slot, seven: Slot) -> [Slot; 11] {
+    let target = Slot::WriteTexture(format::MATERIAL_TARGET);
+    [
+        Slot::Uniform,
+        Slot::Storage,
+        Slot::FloatTexture,
+        Slot::FloatTexture,
+        Slot::FloatTexture,
+        Slot::UintTexture,
+        six,
+        seven,
+        target,
+        target,
+        target,
+    ]
+}

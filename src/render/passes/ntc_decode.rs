@@ -32,7 +32,7 @@ use crate::gpu::shader::describe_defines;
 use crate::gpu::{CachedBindGroup, GpuContext, GpuError, GrantedFeatures, read_buffer};
 use crate::ntc::model::{NtcConfig, OUTPUTS};
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
-use crate::render::targets::{GBuffer, MaterialTargets, format};
+use crate::render::targets::{GBuffer, MaterialTargets};
 use crate::render::tiles::TileSize;
 
 /// How the decoder MLP is evaluated, and how the frame's pixels reach it.
@@ -389,23 +389,9 @@ pub fn sorted_runs(decoder_of_pixel: &[u32], decoders: usize, align: u32) -> Vec
     runs
 }
 
-/// The group-0 slots of every decode stage (`common/ntc_pixel.wgsl`).
-const GROUP0: [Slot; 11] = {
-    let target = Slot::WriteTexture(format::MATERIAL_TARGET);
-    [
-        Slot::Uniform,
-        Slot::Storage,
-        Slot::FloatTexture,
-        Slot::FloatTexture,
-        Slot::FloatTexture,
-        Slot::UintTexture,
-        Slot::FloatTexture,
-        Slot::Uniform,
-        target,
-        target,
-        target,
-    ]
-};
+/// The group-0 slots of every decode stage (`common/ntc_pixel.wgsl`: blue noise and the
+/// decode parameters at 6 and 7).
+const GROUP0: [Slot; 11] = super::material_pass_slots(Slot::FloatTexture, Slot::Uniform);
 
 impl NtcDecodePass {
     /// Label of the pass (of the decode stage of the sorted kernels), its timing row and

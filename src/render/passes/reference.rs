@@ -25,7 +25,7 @@ use crate::gpu::layout::{self, Slot};
 use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::gpu_types::{MATERIAL_ID_MASK, NO_MATERIAL};
 use crate::render::passes::scene_draw::SceneInputs;
-use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
+use crate::render::targets::{GBuffer, MaterialTargets, Target};
 
 /// Side of the classify pass's square tile in pixels (`@workgroup_size(8, 8)` in
 /// `shaders/material_classify.wgsl`).
@@ -244,7 +244,7 @@ impl ReferencePass {
         materials: usize,
     ) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let target = Slot::WriteTexture(format::MATERIAL_TARGET);
+        let slots = super::material_pass_slots(Slot::Storage, Slot::DynamicUniform);
         let kernel = ComputeKernel::new(
             ctx,
             &KernelDesc {
@@ -252,22 +252,7 @@ impl ReferencePass {
                 shader: "reference.wgsl",
                 defines: &[],
                 entry: "shade",
-                groups: &[
-                    Group::Slots(&[
-                        Slot::Uniform,
-                        Slot::Storage,
-                        Slot::FloatTexture,
-                        Slot::FloatTexture,
-                        Slot::FloatTexture,
-                        Slot::UintTexture,
-                        Slot::Storage,
-                        Slot::DynamicUniform,
-                        target,
-                        target,
-                        target,
-                    ]),
-                    Group::Layout(material_layout),
-                ],
+                groups: &[Group::Slots(&slots), Group::Layout(material_layout)],
             },
         )?;
         let stride = u64::from(device.limits().min_uniform_buffer_offset_alignment)
