@@ -1,8 +1,12 @@
 // Tonemap pass: exposure and the ACES fit (Narkowicz 2015) for the final image, or one of
 // the AOV views. The output may be larger than the internal targets (render scale < 1):
-// each output pixel reads the internal pixel under it (nearest). Writes linear values into an sRGB target; data AOVs (normal, roughness,
-// metallic, occlusion, material id) are pre-linearised so the stored 8-bit value equals
-// the data value.
+// each output pixel reads the internal pixel under it (nearest). `tonemapped` gives the
+// linear value; data AOVs (normal, roughness, metallic, occlusion, material id) are
+// pre-linearised so the stored 8-bit value equals the data value. Two entry points over
+// it: `fs_main` into an sRGB render target (the hardware encodes), and `encode`, one
+// compute thread per output pixel into an Rgba8Unorm storage texture, encoding in the
+// shader with the thresholds of texture::srgb::SrgbEncoder (the same codes as the CPU
+// encoder, bit for bit).
 
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
@@ -14,6 +18,10 @@
 @group(0) @binding(3) var mat_normal_rm: texture_2d<f32>;
 @group(0) @binding(4) var mat_emissive_ao: texture_2d<f32>;
 @group(0) @binding(5) var gb_material: texture_2d<u32>;
+// The compute entry's output and the encoder's 255 thresholds (`thresholds[i]`: the linear
+// value halfway between codes i and i + 1), in 64 vec4s (the last lane unused).
+@group(0) @binding(6) var out_tex: texture_storage_2d<rgba8unorm, write>;
+@group(0) @binding(7) var<uniform> thresholds: array<vec4f, 64>;
 
 @vertex
 fn vs_main(@builtin(vertex_index) vi: u32) -> FullscreenOut {
@@ -37,9 +45,9 @@ fn data(v: vec3f) -> vec4f {
     return vec4f(srgb_to_linear(clamp(v, vec3f(0.0), vec3f(1.0))), 1.0);
 }
 
-@fragment
-fn fs_main(in: FullscreenOut) -> @location(0) vec4f {
-    let p = vec2i(in.uv * vec2f(textureDimensions(hdr_tex)));
+// The linear value of the output pixel at screen UV `uv`.
+fn tonemapped(uv: vec2f) -> vec4f {
+    let p = vec2i(uv * vec2f(textureDimensions(hdr_tex)));
     let word = textureLoad(gb_material, p, 0).x;
     let covered = word != NO_MATERIAL;
     switch frame.aov {
@@ -70,4 +78,40 @@ fn fs_main(in: FullscreenOut) -> @location(0) vec4f {
             return vec4f(aces_fitted(hdr), 1.0);
         }
     }
+}
+
+@fragment
+fn fs_main(in: FullscreenOut) -> @location(0) vec4f {
+    return tonemapped(in.uv);
+}
+
+fn threshold(i: u32) -> f32 {
+    return thresholds[i / 4u][i % 4u];
+}
+
+// The 8-bit sRGB code of `linear`: the number of thresholds below it (binary search; NaN
+// is below none).
+fn encode_channel(linear: f32) -> f32 {
+    var lo = 0u;
+    var hi = 255u;
+    while lo < hi {
+        let mid = (lo + hi) / 2u;
+        if threshold(mid) < linear {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return f32(lo) / 255.0;
+}
+
+@compute @workgroup_size(8, 8)
+fn encode(@builtin(global_invocation_id) gid: vec3u) {
+    let size = textureDimensions(out_tex);
+    if any(gid.xy >= size) {
+        return;
+    }
+    let c = tonemapped((vec2f(gid.xy) + 0.5) / vec2f(size));
+    let srgb = vec4f(encode_channel(c.r), encode_channel(c.g), encode_channel(c.b), c.a);
+    textureStore(out_tex, vec2i(gid.xy), srgb);
 }

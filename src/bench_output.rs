@@ -13,16 +13,16 @@ use crate::bench::{BenchError, BenchReport};
 use crate::gpu::GpuContext;
 use crate::io::{OutputError, create_dir, write_output};
 
-/// The texture a benchmark renders into: `size` pixels of the headless output format,
-/// only ever a render attachment (nothing reads it back).
+/// The texture a benchmark renders into: `size` pixels of the headless output
+/// ([`crate::render::headless::output_texture`]; nothing reads it back). Render through
+/// [`crate::render::headless::output_view`].
 pub fn offscreen_target(ctx: &GpuContext, size: (u32, u32)) -> wgpu::Texture {
-    ctx.device.create_texture(&crate::gpu::layout::texture_2d(
+    crate::render::headless::output_texture(
+        &ctx.device,
         "bench.output",
         size,
-        1,
-        crate::render::headless::OUTPUT_FORMAT,
-        wgpu::TextureUsages::RENDER_ATTACHMENT,
-    ))
+        wgpu::TextureUsages::empty(),
+    )
 }
 
 /// The files [`write_report`] writes into its folder.

@@ -118,7 +118,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     let (cameras, path) = path_cameras(&opened, a.camera_path.as_deref(), a.frames)?;
     let kernels = kernels_or_supported(&a.kernels, &ctx);
     let output = offscreen_target(&ctx, a.size);
-    let view = output.create_view(&wgpu::TextureViewDescriptor::default());
+    let view = neurotex::render::headless::output_view(&output);
     let options = BenchOptions {
         modes: a.modes.clone(),
         kernels,

@@ -1,12 +1,45 @@
-//! Headless rendering: one frame into an offscreen sRGB texture, read back to memory.
-//! Used by `neurotex render` and by the tests.
+//! Headless rendering: one frame into an offscreen texture of sRGB-encoded bytes, read
+//! back to memory. Used by `neurotex render`, `bench` and the tests.
 
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming, read_texture};
 
+use super::passes::tonemap;
 use super::{FramePlan, FrameSettings, Renderer};
 
-/// Format of the headless output.
+/// Format the renderer sees the headless output in (its raster passes draw through an
+/// sRGB view).
 pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
+
+/// The texture a headless frame is rendered into: `size` pixels of
+/// [`tonemap::STORAGE_FORMAT`] holding sRGB-encoded bytes, storage-capable so the tonemap
+/// pass writes it from compute, viewed as [`OUTPUT_FORMAT`] through [`output_view`];
+/// with `usage` besides.
+pub fn output_texture(
+    device: &wgpu::Device,
+    label: &str,
+    size: (u32, u32),
+    usage: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    let mut desc = crate::gpu::layout::texture_2d(
+        label,
+        size,
+        1,
+        tonemap::STORAGE_FORMAT,
+        usage | wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::STORAGE_BINDING,
+    );
+    desc.view_formats = &[OUTPUT_FORMAT];
+    device.create_texture(&desc)
+}
+
+/// The [`OUTPUT_FORMAT`] view of an [`output_texture`], which [`Renderer::record`] takes.
+pub fn output_view(texture: &wgpu::Texture) -> wgpu::TextureView {
+    texture.create_view(&wgpu::TextureViewDescriptor {
+        label: Some("headless.output"),
+        format: Some(OUTPUT_FORMAT),
+        usage: Some(wgpu::TextureUsages::RENDER_ATTACHMENT),
+        ..Default::default()
+    })
+}
 
 /// A rendered frame.
 #[derive(Clone, Debug)]
@@ -41,14 +74,13 @@ pub fn render_frames(
     frames: u32,
 ) -> Result<Frame, GpuError> {
     let (width, height) = renderer.size();
-    let output = ctx.device.create_texture(&crate::gpu::layout::texture_2d(
+    let output = output_texture(
+        &ctx.device,
         "headless.output",
         (width, height),
-        1,
-        OUTPUT_FORMAT,
-        wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-    ));
-    let view = output.create_view(&wgpu::TextureViewDescriptor::default());
+        wgpu::TextureUsages::COPY_SRC,
+    );
+    let view = output_view(&output);
     let mut profiler = GpuProfiler::new(ctx);
     let frames = frames.max(1);
     let mut plan = None;

@@ -112,6 +112,13 @@ impl SrgbEncoder {
         Self { thresholds, start }
     }
 
+    /// The 255 thresholds: entry `i` is the linear value halfway (in sRGB) between codes
+    /// `i` and `i + 1`; a value's code is the number of thresholds below it (the tonemap
+    /// pass's compute entry encodes with the same table).
+    pub fn thresholds(&self) -> &[f32] {
+        &self.thresholds
+    }
+
     /// Encodes one linear channel to an 8-bit sRGB code: the number of thresholds below
     /// `linear`, found from the bucket's start code in a step or two.
     pub fn encode(&self, linear: f32) -> u8 {

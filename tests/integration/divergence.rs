@@ -3,7 +3,8 @@
 //! against their CPU references, on a synthetic 37×29 material-id image: not a multiple of any tile size, with pixels without geometry,
 //! materials that share a decoder in the current map but not in the baseline map, a
 //! material without a decoder, ids past the maps and the bitangent-sign bit set.
-//! Plus the host ↔ WGSL mirrors these passes rely on (no GPU needed).
+//! Plus the host ↔ WGSL mirrors these passes rely on (no GPU needed), and the tonemap
+//! pass's sRGB encoding against the CPU encoder on a ramp of values.
 
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
@@ -790,5 +791,105 @@ fn classify_rectangles_and_dispatch_args_equal_the_cpu_reference() {
             "{materials} materials' dispatch arguments"
         );
     }
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+}
+
+/// The tonemap pass's compute entry encodes sRGB exactly as the CPU's `SrgbEncoder`: the
+/// albedo AOV of a ramp of linear base colours (2,048 f16 values over [0, 1] in red,
+/// reversed in green, squared in blue) written into the headless output equals
+/// `SrgbEncoder::encode` of every value, byte for byte. The raster entry, drawing the same
+/// values into an sRGB render target (the adapter's encoder), stays within one code.
+#[test]
+fn compute_tonemap_encodes_like_the_cpu_encoder() {
+    use neurotex::render::gpu_types::FrameUniform;
+    use neurotex::render::headless::{OUTPUT_FORMAT, output_texture, output_view};
+    use neurotex::render::passes::tonemap::{TonemapInputs, TonemapPass};
+    use neurotex::render::targets::{MaterialTargets, format};
+    use neurotex::texture::srgb::SrgbEncoder;
+    use wgpu::util::DeviceExt;
+
+    let ctx = ctx();
+    let size = (64, 32);
+    let n = (size.0 * size.1) as usize;
+    let values: Vec<[f32; 3]> = (0..n)
+        .map(|i| {
+            let v = half::f16::from_f32(i as f32 / (n - 1) as f32).to_f32();
+            let q = |x: f32| half::f16::from_f32(x).to_f32();
+            [v, q(1.0 - v), q(v * v)]
+        })
+        .collect();
+    let texels: Vec<half::f16> = values
+        .iter()
+        .flat_map(|c| [c[0], c[1], c[2], 1.0].map(half::f16::from_f32))
+        .collect();
+    let mut materials = MaterialTargets::new(&ctx.device, size);
+    materials.base_color = target(upload(
+        ctx,
+        "test.base_color",
+        size,
+        format::MATERIAL_TARGET,
+        bytemuck::cast_slice(&texels),
+    ));
+    let gbuffer = gbuffer_with(ctx, size, &vec![0; n]);
+    let mut uniform: FrameUniform = bytemuck::Zeroable::zeroed();
+    uniform.aov = neurotex::render::Aov::Albedo as u32;
+    let frame = ctx
+        .device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("test.frame"),
+            contents: bytemuck::bytes_of(&uniform),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+    let inputs = TonemapInputs {
+        frame: &frame,
+        hdr: &materials.emissive_ao,
+        materials: &materials,
+        material_ids: &gbuffer.material,
+    };
+    let pass = TonemapPass::new(ctx, OUTPUT_FORMAT).unwrap_or_else(|e| panic!("{e}"));
+    let computed = output_texture(
+        &ctx.device,
+        "test.computed",
+        size,
+        wgpu::TextureUsages::COPY_SRC,
+    );
+    assert!(TonemapPass::computes(&computed));
+    let drawn = ctx
+        .device
+        .create_texture(&neurotex::gpu::layout::texture_2d(
+            "test.drawn",
+            size,
+            1,
+            OUTPUT_FORMAT,
+            wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        ));
+    assert!(!TonemapPass::computes(&drawn));
+    let drawn_view = drawn.create_view(&Default::default());
+    submit(ctx, |f| {
+        pass.record(f, &inputs, &output_view(&computed));
+        pass.record(f, &inputs, &drawn_view);
+    });
+    let computed = read_texture(ctx, &computed, 0, 0).unwrap().bytes;
+    let drawn = read_texture(ctx, &drawn, 0, 0).unwrap().bytes;
+    let encoder = SrgbEncoder::new();
+    let expected: Vec<u8> = values
+        .iter()
+        .flat_map(|c| {
+            [c[0], c[1], c[2]]
+                .map(|v| encoder.encode(v))
+                .into_iter()
+                .chain([255])
+        })
+        .collect();
+    assert_eq!(computed, expected, "compute tonemap against SrgbEncoder");
+    let off = drawn
+        .iter()
+        .zip(&expected)
+        .map(|(a, b)| a.abs_diff(*b))
+        .max();
+    assert!(
+        off <= Some(1),
+        "raster tonemap is {off:?} codes off the CPU encoder"
+    );
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }

@@ -1,11 +1,34 @@
 //! Tonemap pass: exposure + ACES fit for the final image, or an AOV view
-//! (`shaders/tonemap.wgsl`), into the output target (a headless texture or the surface).
+//! (`shaders/tonemap.wgsl`), into the output (a headless texture or the surface).
+//!
+//! Compute where the output allows it, raster where it does not: sRGB formats cannot be
+//! storage textures, so an output that is an `Rgba8Unorm` texture with
+//! `STORAGE_BINDING` (the headless output of `neurotex render`, `bench` and the tests,
+//! [`crate::render::headless::output_texture`], seen as `Rgba8UnormSrgb` by the heatmap
+//! that draws over it) is written by one compute dispatch that encodes sRGB in the shader
+//! with [`SrgbEncoder`]'s thresholds, so its bytes equal the CPU encoder's. Any other
+//! output, in practice the viewer's surface (BGRA, which wgpu allows as storage only
+//! behind an optional feature, and surfaces rarely offer storage usage at all), is drawn
+//! by the full-screen triangle into its sRGB view: a compute write into a copy would add a
+//! full-screen copy or blit, which costs about what the raster pass does. Both entry points
+//! share the shader's `tonemapped` function, so the two differ only in who encodes.
+
+use std::sync::{Mutex, PoisonError};
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::layout;
-use crate::gpu::{GpuContext, ShaderError};
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
+use crate::gpu::layout::{self, Slot};
+use crate::gpu::{CachedBindGroup, GpuContext};
+use crate::render::RenderError;
 use crate::render::passes::fullscreen::FullscreenPass;
 use crate::render::targets::{MaterialTargets, Target};
+use crate::texture::srgb::SrgbEncoder;
+
+/// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
+pub const WORKGROUP_SIZE: u32 = 8;
+
+/// The storage format the compute entry writes.
+pub const STORAGE_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
 /// What the tonemap pass reads.
 #[derive(Clone, Copy, Debug)]
@@ -23,15 +46,21 @@ pub struct TonemapInputs<'a> {
 /// The tonemap pass.
 #[derive(Debug)]
 pub struct TonemapPass {
-    pass: FullscreenPass,
+    raster: FullscreenPass,
+    kernel: ComputeKernel,
+    bind_group: CachedBindGroup,
+    /// [`SrgbEncoder`]'s 255 thresholds as 64 `vec4f`.
+    thresholds: wgpu::Buffer,
+    /// The storage view of the last output texture written by compute.
+    storage_view: Mutex<Option<(wgpu::Texture, wgpu::TextureView)>>,
 }
 
 impl TonemapPass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "tonemap";
 
-    /// Build the pipeline for an output of `output_format` (an sRGB format).
-    pub fn new(ctx: &GpuContext, output_format: wgpu::TextureFormat) -> Result<Self, ShaderError> {
+    /// Build the pipelines for an output viewed as `output_format` (an sRGB format).
+    pub fn new(ctx: &GpuContext, output_format: wgpu::TextureFormat) -> Result<Self, RenderError> {
         let entries = [
             layout::uniform(0, wgpu::ShaderStages::FRAGMENT),
             layout::float_texture(1),
@@ -40,9 +69,52 @@ impl TonemapPass {
             layout::float_texture(4),
             layout::uint_texture(5),
         ];
+        let raster =
+            FullscreenPass::new(ctx, Self::LABEL, "tonemap.wgsl", &entries, output_format)?;
+        let kernel = ComputeKernel::new(
+            ctx,
+            &KernelDesc {
+                label: Self::LABEL,
+                shader: "tonemap.wgsl",
+                defines: &[],
+                entry: "encode",
+                groups: &[Group::Slots(&[
+                    Slot::Uniform,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::FloatTexture,
+                    Slot::UintTexture,
+                    Slot::WriteTexture(STORAGE_FORMAT),
+                    Slot::Uniform,
+                ])],
+            },
+        )?;
+        let mut thresholds = SrgbEncoder::new().thresholds().to_vec();
+        thresholds.resize(256, 0.0);
+        let thresholds = wgpu::util::DeviceExt::create_buffer_init(
+            &ctx.device,
+            &wgpu::util::BufferInitDescriptor {
+                label: Some("tonemap.thresholds"),
+                contents: bytemuck::cast_slice(&thresholds),
+                usage: wgpu::BufferUsages::UNIFORM,
+            },
+        );
         Ok(Self {
-            pass: FullscreenPass::new(ctx, Self::LABEL, "tonemap.wgsl", &entries, output_format)?,
+            raster,
+            kernel,
+            bind_group: CachedBindGroup::new(),
+            thresholds,
+            storage_view: Mutex::new(None),
         })
+    }
+
+    /// Whether `texture` is written by the compute entry (see the module docs).
+    pub fn computes(texture: &wgpu::Texture) -> bool {
+        texture.format() == STORAGE_FORMAT
+            && texture
+                .usage()
+                .contains(wgpu::TextureUsages::STORAGE_BINDING)
     }
 
     /// Record the pass into `output` (a view in the format given to [`Self::new`]).
@@ -54,17 +126,54 @@ impl TonemapPass {
     ) {
         let view = wgpu::BindingResource::TextureView;
         let m = inputs.materials;
-        self.pass.record(
-            frame,
-            &[
-                (0, inputs.frame.as_entire_binding()),
-                (1, view(&inputs.hdr.view)),
-                (2, view(&m.base_color.view)),
-                (3, view(&m.normal_rm.view)),
-                (4, view(&m.emissive_ao.view)),
-                (5, view(&inputs.material_ids.view)),
-            ],
-            output,
+        let shared = [
+            (0, inputs.frame.as_entire_binding()),
+            (1, view(&inputs.hdr.view)),
+            (2, view(&m.base_color.view)),
+            (3, view(&m.normal_rm.view)),
+            (4, view(&m.emissive_ao.view)),
+            (5, view(&inputs.material_ids.view)),
+        ];
+        let texture = output.texture();
+        if !Self::computes(texture) {
+            self.raster.record(frame, &shared, output);
+            return;
+        }
+        let storage = self.storage_view(texture);
+        let mut resources = shared.to_vec();
+        resources.push((6, view(&storage)));
+        resources.push((7, self.thresholds.as_entire_binding()));
+        let bind_group = self.bind_group.get(
+            frame.device(),
+            Self::LABEL,
+            self.kernel.layout(0),
+            &resources,
         );
+        let groups = (
+            texture.width().div_ceil(WORKGROUP_SIZE),
+            texture.height().div_ceil(WORKGROUP_SIZE),
+        );
+        self.kernel.dispatch(frame, &[&bind_group], groups);
+    }
+
+    /// The [`STORAGE_FORMAT`] view of `texture`, made again only for another texture.
+    fn storage_view(&self, texture: &wgpu::Texture) -> wgpu::TextureView {
+        let mut cached = self
+            .storage_view
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match &*cached {
+            Some((t, v)) if t == texture => v.clone(),
+            _ => {
+                let v = texture.create_view(&wgpu::TextureViewDescriptor {
+                    label: Some("tonemap.storage"),
+                    format: Some(STORAGE_FORMAT),
+                    usage: Some(wgpu::TextureUsages::STORAGE_BINDING),
+                    ..Default::default()
+                });
+                *cached = Some((texture.clone(), v.clone()));
+                v
+            }
+        }
     }
 }
