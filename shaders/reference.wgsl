@@ -55,7 +55,10 @@ fn shade(@builtin(global_invocation_id) gid: vec3u) {
     let c2 = textureSampleGrad(tex_group2, material_sampler, uv, g.xy, g.zw);
     let n = shading_normal(word, nt, c1.xy, m.normal_scale);
     let occlusion = mix(1.0, c1.z, m.occlusion_strength);
+    let roughness = c1.w * m.roughness_factor;
+    let metallic = c2.x * m.metallic_factor;
+    let emissive = srgb_to_linear(c2.yzw) * m.emissive_factor.rgb;
     textureStore(out_base_color, p, c0 * m.base_color_factor);
-    textureStore(out_normal_rm, p, vec4f(oct_encode(n), c1.w * m.roughness_factor, c2.x * m.metallic_factor));
-    textureStore(out_emissive_ao, p, vec4f(srgb_to_linear(c2.yzw) * m.emissive_factor.rgb, occlusion));
+    textureStore(out_normal_rm, p, vec4f(oct_encode(n), roughness, metallic));
+    textureStore(out_emissive_ao, p, vec4f(emissive, occlusion));
 }

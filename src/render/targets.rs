@@ -1,7 +1,8 @@
 //! The textures the passes of a frame hand to each other, all in one [`FrameTargets`]:
-//! the sun's shadow map, the G-buffer, the material targets, HDR radiance, the accumulated radiance, the divergence tile counts and the
-//! reference comparison's targets. Owned by the [`super::Renderer`]; reallocated on
-//! resize, the tile counts also when the tile size changes.
+//! the sun's shadow map, the G-buffer, the material targets, HDR radiance, the
+//! accumulated radiance, the divergence tile counts and the reference comparison's
+//! targets. Owned by the [`super::Renderer`]; reallocated on resize, the tile counts also
+//! when the tile size changes.
 //!
 //! The temporal history (a ping-pong pair that outlives a frame) is not here: it is state
 //! of the temporal pass, owned, swapped and reset by it (STYLE pattern 2). Everything here
