@@ -463,6 +463,11 @@ impl Viewer {
                 },
                 self.options.packages.clone(),
                 &modes,
+                modes.contains(&RenderMode::DivergenceAware).then(|| {
+                    let arg = scene.source.clone();
+                    let arg = arg.unwrap_or_else(|| scene.opened.scene.source.clone());
+                    (Arc::new(scene.opened.clone()), arg)
+                }),
             ));
         }
         let ready = scene

@@ -14,6 +14,7 @@ use crate::gpu::GpuContext;
 use crate::ntc::NtcPackage;
 use crate::packages::{PackageRecipe, ScenePackages};
 use crate::render::RenderMode;
+use crate::scene::open::OpenedScene;
 use crate::texture::SceneTextures;
 
 /// Where one mode's package stands.
@@ -86,7 +87,9 @@ pub struct PackageJobs {
 impl PackageJobs {
     /// Start making the packages of `scene` for `modes` (the NTC ones among them, in
     /// order; `prebuilt`: a folder of `<strategy>.ntc` files to use instead of the cache
-    /// where present), compressing missing ones from its decoded `textures`.
+    /// where present), compressing missing ones from its decoded `textures`; `views` (the
+    /// opened scene and its argument) are what the divergence-aware mode records its
+    /// co-occurrence from.
     pub fn start(
         ctx: GpuContext,
         scene: PathBuf,
@@ -94,6 +97,7 @@ impl PackageJobs {
         recipe: PackageRecipe,
         prebuilt: Option<PathBuf>,
         modes: &[RenderMode],
+        views: Option<(Arc<OpenedScene>, PathBuf)>,
     ) -> Self {
         let (tx, rx) = mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
@@ -120,6 +124,7 @@ impl PackageJobs {
                     recipe,
                     prebuilt,
                     modes,
+                    views,
                 };
                 run(job, &flag, &tx)
             });
@@ -187,6 +192,7 @@ struct Job {
     recipe: PackageRecipe,
     prebuilt: Option<PathBuf>,
     modes: Vec<RenderMode>,
+    views: Option<(Arc<OpenedScene>, PathBuf)>,
 }
 
 fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
@@ -197,6 +203,7 @@ fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
         recipe,
         prebuilt,
         modes,
+        views,
     } = job;
     let fail_all = |message: String| {
         for &m in &modes {
@@ -204,7 +211,10 @@ fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
         }
     };
     let packages = match ScenePackages::open(&scene, recipe) {
-        Ok(p) => p.with_prebuilt(prebuilt),
+        Ok(p) => match views {
+            Some((opened, arg)) => p.with_prebuilt(prebuilt).with_views(opened, arg),
+            None => p.with_prebuilt(prebuilt),
+        },
         Err(e) => return fail_all(e.to_string()),
     };
     for &mode in &modes {

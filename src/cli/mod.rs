@@ -236,13 +236,17 @@ struct PackageSource<'a> {
     package: Option<&'a Path>,
     /// A folder of `<strategy>.ntc` packages to prefer over the cache (`--packages`).
     packages: Option<&'a Path>,
+    /// The scene argument (a description's camera paths are the views the
+    /// divergence-aware package's co-occurrence is recorded from; default: the glTF).
+    scene: Option<&'a Path>,
     /// How a missing or stale cached package is made.
     recipe: PackageRecipe,
 }
 
 /// Give `renderer` the package of `mode`: `source.package`, else the scene's (from
 /// `source.packages` or the cache, compressed from the scene's decoded `textures` with a
-/// progress bar when missing or stale).
+/// progress bar when missing or stale; divergence-aware after recording the scene's
+/// co-occurrence when its record is missing or stale).
 fn load_package(
     ctx: &GpuContext,
     renderer: &mut Renderer,
@@ -254,8 +258,12 @@ fn load_package(
     use anyhow::Context as _;
     let strategy = neurotex::packages::strategy_of(mode)
         .ok_or_else(|| anyhow::anyhow!("the reference mode has no package"))?;
-    let packages = ScenePackages::open(&opened.scene.source, source.recipe.clone())?
+    let mut packages = ScenePackages::open(&opened.scene.source, source.recipe.clone())?
         .with_prebuilt(source.packages.map(Path::to_path_buf));
+    if strategy == neurotex::cluster::Strategy::DivergenceAware {
+        let scene = source.scene.unwrap_or(&opened.scene.source);
+        packages = packages.with_views(std::sync::Arc::new(opened.clone()), scene.to_path_buf());
+    }
     let package = match source.package {
         Some(path) => read_package(path)?,
         None => {

@@ -149,3 +149,223 @@ fn gpu_signatures_equal_the_cpu_count_for_every_tile_size() {
     }
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
+
+/// A 16×16 PNG of `rgb` varied by ±8 per channel: white noise of its own per `salt`
+/// (`bars` false), or vertical bars 4 texels wide shifted by `salt` texels.
+fn write_tinted_png(path: &std::path::Path, rgb: [u8; 3], bars: bool, salt: u32) {
+    let mut px = Vec::with_capacity(16 * 16 * 4);
+    for i in 0..256u32 {
+        let d = if bars {
+            if ((i % 16 + salt) / 4) % 2 == 0 {
+                8
+            } else {
+                -8
+            }
+        } else {
+            (hash(i ^ salt.wrapping_mul(0x85EB_CA6B)) % 17) as i32 - 8
+        };
+        for c in rgb {
+            px.push((i32::from(c) + d).clamp(0, 255) as u8);
+        }
+        px.push(255);
+    }
+    image::save_buffer(path, &px, 16, 16, image::ExtendedColorType::Rgba8).expect("write png");
+}
+
+/// A scene seen straight from above over 8 m × 8 m at 64×64 pixels (1 m = one 8×8
+/// tile, tile edges on whole metres): `alpha` (red) and `bravo` (blue) in alternating
+/// 0.5 m stripes over x ∈ [0, 4), so every tile there shows both; `charlie` (alpha's red
+/// and kind of noise) and `delta` (bravo's blue and bars, shifted) in 3 m squares, apart
+/// from everything. Its
+/// description has one camera path of 1 s (three views at Δt = 0.5 s). Returns the
+/// description.
+fn two_pairs_scene(dir: &std::path::Path) -> std::path::PathBuf {
+    use glam::Vec3;
+    use neurotex::builtin::gltf_builder::{
+        GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane,
+    };
+    let mut b = GltfBuilder::new();
+    let material = |b: &mut GltfBuilder, name: &str, rgb: [u8; 3], bars: bool, salt: u32| {
+        write_tinted_png(&dir.join(format!("{name}.png")), rgb, bars, salt);
+        let mut m = MaterialDesc::new(name);
+        m.metallic_factor = 0.0;
+        m.base_color_texture = Some(format!("{name}.png"));
+        b.add_material(m)
+    };
+    let (red, blue) = ([220, 40, 40], [40, 50, 220]);
+    let alpha = material(&mut b, "alpha", red, false, 1);
+    let bravo = material(&mut b, "bravo", blue, true, 0);
+    let charlie = material(&mut b, "charlie", red, false, 2);
+    let delta = material(&mut b, "delta", blue, true, 2);
+    for k in 0..8 {
+        let mat = if k % 2 == 0 { alpha } else { bravo };
+        let name = format!("stripe{k}");
+        let mesh = b.add_mesh(&name, plane(0.5, 8.0, UvMode::Unit), mat);
+        let x = 0.25 + 0.5 * k as f32;
+        b.add_mesh_node(
+            &name,
+            mesh,
+            NodeTransform::translation(Vec3::new(x, 0.0, 0.0)),
+        );
+    }
+    for (name, mat, z) in [("c", charlie, 2.5), ("d", delta, -2.5)] {
+        let mesh = b.add_mesh(name, plane(3.0, 3.0, UvMode::Unit), mat);
+        b.add_mesh_node(
+            name,
+            mesh,
+            NodeTransform::translation(Vec3::new(-2.5, 0.0, z)),
+        );
+    }
+    b.write(dir, "two_pairs").expect("write glTF");
+    let toml = dir.join("two_pairs.toml");
+    std::fs::write(
+        &toml,
+        "gltf = \"two_pairs.gltf\"\n\n[[camera_paths]]\nname = \"above\"\nkeys = [\n  \
+         { time = 0.0, position = [0, 4, 0], target = [0, 0, 0], fov_deg = 90 },\n  \
+         { time = 1.0, position = [0, 4, 0], target = [0, 0, 0], fov_deg = 90 },\n]\n",
+    )
+    .expect("write description");
+    toml
+}
+
+#[test]
+fn recorded_views_pull_co_occurring_sets_together_and_are_reused_until_the_scene_changes() {
+    use neurotex::cluster::{
+        CooccurrenceInput, EmbedderChoice, Plan, PlanInputs, Strategy, TileSignature, embed_sets,
+        make_plan_with,
+    };
+    use neurotex::render::cooccurrence::{RecordSettings, load_or_record};
+    use neurotex::texture::inputs::{InputSets, InputSource};
+    use neurotex::texture::{LoadOptions, SceneTextures};
+
+    let ctx = ctx();
+    let dir = crate::common::temp_dir("cooccurrence-scene");
+    let scene = two_pairs_scene(&dir);
+    let load = LoadOptions {
+        allow_missing: false,
+        max_size: None,
+    };
+    let settings = RecordSettings {
+        size: (64, 64),
+        tile: TileSize::T8x8,
+        interval: 0.5,
+    };
+    let file = dir.join("cache").join("record.json");
+    let record_now = || {
+        let opened = neurotex::scene::open::open(Some(&scene)).expect("open scene");
+        let textures = SceneTextures::load(&opened.scene.materials, &load).expect("textures");
+        load_or_record(
+            ctx,
+            &opened,
+            &scene,
+            &textures,
+            &settings,
+            &file,
+            &mut |_, _| {},
+        )
+        .expect("record")
+    };
+    let first = record_now();
+    assert!(!first.reused);
+    let record = &first.record;
+    assert_eq!(record.views.len(), 3, "{:?}", record.source.views);
+    let names = &record.source.set_names;
+    let index = |name: &str| {
+        names
+            .iter()
+            .position(|s| s == name)
+            .unwrap_or_else(|| panic!("{name} in {names:?}")) as u32
+    };
+    let (a, b, c, d) = (
+        index("alpha"),
+        index("bravo"),
+        index("charlie"),
+        index("delta"),
+    );
+    // Every view: 32 tiles of alpha and bravo, 9 of charlie, 9 of delta, nothing else.
+    let mut want = vec![
+        TileSignature {
+            sets: {
+                let mut ab = vec![a, b];
+                ab.sort_unstable();
+                ab
+            },
+            tiles: 32,
+        },
+        TileSignature {
+            sets: vec![c],
+            tiles: 9,
+        },
+        TileSignature {
+            sets: vec![d],
+            tiles: 9,
+        },
+    ];
+    want.sort_by(|x, y| x.sets.cmp(&y.sets));
+    for view in &record.views {
+        assert_eq!(view.signatures, want);
+    }
+    let n = names.len();
+    let pairs = record.pair_tiles();
+    assert_eq!(pairs[a as usize * n + b as usize], 96);
+    assert_eq!(pairs[c as usize * n + d as usize], 0);
+
+    // Appearance groups the two reds and the two blues; the recorded co-occurrence pulls
+    // alpha and bravo together. With two appearance pairs the trade is one of fractions:
+    // moving alpha to bravo's group costs 2/3 of the worst-case spread and removes all of
+    // the divergence, so it pays for w > 0.4; 0.5 is used here.
+    let inputs = InputSets::open(&[InputSource::Scene(scene.clone())]).expect("inputs");
+    let sets = inputs.load_sets(&load).expect("sets");
+    let embeddings = embed_sets(&sets, &EmbedderChoice::Stats).expect("embed");
+    let together = |plan: &Plan, x: &str, y: &str| {
+        plan.groups
+            .iter()
+            .any(|g| g.sets.iter().any(|s| s == x) && g.sets.iter().any(|s| s == y))
+    };
+    let clustered = make_plan_with(
+        Strategy::Clustered,
+        &embeddings,
+        2,
+        1,
+        &PlanInputs::default(),
+    )
+    .expect("clustered");
+    assert!(together(&clustered, "alpha", "charlie"), "{clustered:?}");
+    assert!(together(&clustered, "bravo", "delta"), "{clustered:?}");
+    assert!(!together(&clustered, "alpha", "bravo"), "{clustered:?}");
+    let inputs = PlanInputs {
+        categories: None,
+        cooccurrence: Some(CooccurrenceInput {
+            record,
+            file: &file,
+            weight: 0.5,
+        }),
+    };
+    let aware = make_plan_with(Strategy::DivergenceAware, &embeddings, 2, 1, &inputs)
+        .expect("divergence-aware");
+    assert!(together(&aware, "alpha", "bravo"), "{aware:?}");
+    let c = aware.cooccurrence.as_ref().expect("search summary");
+    assert!(c.divergence < c.start_divergence, "{c:?}");
+    assert_eq!(c.divergence, 0.0, "{c:?}");
+
+    // Unchanged: reused from the file. A changed description: recorded anew (same
+    // views, new digests). A damaged file: recorded anew.
+    let again = record_now();
+    assert!(again.reused);
+    assert_eq!(again.record, first.record);
+    let text = std::fs::read_to_string(&scene).expect("read description");
+    std::fs::write(&scene, format!("{text}# edited\n")).expect("edit description");
+    let edited = record_now();
+    assert!(!edited.reused);
+    assert_ne!(
+        edited.record.source.scene_files,
+        first.record.source.scene_files
+    );
+    assert_eq!(edited.record.views, first.record.views);
+    assert!(record_now().reused);
+    std::fs::write(&file, b"{ not a record").expect("damage");
+    assert!(!record_now().reused);
+    assert!(record_now().reused);
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
