@@ -61,7 +61,7 @@ fn words(salt: u32) -> Vec<u32> {
                     2 => (MAPPED + r % 50) | sign,
                     3 => 0xA_BCDE | sign,
                     _ if y >= 32 => 23 | sign,
-                    _ => hash((x / 3) * 31 + (y / 2) * 977 + salt) % 12 * 23 | sign,
+                    _ => (hash((x / 3) * 31 + (y / 2) * 977 + salt) % 12 * 23) | sign,
                 }
             };
             out.push(word);
@@ -156,7 +156,7 @@ fn write_tinted_png(path: &std::path::Path, rgb: [u8; 3], bars: bool, salt: u32)
     let mut px = Vec::with_capacity(16 * 16 * 4);
     for i in 0..256u32 {
         let d = if bars {
-            if ((i % 16 + salt) / 4) % 2 == 0 {
+            if ((i % 16 + salt) / 4).is_multiple_of(2) {
                 8
             } else {
                 -8
@@ -367,5 +367,124 @@ fn recorded_views_pull_co_occurring_sets_together_and_are_reused_until_the_scene
     assert!(!record_now().reused);
     assert!(record_now().reused);
     assert_eq!(ctx.uncaptured_error_count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cluster_records_the_scene_views_it_needs_and_reuses_them() {
+    use crate::common::{expect_error, run, s};
+    let dir = crate::common::temp_dir("cooccurrence-cli");
+    let scene = two_pairs_scene(&dir);
+    let plan = dir.join("plan.json");
+    let cluster = |extra: &[&str]| {
+        let mut args = vec![
+            "cluster",
+            "--scene",
+            s(&scene),
+            "--m",
+            "2",
+            "--record-size",
+            "64x64",
+            "--force",
+            "--out",
+            s(&plan),
+        ];
+        args.extend_from_slice(extra);
+        let (ok, stdout, stderr) = run(&args);
+        assert!(ok, "{args:?}: {stdout}\n{stderr}");
+        stdout
+    };
+    let aware = [
+        "--strategy",
+        "divergence-aware",
+        "--cooccurrence-weight",
+        "0.5",
+    ];
+    let out = cluster(&aware);
+    assert!(out.contains("co-occurrence: recorded 3 views"), "{out}");
+    assert!(out.contains("predicted divergence"), "{out}");
+    let read = neurotex::cluster::Plan::read(&plan).expect("plan");
+    assert!(
+        read.groups
+            .iter()
+            .any(|g| g.sets.contains(&"alpha".to_string()) && g.sets.contains(&"bravo".to_string())),
+        "{read:?}"
+    );
+    let out = cluster(&aware);
+    assert!(out.contains("co-occurrence: reusing"), "{out}");
+
+    // An explicit record file, for any strategy.
+    let record = dir.join("views.json");
+    let out = cluster(&["--record-cooccurrence", s(&record)]);
+    assert!(
+        out.contains("recorded 3 views") && record.is_file(),
+        "{out}"
+    );
+    let read = neurotex::cluster::CooccurrenceRecord::read(&record).expect("record");
+    assert_eq!(read.source.size, [64, 64]);
+
+    // Recording needs exactly one scene.
+    expect_error(
+        &[
+            "cluster",
+            "--scene",
+            s(&scene),
+            "--scene",
+            s(&scene),
+            "--strategy",
+            "divergence-aware",
+            "--out",
+            s(&dir.join("two.json")),
+        ],
+        &["exactly one --scene", "--cooccurrence FILE"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_divergence_aware_package_needs_the_scene_views() {
+    use neurotex::cluster::Strategy;
+    use neurotex::packages::{PackageError, PackageRecipe, ScenePackages};
+    use neurotex::texture::{LoadOptions, SceneTextures};
+    let ctx = ctx();
+    let dir = crate::common::temp_dir("cooccurrence-package");
+    let scene = two_pairs_scene(&dir);
+    let opened = neurotex::scene::open::open(Some(&scene)).expect("open scene");
+    let textures = SceneTextures::load(
+        &opened.scene.materials,
+        &LoadOptions {
+            allow_missing: false,
+            max_size: None,
+        },
+    )
+    .expect("textures");
+    let packages = ScenePackages::open_in(&scene, PackageRecipe::default(), &dir.join("cache"))
+        .expect("packages");
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let err = packages
+        .load_or_compress(
+            ctx,
+            Strategy::DivergenceAware,
+            &textures,
+            &cancel,
+            &mut |_, _, _| {},
+        )
+        .unwrap_err();
+    assert!(matches!(err, PackageError::NoViews { .. }), "{err}");
+    assert!(err.to_string().contains("two_pairs.toml"), "{err}");
+    // With the views, the package's key names the record once it exists, and the record
+    // lies beside the packages.
+    let packages = packages.with_views(std::sync::Arc::new(opened), scene.clone());
+    assert!(!packages.is_fresh(Strategy::DivergenceAware));
+    let key = packages.key(Strategy::DivergenceAware);
+    assert!(
+        key.contains("cooccurrence-two_pairs-8x8-1280x720.json") && key.contains("missing"),
+        "{key}"
+    );
+    assert!(
+        !packages
+            .key(Strategy::Clustered)
+            .contains("cooccurrence-two_pairs")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
