@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use crate::cluster::{self, ClusterError, Plan, Strategy};
 use crate::gpu::GpuContext;
 use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
-use crate::ntc::train::gpu::TrainProgress;
+use crate::ntc::parallel::GroupProgress;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::render::RenderMode;
 use crate::render::ntc_gpu::{NtcRenderError, map_materials};
@@ -223,17 +223,17 @@ impl ScenePackages {
     }
 
     /// The package of `strategy`: read from the cache when fresh, else compressed on
-    /// `ctx` from `textures` (the scene's sets as the renderer got them, decoded without
+    /// `devices` (one or more, see [`crate::ntc::parallel`]) from `textures` (the scene's sets as the renderer got them, decoded without
     /// missing images at the recipe's size limit; `progress(group, groups, progress)` as
     /// training advances; `cancel` stops it, keeping partial progress for the next call)
     /// and cached.
     pub fn load_or_compress(
         &self,
-        ctx: &GpuContext,
+        devices: &[GpuContext],
         strategy: Strategy,
         textures: &SceneTextures,
         cancel: &AtomicBool,
-        progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+        progress: &mut dyn FnMut(&GroupProgress),
     ) -> Result<NtcPackage, PackageError> {
         if let Some(prebuilt) = self.prebuilt(strategy) {
             return Ok(NtcPackage::read(&prebuilt)?);
@@ -288,7 +288,7 @@ impl ScenePackages {
             }
         })?;
         let (package, _) = compress(
-            ctx,
+            devices,
             sets,
             &constants,
             &groups,

@@ -7,12 +7,13 @@ use anyhow::Result;
 use clap::Args;
 
 use neurotex::eval::{self, EvalEvent};
-use neurotex::gpu::GpuContext;
+use neurotex::ntc::parallel::GroupProgress;
 use neurotex::{cluster, ntc, texture};
 
 use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
 use super::compress::TrainOverrides;
-use super::{cancel_on_ctrl_c, output_policy, steps_bar};
+use super::devices::{DeviceBars, DevicesArg};
+use super::{cancel_on_ctrl_c, output_policy};
 
 /// The arguments of `neurotex eval`.
 #[derive(Args, Debug)]
@@ -79,6 +80,8 @@ pub struct EvalArgs {
     /// Report progress (and record the loss curves) about every this many steps.
     #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
+    #[command(flatten)]
+    devices: DevicesArg,
 }
 
 /// The command line as a shell would re-run it (arguments with spaces or quotes quoted).
@@ -140,12 +143,14 @@ pub fn run(a: EvalArgs) -> Result<()> {
     if a.dry_run {
         return Ok(());
     }
-    let ctx = GpuContext::headless()?;
-    eprintln!("{}", ctx.describe());
+    let devices = a.devices.open(&options.train, options.kernel)?;
     let cancel = cancel_on_ctrl_c()?;
-    let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}")?;
+    let bar = DeviceBars::new(
+        &devices,
+        "{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}",
+    )?;
     let report = eval::evaluate(
-        &ctx,
+        &devices.devices,
         &eval_inputs,
         &plan,
         &options,
@@ -161,19 +166,27 @@ pub fn run(a: EvalArgs) -> Result<()> {
                 run,
                 runs,
                 spec,
+                device,
                 group,
                 groups,
                 progress: p,
             } => {
-                bar.set_prefix(format!(
-                    "run {}/{runs} {} group {}/{groups}",
-                    run + 1,
-                    spec.name,
-                    group + 1
-                ));
-                bar.set_length(p.total);
-                bar.set_position(p.step);
-                bar.set_message(format!("loss {:.5}  ≈{:.2} dB", p.loss, p.psnr_estimate));
+                let at = GroupProgress {
+                    device: *device,
+                    group: *group,
+                    groups: *groups,
+                    train: **p,
+                };
+                bar.show(
+                    &at,
+                    &format!(
+                        "run {}/{runs} {} group {}/{groups}",
+                        run + 1,
+                        spec.name,
+                        group + 1
+                    ),
+                    format!("loss {:.5}  ≈{:.2} dB", p.loss, p.psnr_estimate),
+                );
                 // Without a terminal the bar is hidden: one line per finished group.
                 if bar.is_hidden() && p.step == p.total {
                     println!(
@@ -212,7 +225,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
             }),
         },
     )?;
-    bar.finish_and_clear();
+    bar.finish();
     print!("{}", report.table2.markdown());
     println!("wrote the evaluation into {}", a.out.display());
     Ok(())

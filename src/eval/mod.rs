@@ -482,6 +482,8 @@ pub enum EvalEvent<'a> {
         runs: usize,
         /// The run.
         spec: &'a RunSpec,
+        /// The device training it (index into the evaluation's devices).
+        device: usize,
         /// The group (decoder) in training.
         group: usize,
         /// Groups of the run.
@@ -534,12 +536,12 @@ fn prepare_out_dir(dir: &Path, resume: bool) -> Result<(), EvalError> {
     }
 }
 
-/// Run the evaluation `plan` (from [`plan_eval`] with the same inputs and options) into
-/// the folder `out`, and write every table, chart and summary there.
+/// Run the evaluation `plan` (from [`plan_eval`] with the same inputs and options) on
+/// `devices` (each run's groups spread over them) into the folder `out`, and write every table, chart and summary there.
 /// `progress` hears of every run and of training progress; setting `cancel` stops
 /// after the current training chunk with [`EvalError::Interrupted`].
 pub fn evaluate(
-    ctx: &GpuContext,
+    devices: &[GpuContext],
     inputs: &EvalInputs,
     plan: &EvalPlan,
     opts: &EvalOptions,
@@ -604,7 +606,7 @@ pub fn evaluate(
             input_files: Vec::new(),
         };
         let result = compress(
-            ctx,
+            devices,
             inputs.sets,
             inputs.constants,
             &spec.groups,
@@ -612,14 +614,15 @@ pub fn evaluate(
             inputs.description,
             &package,
             cancel,
-            &mut |group, groups, p| {
+            &mut |p| {
                 progress(&EvalEvent::Training {
                     run,
                     runs,
                     spec,
-                    group,
-                    groups,
-                    progress: p,
+                    device: p.device,
+                    group: p.group,
+                    groups: p.groups,
+                    progress: &p.train,
                 })
             },
         );
@@ -653,7 +656,9 @@ pub fn evaluate(
         records.push((record, false));
     }
 
-    let report = build_report(&ctx.describe(), inputs, plan, opts, &records);
+    let mut adapters: Vec<String> = devices.iter().map(GpuContext::describe).collect();
+    adapters.dedup();
+    let report = build_report(&adapters.join("; "), inputs, plan, opts, &records);
     write_outputs(out, &report)?;
     Ok(report)
 }

@@ -7,6 +7,7 @@
 mod bench_decode;
 mod cli;
 mod common;
+mod devices;
 mod divergence;
 mod eval;
 mod gpu_context;
