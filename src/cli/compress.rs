@@ -81,8 +81,8 @@ pub struct CompressArgs {
     devices: DevicesArg,
 }
 
-/// `--shard`'s value.
-fn parse_shard(arg: &str) -> Result<ntc::shard::ShardArg, String> {
+/// `--shard`'s value (of `compress` and `eval`).
+pub fn parse_shard(arg: &str) -> Result<ntc::shard::ShardArg, String> {
     arg.parse()
         .map_err(|e: ntc::shard::ShardError| e.to_string())
 }
