@@ -352,18 +352,32 @@ fn assert_flags_exist(sub: &str, args: &str) {
     }
 }
 
-#[test]
-fn the_scaling_job_files_are_well_formed() {
+/// One sharded job's files in `docs/scaling/` and what they must hold.
+struct JobFiles {
+    /// The Slurm scripts: submit, shard (array task), merge.
+    slurm: [&'static str; 3],
+    /// The Kubernetes manifest.
+    kubernetes: &'static str,
+    /// The subcommand a shard runs and the one that merges.
+    shard_command: &'static str,
+    merge_command: &'static str,
+    /// What a Slurm task writes, what the merge loop reads, what a pod writes.
+    slurm_output: &'static str,
+    slurm_merged: &'static str,
+    pod_output: &'static str,
+    /// The merge's list of the N shards' outputs, from N - 1.
+    merged: fn(u32) -> String,
+}
+
+/// Check one job's files (see [`JobFiles`]).
+fn check_job_files(job: &JobFiles) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scaling");
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
+    let [submit_file, shard_file, merge_file] = job.slurm;
 
     // Slurm: the scripts parse (bash -n); an array of SHARDS tasks with auto/SHARDS,
     // then the merge once every task succeeded.
-    for name in [
-        "slurm-shard.sbatch",
-        "slurm-merge.sbatch",
-        "slurm-submit.sh",
-    ] {
+    for name in job.slurm {
         let status = Command::new("bash")
             .arg("-n")
             .arg(dir.join(name))
@@ -371,28 +385,27 @@ fn the_scaling_job_files_are_well_formed() {
             .expect("run bash");
         assert!(status.success(), "{name} does not parse");
     }
-    let submit = read("slurm-submit.sh");
-    assert!(submit.contains("--array=0-$((SHARDS - 1)) \"$here/slurm-shard.sbatch\""));
-    assert!(submit.contains("--dependency=afterok:\"$array\" \"$here/slurm-merge.sbatch\""));
-    let shard = read("slurm-shard.sbatch");
-    let compress = invocation(&shard, "compress");
-    assert!(
-        compress.contains("--shard \"auto/${SHARDS}\""),
-        "{compress}"
-    );
-    assert!(compress.contains("--deterministic") && compress.contains("--resume"));
-    assert!(shard.contains("part-${SLURM_ARRAY_TASK_ID}.ntcpart"));
-    assert_flags_exist("compress", &compress);
-    let merge = read("slurm-merge.sbatch");
-    assert!(merge.contains("i < SHARDS") && merge.contains("part-$i.ntcpart"));
-    assert_flags_exist("merge", &invocation(&merge, "merge"));
+    let submit = read(submit_file);
+    assert!(submit.contains(&format!("--array=0-$((SHARDS - 1)) \"$here/{shard_file}\"")));
+    assert!(submit.contains(&format!(
+        "--dependency=afterok:\"$array\" \"$here/{merge_file}\""
+    )));
+    let shard = read(shard_file);
+    let command = invocation(&shard, job.shard_command);
+    assert!(command.contains("--shard \"auto/${SHARDS}\""), "{command}");
+    assert!(command.contains("--deterministic") && command.contains("--resume"));
+    assert!(shard.contains(job.slurm_output), "{shard_file}");
+    assert_flags_exist(job.shard_command, &command);
+    let merge = read(merge_file);
+    assert!(merge.contains("i < SHARDS") && merge.contains(job.slurm_merged));
+    assert_flags_exist(job.merge_command, &invocation(&merge, job.merge_command));
 
     // Kubernetes: an Indexed Job of N pods with one GPU each running shard
-    // JOB_COMPLETION_INDEX of auto/N, and a merge Job of the N parts.
-    let yaml = read("kubernetes-compress.yaml");
+    // JOB_COMPLETION_INDEX of auto/N, and a merge Job of the N outputs.
+    let yaml = read(job.kubernetes);
     let docs: Vec<Vec<(String, String)>> = yaml
         .split("\n---\n")
-        .map(|d| yaml_entries(d).unwrap_or_else(|e| panic!("kubernetes-compress.yaml: {e}")))
+        .map(|d| yaml_entries(d).unwrap_or_else(|e| panic!("{}: {e}", job.kubernetes)))
         .collect();
     assert_eq!(docs.len(), 2, "the shards and the merge");
     let get = |doc: &[(String, String)], key: &str| -> String {
@@ -428,25 +441,49 @@ fn the_scaling_job_files_are_well_formed() {
         "1"
     );
     let script = get(shards, &format!("{pod}.args.[0]"));
-    assert!(
-        script.contains("part-${JOB_COMPLETION_INDEX}.ntcpart"),
-        "{script}"
-    );
-    let compress = invocation(&script, "compress");
-    assert!(
-        compress.contains(&format!("--shard auto/{n} ")),
-        "{compress}"
-    );
-    assert_flags_exist("compress", &compress);
+    assert!(script.contains(job.pod_output), "{script}");
+    let command = invocation(&script, job.shard_command);
+    assert!(command.contains(&format!("--shard auto/{n} ")), "{command}");
+    assert_flags_exist(job.shard_command, &command);
     let script = get(merge, &format!("{pod}.args.[0]"));
-    let merge_args = invocation(&script, "merge");
-    assert!(
-        merge_args.contains(&format!("part-{{0..{}}}.ntcpart --out", n - 1)),
-        "{merge_args}"
-    );
-    assert_flags_exist("merge", &merge_args);
+    let merge_args = invocation(&script, job.merge_command);
+    assert!(merge_args.contains(&(job.merged)(n - 1)), "{merge_args}");
+    assert_flags_exist(job.merge_command, &merge_args);
     let wait = get(merge, "spec.template.spec.initContainers.[0].args.[0]");
     assert!(wait.contains(&format!("-ge {n} ]]")), "{wait}");
+}
+
+#[test]
+fn the_scaling_job_files_are_well_formed() {
+    check_job_files(&JobFiles {
+        slurm: [
+            "slurm-submit.sh",
+            "slurm-shard.sbatch",
+            "slurm-merge.sbatch",
+        ],
+        kubernetes: "kubernetes-compress.yaml",
+        shard_command: "compress",
+        merge_command: "merge",
+        slurm_output: "part-${SLURM_ARRAY_TASK_ID}.ntcpart",
+        slurm_merged: "part-$i.ntcpart",
+        pod_output: "part-${JOB_COMPLETION_INDEX}.ntcpart",
+        merged: |last| format!("part-{{0..{last}}}.ntcpart --out"),
+    });
+    // The evaluation: shard folders, merged by `eval --merge`.
+    check_job_files(&JobFiles {
+        slurm: [
+            "slurm-eval-submit.sh",
+            "slurm-eval-shard.sbatch",
+            "slurm-eval-merge.sbatch",
+        ],
+        kubernetes: "kubernetes-eval.yaml",
+        shard_command: "eval",
+        merge_command: "eval",
+        slurm_output: "shard-${SLURM_ARRAY_TASK_ID}\"",
+        slurm_merged: "shard-$i\"",
+        pod_output: "shard-${JOB_COMPLETION_INDEX}\n",
+        merged: |last| format!("--merge /data/eval/shard-{{0..{last}}} --resume --out"),
+    });
 
     // The reader itself refuses what it does not understand.
     assert!(yaml_entries("a:\n\tb: 1").is_err());
