@@ -18,7 +18,8 @@
 //! temporary file and a rename.
 //!
 //! Sub-modules: `runs` (freezing settings, run names, sharing, run records), `tables`
-//! (the tables and the report) and `figures` (the charts' panels). This module trains only through
+//! (the tables and the report), `figures` (the charts' panels) and [`shard`] (`eval
+//! --shard I/N` and `eval --merge`). This module trains only through
 //! [`ntc::compress`](crate::ntc::compress::compress) and renders nothing.
 
 mod figures;

@@ -7,7 +7,8 @@
 //! - Backends: Vulkan, Metal or DX12 ([`wgpu::Backends::PRIMARY`]); `WGPU_BACKEND` overrides.
 //!   The GL backend is not used (it lacks surface view formats).
 //! - Adapter: the high-performance one, or the first whose name contains the
-//!   `WGPU_ADAPTER_NAME` substring (case-insensitive).
+//!   `WGPU_ADAPTER_NAME` substring (case-insensitive); [`GpuContext::from_adapter`]
+//!   negotiates on a given adapter (`--devices`, [`crate::gpu::devices`]).
 //! - Features: each optional feature in [`OPTIONAL_FEATURES`] is requested only when the
 //!   adapter offers it; what was granted is summarised in [`GrantedFeatures`]. The
 //!   experimental cooperative-matrix feature is opted into only when offered. Setting

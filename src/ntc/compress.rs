@@ -1,7 +1,9 @@
 //! Compression of many texture sets into one package: group by group on the GPU, with
 //! progress, interruption and resume, a quality report per material next to BCn
 //! baselines, and the loss curves. [`compress_selected`] trains some of the groups only,
-//! exactly as a run of all of them would (what a shard of [`super::shard`] does).
+//! exactly as a run of all of them would (what a shard of [`super::shard`] does). Both
+//! take one or more devices: the groups are handed out to them by [`super::parallel`]
+//! and the package is assembled in plan order, whichever device trained a group.
 //!
 //! Budgets: [`CompressOptions::steps`] is per texture set, so a group of `k` sets trains
 //! `k` times as many main steps ([`group_main_steps`]) and every material sees as many

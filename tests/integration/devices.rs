@@ -8,41 +8,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{expect_error, run, s, temp_dir, write_checker_png};
-
-/// Four sets (8² and 16² checkers), one decoder each.
-fn library(dir: &Path) -> std::path::PathBuf {
-    let mut csv = String::from(
-        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n",
-    );
-    for (i, size) in [8, 16, 8, 16].into_iter().enumerate() {
-        write_checker_png(&dir.join(format!("s{i}.png")), size);
-        csv.push_str(&format!("s{i},T,T,s{i}.png,,0,0.5,0\n"));
-    }
-    let manifest = dir.join("sets.csv");
-    std::fs::write(&manifest, csv).expect("manifest");
-    manifest
-}
+use crate::common::{checker_library, deterministic_compress, expect_error, run, temp_dir};
 
 /// The compress command line of the test's plan with `extra` arguments.
 fn compress_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "compress",
-        "--manifest",
-        s(manifest),
-        "--out",
-        s(out),
-        "--steps",
-        "150",
-        "--batch",
-        "256",
-        "--no-bcn",
-        "--deterministic",
-        "--seed",
-        "5",
-    ];
-    args.extend_from_slice(extra);
-    args
+    deterministic_compress(manifest, out, "64", "5", extra)
 }
 
 /// Run `neurotex args…`, which must succeed; its stdout.
@@ -55,7 +25,7 @@ fn ok(args: &[&str]) -> String {
 #[test]
 fn devices_give_the_package_of_one_device() {
     let dir = temp_dir("devices");
-    let manifest = library(&dir);
+    let manifest = checker_library(&dir);
     let whole = dir.join("whole.ntc");
     ok(&compress_args(&manifest, &whole, &[]));
     let expected = std::fs::read(&whole).expect("package");

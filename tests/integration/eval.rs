@@ -121,6 +121,30 @@ fn psnr(row: &BTreeMap<String, String>, column: &str) -> f64 {
     v
 }
 
+/// `eval` of `manifest` into `out` with the tests' small settings (m = 2, 32 steps per
+/// set, batch 256, the default recipe, a loss point every 32 steps), then `extra`.
+fn study_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "eval",
+        "--manifest",
+        s(manifest),
+        "--out",
+        s(out),
+        "--m",
+        "2",
+        "--steps",
+        "32",
+        "--batch",
+        "256",
+        "--recipe",
+        "default",
+        "--log-every",
+        "32",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 #[test]
 fn cluster_compress_inspect_share_decoders_by_family() {
     let dir = temp_dir("eval-cluster");
@@ -215,27 +239,11 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
     let dir = temp_dir("eval-study");
     let manifest = fixture(&dir, true);
     let out = dir.join("out");
-    let args = [
-        "eval",
-        "--manifest",
-        s(&manifest),
-        "--out",
-        s(&out),
-        "--m",
-        "2",
-        "--steps",
-        "32",
-        "--batch",
-        "256",
-        "--recipe",
-        "default",
-        "--m-sweep",
-        "1,2",
-        "--freeze",
-        "none,0.5",
-        "--log-every",
-        "32",
-    ];
+    let args = study_args(
+        &manifest,
+        &out,
+        &["--m-sweep", "1,2", "--freeze", "none,0.5"],
+    );
     let started = std::time::Instant::now();
     let stdout = ok(&args);
     eprintln!("eval: {:.1} s", started.elapsed().as_secs_f64());
@@ -491,41 +499,27 @@ fn without_timings(mut v: serde_json::Value) -> serde_json::Value {
     v
 }
 
+/// The settings of the sharded study: three runs (nine group trainings), trained
+/// deterministically.
+const SHARDED_STUDY: [&str; 5] = [
+    "--strategies",
+    "baseline,single,clustered",
+    "--no-ablation",
+    "--no-sweep",
+    "--deterministic",
+];
+
 #[test]
 fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
     let dir = temp_dir("eval-shards");
     let manifest = fixture(&dir, true);
-    let args = |out: &Path, extra: &[&str]| -> Vec<String> {
-        let mut v: Vec<String> = [
-            "eval",
-            "--manifest",
-            s(&manifest),
-            "--out",
-            s(out),
-            "--m",
-            "2",
-            "--steps",
-            "32",
-            "--batch",
-            "256",
-            "--recipe",
-            "default",
-            "--strategies",
-            "baseline,single,clustered",
-            "--no-ablation",
-            "--no-sweep",
-            "--log-every",
-            "32",
-            "--deterministic",
-        ]
-        .map(String::from)
-        .to_vec();
-        v.extend(extra.iter().map(|e| e.to_string()));
-        v
+    let args = |out, extra| {
+        let mut a = study_args(&manifest, out, &SHARDED_STUDY);
+        a.extend_from_slice(extra);
+        a
     };
-    let run_ok = |args: &[String], env: &[(&str, &str)]| {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (success, stdout, stderr) = crate::common::run_env(&args, env);
+    let run_ok = |args: &[&str], env: &[(&str, &str)]| {
+        let (success, stdout, stderr) = crate::common::run_env(args, env);
         assert!(success, "{args:?} failed:\n{stdout}\n{stderr}");
         stdout
     };
@@ -552,8 +546,7 @@ fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
     let refused = dir.join("refused");
     let refuse = |parts: &[&Path], needles: &[&str]| {
         let mut a = args(&refused, &["--merge"]);
-        a.extend(parts.iter().map(|p| s(p).to_string()));
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        a.extend(parts.iter().map(|p| s(p)));
         expect_error(&a, needles);
         assert!(
             !refused.exists(),
@@ -567,7 +560,7 @@ fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
 
     let merged = dir.join("merged");
     let mut merge = args(&merged, &["--merge"]);
-    merge.extend([s(&s0).to_string(), s(&s1).to_string()]);
+    merge.extend([s(&s0), s(&s1)]);
     let stdout = run_ok(&merge, &[]);
     assert!(stdout.contains("merged 2 shards"), "{stdout}");
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{temp_dir, write_checker_png};
+use crate::common::{checker_library, deterministic_compress, temp_dir};
 
 /// The scheduler variables, removed from every child so that the test's own environment
 /// (a test run inside a Slurm job) cannot change what it checks.
@@ -67,46 +67,17 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 temp path")
 }
 
-/// Four sets (8² and 16² checkers), one decoder each: 16² sets weigh 341 texels with
-/// their mips, 8² ones 85, so three shards get groups [1], [3] and [0, 2].
-fn library(dir: &Path) -> PathBuf {
-    let mut csv = String::from(
-        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n",
-    );
-    for (i, size) in [8, 16, 8, 16].into_iter().enumerate() {
-        write_checker_png(&dir.join(format!("s{i}.png")), size);
-        csv.push_str(&format!("s{i},T,T,s{i}.png,,0,0.5,0\n"));
-    }
-    let manifest = dir.join("sets.csv");
-    std::fs::write(&manifest, csv).expect("manifest");
-    manifest
-}
-
 /// The compress command line of the test's plan with `extra` arguments.
 fn compress_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "compress",
-        "--manifest",
-        s(manifest),
-        "--out",
-        s(out),
-        "--steps",
-        "150",
-        "--batch",
-        "256",
-        "--no-bcn",
-        "--deterministic",
-        "--seed",
-        "3",
-    ];
-    args.extend_from_slice(extra);
-    args
+    deterministic_compress(manifest, out, "150", "3", extra)
 }
 
 #[test]
 fn shards_in_separate_processes_merge_to_the_unsharded_package() {
     let dir = temp_dir("shards");
-    let manifest = library(&dir);
+    // One decoder per set: the 16² sets weigh 341 texels with their mips, the 8² ones 85,
+    // so three shards get groups [1], [3] and [0, 2].
+    let manifest = checker_library(&dir);
     let whole = dir.join("whole.ntc");
     let part = |i: usize| dir.join(format!("p{i}.ntcpart"));
     let (p0, p1, p2) = (part(0), part(1), part(2));
@@ -354,8 +325,10 @@ fn assert_flags_exist(sub: &str, args: &str) {
 
 /// One sharded job's files in `docs/scaling/` and what they must hold.
 struct JobFiles {
-    /// The Slurm scripts: submit, shard (array task), merge.
-    slurm: [&'static str; 3],
+    /// `JOB` of `slurm-submit.sh` and the prefix of its Slurm scripts
+    /// (`<prefix>-shard.sbatch`, `<prefix>-merge.sbatch`).
+    job: &'static str,
+    prefix: &'static str,
     /// The Kubernetes manifest.
     kubernetes: &'static str,
     /// The subcommand a shard runs and the one that merges.
@@ -373,11 +346,12 @@ struct JobFiles {
 fn check_job_files(job: &JobFiles) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scaling");
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
-    let [submit_file, shard_file, merge_file] = job.slurm;
+    let shard_file = format!("{}-shard.sbatch", job.prefix);
+    let merge_file = format!("{}-merge.sbatch", job.prefix);
 
     // Slurm: the scripts parse (bash -n); an array of SHARDS tasks with auto/SHARDS,
     // then the merge once every task succeeded.
-    for name in job.slurm {
+    for name in ["slurm-submit.sh", &shard_file, &merge_file] {
         let status = Command::new("bash")
             .arg("-n")
             .arg(dir.join(name))
@@ -385,18 +359,17 @@ fn check_job_files(job: &JobFiles) {
             .expect("run bash");
         assert!(status.success(), "{name} does not parse");
     }
-    let submit = read(submit_file);
-    assert!(submit.contains(&format!("--array=0-$((SHARDS - 1)) \"$here/{shard_file}\"")));
-    assert!(submit.contains(&format!(
-        "--dependency=afterok:\"$array\" \"$here/{merge_file}\""
-    )));
-    let shard = read(shard_file);
+    let submit = read("slurm-submit.sh");
+    assert!(submit.contains(&format!("    {}) prefix={} ;;", job.job, job.prefix)));
+    assert!(submit.contains("--array=0-$((SHARDS - 1)) \"$here/$prefix-shard.sbatch\""));
+    assert!(submit.contains("--dependency=afterok:\"$array\" \"$here/$prefix-merge.sbatch\""));
+    let shard = read(&shard_file);
     let command = invocation(&shard, job.shard_command);
     assert!(command.contains("--shard \"auto/${SHARDS}\""), "{command}");
     assert!(command.contains("--deterministic") && command.contains("--resume"));
     assert!(shard.contains(job.slurm_output), "{shard_file}");
     assert_flags_exist(job.shard_command, &command);
-    let merge = read(merge_file);
+    let merge = read(&merge_file);
     assert!(merge.contains("i < SHARDS") && merge.contains(job.slurm_merged));
     assert_flags_exist(job.merge_command, &invocation(&merge, job.merge_command));
 
@@ -456,11 +429,8 @@ fn check_job_files(job: &JobFiles) {
 #[test]
 fn the_scaling_job_files_are_well_formed() {
     check_job_files(&JobFiles {
-        slurm: [
-            "slurm-submit.sh",
-            "slurm-shard.sbatch",
-            "slurm-merge.sbatch",
-        ],
+        job: "compress",
+        prefix: "slurm",
         kubernetes: "kubernetes-compress.yaml",
         shard_command: "compress",
         merge_command: "merge",
@@ -471,11 +441,8 @@ fn the_scaling_job_files_are_well_formed() {
     });
     // The evaluation: shard folders, merged by `eval --merge`.
     check_job_files(&JobFiles {
-        slurm: [
-            "slurm-eval-submit.sh",
-            "slurm-eval-shard.sbatch",
-            "slurm-eval-merge.sbatch",
-        ],
+        job: "eval",
+        prefix: "slurm-eval",
         kubernetes: "kubernetes-eval.yaml",
         shard_command: "eval",
         merge_command: "eval",
