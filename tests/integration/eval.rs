@@ -534,6 +534,12 @@ fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
     );
     assert!(out0.contains("shard 0/2: runs ["), "{out0}");
     assert!(out1.contains("shard 1/2: runs ["), "{out1}");
+    // A shard run again resumes: its finished runs are loaded, not retrained.
+    let again = run_ok(&args(&s0, &["--shard", "0/2", "--resume"]), &[]);
+    assert!(
+        again.contains(": loaded") && !again.contains(": trained"),
+        "{again}"
+    );
     for shard in [&s0, &s1] {
         assert!(shard.join("eval-part.json").is_file());
         assert!(
