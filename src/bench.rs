@@ -52,14 +52,9 @@ pub enum BenchError {
     /// The trace could not be written.
     #[error(transparent)]
     Trace(#[from] TraceError),
-    /// An output could not be written.
-    #[error("cannot write {path}: {source}")]
-    Io {
-        /// The file.
-        path: std::path::PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
+    /// An output file or folder could not be written.
+    #[error(transparent)]
+    Output(#[from] crate::io::OutputError),
 }
 
 /// Median and spread of a set of timings, in milliseconds.
@@ -227,10 +222,7 @@ pub fn run_bench(
     }
     if let Some(path) = &opts.trace {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            crate::io::create_dir(dir)?;
         }
         let scopes = profiler.write_trace(path)?;
         note(&format!("wrote {} ({scopes} timed passes)", path.display()));

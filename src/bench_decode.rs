@@ -36,7 +36,6 @@ use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
 use crate::gpu::layout::Slot;
 use crate::gpu::{GpuContext, GpuProfiler, read_buffer, read_texture};
-use crate::io::{OutputError, create_dir, write_output};
 use crate::ntc::format::{NtcMaterial, NtcPackage};
 use crate::ntc::model::{
     DecoderWeights, LatentLayout, NtcConfig, Preset, SplitMix64, full_mip_count,
@@ -1205,43 +1204,47 @@ impl DecodeBenchReport {
         }
         let variants = self.variants();
         let first_mix = self.mixes.first().copied().unwrap_or(1);
-        md.push_str(&format!(
-            "\n## Table 5: ms against resolution ({first_mix} material per tile, separate)\n\n| kernel |"
-        ));
-        for s in &self.sizes {
-            md.push_str(&format!(" {s}² |"));
-        }
-        md.push_str(&format!("\n|---|{}\n", "---|".repeat(self.sizes.len())));
-        for v in &variants {
-            md.push_str(&format!("| {v} |"));
-            for &s in &self.sizes {
-                md.push_str(&match self.median(v, s, first_mix, false) {
-                    Some(ms) => format!(" {ms:.3} |"),
-                    None => " – |".to_owned(),
-                });
+        let table = |md: &mut String,
+                     title: String,
+                     heads: Vec<String>,
+                     cell: &dyn Fn(&str, usize) -> String| {
+            md.push_str(&format!("\n## {title}\n\n| kernel |"));
+            for h in &heads {
+                md.push_str(&format!(" {h} |"));
             }
-            md.push('\n');
-        }
-        if let Some(s) = self.table6_size() {
-            md.push_str(&format!(
-                "\n## Table 6: ms at {s}² against materials per 8×8 tile, separate / shared (ratio)\n\n| kernel |"
-            ));
-            for k in &self.mixes {
-                md.push_str(&format!(" k={k} |"));
-            }
-            md.push_str(&format!("\n|---|{}\n", "---|".repeat(self.mixes.len())));
+            md.push_str(&format!("\n|---|{}\n", "---|".repeat(heads.len())));
             for v in &variants {
                 md.push_str(&format!("| {v} |"));
-                for &k in &self.mixes {
-                    md.push_str(
-                        &match (self.median(v, s, k, false), self.median(v, s, k, true)) {
-                            (Some(a), Some(b)) => format!(" {a:.3} / {b:.3} ({:.2}×) |", a / b),
-                            _ => " – |".to_owned(),
-                        },
-                    );
+                for c in 0..heads.len() {
+                    md.push_str(&cell(v, c));
                 }
                 md.push('\n');
             }
+        };
+        table(
+            &mut md,
+            format!("Table 5: ms against resolution ({first_mix} material per tile, separate)"),
+            self.sizes.iter().map(|s| format!("{s}²")).collect(),
+            &|v, c| match self.median(v, self.sizes[c], first_mix, false) {
+                Some(ms) => format!(" {ms:.3} |"),
+                None => " – |".to_owned(),
+            },
+        );
+        if let Some(s) = self.table6_size() {
+            table(
+                &mut md,
+                format!(
+                    "Table 6: ms at {s}² against materials per 8×8 tile, separate / shared (ratio)"
+                ),
+                self.mixes.iter().map(|k| format!("k={k}")).collect(),
+                &|v, c| {
+                    let k = self.mixes[c];
+                    match (self.median(v, s, k, false), self.median(v, s, k, true)) {
+                        (Some(a), Some(b)) => format!(" {a:.3} / {b:.3} ({:.2}×) |", a / b),
+                        _ => " – |".to_owned(),
+                    }
+                },
+            );
         }
         md.push_str(
             "\n## Every measurement\n\n| size | k | decoders | variant | ms median | p10 | p90 | \
@@ -1352,19 +1355,15 @@ impl DecodeBenchReport {
 pub fn write_decode_report(
     dir: &std::path::Path,
     report: &DecodeBenchReport,
-) -> Result<String, crate::bench_output::BenchOutputError> {
-    create_dir(dir)?;
-    let json_path = dir.join("decode.json");
-    let json = serde_json::to_string_pretty(report).map_err(|e| OutputError::Write {
-        path: json_path.clone(),
-        source: e.into(),
-    })?;
-    write_output(&json_path, json.as_bytes())?;
-    write_output(&dir.join("decode.csv"), report.csv().as_bytes())?;
-    let md = report.markdown();
-    write_output(&dir.join("decode.md"), md.as_bytes())?;
-    report.write_png(&dir.join("decode.png"))?;
-    Ok(md)
+) -> Result<String, BenchError> {
+    crate::bench_output::write_report_files(
+        dir,
+        "decode",
+        report,
+        report.csv(),
+        report.markdown(),
+        |path| report.write_png(path),
+    )
 }
 
 #[cfg(test)]

@@ -1,43 +1,28 @@
 //! Where `neurotex bench` puts its results: the off-screen target that
 //! [`run_bench`](crate::bench::run_bench) renders into, and the report folder
-//! (`bench.json`, `bench.csv`, `bench.md`, `bench.png`). The measuring itself is
+//! (`bench.json`, `bench.csv`, `bench.md`, `bench.png`; `bench decode` writes its report
+//! through the same [`write_report_files`]). The measuring itself is
 //! [`crate::bench`]; the cameras along a path come from
 //! [`crate::scene::open::path_cameras`].
 
 use std::path::Path;
 
+use serde::Serialize;
+
 use crate::bench::{BenchError, BenchReport};
 use crate::gpu::GpuContext;
 use crate::io::{OutputError, create_dir, write_output};
 
-/// Errors of writing a benchmark report.
-#[derive(Debug, thiserror::Error)]
-pub enum BenchOutputError {
-    /// A file or the folder could not be written.
-    #[error(transparent)]
-    Output(#[from] OutputError),
-    /// The chart could not be drawn or written.
-    #[error(transparent)]
-    Bench(#[from] BenchError),
-}
-
 /// The texture a benchmark renders into: `size` pixels of the headless output format,
 /// only ever a render attachment (nothing reads it back).
 pub fn offscreen_target(ctx: &GpuContext, size: (u32, u32)) -> wgpu::Texture {
-    ctx.device.create_texture(&wgpu::TextureDescriptor {
-        label: Some("bench.output"),
-        size: wgpu::Extent3d {
-            width: size.0,
-            height: size.1,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: crate::render::headless::OUTPUT_FORMAT,
-        usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
-        view_formats: &[],
-    })
+    ctx.device.create_texture(&crate::gpu::layout::texture_2d(
+        "bench.output",
+        size,
+        1,
+        crate::render::headless::OUTPUT_FORMAT,
+        wgpu::TextureUsages::RENDER_ATTACHMENT,
+    ))
 }
 
 /// The files [`write_report`] writes into its folder.
@@ -45,19 +30,39 @@ pub const REPORT_FILES: [&str; 4] = ["bench.json", "bench.csv", "bench.md", "ben
 
 /// Write `report` into the folder `dir` (created when missing): `bench.json`,
 /// `bench.csv`, `bench.md` and the chart `bench.png`. Returns the Markdown table.
-pub fn write_report(dir: &Path, report: &BenchReport) -> Result<String, BenchOutputError> {
+pub fn write_report(dir: &Path, report: &BenchReport) -> Result<String, BenchError> {
+    write_report_files(
+        dir,
+        "bench",
+        report,
+        report.csv(),
+        report.markdown(),
+        |path| report.write_png(path),
+    )
+}
+
+/// Write a report's files into the folder `dir` (created when missing): `<stem>.json`
+/// (`report` as serde writes it), `<stem>.csv`, `<stem>.md` and the chart `<stem>.png`
+/// that `png` draws. Returns the Markdown.
+pub fn write_report_files(
+    dir: &Path,
+    stem: &str,
+    report: &impl Serialize,
+    csv: String,
+    markdown: String,
+    png: impl FnOnce(&Path) -> Result<(), BenchError>,
+) -> Result<String, BenchError> {
     create_dir(dir)?;
-    let json_path = dir.join("bench.json");
+    let json_path = dir.join(format!("{stem}.json"));
     let json = serde_json::to_string_pretty(report).map_err(|e| OutputError::Write {
         path: json_path.clone(),
         source: e.into(),
     })?;
     write_output(&json_path, json.as_bytes())?;
-    write_output(&dir.join("bench.csv"), report.csv().as_bytes())?;
-    let md = report.markdown();
-    write_output(&dir.join("bench.md"), md.as_bytes())?;
-    report.write_png(&dir.join("bench.png"))?;
-    Ok(md)
+    write_output(&dir.join(format!("{stem}.csv")), csv.as_bytes())?;
+    write_output(&dir.join(format!("{stem}.md")), markdown.as_bytes())?;
+    png(&dir.join(format!("{stem}.png")))?;
+    Ok(markdown)
 }
 
 #[cfg(test)]

@@ -778,18 +778,14 @@ impl Viewer {
         // Screenshots without COPY_SRC on the surface render into an offscreen texture.
         let offscreen = (screenshot.is_some() && !self.presenter.copy_src).then(|| {
             self.ctx.device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("viewer.screenshot"),
-                size: wgpu::Extent3d {
-                    width: w,
-                    height: h,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: formats.surface,
-                usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
                 view_formats: &view_formats,
+                ..crate::gpu::layout::texture_2d(
+                    "viewer.screenshot",
+                    (w, h),
+                    1,
+                    formats.surface,
+                    wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+                )
             })
         });
         let target_texture = offscreen.as_ref().unwrap_or(&frame.texture);

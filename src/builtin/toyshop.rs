@@ -1666,28 +1666,18 @@ fn place(shop: &mut Assembly, p: &Prefabs, item: Item, pos: Vec3, yaw: f32, key:
             let pick = |shop: &Assembly, i: i32| {
                 p.bricks[(shop.hash(key, i) % p.bricks.len() as u32) as usize]
             };
-            let a = shop.put(
-                "brick",
-                pick(shop, 0),
-                Vec3::new(-0.034, 0.0, 0.0),
-                0.0,
-                1.0,
-            );
-            let b = shop.put(
-                "brick",
-                pick(shop, 1),
-                Vec3::new(0.034, 0.0, 0.01),
-                0.01,
-                1.0,
-            );
-            let c = shop.put(
-                "brick",
-                pick(shop, 2),
-                Vec3::new(0.0, 0.0384, 0.0),
-                0.23,
-                1.0,
-            );
-            shop.group("bricks", pos, yaw, vec![a, b, c])
+            // Two bricks side by side and one across them: (offset, yaw).
+            let layout = [
+                (Vec3::new(-0.034, 0.0, 0.0), 0.0),
+                (Vec3::new(0.034, 0.0, 0.01), 0.01),
+                (Vec3::new(0.0, 0.0384, 0.0), 0.23),
+            ];
+            let mut bricks = Vec::new();
+            for (i, (at, turn)) in (0..).zip(layout) {
+                let prefab = pick(shop, i);
+                bricks.push(shop.put("brick", prefab, at, turn, 1.0));
+            }
+            shop.group("bricks", pos, yaw, bricks)
         }
     }
 }

@@ -9,16 +9,18 @@ use clap::{Args, Subcommand};
 use neurotex::bench::{BenchOptions, BenchReport, run_bench};
 use neurotex::bench_output::{offscreen_target, write_report};
 use neurotex::gpu::GpuContext;
+use neurotex::render::RenderMode;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
-use neurotex::render::{RenderMode, Renderer};
 use neurotex::scene::open::{open, path_cameras};
-use neurotex::texture;
 
 use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size};
 use super::bench_decode::DecodeArgs;
-use super::{PackageSource, load_package, output_policy, report_scene, scene_files};
+use super::{
+    PackageSource, kernels_or_supported, load_package, output_policy, report_scene, scene_files,
+    scene_renderer,
+};
 
 /// The arguments of `neurotex bench`.
 #[derive(Args, Debug)]
@@ -104,15 +106,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         max_texture_size,
         ..UploadOptions::default()
     };
-    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
-    let mut renderer = Renderer::new(
-        &ctx,
-        &opened.scene,
-        &textures,
-        upload.anisotropy,
-        a.size,
-        neurotex::render::headless::OUTPUT_FORMAT,
-    )?;
+    let (textures, mut renderer) = scene_renderer(&ctx, &opened, &upload, a.size)?;
     let source = PackageSource {
         package: None,
         packages: a.packages.as_deref(),
@@ -122,14 +116,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         load_package(&ctx, &mut renderer, &opened, &textures, mode, &source)?;
     }
     let (cameras, path) = path_cameras(&opened, a.camera_path.as_deref(), a.frames)?;
-    let kernels: Vec<NtcKernel> = if a.kernels.is_empty() {
-        NtcKernel::ALL
-            .into_iter()
-            .filter(|k| k.supported(&ctx.granted))
-            .collect()
-    } else {
-        a.kernels.clone()
-    };
+    let kernels = kernels_or_supported(&a.kernels, &ctx);
     let output = offscreen_target(&ctx, a.size);
     let view = output.create_view(&wgpu::TextureViewDescriptor::default());
     let options = BenchOptions {

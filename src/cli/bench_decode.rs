@@ -69,14 +69,7 @@ pub fn run(a: DecodeArgs) -> Result<()> {
     }
     let ctx = GpuContext::headless()?;
     println!("{}", ctx.describe());
-    let kernels: Vec<NtcKernel> = if a.kernels.is_empty() {
-        NtcKernel::ALL
-            .into_iter()
-            .filter(|k| k.supported(&ctx.granted))
-            .collect()
-    } else {
-        a.kernels.clone()
-    };
+    let kernels = super::kernels_or_supported(&a.kernels, &ctx);
     let mut opts = if a.quick {
         DecodeBenchOptions::quick(kernels)
     } else {

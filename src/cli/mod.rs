@@ -28,6 +28,8 @@ use neurotex::gpu::GpuContext;
 use neurotex::ntc;
 use neurotex::outputs::OutputPolicy;
 use neurotex::packages::{PackageRecipe, ScenePackages};
+use neurotex::render::passes::ntc_decode::NtcKernel;
+use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{RenderMode, Renderer};
 use neurotex::scene::open::OpenedScene;
 use neurotex::texture;
@@ -286,4 +288,36 @@ fn load_package(
         .with_context(|| format!("mode {mode}"))?;
     renderer.set_package(ctx, mode, package, &map)?;
     Ok(())
+}
+
+/// The scene's textures, decoded under `upload`, and a headless renderer of `size` over
+/// them.
+fn scene_renderer(
+    ctx: &GpuContext,
+    opened: &OpenedScene,
+    upload: &UploadOptions,
+    size: (u32, u32),
+) -> Result<(texture::SceneTextures, Renderer)> {
+    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
+    let renderer = Renderer::new(
+        ctx,
+        &opened.scene,
+        &textures,
+        upload.anisotropy,
+        size,
+        neurotex::render::headless::OUTPUT_FORMAT,
+    )?;
+    Ok((textures, renderer))
+}
+
+/// The kernels a command was given, or every kernel the adapter runs when none was.
+fn kernels_or_supported(chosen: &[NtcKernel], ctx: &GpuContext) -> Vec<NtcKernel> {
+    if chosen.is_empty() {
+        NtcKernel::ALL
+            .into_iter()
+            .filter(|k| k.supported(&ctx.granted))
+            .collect()
+    } else {
+        chosen.to_vec()
+    }
 }

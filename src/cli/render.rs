@@ -9,13 +9,14 @@ use clap::Args;
 use neurotex::gpu::GpuContext;
 use neurotex::render::headless::render_frames;
 use neurotex::render::passes::heatmap::HeatmapSettings;
-use neurotex::render::{Aov, FrameSettings, PassSettings, RenderMode, Renderer};
+use neurotex::render::{Aov, FrameSettings, PassSettings, RenderMode};
 use neurotex::scene::open::{open, select_camera};
 use neurotex::texture;
 
 use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_image_path, parse_size};
 use super::{
     PackageSource, distinct_outputs, load_package, output_policy, report_scene, scene_files,
+    scene_renderer,
 };
 
 /// The arguments of `neurotex render`.
@@ -81,15 +82,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
     log::info!(target: "neurotex", "{}", ctx.describe());
     let max_texture_size = a.upload.limit.max_texture_size;
     let upload = a.upload.options();
-    let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
-    let mut renderer = Renderer::new(
-        &ctx,
-        &opened.scene,
-        &textures,
-        upload.anisotropy,
-        size,
-        neurotex::render::headless::OUTPUT_FORMAT,
-    )?;
+    let (textures, mut renderer) = scene_renderer(&ctx, &opened, &upload, size)?;
     for m in &renderer.scene.missing_textures {
         println!("missing texture (constants used): {m}");
     }

@@ -600,31 +600,26 @@ mod tests {
         assert_ne!(a[0], a[2]);
         assert_eq!(opts.embedder_name(), "clip-vit-w16-l2-h2-p8-s32-d8");
 
+        // A damaged checkpoint: the error names the file and the tensor.
+        let damaged = |missing: Option<&str>, wrong: Option<&str>| {
+            let weights = tiny_checkpoint(&dir, &arch, missing, wrong);
+            let msg = embed(
+                &sets,
+                &ClipOptions {
+                    weights: weights.clone(),
+                    arch,
+                },
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(msg.contains(&weights.display().to_string()), "{msg}");
+            msg
+        };
         let missing = "vision_model.encoder.layers.1.mlp.fc2.bias";
-        let path = tiny_checkpoint(&dir, &arch, Some(missing), None);
-        let err = embed(
-            &sets,
-            &ClipOptions {
-                weights: path.clone(),
-                arch,
-            },
-        )
-        .unwrap_err();
-        let msg = err.to_string();
+        let msg = damaged(Some(missing), None);
         assert!(msg.contains(missing) && msg.contains("missing"), "{msg}");
-        assert!(msg.contains(&path.display().to_string()), "{msg}");
-
         let wrong = "vision_model.embeddings.class_embedding";
-        let path = tiny_checkpoint(&dir, &arch, None, Some(wrong));
-        let err = embed(
-            &sets,
-            &ClipOptions {
-                weights: path.clone(),
-                arch,
-            },
-        )
-        .unwrap_err();
-        let msg = err.to_string();
+        let msg = damaged(None, Some(wrong));
         assert!(msg.contains(wrong) && msg.contains("shape"), "{msg}");
 
         // The real architecture does not match the tiny file.

@@ -62,12 +62,16 @@ impl<'a> FrameEncoder<'a> {
         result
     }
 
-    /// A render pass of `desc` (its `timestamp_writes` are ignored), labelled and timed as
-    /// `label`, recorded by `f`.
+    /// A render pass into `colors` and `depth` (see [`layout::clear_color`],
+    /// [`layout::depth_attachment`]), labelled and timed as `label`, recorded by `f`.
+    ///
+    /// [`layout::clear_color`]: crate::gpu::layout::clear_color
+    /// [`layout::depth_attachment`]: crate::gpu::layout::depth_attachment
     pub fn render_pass<R>(
         &mut self,
         label: &str,
-        desc: &wgpu::RenderPassDescriptor<'_>,
+        colors: &[Option<wgpu::RenderPassColorAttachment<'_>>],
+        depth: Option<wgpu::RenderPassDepthStencilAttachment<'_>>,
         f: impl FnOnce(&mut wgpu::RenderPass<'_>) -> R,
     ) -> R {
         let scopes = self.profiler.scopes();
@@ -75,11 +79,11 @@ impl<'a> FrameEncoder<'a> {
         let result = {
             let mut pass = self.encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some(label),
-                color_attachments: desc.color_attachments,
-                depth_stencil_attachment: desc.depth_stencil_attachment.clone(),
+                color_attachments: colors,
+                depth_stencil_attachment: depth,
                 timestamp_writes: query.render_pass_timestamp_writes(),
-                occlusion_query_set: desc.occlusion_query_set,
-                multiview_mask: desc.multiview_mask,
+                occlusion_query_set: None,
+                multiview_mask: None,
             });
             f(&mut pass)
         };

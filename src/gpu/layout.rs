@@ -127,6 +127,60 @@ pub fn load_color(view: &wgpu::TextureView) -> Option<wgpu::RenderPassColorAttac
     color_attachment(view, wgpu::LoadOp::Load)
 }
 
+/// A 2D texture of `size` (width, height) with `mips` levels, one sample and no other
+/// view formats.
+pub fn texture_2d(
+    label: &str,
+    size: (u32, u32),
+    mips: u32,
+    format: wgpu::TextureFormat,
+    usage: wgpu::TextureUsages,
+) -> wgpu::TextureDescriptor<'_> {
+    wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width: size.0,
+            height: size.1,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: mips,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
+    }
+}
+
+/// A depth attachment of `view` (no stencil), loaded with `load` and stored per `store`.
+pub fn depth_attachment(
+    view: &wgpu::TextureView,
+    load: wgpu::LoadOp<f32>,
+    store: wgpu::StoreOp,
+) -> Option<wgpu::RenderPassDepthStencilAttachment<'_>> {
+    Some(wgpu::RenderPassDepthStencilAttachment {
+        view,
+        depth_ops: Some(wgpu::Operations { load, store }),
+        stencil_ops: None,
+    })
+}
+
+/// A depth test of `format` comparing with `compare`, writing depth when `write`; no
+/// stencil, no bias.
+pub fn depth_test(
+    format: wgpu::TextureFormat,
+    write: bool,
+    compare: wgpu::CompareFunction,
+) -> wgpu::DepthStencilState {
+    wgpu::DepthStencilState {
+        format,
+        depth_write_enabled: Some(write),
+        depth_compare: Some(compare),
+        stencil: Default::default(),
+        bias: Default::default(),
+    }
+}
+
 fn color_attachment(
     view: &wgpu::TextureView,
     load: wgpu::LoadOp<wgpu::Color>,

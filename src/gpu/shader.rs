@@ -177,15 +177,12 @@ impl ComposedShader {
     pub fn validate(&self) -> Result<(naga::Module, naga::valid::ModuleInfo), ShaderError> {
         let report_path = format!("{} [composed]", self.path);
         let module = naga::front::wgsl::parse_str(&self.source).map_err(|e| {
-            let labels = self.map_labels(e.labels());
             // naga puts the primary span first.
-            let location = labels.first().map(|(l, _, _)| l.clone());
+            let emitted = e.emit_to_string_with_path(&self.source, &report_path);
+            let (report, location) = self.explain(emitted, e.labels(), |labels| labels.first());
             ShaderError::Parse {
                 path: self.path.clone(),
-                report: report(
-                    e.emit_to_string_with_path(&self.source, &report_path),
-                    &labels,
-                ),
+                report,
                 location,
             }
         })?;
@@ -194,19 +191,16 @@ impl ComposedShader {
             naga::valid::Capabilities::all(),
         );
         let info = validator.validate(&module).map_err(|e| {
-            let labels = self.map_labels(e.spans().map(|(span, label)| (*span, label.as_str())));
+            let emitted = e.emit_to_string_with_path(&self.source, &report_path);
+            let spans = e.spans().map(|(span, label)| (*span, label.as_str()));
             // Validation spans go from the enclosing item to the culprit: the shortest is
             // the most specific.
-            let location = labels
-                .iter()
-                .min_by_key(|(_, length, _)| *length)
-                .map(|(l, _, _)| l.clone());
+            let (report, location) = self.explain(emitted, spans, |labels| {
+                labels.iter().min_by_key(|(_, length, _)| *length)
+            });
             ShaderError::Validation {
                 path: self.path.clone(),
-                report: report(
-                    e.emit_to_string_with_path(&self.source, &report_path),
-                    &labels,
-                ),
+                report,
                 location,
             }
         })?;
@@ -215,23 +209,33 @@ impl ComposedShader {
 
     /// Maps naga's labelled spans over the composed source to original locations, with
     /// each span's length in bytes.
-    fn map_labels<'a>(
+    /// A naga error's report and location: `emitted`, naga's report over the composed
+    /// source, followed by each label's original location; the location is the label
+    /// `culprit` picks from the labels (original location, span length, text).
+    fn explain<'a>(
         &self,
+        emitted: String,
         labels: impl Iterator<Item = (naga::Span, &'a str)>,
-    ) -> Vec<(SourceLocation, u32, String)> {
-        labels
+        culprit: impl Fn(&[Label]) -> Option<&Label>,
+    ) -> (String, Option<SourceLocation>) {
+        let labels: Vec<Label> = labels
             .filter(|(span, _)| span.is_defined())
             .filter_map(|(span, label)| {
                 let l = span.location(&self.source);
                 let origin = self.origin(l.line_number, l.line_position)?;
                 Some((origin, l.length, label.to_owned()))
             })
-            .collect()
+            .collect();
+        let location = culprit(&labels).map(|(l, _, _)| l.clone());
+        (report(emitted, &labels), location)
     }
 }
 
+/// A label of a naga error: its original location, its span's length and its text.
+type Label = (SourceLocation, u32, String);
+
 /// naga's report over the composed source followed by each label's original location.
-fn report(naga_report: String, labels: &[(SourceLocation, u32, String)]) -> String {
+fn report(naga_report: String, labels: &[Label]) -> String {
     let mut text = naga_report.trim_end().to_owned();
     for (location, _, label) in labels {
         text.push_str(&format!("\n  = at {location}"));

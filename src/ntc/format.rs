@@ -1230,6 +1230,21 @@ mod tests {
     }
 
     /// Assemble a file from header fields and section payloads with valid checksums.
+    /// The sections of `package` (3 materials, 2 decoders) written as a file, past the
+    /// writer's checks.
+    fn sections_of(package: &NtcPackage) -> Vec<u8> {
+        assemble(
+            3,
+            2,
+            [
+                &package.config_bytes(),
+                &package.material_bytes(),
+                &package.decoder_bytes(),
+                &package.latent_bytes(),
+            ],
+        )
+    }
+
     fn assemble(materials: u32, decoders: u32, payloads: [&[u8]; 4]) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         for v in [VERSION, materials, decoders, 4, 0] {
@@ -1513,32 +1528,14 @@ mod tests {
         let err = bad.to_bytes().expect_err("decoder index");
         assert!(err.to_string().contains("decoder 7 of 2"), "{err}");
         // The same table written around the writer's checks is refused by the reader.
-        let bytes = assemble(
-            3,
-            2,
-            [
-                &bad.config_bytes(),
-                &bad.material_bytes(),
-                &bad.decoder_bytes(),
-                &bad.latent_bytes(),
-            ],
-        );
+        let bytes = sections_of(&bad);
         let err = NtcPackage::from_bytes(&bytes).expect_err("decoder index");
         assert!(err.to_string().contains("decoder 7 of 2"), "{err}");
 
         let mut bad = package.clone();
         bad.materials[1].latents.pop();
         assert!(bad.to_bytes().is_err());
-        let bytes = assemble(
-            3,
-            2,
-            [
-                &bad.config_bytes(),
-                &bad.material_bytes(),
-                &bad.decoder_bytes(),
-                &bad.latent_bytes(),
-            ],
-        );
+        let bytes = sections_of(&bad);
         let err = NtcPackage::from_bytes(&bytes).expect_err("latent words");
         assert!(err.to_string().starts_with("section `latents`"), "{err}");
 

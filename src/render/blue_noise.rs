@@ -35,6 +35,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use wgpu::util::DeviceExt;
 
+use crate::gpu::layout;
+
 /// Side of the tile in texels; equals `BLUE_NOISE_SIZE` in `shaders/common/blue_noise.wgsl`.
 pub const BLUE_NOISE_SIZE: u32 = 64;
 
@@ -97,22 +99,15 @@ impl BlueNoise {
     pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Self {
         let texture = device.create_texture_with_data(
             queue,
-            &wgpu::TextureDescriptor {
-                label: Some(Self::LABEL),
-                size: wgpu::Extent3d {
-                    width: BLUE_NOISE_SIZE,
-                    height: BLUE_NOISE_SIZE,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::R32Float,
-                usage: wgpu::TextureUsages::TEXTURE_BINDING
+            &layout::texture_2d(
+                Self::LABEL,
+                (BLUE_NOISE_SIZE, BLUE_NOISE_SIZE),
+                1,
+                wgpu::TextureFormat::R32Float,
+                wgpu::TextureUsages::TEXTURE_BINDING
                     | wgpu::TextureUsages::COPY_DST
                     | wgpu::TextureUsages::COPY_SRC,
-                view_formats: &[],
-            },
+            ),
             wgpu::util::TextureDataOrder::LayerMajor,
             bytemuck::cast_slice(values()),
         );

@@ -41,20 +41,13 @@ pub fn render_frames(
     frames: u32,
 ) -> Result<Frame, GpuError> {
     let (width, height) = renderer.size();
-    let output = ctx.device.create_texture(&wgpu::TextureDescriptor {
-        label: Some("headless.output"),
-        size: wgpu::Extent3d {
-            width,
-            height,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: OUTPUT_FORMAT,
-        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-        view_formats: &[],
-    });
+    let output = ctx.device.create_texture(&crate::gpu::layout::texture_2d(
+        "headless.output",
+        (width, height),
+        1,
+        OUTPUT_FORMAT,
+        wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+    ));
     let view = output.create_view(&wgpu::TextureViewDescriptor::default());
     let mut profiler = GpuProfiler::new(ctx);
     let frames = frames.max(1);

@@ -728,16 +728,13 @@ impl Renderer {
         }
 
         // depth + materials + shadow map ─► HDR radiance
-        p.lighting.record(
-            frame,
-            &LightingInputs {
-                frame: &self.frame_buffer,
-                depth: &t.gbuffer.depth,
-                materials: &t.materials,
-                shadow_map: &t.shadow_map,
-            },
-            &t.hdr,
-        );
+        let lit = |materials| LightingInputs {
+            frame: &self.frame_buffer,
+            depth: &t.gbuffer.depth,
+            materials,
+            shadow_map: &t.shadow_map,
+        };
+        p.lighting.record(frame, &lit(&t.materials), &t.hdr);
 
         // HDR + motion + depth (+ history) ─► accumulated radiance
         let temporal = TemporalInputs {
@@ -768,16 +765,8 @@ impl Renderer {
                     material_depth: &t.material_depth,
                 },
             );
-            p.reference_lighting.record(
-                frame,
-                &LightingInputs {
-                    frame: &self.frame_buffer,
-                    depth: &t.gbuffer.depth,
-                    materials: &c.materials,
-                    shadow_map: &t.shadow_map,
-                },
-                &c.hdr,
-            );
+            p.reference_lighting
+                .record(frame, &lit(&c.materials), &c.hdr);
             let compared = ImageErrorInputs {
                 a: &t.accumulated,
                 b: &c.hdr,

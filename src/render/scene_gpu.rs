@@ -386,20 +386,13 @@ fn upload_set(
 ) -> ([wgpu::TextureView; 3], u64) {
     let mut bytes = 0u64;
     let views = std::array::from_fn(|g| {
-        let texture = device.create_texture(&wgpu::TextureDescriptor {
-            label: Some(&format!("set.{}.group{g}", set.name)),
-            size: wgpu::Extent3d {
-                width: set.width,
-                height: set.height,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: set.mips.len() as u32,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: SET_FORMATS[g],
-            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-            view_formats: &[],
-        });
+        let texture = device.create_texture(&crate::gpu::layout::texture_2d(
+            &format!("set.{}.group{g}", set.name),
+            (set.width, set.height),
+            set.mips.len() as u32,
+            SET_FORMATS[g],
+            wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        ));
         for (level, mip) in set.mips.iter().enumerate() {
             let plane = mip.group(g);
             bytes += plane.len() as u64;

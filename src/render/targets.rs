@@ -9,6 +9,7 @@
 //! is written before it is read within one frame, so no frame depends on what an earlier
 //! one left in these textures.
 
+use crate::gpu::layout;
 use crate::render::passes::divergence::DivergencePass;
 use crate::render::passes::image_error::ErrorTargets;
 use crate::render::passes::shadow::SHADOW_MAP_SIZE;
@@ -59,23 +60,16 @@ impl Target {
         format: wgpu::TextureFormat,
         extra_usage: wgpu::TextureUsages,
     ) -> Self {
-        let texture = device.create_texture(&wgpu::TextureDescriptor {
-            label: Some(label),
-            size: wgpu::Extent3d {
-                width: size.0.max(1),
-                height: size.1.max(1),
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
+        let texture = device.create_texture(&layout::texture_2d(
+            label,
+            (size.0.max(1), size.1.max(1)),
+            1,
             format,
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT
+            wgpu::TextureUsages::RENDER_ATTACHMENT
                 | wgpu::TextureUsages::TEXTURE_BINDING
                 | wgpu::TextureUsages::COPY_SRC
                 | extra_usage,
-            view_formats: &[],
-        });
+        ));
         let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
         Self { texture, view }
     }

@@ -274,29 +274,27 @@ fn check_accessor(root: &json::Root, i: usize, accessor: &json::Accessor) -> Res
                 ict.0
             ));
         }
-        let isize = component_size(ict.0);
-        let iview = sparse.indices.buffer_view.value();
-        let istride = stride_of(root, iview, isize, &format!("{at}.indices"))?;
-        check_extent(
-            &format!("{at}.indices"),
-            "indices",
-            sparse.indices.byte_offset.0,
-            n,
-            isize,
-            istride,
-            root.buffer_views[iview].byte_length.0,
-        )?;
-        let vview = sparse.values.buffer_view.value();
-        let vstride = stride_of(root, vview, elem, &format!("{at}.values"))?;
-        check_extent(
-            &format!("{at}.values"),
-            "values",
-            sparse.values.byte_offset.0,
-            n,
-            elem,
-            vstride,
-            root.buffer_views[vview].byte_length.0,
-        )?;
+        let parts = [
+            (
+                "indices",
+                &sparse.indices.buffer_view,
+                sparse.indices.byte_offset.0,
+                component_size(ict.0),
+            ),
+            (
+                "values",
+                &sparse.values.buffer_view,
+                sparse.values.byte_offset.0,
+                elem,
+            ),
+        ];
+        for (what, view, offset, size) in parts {
+            let at = format!("{at}.{what}");
+            let view = view.value();
+            let stride = stride_of(root, view, size, &at)?;
+            let view_len = root.buffer_views[view].byte_length.0;
+            check_extent(&at, what, offset, n, size, stride, view_len)?;
+        }
     }
     Ok(())
 }

@@ -2177,6 +2177,15 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// The bytes of workgroup memory `m` declares.
+    fn workgroup_bytes(m: &naga::Module) -> u32 {
+        m.global_variables
+            .iter()
+            .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+            .map(|(_, g)| m.types[g.ty].inner.size(m.to_ctx()))
+            .sum()
+    }
+
     #[test]
     fn host_structs_match_the_wgsl_structs() {
         let config = NtcConfig::default();
@@ -2220,13 +2229,10 @@ mod tests {
                 let m = module("ntc/forward_backward.wgsl", &config, workgroup);
                 assert_eq!(workgroup_of(&m, "forward_backward"), workgroup);
                 assert_eq!(workgroup_of(&m, "evaluate"), workgroup);
-                let shared: u32 = m
-                    .global_variables
-                    .iter()
-                    .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
-                    .map(|(_, g)| m.types[g.ty].inner.size(m.to_ctx()))
-                    .sum();
-                assert_eq!(shared, workgroup * tile_bytes_per_thread(&config));
+                assert_eq!(
+                    workgroup_bytes(&m),
+                    workgroup * tile_bytes_per_thread(&config)
+                );
             }
         }
     }
@@ -2253,14 +2259,8 @@ mod tests {
                         .find(|e| e.name == "train_step")
                         .expect("train_step");
                     assert_eq!(entry.workgroup_size[0], TRAIN_THREADS);
-                    let shared: u32 = m
-                        .global_variables
-                        .iter()
-                        .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
-                        .map(|(_, g)| m.types[g.ty].inner.size(m.to_ctx()))
-                        .sum();
                     assert_eq!(
-                        shared,
+                        workgroup_bytes(&m),
                         mixed_workgroup_bytes(&config, rows),
                         "{kernel} {rows}"
                     );

@@ -1,20 +1,113 @@
-//! The shared machinery of full-screen passes (lighting, tonemap): one bind group of
-//! `textureLoad` inputs, one full-screen triangle, one colour target. The passes that use
-//! it own their inputs and labels; this struct owns the pipeline and the bind group of the
-//! inputs it was last handed. [`fullscreen_pipeline`] alone also serves the heatmap
-//! overlay, which blends into its target.
+//! The shared machinery of the render passes whose vertex shaders make their own vertices
+//! (no vertex buffers): [`ScreenPipeline`] owns such a pipeline, the layout of its group 0
+//! and the cached bind group of the resources it was last handed. It serves the
+//! full-screen passes ([`FullscreenPass`]: lighting, tonemap), the heatmap overlay (which
+//! blends into its target) and the reference pass's material-depth triangle and
+//! per-material quads (which test depth).
 
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
 use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
 
-/// A full-screen-triangle pipeline with one bind group and one colour target.
+/// What a [`ScreenPipeline`] is built from.
+#[derive(Clone, Debug)]
+pub struct ScreenPipelineDesc<'a> {
+    /// Label of the pipeline, its layouts and its bind group.
+    pub label: &'static str,
+    /// The shader (entry points `vs_main` / `fs_main`).
+    pub shader: &'a str,
+    /// The shader's defines.
+    pub defines: &'a [(&'a str, &'a str)],
+    /// The entries of group 0, the group this pipeline binds.
+    pub entries: &'a [wgpu::BindGroupLayoutEntry],
+    /// The layouts of groups 1.., which the caller binds.
+    pub more_groups: &'a [&'a wgpu::BindGroupLayout],
+    /// The depth test, if any.
+    pub depth: Option<wgpu::DepthStencilState>,
+    /// The colour targets.
+    pub targets: &'a [Option<wgpu::ColorTargetState>],
+}
+
+/// A render pipeline without vertex buffers, with its group-0 layout and bind group.
 #[derive(Debug)]
-pub struct FullscreenPass {
+pub struct ScreenPipeline {
     label: &'static str,
     layout: wgpu::BindGroupLayout,
     pipeline: wgpu::RenderPipeline,
     bind_group: CachedBindGroup,
+}
+
+impl ScreenPipeline {
+    /// Build the pipeline of `desc`.
+    pub fn new(ctx: &GpuContext, desc: &ScreenPipelineDesc<'_>) -> Result<Self, ShaderError> {
+        let device = &ctx.device;
+        let label = desc.label;
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(label),
+            entries: desc.entries,
+        });
+        let module = create_shader_module(ctx, desc.shader, desc.defines)?;
+        let groups: Vec<Option<&wgpu::BindGroupLayout>> = std::iter::once(&layout)
+            .chain(desc.more_groups.iter().copied())
+            .map(Some)
+            .collect();
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(label),
+            bind_group_layouts: &groups,
+            immediate_size: 0,
+        });
+        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some(label),
+            layout: Some(&pipeline_layout),
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some("vs_main"),
+                compilation_options: Default::default(),
+                buffers: &[],
+            },
+            primitive: Default::default(),
+            depth_stencil: desc.depth.clone(),
+            multisample: Default::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: &module,
+                entry_point: Some("fs_main"),
+                compilation_options: Default::default(),
+                targets: desc.targets,
+            }),
+            multiview_mask: None,
+            cache: None,
+        });
+        Ok(Self {
+            label,
+            layout,
+            pipeline,
+            bind_group: CachedBindGroup::new(),
+        })
+    }
+
+    /// Group 0 over `resources` (`(binding, resource)` pairs), rebuilt only when they
+    /// change.
+    pub fn bind_group(
+        &self,
+        device: &wgpu::Device,
+        resources: &[(u32, wgpu::BindingResource<'_>)],
+    ) -> wgpu::BindGroup {
+        self.bind_group
+            .get(device, self.label, &self.layout, resources)
+    }
+
+    /// Set the pipeline and `bind_group` (from [`Self::bind_group`]) as group 0.
+    pub fn set(&self, pass: &mut wgpu::RenderPass<'_>, bind_group: &wgpu::BindGroup) {
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, bind_group, &[]);
+    }
+}
+
+/// A full-screen triangle with one bind group, drawn into one cleared colour target.
+#[derive(Debug)]
+pub struct FullscreenPass {
+    label: &'static str,
+    pipeline: ScreenPipeline,
 }
 
 impl FullscreenPass {
@@ -27,23 +120,18 @@ impl FullscreenPass {
         entries: &[wgpu::BindGroupLayoutEntry],
         target: wgpu::TextureFormat,
     ) -> Result<Self, ShaderError> {
-        let device = &ctx.device;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(label),
+        let desc = ScreenPipelineDesc {
+            label,
+            shader,
+            defines: &[],
             entries,
-        });
-        let module = create_shader_module(ctx, shader, &[])?;
-        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(label),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = fullscreen_pipeline(device, label, &pl, &module, layout::target(target));
+            more_groups: &[],
+            depth: None,
+            targets: &[layout::target(target)],
+        };
         Ok(Self {
             label,
-            layout,
-            pipeline,
-            bind_group: CachedBindGroup::new(),
+            pipeline: ScreenPipeline::new(ctx, &desc)?,
         })
     }
 
@@ -55,53 +143,11 @@ impl FullscreenPass {
         resources: &[(u32, wgpu::BindingResource<'_>)],
         view: &wgpu::TextureView,
     ) {
-        let bind_group = self
-            .bind_group
-            .get(frame.device(), self.label, &self.layout, resources);
-        let desc = wgpu::RenderPassDescriptor {
-            label: Some(self.label),
-            color_attachments: &[layout::clear_color(view, wgpu::Color::BLACK)],
-            depth_stencil_attachment: None,
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        };
-        frame.render_pass(self.label, &desc, |pass| {
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
+        let bind_group = self.pipeline.bind_group(frame.device(), resources);
+        let colors = [layout::clear_color(view, wgpu::Color::BLACK)];
+        frame.render_pass(self.label, &colors, None, |pass| {
+            self.pipeline.set(pass, &bind_group);
             pass.draw(0..3, 0..1);
         });
     }
-}
-
-/// The pipeline drawing one full-screen triangle with `module` (entry points `vs_main` /
-/// `fs_main`, no vertex buffers, no depth) into one colour target.
-pub fn fullscreen_pipeline(
-    device: &wgpu::Device,
-    label: &str,
-    layout: &wgpu::PipelineLayout,
-    module: &wgpu::ShaderModule,
-    target: Option<wgpu::ColorTargetState>,
-) -> wgpu::RenderPipeline {
-    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-        label: Some(label),
-        layout: Some(layout),
-        vertex: wgpu::VertexState {
-            module,
-            entry_point: Some("vs_main"),
-            compilation_options: Default::default(),
-            buffers: &[],
-        },
-        primitive: Default::default(),
-        depth_stencil: None,
-        multisample: Default::default(),
-        fragment: Some(wgpu::FragmentState {
-            module,
-            entry_point: Some("fs_main"),
-            compilation_options: Default::default(),
-            targets: &[target],
-        }),
-        multiview_mask: None,
-        cache: None,
-    })
 }

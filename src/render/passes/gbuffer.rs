@@ -34,14 +34,8 @@ impl GBufferPass {
             label: Self::LABEL,
             shader: "gbuffer.wgsl",
             targets: &targets,
-            depth: wgpu::DepthStencilState {
-                format: format::DEPTH,
-                depth_write_enabled: Some(true),
-                // Reversed-Z.
-                depth_compare: Some(wgpu::CompareFunction::Greater),
-                stencil: Default::default(),
-                bias: Default::default(),
-            },
+            // Reversed-Z.
+            depth: layout::depth_test(format::DEPTH, true, wgpu::CompareFunction::Greater),
             single_sided_cull: Some(wgpu::Face::Back),
             opaque_fragment: true,
         };
@@ -66,29 +60,20 @@ impl GBufferPass {
             b: 0.0,
             a: 0.0,
         };
-        let desc = wgpu::RenderPassDescriptor {
-            label: Some(Self::LABEL),
-            color_attachments: &[
-                clear(&gbuffer.normal_tangent.view, none),
-                clear(&gbuffer.uv.view, none),
-                clear(&gbuffer.uv_grad.view, none),
-                clear(&gbuffer.material.view, no_material),
-                clear(&gbuffer.motion.view, none),
-            ],
-            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: &gbuffer.depth.view,
-                depth_ops: Some(wgpu::Operations {
-                    // Reversed-Z: far is 0.
-                    load: wgpu::LoadOp::Clear(0.0),
-                    store: wgpu::StoreOp::Store,
-                }),
-                stencil_ops: None,
-            }),
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        };
-        frame.render_pass(Self::LABEL, &desc, |pass| {
+        let colors = [
+            clear(&gbuffer.normal_tangent.view, none),
+            clear(&gbuffer.uv.view, none),
+            clear(&gbuffer.uv_grad.view, none),
+            clear(&gbuffer.material.view, no_material),
+            clear(&gbuffer.motion.view, none),
+        ];
+        // Reversed-Z: far is 0.
+        let depth = layout::depth_attachment(
+            &gbuffer.depth.view,
+            wgpu::LoadOp::Clear(0.0),
+            wgpu::StoreOp::Store,
+        );
+        frame.render_pass(Self::LABEL, &colors, depth, |pass| {
             self.draw.draw(pass, &bind_group, inputs)
         });
     }

@@ -12,14 +12,14 @@
 //! The pass owns two pipelines of one shader (the `SOURCE_ERROR` variant reads a float
 //! texture, the default one the `u32` tile texture) for one output format; it works for
 //! sRGB outputs (the headless `Rgba8UnormSrgb`, sRGB surfaces: it writes linear colour and
-//! blends in linear light) and for non-sRGB surfaces (it writes the encoded colour). It
-//! builds its own full-screen pipelines because [`super::fullscreen::FullscreenPass`]
-//! clears its target and does not blend.
+//! blends in linear light) and for non-sRGB surfaces (it writes the encoded colour). Its
+//! pipelines are [`ScreenPipeline`]s that blend (a [`super::fullscreen::FullscreenPass`]
+//! clears its target).
 
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
-use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
-use crate::render::passes::fullscreen::fullscreen_pipeline;
+use crate::gpu::{GpuContext, ShaderError};
+use crate::render::passes::fullscreen::{ScreenPipeline, ScreenPipelineDesc};
 use crate::render::targets::Target;
 use crate::render::tiles::TileSize;
 
@@ -182,84 +182,47 @@ pub struct HeatmapInputs<'a> {
     pub error: &'a Target,
 }
 
-/// One pipeline variant: its bind group layout, pipeline and cached bind group.
-#[derive(Debug)]
-struct Variant {
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::RenderPipeline,
-    bind_group: CachedBindGroup,
-}
-
-impl Variant {
-    /// The pipeline of `heatmap.wgsl` under `defines`, whose binding 2 has `sample_type`.
-    fn new(
-        ctx: &GpuContext,
-        label: &str,
-        defines: &[(&str, &str)],
-        sample_type: wgpu::TextureSampleType,
-        output_format: wgpu::TextureFormat,
-    ) -> Result<Self, ShaderError> {
-        let device = &ctx.device;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(label),
-            entries: &[
-                layout::uniform(0, wgpu::ShaderStages::FRAGMENT),
-                layout::uint_texture(1),
-                layout::texture(2, sample_type),
-            ],
-        });
-        let module = create_shader_module(ctx, "heatmap.wgsl", defines)?;
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(label),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let blend = wgpu::BlendState {
-            color: wgpu::BlendComponent {
-                src_factor: wgpu::BlendFactor::SrcAlpha,
-                dst_factor: wgpu::BlendFactor::OneMinusSrcAlpha,
-                operation: wgpu::BlendOperation::Add,
-            },
-            // The output's alpha (surface compositing) is kept.
-            alpha: wgpu::BlendComponent {
-                src_factor: wgpu::BlendFactor::Zero,
-                dst_factor: wgpu::BlendFactor::One,
-                operation: wgpu::BlendOperation::Add,
-            },
-        };
-        let target = wgpu::ColorTargetState {
-            format: output_format,
-            blend: Some(blend),
-            write_mask: wgpu::ColorWrites::ALL,
-        };
-        let pipeline = fullscreen_pipeline(device, label, &pipeline_layout, &module, Some(target));
-        Ok(Self {
-            layout,
-            pipeline,
-            bind_group: CachedBindGroup::new(),
-        })
-    }
-
-    /// The bind group over `uniform`, the material ids and `source`.
-    fn bind_group(
-        &self,
-        device: &wgpu::Device,
-        label: &str,
-        uniform: &wgpu::Buffer,
-        material: &wgpu::TextureView,
-        source: &wgpu::TextureView,
-    ) -> wgpu::BindGroup {
-        self.bind_group.get(
-            device,
-            label,
-            &self.layout,
-            &[
-                (0, uniform.as_entire_binding()),
-                (1, wgpu::BindingResource::TextureView(material)),
-                (2, wgpu::BindingResource::TextureView(source)),
-            ],
-        )
-    }
+/// The pipeline of `heatmap.wgsl` under `defines`, whose binding 2 has `sample_type`,
+/// blending into an output of `output_format`.
+fn variant(
+    ctx: &GpuContext,
+    label: &'static str,
+    defines: &[(&str, &str)],
+    sample_type: wgpu::TextureSampleType,
+    output_format: wgpu::TextureFormat,
+) -> Result<ScreenPipeline, ShaderError> {
+    let blend = wgpu::BlendState {
+        color: wgpu::BlendComponent {
+            src_factor: wgpu::BlendFactor::SrcAlpha,
+            dst_factor: wgpu::BlendFactor::OneMinusSrcAlpha,
+            operation: wgpu::BlendOperation::Add,
+        },
+        // The output's alpha (surface compositing) is kept.
+        alpha: wgpu::BlendComponent {
+            src_factor: wgpu::BlendFactor::Zero,
+            dst_factor: wgpu::BlendFactor::One,
+            operation: wgpu::BlendOperation::Add,
+        },
+    };
+    let target = wgpu::ColorTargetState {
+        format: output_format,
+        blend: Some(blend),
+        write_mask: wgpu::ColorWrites::ALL,
+    };
+    let desc = ScreenPipelineDesc {
+        label,
+        shader: "heatmap.wgsl",
+        defines,
+        entries: &[
+            layout::uniform(0, wgpu::ShaderStages::FRAGMENT),
+            layout::uint_texture(1),
+            layout::texture(2, sample_type),
+        ],
+        more_groups: &[],
+        depth: None,
+        targets: &[Some(target)],
+    };
+    ScreenPipeline::new(ctx, &desc)
 }
 
 /// The heatmap pass for one output format.
@@ -268,9 +231,9 @@ pub struct HeatmapPass {
     srgb_output: bool,
     uniform: wgpu::Buffer,
     /// Reads the divergence tile texture.
-    tiles: Variant,
+    tiles: ScreenPipeline,
     /// Reads the image-error texture (`SOURCE_ERROR`).
-    error: Variant,
+    error: ScreenPipeline,
 }
 
 impl HeatmapPass {
@@ -280,14 +243,14 @@ impl HeatmapPass {
     /// Build the pipelines for an output of `output_format` (the surface's format or the
     /// headless `Rgba8UnormSrgb`).
     pub fn new(ctx: &GpuContext, output_format: wgpu::TextureFormat) -> Result<Self, ShaderError> {
-        let tiles = Variant::new(
+        let tiles = variant(
             ctx,
             "heatmap.tiles",
             &[],
             wgpu::TextureSampleType::Uint,
             output_format,
         )?;
-        let error = Variant::new(
+        let error = variant(
             ctx,
             "heatmap.error",
             &[("SOURCE_ERROR", "1")],
@@ -372,32 +335,28 @@ impl HeatmapPass {
         output: &wgpu::TextureView,
         output_size: (u32, u32),
     ) {
-        let (variant, label, source) = match settings.source {
-            HeatmapSource::Error => (&self.error, "heatmap.error", inputs.error),
-            _ => (&self.tiles, "heatmap.tiles", inputs.tiles),
+        let (variant, source) = match settings.source {
+            HeatmapSource::Error => (&self.error, inputs.error),
+            _ => (&self.tiles, inputs.tiles),
         };
         let bind_group = variant.bind_group(
             frame.device(),
-            label,
-            &self.uniform,
-            &inputs.material_ids.view,
-            &source.view,
+            &[
+                (0, self.uniform.as_entire_binding()),
+                (
+                    1,
+                    wgpu::BindingResource::TextureView(&inputs.material_ids.view),
+                ),
+                (2, wgpu::BindingResource::TextureView(&source.view)),
+            ],
         );
         let uniform = self.uniform(settings, output_size, inputs.tile);
         frame
             .queue()
             .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&uniform));
-        let desc = wgpu::RenderPassDescriptor {
-            label: Some(Self::LABEL),
-            color_attachments: &[layout::load_color(output)],
-            depth_stencil_attachment: None,
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        };
-        frame.render_pass(Self::LABEL, &desc, |pass| {
-            pass.set_pipeline(&variant.pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
+        let colors = [layout::load_color(output)];
+        frame.render_pass(Self::LABEL, &colors, None, |pass| {
+            variant.set(pass, &bind_group);
             pass.draw(0..3, 0..1);
         });
     }

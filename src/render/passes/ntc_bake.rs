@@ -14,7 +14,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
-use crate::gpu::layout::Slot;
+use crate::gpu::layout::{self, Slot};
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
@@ -101,13 +101,17 @@ impl NtcBakePass {
     }
 
     /// Decode every package material of `package` (uploaded as `ntc`) into textures, in
-    /// package order; the work is submitted before this returns.
+    /// package order; the work is submitted before this returns. The upload and the baked
+    /// textures together must fit `budget` bytes
+    /// ([`NtcPackage::check_upload_budget`]), checked before anything is allocated.
     pub fn bake(
         &self,
         ctx: &GpuContext,
         package: &NtcPackage,
         ntc: &NtcSceneGpu,
+        budget: u64,
     ) -> Result<Vec<BakedSet>, NtcRenderError> {
+        package.check_upload_budget(true, budget)?;
         let device = &ctx.device;
         let max_side = device.limits().max_texture_dimension_2d;
         let align = u64::from(device.limits().min_uniform_buffer_offset_alignment)
@@ -238,7 +242,7 @@ impl NtcBakePass {
         ntc: &NtcSceneGpu,
         scene: &SceneGpu,
     ) -> Result<BakedMaterials, NtcRenderError> {
-        let sets = self.bake(ctx, package, ntc)?;
+        let sets = self.bake(ctx, package, ntc, crate::texture::budget::limit())?;
         let replacements: Vec<(usize, [wgpu::TextureView; 3])> = scene
             .sets
             .iter()
@@ -281,25 +285,22 @@ pub struct BakedMaterials {
 fn baked_set(device: &wgpu::Device, name: &str, width: u32, height: u32, mips: u32) -> BakedSet {
     let textures: [wgpu::Texture; 3] = std::array::from_fn(|g| {
         let srgb_view = [SET_FORMATS[g]];
+        let label = format!("ntc.baked.{name}.group{g}");
         device.create_texture(&wgpu::TextureDescriptor {
-            label: Some(&format!("ntc.baked.{name}.group{g}")),
-            size: wgpu::Extent3d {
-                width,
-                height,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: mips,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::Rgba8Unorm,
-            usage: wgpu::TextureUsages::STORAGE_BINDING
-                | wgpu::TextureUsages::TEXTURE_BINDING
-                | wgpu::TextureUsages::COPY_SRC,
             view_formats: if SET_FORMATS[g] == wgpu::TextureFormat::Rgba8Unorm {
                 &[]
             } else {
                 &srgb_view
             },
+            ..layout::texture_2d(
+                &label,
+                (width, height),
+                mips,
+                wgpu::TextureFormat::Rgba8Unorm,
+                wgpu::TextureUsages::STORAGE_BINDING
+                    | wgpu::TextureUsages::TEXTURE_BINDING
+                    | wgpu::TextureUsages::COPY_SRC,
+            )
         })
     });
     let views = std::array::from_fn(|g| {

@@ -17,8 +17,9 @@ use bytemuck::{Pod, Zeroable};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::{self, Slot};
-use crate::gpu::{CachedBindGroup, GpuContext, create_shader_module};
+use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::gpu_types::{MATERIAL_ID_MASK, NO_MATERIAL};
+use crate::render::passes::fullscreen::{ScreenPipeline, ScreenPipelineDesc};
 use crate::render::passes::scene_draw::SceneInputs;
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
 
@@ -159,17 +160,15 @@ pub struct ReferencePass {
     classify: MaterialClassify,
     /// One [`MaterialRect`] per scene material: classify → the material draws.
     rects: wgpu::Buffer,
-    depth_layout: wgpu::BindGroupLayout,
-    depth_pipeline: wgpu::RenderPipeline,
-    depth_bind_group: CachedBindGroup,
-    layout: wgpu::BindGroupLayout,
-    pipeline: wgpu::RenderPipeline,
-    bind_group: CachedBindGroup,
+    material_depth: ScreenPipeline,
+    draws: ScreenPipeline,
 }
 
 impl ReferencePass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "reference";
+    /// Label of the material-depth step.
+    const DEPTH_LABEL: &'static str = "reference.material_depth";
 
     /// Build the pipelines for a scene of `materials` materials whose texture bind groups
     /// have `material_layout`.
@@ -178,105 +177,46 @@ impl ReferencePass {
         material_layout: &wgpu::BindGroupLayout,
         materials: usize,
     ) -> Result<Self, KernelError> {
-        let device = &ctx.device;
-        let classify = MaterialClassify::new(ctx)?;
-        let depth_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("reference.material_depth"),
-            entries: &[layout::uint_texture(0)],
-        });
-        let depth_module = create_shader_module(ctx, "material_depth.wgsl", &[])?;
-        let depth_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("reference.material_depth"),
-            bind_group_layouts: &[Some(&depth_layout)],
-            immediate_size: 0,
-        });
-        let depth_pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("reference.material_depth"),
-            layout: Some(&depth_pl),
-            vertex: wgpu::VertexState {
-                module: &depth_module,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &[],
-            },
-            primitive: Default::default(),
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: format::MATERIAL_DEPTH,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::Always),
-                stencil: Default::default(),
-                bias: Default::default(),
-            }),
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &depth_module,
-                entry_point: Some("fs_main"),
-                compilation_options: Default::default(),
+        use wgpu::CompareFunction::{Always, Equal};
+        let material_depth = ScreenPipeline::new(
+            ctx,
+            &ScreenPipelineDesc {
+                label: Self::DEPTH_LABEL,
+                shader: "material_depth.wgsl",
+                defines: &[],
+                entries: &[layout::uint_texture(0)],
+                more_groups: &[],
+                depth: Some(layout::depth_test(format::MATERIAL_DEPTH, true, Always)),
                 targets: &[],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
-
-        let frag = wgpu::ShaderStages::FRAGMENT | wgpu::ShaderStages::VERTEX;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(Self::LABEL),
-            entries: &[
-                layout::uniform(0, frag),
-                layout::storage(1, frag | wgpu::ShaderStages::VERTEX),
-                layout::float_texture(2),
-                layout::float_texture(3),
-                layout::float_texture(4),
-                layout::uint_texture(5),
-                layout::storage(6, wgpu::ShaderStages::VERTEX),
-            ],
-        });
-        let module = create_shader_module(ctx, "reference.wgsl", &[])?;
-        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(Self::LABEL),
-            bind_group_layouts: &[Some(&layout), Some(material_layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some(Self::LABEL),
-            layout: Some(&pl),
-            vertex: wgpu::VertexState {
-                module: &module,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &[],
             },
-            primitive: Default::default(),
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: format::MATERIAL_DEPTH,
-                depth_write_enabled: Some(false),
-                depth_compare: Some(wgpu::CompareFunction::Equal),
-                stencil: Default::default(),
-                bias: Default::default(),
-            }),
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &module,
-                entry_point: Some("fs_main"),
-                compilation_options: Default::default(),
-                targets: &[
-                    layout::target(format::MATERIAL_TARGET),
-                    layout::target(format::MATERIAL_TARGET),
-                    layout::target(format::MATERIAL_TARGET),
+        )?;
+        let stages = wgpu::ShaderStages::FRAGMENT | wgpu::ShaderStages::VERTEX;
+        let material_target = || layout::target(format::MATERIAL_TARGET);
+        let draws = ScreenPipeline::new(
+            ctx,
+            &ScreenPipelineDesc {
+                label: Self::LABEL,
+                shader: "reference.wgsl",
+                defines: &[],
+                entries: &[
+                    layout::uniform(0, stages),
+                    layout::storage(1, stages),
+                    layout::float_texture(2),
+                    layout::float_texture(3),
+                    layout::float_texture(4),
+                    layout::uint_texture(5),
+                    layout::storage(6, wgpu::ShaderStages::VERTEX),
                 ],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
+                more_groups: &[material_layout],
+                depth: Some(layout::depth_test(format::MATERIAL_DEPTH, false, Equal)),
+                targets: &[material_target(), material_target(), material_target()],
+            },
+        )?;
         Ok(Self {
-            classify,
-            rects: MaterialClassify::rects_buffer(device, materials),
-            depth_layout,
-            depth_pipeline,
-            depth_bind_group: CachedBindGroup::new(),
-            layout,
-            pipeline,
-            bind_group: CachedBindGroup::new(),
+            classify: MaterialClassify::new(ctx)?,
+            rects: MaterialClassify::rects_buffer(&ctx.device, materials),
+            material_depth,
+            draws,
         })
     }
 
@@ -290,16 +230,11 @@ impl ReferencePass {
         let g = inputs.gbuffer;
         let view = wgpu::BindingResource::TextureView;
         self.classify.record(frame, &g.material, &self.rects);
-        let depth_bind_group = self.depth_bind_group.get(
+        let depth_bind_group = self
+            .material_depth
+            .bind_group(frame.device(), &[(0, view(&g.material.view))]);
+        let bind_group = self.draws.bind_group(
             frame.device(),
-            "reference.material_depth",
-            &self.depth_layout,
-            &[(0, view(&g.material.view))],
-        );
-        let bind_group = self.bind_group.get(
-            frame.device(),
-            Self::LABEL,
-            &self.layout,
             &[
                 (0, inputs.scene.frame.as_entire_binding()),
                 (1, inputs.scene.scene.material_buffer.as_entire_binding()),
@@ -310,50 +245,30 @@ impl ReferencePass {
                 (6, self.rects.as_entire_binding()),
             ],
         );
-        let depth = wgpu::RenderPassDescriptor {
-            label: Some("reference.material_depth"),
-            color_attachments: &[],
-            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: &outputs.material_depth.view,
-                depth_ops: Some(wgpu::Operations {
-                    load: wgpu::LoadOp::Clear(1.0),
-                    store: wgpu::StoreOp::Store,
-                }),
-                stencil_ops: None,
-            }),
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        };
-        frame.render_pass("reference.material_depth", &depth, |pass| {
-            pass.set_pipeline(&self.depth_pipeline);
-            pass.set_bind_group(0, &depth_bind_group, &[]);
+        let depth = layout::depth_attachment(
+            &outputs.material_depth.view,
+            wgpu::LoadOp::Clear(1.0),
+            wgpu::StoreOp::Store,
+        );
+        frame.render_pass(Self::DEPTH_LABEL, &[], depth, |pass| {
+            self.material_depth.set(pass, &depth_bind_group);
             pass.draw(0..3, 0..1);
         });
         let clear = |view| layout::clear_color(view, wgpu::Color::TRANSPARENT);
         let targets = outputs.materials;
-        let draws = wgpu::RenderPassDescriptor {
-            label: Some(Self::LABEL),
-            color_attachments: &[
-                clear(&targets.base_color.view),
-                clear(&targets.normal_rm.view),
-                clear(&targets.emissive_ao.view),
-            ],
-            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: &outputs.material_depth.view,
-                depth_ops: Some(wgpu::Operations {
-                    load: wgpu::LoadOp::Load,
-                    store: wgpu::StoreOp::Discard,
-                }),
-                stencil_ops: None,
-            }),
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        };
-        frame.render_pass(Self::LABEL, &draws, |pass| {
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
+        let colors = [
+            clear(&targets.base_color.view),
+            clear(&targets.normal_rm.view),
+            clear(&targets.emissive_ao.view),
+        ];
+        // The material ids as depth route the draws; they are not needed afterwards.
+        let depth = layout::depth_attachment(
+            &outputs.material_depth.view,
+            wgpu::LoadOp::Load,
+            wgpu::StoreOp::Discard,
+        );
+        frame.render_pass(Self::LABEL, &colors, depth, |pass| {
+            self.draws.set(pass, &bind_group);
             for (m, material_bg) in inputs.scene.materials.iter().enumerate() {
                 let m = m as u32;
                 pass.set_bind_group(1, material_bg, &[]);

@@ -9,6 +9,7 @@
 use glam::{Mat4, Vec3};
 
 use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::layout;
 use crate::gpu::{GpuContext, ShaderError};
 use crate::render::passes::scene_draw::{SceneDraw, SceneDrawDesc, SceneInputs};
 use crate::render::targets::{Target, format};
@@ -63,15 +64,12 @@ impl ShadowPass {
             shader: "shadow.wgsl",
             targets: &[],
             depth: wgpu::DepthStencilState {
-                format: format::SHADOW,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::LessEqual),
-                stencil: Default::default(),
                 bias: wgpu::DepthBiasState {
                     constant: 0,
                     slope_scale: 1.5,
                     clamp: 0.0,
                 },
+                ..layout::depth_test(format::SHADOW, true, wgpu::CompareFunction::LessEqual)
             },
             // Both faces: open meshes (leaves, signs, single walls) must cast shadows too.
             single_sided_cull: None,
@@ -92,22 +90,9 @@ impl ShadowPass {
         map: &Target,
     ) {
         let bind_group = self.draw.bind_group(frame.device(), inputs);
-        let desc = wgpu::RenderPassDescriptor {
-            label: Some(Self::LABEL),
-            color_attachments: &[],
-            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                view: &map.view,
-                depth_ops: Some(wgpu::Operations {
-                    load: wgpu::LoadOp::Clear(1.0),
-                    store: wgpu::StoreOp::Store,
-                }),
-                stencil_ops: None,
-            }),
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        };
-        frame.render_pass(Self::LABEL, &desc, |pass| {
+        let depth =
+            layout::depth_attachment(&map.view, wgpu::LoadOp::Clear(1.0), wgpu::StoreOp::Store);
+        frame.render_pass(Self::LABEL, &[], depth, |pass| {
             if enabled {
                 self.draw.draw(pass, &bind_group, inputs);
             }
