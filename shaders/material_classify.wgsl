@@ -3,11 +3,13 @@
 // rectangle instead of the whole screen.
 //
 // One workgroup per 8×8 tile finds the distinct materials in its tile (one loop
-// iteration per distinct material, ordered by id), reduces each one's pixel bounds in
-// workgroup memory and merges them into the global rectangle with four atomics, so
-// global atomic traffic scales with (tiles × distinct materials per tile), not pixels.
+// iteration per distinct material, ordered by id: common/tile_loop.wgsl), reduces each
+// one's pixel bounds in workgroup memory and merges them into the global rectangle with
+// four atomics, so global atomic traffic scales with (tiles × distinct materials per
+// tile), not pixels.
 
 #import "common/frame.wgsl"
+#import "common/tile_loop.wgsl"
 
 // Bounds of one material in pixels. Stored so that a zero-cleared buffer means "empty":
 // `min_*_inv` holds (size − min), `max_*` holds (max + 1); both are maximised.
@@ -21,8 +23,6 @@ struct MaterialRect {
 @group(0) @binding(0) var material_word: texture_2d<u32>;
 @group(0) @binding(1) var<storage, read_write> rects: array<MaterialRect>;
 
-var<workgroup> wg_candidate: atomic<u32>;
-var<workgroup> wg_current: u32;
 var<workgroup> wg_min_x: atomic<u32>;
 var<workgroup> wg_min_y: atomic<u32>;
 var<workgroup> wg_max_x: atomic<u32>;
@@ -41,22 +41,13 @@ fn classify(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation
     var pending = material != NO_MATERIAL;
     loop {
         if li == 0u {
-            atomicStore(&wg_candidate, NO_MATERIAL);
             atomicStore(&wg_min_x, 0xFFFFFFFFu);
             atomicStore(&wg_min_y, 0xFFFFFFFFu);
             atomicStore(&wg_max_x, 0u);
             atomicStore(&wg_max_y, 0u);
         }
-        workgroupBarrier();
-        if pending {
-            atomicMin(&wg_candidate, material);
-        }
-        workgroupBarrier();
-        if li == 0u {
-            wg_current = atomicLoad(&wg_candidate);
-        }
-        let current = workgroupUniformLoad(&wg_current);
-        if current == NO_MATERIAL {
+        let current = tile_next(li, pending, material);
+        if current == TILE_LOOP_DONE {
             break;
         }
         if pending && material == current {

@@ -13,9 +13,9 @@
 //    trilinear, ξk = blue_noise(…, k)); otherwise mip round(lod) and the nearest texel
 //    ⌊uv · size⌋; wrap addressing;
 // 2. the decoder's input vector for exactly that texel (common/ntc_decode.wgsl);
-// 3. the distinct decoders of the tile, smallest index first (the classify loop of
-//    material_classify.wgsl): per decoder, the workgroup copies its weights into
-//    workgroup memory (or points at them) and the pixels using it run the MLP;
+// 3. the distinct decoders of the tile, smallest index first (common/tile_loop.wgsl, as
+//    material_classify.wgsl loops over materials): per decoder, the workgroup copies its
+//    weights into workgroup memory (or points at them) and the pixels using it run the MLP;
 // 4. outputs clamped to [0, 1], absent channels neutral, then the reference pass's
 //    transforms (sRGB decode, factors, tangent-space normal → octahedral world normal,
 //    occlusion strength). Materials without an NTC set use the neutral values × factors
@@ -34,6 +34,7 @@
 // Bindings: group 0 as common/ntc_pixel.wgsl, group 1 as common/ntc_decode.wgsl.
 
 #import "common/ntc_pixel.wgsl"
+#import "common/tile_loop.wgsl"
 #ifdef NTC_KERNEL_FMA
 #import "common/ntc_fma.wgsl"
 #endif
@@ -42,8 +43,6 @@ enable wgpu_cooperative_matrix;
 #import "common/ntc_coop.wgsl"
 #endif
 
-var<workgroup> wg_candidate: atomic<u32>;
-var<workgroup> wg_current: u32;
 #ifdef NTC_KERNEL_MMA
 var<workgroup> wg_rows: atomic<u32>;
 #endif
@@ -60,9 +59,7 @@ fn decode(
     @builtin(num_subgroups) subgroups: u32,
 #endif
 #ifdef NTC_KERNEL_MMA
-    @builtin(subgroup_id) subgroup: u32,
-    @builtin(subgroup_invocation_id) lane: u32,
-    @builtin(subgroup_size) lanes: u32,
+    coop: NtcCoopIds,
 #endif
 ) {
 #ifdef NTC_KERNEL_COOP
@@ -98,22 +95,13 @@ fn decode(
     // One iteration per distinct decoder of the tile, smallest index first.
     var pending = p.decoder != NTC_NONE;
     loop {
-        if li == 0u {
-            atomicStore(&wg_candidate, NTC_NONE);
 #ifdef NTC_KERNEL_MMA
-            atomicStore(&wg_rows, 0u);
-#endif
-        }
-        workgroupBarrier();
-        if pending {
-            atomicMin(&wg_candidate, p.decoder);
-        }
-        workgroupBarrier();
         if li == 0u {
-            wg_current = atomicLoad(&wg_candidate);
+            atomicStore(&wg_rows, 0u);
         }
-        let current = workgroupUniformLoad(&wg_current);
-        if current == NTC_NONE {
+#endif
+        let current = tile_next(li, pending, p.decoder);
+        if current == TILE_LOOP_DONE {
             break;
         }
         let mine = pending && p.decoder == current;
@@ -132,7 +120,7 @@ fn decode(
             slot = atomicAdd(&wg_rows, 1u);
             ntc_coop_put_input(slot / NTC_COOP_ROWS, slot % NTC_COOP_ROWS, texel.mip, texel.texel);
         }
-        ntc_coop_forward(subgroup, lane, lanes);
+        ntc_coop_forward(coop);
         if mine {
             let o = ntc_coop_output(slot / NTC_COOP_ROWS, slot % NTC_COOP_ROWS);
             outputs = array<vec4f, 4>(o[0], o[1], o[2], vec4f(0.0));

@@ -92,9 +92,7 @@ fn decode_runs(
     @builtin(workgroup_id) group: vec3u,
     @builtin(local_invocation_index) li: u32,
 #ifdef NTC_KERNEL_MMA
-    @builtin(subgroup_id) subgroup: u32,
-    @builtin(subgroup_invocation_id) lane: u32,
-    @builtin(subgroup_size) lanes: u32,
+    coop: NtcCoopIds,
 #endif
 ) {
     if li == 0u {
@@ -140,7 +138,7 @@ fn decode_runs(
 #endif
 #ifdef NTC_KERNEL_MMA
     ntc_coop_load(batch.decoder, li, NTC_THREADS);
-    let slot = batch.first + subgroup * NTC_COOP_ROWS + lane;
+    let slot = batch.first + coop.subgroup * NTC_COOP_ROWS + coop.lane;
     let valid = slot < batch.end;
     var pixel = vec2u(0u);
     var entry: NtcPixel;
@@ -148,11 +146,11 @@ fn decode_runs(
         pixel = ntc_run_unpack(ntc_slots[slot]);
         entry = ntc_read_pixel(pixel);
         let t = ntc_pixel_texel(entry, pixel);
-        ntc_coop_put_input(subgroup, lane, t.mip, t.texel);
+        ntc_coop_put_input(coop.subgroup, coop.lane, t.mip, t.texel);
     }
-    ntc_coop_forward(subgroup, lane, lanes);
+    ntc_coop_forward(coop);
     if valid {
-        let o = ntc_coop_output(subgroup, lane);
+        let o = ntc_coop_output(coop.subgroup, coop.lane);
         ntc_store_pixel(entry, pixel, o[0], o[1], o[2]);
     }
 #endif

@@ -20,6 +20,7 @@
 
 #import "common/ntc_pixel.wgsl"
 #import "common/ntc_runs.wgsl"
+#import "common/tile_loop.wgsl"
 
 @group(2) @binding(1) var<storage, read_write> ntc_runs: array<vec2u>;
 @group(2) @binding(2) var<storage, read_write> ntc_slots: array<u32>;
@@ -30,8 +31,6 @@
 const NTC_SORT_THREADS: u32 = ${NTC_SORT_TILE}u * ${NTC_SORT_TILE}u;
 const NTC_SCAN_THREADS: u32 = 256u;
 
-var<workgroup> wg_candidate: atomic<u32>;
-var<workgroup> wg_current: u32;
 var<workgroup> wg_members: atomic<u32>;
 var<workgroup> wg_base: u32;
 var<workgroup> wg_sums: array<u32, NTC_SCAN_THREADS>;
@@ -41,26 +40,17 @@ fn sort_pixel(tile: vec2u, li: u32) -> vec2u {
     return tile * ${NTC_SORT_TILE}u + vec2u(li % ${NTC_SORT_TILE}u, li / ${NTC_SORT_TILE}u);
 }
 
-// The decoder loop of the tile (ntc_decode.wgsl's): per distinct decoder, smallest first,
-// `members` pixels (their ranks in `rank`); `scatter` reserves their range and writes the
-// slots, otherwise their count is added.
+// The decoder loop of the tile (ntc_decode.wgsl's, common/tile_loop.wgsl): per distinct
+// decoder, smallest first, `members` pixels (their ranks in `rank`); `scatter` reserves
+// their range and writes the slots, otherwise their count is added.
 fn sort_tile(li: u32, decoder: u32, pixel: vec2u, scatter: bool) {
     var pending = decoder != NTC_NONE;
     loop {
         if li == 0u {
-            atomicStore(&wg_candidate, NTC_NONE);
             atomicStore(&wg_members, 0u);
         }
-        workgroupBarrier();
-        if pending {
-            atomicMin(&wg_candidate, decoder);
-        }
-        workgroupBarrier();
-        if li == 0u {
-            wg_current = atomicLoad(&wg_candidate);
-        }
-        let current = workgroupUniformLoad(&wg_current);
-        if current == NTC_NONE {
+        let current = tile_next(li, pending, decoder);
+        if current == TILE_LOOP_DONE {
             break;
         }
         let mine = pending && decoder == current;

@@ -9,12 +9,7 @@
 #import "common/frame.wgsl"
 #import "common/material.wgsl"
 
-@group(0) @binding(0) var<uniform> frame: Frame;
-@group(0) @binding(1) var<storage, read> materials: array<MaterialData>;
-@group(0) @binding(2) var gb_normal_tangent: texture_2d<f32>;
-@group(0) @binding(3) var gb_uv: texture_2d<f32>;
-@group(0) @binding(4) var gb_uv_grad: texture_2d<f32>;
-@group(0) @binding(5) var gb_material: texture_2d<u32>;
+// Group 0 after common/material.wgsl's bindings 0–5.
 // Per material: (size − min x, size − min y, max x + 1, max y + 1); all zero = not on screen.
 @group(0) @binding(6) var<storage, read> rects: array<vec4u>;
 

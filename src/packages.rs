@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::cluster::{self, ClusterError, FileDigest, Plan, Strategy};
 use crate::gpu::GpuContext;
 use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
-use crate::ntc::train::gpu::TrainProgress;
+use crate::ntc::parallel::GroupProgress;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::render::RenderMode;
 use crate::render::cooccurrence::{RecordError, RecordSettings, load_or_record};
@@ -323,17 +323,18 @@ impl ScenePackages {
     }
 
     /// The package of `strategy`: read from the cache when fresh, else compressed on
-    /// `ctx` from `textures` (the scene's sets as the renderer got them, decoded without
+    /// `devices` (one or more, see [`crate::ntc::parallel`]) from `textures` (the scene's
+    /// sets as the renderer got them, decoded without
     /// missing images at the recipe's size limit; `progress(group, groups, progress)` as
     /// training advances; `cancel` stops it, keeping partial progress for the next call)
     /// and cached.
     pub fn load_or_compress(
         &self,
-        ctx: &GpuContext,
+        devices: &[GpuContext],
         strategy: Strategy,
         textures: &SceneTextures,
         cancel: &AtomicBool,
-        progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+        progress: &mut dyn FnMut(&GroupProgress),
     ) -> Result<NtcPackage, PackageError> {
         if let Some(prebuilt) = self.prebuilt(strategy) {
             return Ok(NtcPackage::read(&prebuilt)?);
@@ -353,6 +354,10 @@ impl ScenePackages {
                     scene: self.scene.clone(),
                 })?;
                 let file = self.record_path().expect("views are given");
+                // The views are recorded on the first device.
+                let ctx = devices.first().ok_or_else(|| {
+                    crate::ntc::compress::CompressError::Groups("no device to train on".into())
+                })?;
                 let recorded = load_or_record(
                     ctx,
                     &views.opened,
@@ -408,7 +413,7 @@ impl ScenePackages {
             }
         })?;
         let (package, _) = compress(
-            ctx,
+            devices,
             sets,
             &constants,
             &groups,

@@ -1,8 +1,18 @@
 // What the material passes (reference and NTC decode) share when they write the
-// material targets.
+// material targets: the first bindings of their group 0 and the tangent-space normal.
 
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
+
+// Group 0, bindings 0–5, of both passes: the frame, the scene's materials and the
+// G-buffer (normal + tangent, octahedral, Rgba16Float; UV, Rg32Float; UV derivatives,
+// Rgba16Float; material word, R32Uint).
+@group(0) @binding(0) var<uniform> frame: Frame;
+@group(0) @binding(1) var<storage, read> materials: array<MaterialData>;
+@group(0) @binding(2) var gb_normal_tangent: texture_2d<f32>;
+@group(0) @binding(3) var gb_uv: texture_2d<f32>;
+@group(0) @binding(4) var gb_uv_grad: texture_2d<f32>;
+@group(0) @binding(5) var gb_material: texture_2d<u32>;
 
 // A tangent-space normal (OpenGL convention, X/Y in [0,1], scaled by the material's
 // normal scale) applied to the G-buffer's normal/tangent frame and bitangent sign.

@@ -146,28 +146,27 @@ fn ntc_coop_output(subgroup: u32, row: u32) -> array<vec4f, 3> {
     );
 }
 
-// model::Activation::apply on a pair, in f16 ((x + 1.5) / 3 as x · ⅓ + ½).
-fn ntc_coop_activation(x: vec2<f16>) -> vec2<f16> {
-#ifdef NTC_LEAKY_RELU
-    return select(${NTC_LEAKY_SLOPE} * x, x, x > vec2<f16>(0.0));
-#else
-    return x * clamp(fma(x, vec2<f16>(1.0 / 3.0), vec2<f16>(0.5)), vec2<f16>(0.0), vec2<f16>(1.0));
-#endif
+// The subgroup ids of an invocation that ntc_coop_forward needs, an entry-point argument
+// of the kernels that use this file: `lane` is the invocation's index in its subgroup,
+// `lanes` the subgroup size (32).
+struct NtcCoopIds {
+    @builtin(subgroup_id) subgroup: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_size) lanes: u32,
 }
 
-// Runs the MLP on the 32 rows of every subgroup (see the file's docs). `lane` and `lanes`:
-// the invocation's index in its subgroup and the subgroup size (32). Cooperative-matrix
+// Runs the MLP on the 32 rows of every subgroup (see the file's docs). Cooperative-matrix
 // operations need uniform control flow, so every subgroup runs every layer, whether its
 // rows hold pixels or not.
-fn ntc_coop_forward(subgroup: u32, lane: u32, lanes: u32) {
+fn ntc_coop_forward(ids: NtcCoopIds) {
     var params = 0u;
     workgroupBarrier();
     for (var layer = 0u; layer < NTC_LAYERS; layer++) {
         let n_in = ntc_layer_inputs(layer);
         let n_out = ntc_layer_outputs(layer);
         let biases = params + n_in * n_out;
-        let src = ntc_coop_slice(subgroup, layer % 2u);
-        let dst = ntc_coop_slice(subgroup, (layer + 1u) % 2u);
+        let src = ntc_coop_slice(ids.subgroup, layer % 2u);
+        let dst = ntc_coop_slice(ids.subgroup, (layer + 1u) % 2u);
         // Unrolled (`#for`) to the widest layer; tiles past this layer's widths are skipped
         // by single-iteration loops (naga 30's uniformity analysis rejects cooperative-matrix
         // operations under an `if` on these uniform widths, not in a loop): one accumulator
@@ -196,7 +195,7 @@ fn ntc_coop_forward(subgroup: u32, lane: u32, lanes: u32) {
             let r0 = c0_${N};
             let r1 = c1_${N};
 #ifdef NTC_COOP_ACC_F32
-            let at0 = subgroup * NTC_COOP_SLICE + 16u * ${N}u;
+            let at0 = ids.subgroup * NTC_COOP_SLICE + 16u * ${N}u;
             let at1 = at0 + 16u * n_out;
             coopStoreT(r0, &ntc_coop_stage32[at0], n_out);
             coopStoreT(r1, &ntc_coop_stage32[at1], n_out);
@@ -211,17 +210,17 @@ fn ntc_coop_forward(subgroup: u32, lane: u32, lanes: u32) {
         workgroupBarrier();
         if layer + 1u < NTC_LAYERS {
             // Pair e of the slice: row e / (n_out / 2), columns 2 (e % (n_out / 2)) + {0, 1}.
-            for (var e = lane; e < NTC_COOP_ROWS * n_out / 2u; e += lanes) {
+            for (var e = ids.lane; e < NTC_COOP_ROWS * n_out / 2u; e += ids.lanes) {
                 let col = 2u * (e % (n_out / 2u));
                 let at = dst + 2u * e;
                 let bias = vec2<f16>(ntc_coop_param(biases + col), ntc_coop_param(biases + col + 1u));
 #ifdef NTC_COOP_ACC_F32
-                let p32 = subgroup * NTC_COOP_SLICE + 2u * e;
+                let p32 = ids.subgroup * NTC_COOP_SLICE + 2u * e;
                 let z = vec2<f16>(vec2f(ntc_coop_stage32[p32], ntc_coop_stage32[p32 + 1u])) + bias;
 #else
                 let z = vec2<f16>(ntc_coop_stage[at], ntc_coop_stage[at + 1u]) + bias;
 #endif
-                let a = ntc_coop_activation(z);
+                let a = ntc_activation_pair(z);
                 ntc_coop_stage[at] = a.x;
                 ntc_coop_stage[at + 1u] = a.y;
             }

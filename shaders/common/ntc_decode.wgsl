@@ -32,8 +32,6 @@ enable wgpu_cooperative_matrix;
 #import "common/ntc_encoding.wgsl"
 #import "common/ntc_mlp.wgsl"
 
-const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
-const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
 const NTC_PARAMS: u32 = ${NTC_PARAMS}u;
 const NTC_THREADS: u32 = ${NTC_THREADS}u;
 const NTC_LATENT_BITS: u32 = ${NTC_LATENT_BITS}u;

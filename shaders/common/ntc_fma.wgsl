@@ -5,7 +5,7 @@
 // uniform across the workgroup) and applied as packed pairs (no conversion): each
 // output's sum runs as two interleaved partial sums over even and odd inputs (two HFMA2
 // lanes), added with the bias at the end. f16 products and sums, as the f16 kernel of
-// ntc_decode.wgsl; the activation as ntc_mlp.wgsl's in f16.
+// ntc_decode.wgsl; the activation as ntc_mlp.wgsl's in f16 (ntc_activation_pair).
 //
 // Needs every layer width a multiple of 8 (so every layer's weights start at a multiple
 // of 8 parameters); the host checks.
@@ -82,15 +82,6 @@ fn ntc_fma_pair(j: u32) -> vec2<f16> {
     return ntc_fma_w8(j / 4u)[j % 4u];
 }
 
-// model::Activation::apply on a pair, in f16 ((x + 1.5) / 3 as x · ⅓ + ½).
-fn ntc_fma_activation(x: vec2<f16>) -> vec2<f16> {
-#ifdef NTC_LEAKY_RELU
-    return select(${NTC_LEAKY_SLOPE} * x, x, x > vec2<f16>(0.0));
-#else
-    return x * clamp(fma(x, vec2<f16>(1.0 / 3.0), vec2<f16>(0.5)), vec2<f16>(0.0), vec2<f16>(1.0));
-#endif
-}
-
 // A pixel's input vector (ntc_input) as f16 pairs (entries past the input width 0).
 fn ntc_fma_values(x: array<vec4f, NTC_INPUT_WIDTH / 4u>) -> NtcFmaValues {
     var v: NtcFmaValues;
@@ -141,7 +132,7 @@ fn ntc_fma_forward(batch: ptr<function, NtcFmaBatch>) -> NtcFmaOutputs {
                 out[${P}][${O} / 2][(2 * ${O}) % 4] = f32(z_${P}.x);
                 out[${P}][${O} / 2][(2 * ${O}) % 4 + 1] = f32(z_${P}.y);
             } else {
-                next[${P}][${O}] = ntc_fma_activation(z_${P});
+                next[${P}][${O}] = ntc_activation_pair(z_${P});
             }
 #endfor
         }

@@ -4,12 +4,15 @@
 // order: per layer the row-major [out][in] weights, then the biases.
 //
 // Defines (set from NtcConfig by the host):
+//   NTC_FEATURES     features per grid texel F (the input's first 2F values: both grids)
+//   NTC_PE_WAVES     positional-encoding waves W (the next 4W)
 //   NTC_INPUT_WIDTH  input vector width (2F + 4W + 1 rounded up to a multiple of 16)
 //   NTC_LAYERS       number of layers (hidden layers + the linear output layer)
 //   NTC_HIDDEN_0..3  hidden widths, 0 for the layers the config does not have
 //   NTC_LEAKY_SLOPE  model::LEAKY_SLOPE
 //   NTC_LEAKY_RELU   (flag) LeakyReLU instead of the default hard-GELU
-//   NTC_F16          (flag) `NtcScalar = f16` (the importer enables f16); the default is f32
+//   NTC_F16          (flag) `NtcScalar = f16` and ntc_activation_pair (the importer enables
+//                    f16); the default is f32
 
 #ifdef NTC_F16
 alias NtcScalar = f16;
@@ -19,6 +22,8 @@ alias NtcScalar = f32;
 // Four values of the evaluation's scalar type.
 alias NtcVec4 = vec4<NtcScalar>;
 
+const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
+const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
 const NTC_OUTPUTS: u32 = 16u;
 const NTC_INPUT_WIDTH: u32 = ${NTC_INPUT_WIDTH}u;
 const NTC_LAYERS: u32 = ${NTC_LAYERS}u;
@@ -66,3 +71,15 @@ fn ntc_activation_slope(x: NtcVec4) -> NtcVec4 {
     return select(middle, NtcVec4(0.0), x < NtcVec4(-1.5));
 #endif
 }
+
+#ifdef NTC_F16
+// model::Activation::apply on an f16 pair, as the register kernels (common/ntc_fma.wgsl,
+// common/ntc_coop.wgsl) evaluate it: (x + 1.5) / 3 as x · ⅓ + ½.
+fn ntc_activation_pair(x: vec2<f16>) -> vec2<f16> {
+#ifdef NTC_LEAKY_RELU
+    return select(${NTC_LEAKY_SLOPE} * x, x, x > vec2<f16>(0.0));
+#else
+    return x * clamp(fma(x, vec2<f16>(1.0 / 3.0), vec2<f16>(0.5)), vec2<f16>(0.0), vec2<f16>(1.0));
+#endif
+}
+#endif

@@ -4,7 +4,7 @@
 // decoder), its mip and texel (render::ntc_gpu::choose_texel) and the material-target
 // values written from its decoded channels (render::ntc_gpu::material_outputs).
 //
-// Group 0:
+// Group 0 (0–5 declared by common/material.wgsl, as in the reference pass):
 //   0 frame uniform (common/frame.wgsl Frame: frame_index drives the blue noise)
 //   1 the scene's MaterialData (factors)
 //   2 G-buffer normal + tangent (Rgba16Float, octahedral), 3 UV (Rg32Float),
@@ -33,12 +33,6 @@ struct DecodeParams {
 // Stochastic mip and texel choice (otherwise the nearest mip and texel).
 const DECODE_STOCHASTIC: u32 = 1u;
 
-@group(0) @binding(0) var<uniform> frame: Frame;
-@group(0) @binding(1) var<storage, read> materials: array<MaterialData>;
-@group(0) @binding(2) var gb_normal_tangent: texture_2d<f32>;
-@group(0) @binding(3) var gb_uv: texture_2d<f32>;
-@group(0) @binding(4) var gb_uv_grad: texture_2d<f32>;
-@group(0) @binding(5) var gb_material: texture_2d<u32>;
 @group(0) @binding(6) var blue_noise_tex: texture_2d<f32>;
 @group(0) @binding(7) var<uniform> params: DecodeParams;
 @group(0) @binding(8) var out_base_color: texture_storage_2d<rgba16float, write>;

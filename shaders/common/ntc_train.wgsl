@@ -198,8 +198,16 @@ fn draw_sample(index: u32) -> vec2u {
     return vec2u(lo, x | (y << 16u));
 }
 
-// The linear index of a workgroup of a 2D dispatch (x first), so that more than 65535
-// workgroups fit one dispatch.
-fn linear_workgroup(id: vec3u, count: vec3u) -> u32 {
-    return id.x + id.y * count.x;
+// The ids every training kernel's entry point takes (its only argument, but for
+// train_step's subgroup ids).
+struct TrainInvocation {
+    @builtin(workgroup_id) workgroup: vec3u,
+    @builtin(num_workgroups) workgroups: vec3u,
+    @builtin(local_invocation_index) local: u32,
+}
+
+// The linear index of the invocation's workgroup in a 2D dispatch (x first), so that more
+// than 65535 workgroups fit one dispatch.
+fn linear_workgroup(invocation: TrainInvocation) -> u32 {
+    return invocation.workgroup.x + invocation.workgroup.y * invocation.workgroups.x;
 }

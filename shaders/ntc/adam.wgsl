@@ -38,6 +38,8 @@ const DECODER_PER_GROUP: u32 = 32u;
 const LANES: u32 = ADAM_WORKGROUP / DECODER_PER_GROUP;
 
 var<workgroup> lane_sums: array<f32, ADAM_WORKGROUP>;
+// Workgroup 0 reduces the step's loss (common/ntc_loss.wgsl).
+const LOSS_THREADS: u32 = ADAM_WORKGROUP;
 #endif
 
 // The Adam step of parameter `index` with gradient `g`.
@@ -66,12 +68,9 @@ fn adam_update(index: u32, g: f32) {
 }
 
 @compute @workgroup_size(ADAM_WORKGROUP)
-fn adam(
-    @builtin(workgroup_id) workgroup: vec3u,
-    @builtin(num_workgroups) workgroups: vec3u,
-    @builtin(local_invocation_index) local: u32,
-) {
-    let group = linear_workgroup(workgroup, workgroups);
+fn adam(invocation: TrainInvocation) {
+    let group = linear_workgroup(invocation);
+    let local = invocation.local;
 #ifdef NTC_MIXED
     if group == 0u {
         reduce_losses(local);

@@ -29,8 +29,6 @@
 #import "common/ntc_train.wgsl"
 
 const WORKGROUP_SIZE: u32 = ${WORKGROUP_SIZE}u;
-const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
-const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
 // Widest layer input and output.
 const TILE_IN: u32 = max(NTC_INPUT_WIDTH, NTC_MAX_HIDDEN);
 const TILE_OUT: u32 = max(NTC_MAX_HIDDEN, NTC_OUTPUTS);
@@ -129,12 +127,9 @@ fn grad_add4(at: u32, stride: u32, v: vec4f) {
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn forward_backward(
-    @builtin(workgroup_id) workgroup: vec3u,
-    @builtin(num_workgroups) workgroups: vec3u,
-    @builtin(local_invocation_index) local: u32,
-) {
-    let group = linear_workgroup(workgroup, workgroups);
+fn forward_backward(invocation: TrainInvocation) {
+    let group = linear_workgroup(invocation);
+    let local = invocation.local;
     let index = group * WORKGROUP_SIZE + local;
     let valid = index < step_params.batch_size;
     var lookup: Lookup;
@@ -266,13 +261,10 @@ fn forward_backward(
 // texels with the grid's stride; each workgroup writes its per-channel sums to
 // wg_partials[workgroup · CHANNELS + c].
 @compute @workgroup_size(WORKGROUP_SIZE)
-fn evaluate(
-    @builtin(workgroup_id) workgroup: vec3u,
-    @builtin(num_workgroups) workgroups: vec3u,
-    @builtin(local_invocation_index) local: u32,
-) {
-    let group = linear_workgroup(workgroup, workgroups);
-    let threads = workgroups.x * workgroups.y * WORKGROUP_SIZE;
+fn evaluate(invocation: TrainInvocation) {
+    let group = linear_workgroup(invocation);
+    let local = invocation.local;
+    let threads = invocation.workgroups.x * invocation.workgroups.y * WORKGROUP_SIZE;
     let entry = mips[min(step_params.eval_entry, arrayLength(&mips) - 1u)];
     let texels = entry.width * entry.height;
     var sums: array<vec4f, CHANNELS / 4u>;

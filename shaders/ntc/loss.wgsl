@@ -9,6 +9,8 @@
 #import "common/ntc_train.wgsl"
 #import "common/ntc_loss.wgsl"
 
+const LOSS_THREADS: u32 = 256u;
+
 @compute @workgroup_size(LOSS_THREADS)
 fn reduce_loss(@builtin(local_invocation_index) local: u32) {
     reduce_losses(local);

@@ -11,12 +11,8 @@
 const SAMPLE_WORKGROUP: u32 = 256u;
 
 @compute @workgroup_size(SAMPLE_WORKGROUP)
-fn sample(
-    @builtin(workgroup_id) workgroup: vec3u,
-    @builtin(num_workgroups) workgroups: vec3u,
-    @builtin(local_invocation_index) local: u32,
-) {
-    let index = linear_workgroup(workgroup, workgroups) * SAMPLE_WORKGROUP + local;
+fn sample(invocation: TrainInvocation) {
+    let index = linear_workgroup(invocation) * SAMPLE_WORKGROUP + invocation.local;
     if index >= step_params.batch_size || step_params.entry_count == 0u {
         return;
     }

@@ -51,11 +51,12 @@ enable wgpu_cooperative_matrix;
 #import "common/ntc_encoding.wgsl"
 #import "common/ntc_layers.wgsl"
 #import "common/ntc_train.wgsl"
+#import "common/ntc_loss.wgsl"
 
-const NTC_FEATURES: u32 = ${NTC_FEATURES}u;
-const NTC_PE_WAVES: u32 = ${NTC_PE_WAVES}u;
 const ROWS: u32 = ${TRAIN_ROWS}u;
 const THREADS: u32 = ${TRAIN_THREADS}u;
+// The workgroup's loss sum (common/ntc_loss.wgsl).
+const LOSS_THREADS: u32 = THREADS;
 const DELTA_SCALE: f32 = ${DELTA_SCALE};
 // Columns of one pass through `stage`: one 16-wide column block.
 const COLS: u32 = 16u;
@@ -71,7 +72,6 @@ var<workgroup> act: array<f16, ROWS * ROW_HALVES>;
 var<workgroup> stage: array<f32, ROWS * COLS>;
 // The chunk's samples: (entry of `mips` or NO_ENTRY, x | y << 16).
 var<workgroup> rows: array<vec2u, ROWS>;
-var<workgroup> loss_sums: array<f32, THREADS>;
 // 1 while the workgroup works on its first chunk (whose gradients are stored, not added).
 var<workgroup> chunk_first: u32;
 
@@ -204,16 +204,24 @@ fn build_inputs(thread: u32) {
 }
 
 #ifdef TRAIN_COOP
-// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer: A at `x` in `act`
-// (row stride n_in), W (row-major [out][in]) from parameter `w` of weights16. Wᵀ's column n
-// is W's row n: a column-major B operand of stride n_in.
-fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+// stage (ROWS × 16) = M · B, one 16-row block per subgroup at a time: M (ROWS × k_len) at
+// `m` in `act` (row stride k_len); B (k_len × 16) in weights16, its k-th block of 16 rows
+// at b + k · b_step, of stride n_in, read column-major by product_0 and row-major by
+// product_1. The layout is a constant of each copy (#for), because cooperative-matrix
+// loads need uniform control flow and naga counts function arguments as non-uniform.
+#for ROW_MAJOR in 0..2
+fn product_${ROW_MAJOR}(m: u32, k_len: u32, b: u32, b_step: u32, n_in: u32, ids: Ids) {
     for (var rb = ids.subgroup; rb < ROWS / 16u; rb += ids.subgroups) {
         var acc = coop_mat16x16<f32, C>();
-        for (var k = 0u; k < n_in; k += 16u) {
-            let a = coopLoadT<coop_mat16x16<f16, A>>(&act[x + rb * 16u * n_in + k], n_in);
-            let b = coopLoad<coop_mat16x16<f16, B>>(&weights16[w + cb * n_in + k], n_in);
-            acc = coopMultiplyAdd(a, b, acc);
+        for (var k = 0u; k < k_len; k += 16u) {
+            let a = coopLoadT<coop_mat16x16<f16, A>>(&act[m + rb * 16u * k_len + k], k_len);
+            var w: coop_mat16x16<f16, B>;
+            if ${ROW_MAJOR}u == 1u {
+                w = coopLoadT<coop_mat16x16<f16, B>>(&weights16[b + k * b_step], n_in);
+            } else {
+                w = coopLoad<coop_mat16x16<f16, B>>(&weights16[b + k * b_step], n_in);
+            }
+            acc = coopMultiplyAdd(a, w, acc);
         }
         // coopStore operands must be values (naga 30; see ntc_decode.wgsl).
         let result = acc;
@@ -221,21 +229,19 @@ fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
         coopStoreT(result, &stage[at], COLS);
     }
 }
+#endfor
+
+// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer: A at `x` in `act`
+// (row stride n_in), W (row-major [out][in]) from parameter `w` of weights16. Wᵀ's column n
+// is W's row n: a column-major B operand of stride n_in.
+fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+    product_0(x, n_in, w + cb * n_in, 1u, n_in, ids);
+}
 
 // stage (ROWS × 16) = δ · W for input columns cb .. cb + 16 of a layer: δ at `d` in `act`
 // (row stride n_out), W row-major [out][in] (a row-major B operand of stride n_in).
 fn product_backward(d: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
-    for (var rb = ids.subgroup; rb < ROWS / 16u; rb += ids.subgroups) {
-        var acc = coop_mat16x16<f32, C>();
-        for (var k = 0u; k < n_out; k += 16u) {
-            let a = coopLoadT<coop_mat16x16<f16, A>>(&act[d + rb * 16u * n_out + k], n_out);
-            let b = coopLoadT<coop_mat16x16<f16, B>>(&weights16[w + k * n_in + cb], n_in);
-            acc = coopMultiplyAdd(a, b, acc);
-        }
-        let result = acc;
-        let at = rb * 16u * COLS;
-        coopStoreT(result, &stage[at], COLS);
-    }
+    product_1(d, n_out, w + cb, n_in, n_in, ids);
 }
 
 // dw_partials[at ..] (row-major [n_out][n_in]) += δᵀ · A over the chunk's rows, one 16×16
@@ -262,36 +268,36 @@ fn accumulate_weights(d: u32, x: u32, n_in: u32, n_out: u32, at: u32, ids: Ids) 
     }
 }
 #else
-// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer (columns past
-// n_out get 0): A at `x` in `act` (row stride n_in), W from parameter `w` of weights16.
-fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+// stage (ROWS × 16) = M · B for 16 columns cb .. cb + 16 (columns past n_cols get 0), one
+// thread per element: M (ROWS × k_len) at `m` in `act` (row stride k_len), B[k][c] =
+// weights16[b + k · k_step + c · c_step]; f16 operands widened to f32, summed over k in
+// order.
+fn product(
+    m: u32, k_len: u32, n_cols: u32, b: u32, k_step: u32, c_step: u32, cb: u32, ids: Ids,
+) {
     for (var e = ids.thread; e < ROWS * COLS; e += THREADS) {
         let r = e / COLS;
         let c = cb + e % COLS;
         var sum = 0.0;
-        if c < n_out {
-            for (var k = 0u; k < n_in; k++) {
-                sum += f32(act[x + r * n_in + k]) * f32(weights16[w + c * n_in + k]);
+        if c < n_cols {
+            for (var k = 0u; k < k_len; k++) {
+                sum += f32(act[m + r * k_len + k]) * f32(weights16[b + k * k_step + c * c_step]);
             }
         }
         stage[e] = sum;
     }
 }
 
+// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer (columns past
+// n_out get 0): A at `x` in `act` (row stride n_in), W from parameter `w` of weights16.
+fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
+    product(x, n_in, n_out, w, 1u, n_in, cb, ids);
+}
+
 // stage (ROWS × 16) = δ · W for input columns cb .. cb + 16 of a layer (columns past n_in
 // get 0): δ at `d` in `act` (row stride n_out).
 fn product_backward(d: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
-    for (var e = ids.thread; e < ROWS * COLS; e += THREADS) {
-        let r = e / COLS;
-        let c = cb + e % COLS;
-        var sum = 0.0;
-        if c < n_in {
-            for (var o = 0u; o < n_out; o++) {
-                sum += f32(act[d + r * n_out + o]) * f32(weights16[w + o * n_in + c]);
-            }
-        }
-        stage[e] = sum;
-    }
+    product(d, n_out, n_in, w, n_in, 1u, cb, ids);
 }
 
 // dw_partials[at ..] (row-major [n_out][n_in]) += δᵀ · A over the chunk's rows, one thread
@@ -476,20 +482,19 @@ fn backward(slot: u32, ids: Ids) {
 
 @compute @workgroup_size(THREADS)
 fn train_step(
-    @builtin(workgroup_id) workgroup: vec3u,
-    @builtin(num_workgroups) workgroups: vec3u,
-    @builtin(local_invocation_index) local: u32,
+    invocation: TrainInvocation,
 #ifdef TRAIN_COOP
     @builtin(subgroup_id) subgroup: u32,
     @builtin(num_subgroups) subgroups: u32,
 #endif
 ) {
+    let local = invocation.local;
 #ifdef TRAIN_COOP
     let ids = Ids(local, subgroup, subgroups);
 #else
     let ids = Ids(local, 0u, 1u);
 #endif
-    let group = linear_workgroup(workgroup, workgroups);
+    let group = linear_workgroup(invocation);
     let slot = group * step_params.decoder_count;
     let chunks = step_params.train_chunks;
     let total_chunks = (step_params.batch_size + ROWS - 1u) / ROWS;
@@ -510,15 +515,8 @@ fn train_step(
         backward(slot, ids);
         workgroupBarrier();
     }
-    loss_sums[local] = loss;
-    workgroupBarrier();
-    for (var stride = THREADS / 2u; stride > 0u; stride /= 2u) {
-        if local < stride {
-            loss_sums[local] += loss_sums[local + stride];
-        }
-        workgroupBarrier();
-    }
+    let total = loss_workgroup_sum(local, loss);
     if local == 0u {
-        wg_partials[group] = loss_sums[0];
+        wg_partials[group] = total;
     }
 }

@@ -8,6 +8,7 @@ mod bench_decode;
 mod cluster;
 mod compress;
 mod decompress;
+mod devices;
 mod eval;
 mod gen_scene;
 mod import;
@@ -137,6 +138,8 @@ enum Command {
     Decompress(decompress::DecompressArgs),
     /// Evaluate grouping strategies, decoder freezing and decoder counts (trains on the GPU).
     Eval(eval::EvalArgs),
+    /// List the GPU adapters in the order `--devices` numbers them.
+    Devices(devices::DevicesArgs),
 }
 
 /// Parse the command line, run the subcommand and report an error as one `error:` line.
@@ -162,6 +165,7 @@ pub fn main() -> ExitCode {
         Some(Command::Inspect(a)) => inspect::run(a),
         Some(Command::Decompress(a)) => decompress::run(a),
         Some(Command::Eval(a)) => eval::run(a),
+        Some(Command::Devices(a)) => devices::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -276,11 +280,12 @@ fn load_package(
                     packages.path(strategy).display()
                 );
             }
+            let devices = std::slice::from_ref(ctx);
             let package =
-                packages.load_or_compress(ctx, strategy, textures, &cancel, &mut |g, n, p| {
-                    bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
-                    bar.set_length(p.total);
-                    bar.set_position(p.step);
+                packages.load_or_compress(devices, strategy, textures, &cancel, &mut |p| {
+                    bar.set_prefix(format!("{strategy} group {}/{}", p.group + 1, p.groups));
+                    bar.set_length(p.train.total);
+                    bar.set_position(p.train.step);
                 })?;
             bar.finish_and_clear();
             package

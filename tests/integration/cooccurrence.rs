@@ -463,11 +463,11 @@ fn the_divergence_aware_package_needs_the_scene_views() {
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let err = packages
         .load_or_compress(
-            ctx,
+            std::slice::from_ref(ctx),
             Strategy::DivergenceAware,
             &textures,
             &cancel,
-            &mut |_, _, _| {},
+            &mut |_| {},
         )
         .unwrap_err();
     assert!(matches!(err, PackageError::NoViews { .. }), "{err}");

@@ -8,6 +8,7 @@ mod bench_decode;
 mod cli;
 mod common;
 mod cooccurrence;
+mod devices;
 mod divergence;
 mod eval;
 mod gpu_context;

@@ -737,7 +737,17 @@ fn bake_matches_cpu_decode() {
     let f = fixture();
     let reference = NtcCpuReference::new(&f.package, &f.map, &f.materials).expect("reference");
     let bake = NtcBakePass::new(ctx, &f.package.config).expect("bake pass");
-    let baked = bake.bake(ctx, &f.package, &f.ntc).expect("bake");
+    // Over the memory budget: refused before anything is allocated.
+    let needed = f.package.upload_bytes(true);
+    let err = bake
+        .bake(ctx, &f.package, &f.ntc, needed - 1)
+        .expect_err("over the budget");
+    assert!(
+        err.to_string()
+            .contains(&format!("needs {needed} bytes, limit {}", needed - 1)),
+        "{err}"
+    );
+    let baked = bake.bake(ctx, &f.package, &f.ntc, needed).expect("bake");
     assert_eq!(baked.len(), f.package.materials.len());
     for (p, set) in baked.iter().enumerate() {
         let m = &f.package.materials[p];

@@ -101,13 +101,17 @@ impl NtcBakePass {
     }
 
     /// Decode every package material of `package` (uploaded as `ntc`) into textures, in
-    /// package order; the work is submitted before this returns.
+    /// package order; the work is submitted before this returns. The upload and the baked
+    /// textures together must fit `budget` bytes
+    /// ([`NtcPackage::check_upload_budget`]), checked before anything is allocated.
     pub fn bake(
         &self,
         ctx: &GpuContext,
         package: &NtcPackage,
         ntc: &NtcSceneGpu,
+        budget: u64,
     ) -> Result<Vec<BakedSet>, NtcRenderError> {
+        package.check_upload_budget(true, budget)?;
         let device = &ctx.device;
         let max_side = device.limits().max_texture_dimension_2d;
         let align = u64::from(device.limits().min_uniform_buffer_offset_alignment)
@@ -238,7 +242,7 @@ impl NtcBakePass {
         ntc: &NtcSceneGpu,
         scene: &SceneGpu,
     ) -> Result<BakedMaterials, NtcRenderError> {
-        let sets = self.bake(ctx, package, ntc)?;
+        let sets = self.bake(ctx, package, ntc, crate::texture::budget::limit())?;
         let replacements: Vec<(usize, [wgpu::TextureView; 3])> = scene
             .sets
             .iter()
