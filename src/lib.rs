@@ -25,7 +25,8 @@
 //! - [`outputs`]: the output policy (never over an input, never over a file without
 //!   `--force`).
 //! - [`render`]: the deferred renderer: the frame plan, the frame's targets, one struct per
-//!   pass with explicit inputs and outputs, NTC decoding and divergence.
+//!   pass with explicit inputs and outputs, NTC decoding and divergence, and the screen
+//!   co-occurrence recorded from a scene's views (`render::cooccurrence`).
 //! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings,
 //!   [`bench_output`]: the benchmark's off-screen target and report folder, and
 //!   [`bench_decode`]: the decode kernels alone on synthetic frames against the adapter's

@@ -8,19 +8,28 @@
 //! package format, the recipe (preset, steps, m, seed, texture size limit) and, per
 //! texture set, each image file with its size and modification time. A package whose key
 //! file differs is stale and is compressed again.
+//!
+//! The `divergence-aware` package also depends on the scene's screen co-occurrence: its
+//! record (`cooccurrence-<scene>-<tile>-<W>x<H>.json`, from
+//! [`crate::render::cooccurrence`], which renders the G-buffers of the scene's views) sits
+//! in the same folder, is recorded when missing or stale ([`ScenePackages::with_views`]
+//! hands over the scene with its camera paths), and its length and CRC-32 enter the key.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use crate::cluster::{self, ClusterError, Plan, Strategy};
+use std::sync::Arc;
+
+use crate::cluster::{self, ClusterError, FileDigest, Plan, Strategy};
 use crate::gpu::GpuContext;
 use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
-use crate::ntc::train::gpu::TrainProgress;
+use crate::ntc::parallel::GroupProgress;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::render::RenderMode;
+use crate::render::cooccurrence::{RecordError, RecordSettings, load_or_record};
 use crate::render::ntc_gpu::{NtcRenderError, map_materials};
 use crate::scene::ImageSource;
-use crate::scene::open::cache_dir;
+use crate::scene::open::{OpenedScene, cache_dir};
 use crate::texture::inputs::{InputError, InputSets, InputSource};
 use crate::texture::{SceneTextures, TextureSet, set_constants};
 
@@ -47,6 +56,18 @@ pub enum PackageError {
         scene: PathBuf,
         /// What does not match.
         reason: String,
+    },
+    /// The co-occurrence record could not be read or recorded.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The divergence-aware package was asked for without the scene's views.
+    #[error(
+        "{scene}: the divergence-aware package needs the scene's views to record their \
+         co-occurrence, and none were given"
+    )]
+    NoViews {
+        /// The scene file.
+        scene: PathBuf,
     },
     /// A cache file could not be written.
     #[error("cannot write {path}: {source}")]
@@ -104,21 +125,41 @@ pub fn strategy_of(mode: RenderMode) -> Option<Strategy> {
         RenderMode::Single => Some(Strategy::Single),
         RenderMode::Random => Some(Strategy::Random),
         RenderMode::Category => Some(Strategy::Category),
+        RenderMode::DivergenceAware => Some(Strategy::DivergenceAware),
     }
 }
 
-/// The groups of `strategy` over `sets` (stats embeddings for clustered and random; the
-/// inputs' category labels for category). `m` is clamped to the number of sets.
+/// The groups of `strategy` over `sets` (stats embeddings for clustered, random and
+/// divergence-aware; the inputs' category labels for category; `cooccurrence` for
+/// divergence-aware, at its default weight). `m` is clamped to the number of sets.
 pub fn plan_for(
     inputs: &InputSets,
     sets: &[TextureSet],
     strategy: Strategy,
     m: usize,
     seed: u64,
+    cooccurrence: Option<(&cluster::CooccurrenceRecord, &Path)>,
 ) -> Result<Plan, ClusterError> {
     let embeddings = cluster::embed_sets(sets, &cluster::EmbedderChoice::Stats)?;
     let m = m.clamp(1, sets.len().max(1));
-    cluster::make_plan(strategy, &embeddings, m, seed, Some(&inputs.categories))
+    let plan_inputs = cluster::PlanInputs {
+        categories: Some(&inputs.categories),
+        cooccurrence: cooccurrence.map(|(record, file)| cluster::CooccurrenceInput {
+            record,
+            file,
+            weight: cluster::DEFAULT_COOCCURRENCE_WEIGHT,
+        }),
+    };
+    cluster::make_plan_with(strategy, &embeddings, m, seed, &plan_inputs)
+}
+
+/// The scene a divergence-aware package records its views from.
+#[derive(Clone, Debug)]
+struct SceneViews {
+    opened: Arc<OpenedScene>,
+    /// The scene as given (description or glTF), named in the record.
+    scene: PathBuf,
+    settings: RecordSettings,
 }
 
 /// The packages of one scene.
@@ -130,6 +171,7 @@ pub struct ScenePackages {
     dir: PathBuf,
     sets_key: String,
     prebuilt: Option<PathBuf>,
+    views: Option<SceneViews>,
 }
 
 impl ScenePackages {
@@ -159,6 +201,7 @@ impl ScenePackages {
             dir,
             sets_key,
             prebuilt: None,
+            views: None,
         })
     }
 
@@ -167,6 +210,37 @@ impl ScenePackages {
     pub fn with_prebuilt(mut self, dir: Option<PathBuf>) -> Self {
         self.prebuilt = dir;
         self
+    }
+
+    /// Record the divergence-aware package's co-occurrence from `opened` (given as `scene`:
+    /// its camera paths, else its cameras) with [`RecordSettings::for_scene`].
+    pub fn with_views(mut self, opened: Arc<OpenedScene>, scene: PathBuf) -> Self {
+        let settings = RecordSettings::for_scene(&opened);
+        self.views = Some(SceneViews {
+            opened,
+            scene,
+            settings,
+        });
+        self
+    }
+
+    /// Where the co-occurrence record of the views of `scene` under `settings` is kept:
+    /// beside the packages.
+    pub fn cooccurrence_path(&self, scene: &Path, settings: &RecordSettings) -> PathBuf {
+        let stem = scene
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scene".into());
+        self.dir.join(format!(
+            "cooccurrence-{stem}-{}-{}x{}.json",
+            settings.tile, settings.size.0, settings.size.1
+        ))
+    }
+
+    /// The record file of the divergence-aware package (None without views).
+    fn record_path(&self) -> Option<PathBuf> {
+        let views = self.views.as_ref()?;
+        Some(self.cooccurrence_path(&views.scene, &views.settings))
     }
 
     /// The prebuilt package of `strategy`, if one was given and exists.
@@ -199,8 +273,20 @@ impl ScenePackages {
     /// Everything the package of `strategy` depends on, as text.
     pub fn key(&self, strategy: Strategy) -> String {
         let r = &self.recipe;
+        let record = match (strategy, self.record_path()) {
+            (Strategy::DivergenceAware, Some(file)) => match FileDigest::of(&file, "record") {
+                Ok(d) => format!(
+                    "cooccurrence {} {} {:08x}\n",
+                    file.display(),
+                    d.bytes,
+                    d.crc32
+                ),
+                Err(_) => format!("cooccurrence {} missing\n", file.display()),
+            },
+            _ => String::new(),
+        };
         format!(
-            "neurotex scene package\nformat {}\nscene {}\nstrategy {}\npreset {:?}\nsteps per set {}\nm {}\nseed {}\nmax_texture_size {:?}\n{}",
+            "neurotex scene package\nformat {}\nscene {}\nstrategy {}\npreset {:?}\nsteps per set {}\nm {}\nseed {}\nmax_texture_size {:?}\n{record}{}",
             crate::ntc::format::VERSION,
             self.scene.display(),
             strategy.name(),
@@ -213,27 +299,42 @@ impl ScenePackages {
         )
     }
 
-    /// True when a prebuilt package of `strategy` is given or the cached one exists and was made from the current
-    /// textures with the current recipe.
+    /// True when a prebuilt package of `strategy` is given or the cached one exists and
+    /// was made from the current textures with the current recipe (and, divergence-aware,
+    /// from a co-occurrence record that is still the scene's).
     pub fn is_fresh(&self, strategy: Strategy) -> bool {
         self.prebuilt(strategy).is_some()
             || self.path(strategy).is_file()
                 && std::fs::read_to_string(self.key_path(strategy))
                     .is_ok_and(|k| k == self.key(strategy))
+                && (strategy != Strategy::DivergenceAware || self.record_is_current())
+    }
+
+    /// Whether the divergence-aware record file exists and was made from the scene as it
+    /// is now.
+    fn record_is_current(&self) -> bool {
+        let (Some(views), Some(file)) = (&self.views, self.record_path()) else {
+            return false;
+        };
+        crate::render::cooccurrence::expected_source(&views.opened, &views.scene, &views.settings)
+            .ok()
+            .and_then(|(source, _)| crate::render::cooccurrence::reusable(&file, &source))
+            .is_some()
     }
 
     /// The package of `strategy`: read from the cache when fresh, else compressed on
-    /// `ctx` from `textures` (the scene's sets as the renderer got them, decoded without
+    /// `devices` (one or more, see [`crate::ntc::parallel`]) from `textures` (the scene's
+    /// sets as the renderer got them, decoded without
     /// missing images at the recipe's size limit; `progress(group, groups, progress)` as
     /// training advances; `cancel` stops it, keeping partial progress for the next call)
     /// and cached.
     pub fn load_or_compress(
         &self,
-        ctx: &GpuContext,
+        devices: &[GpuContext],
         strategy: Strategy,
         textures: &SceneTextures,
         cancel: &AtomicBool,
-        progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+        progress: &mut dyn FnMut(&GroupProgress),
     ) -> Result<NtcPackage, PackageError> {
         if let Some(prebuilt) = self.prebuilt(strategy) {
             return Ok(NtcPackage::read(&prebuilt)?);
@@ -247,6 +348,29 @@ impl ScenePackages {
             source,
         })?;
         self.check_textures(textures)?;
+        let record = match strategy {
+            Strategy::DivergenceAware => {
+                let views = self.views.as_ref().ok_or_else(|| PackageError::NoViews {
+                    scene: self.scene.clone(),
+                })?;
+                let file = self.record_path().expect("views are given");
+                // The views are recorded on the first device.
+                let ctx = devices.first().ok_or_else(|| {
+                    crate::ntc::compress::CompressError::Groups("no device to train on".into())
+                })?;
+                let recorded = load_or_record(
+                    ctx,
+                    &views.opened,
+                    &views.scene,
+                    textures,
+                    &views.settings,
+                    &file,
+                    &mut |_, _| {},
+                )?;
+                Some((recorded.record, file))
+            }
+            _ => None,
+        };
         let sets = &textures.sets;
         let plan = plan_for(
             &self.inputs,
@@ -254,6 +378,7 @@ impl ScenePackages {
             strategy,
             self.recipe.m,
             self.recipe.seed,
+            record.as_ref().map(|(r, f)| (r, f.as_path())),
         )?;
         let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.indices.clone()).collect();
         let constants = set_constants(
@@ -288,7 +413,7 @@ impl ScenePackages {
             }
         })?;
         let (package, _) = compress(
-            ctx,
+            devices,
             sets,
             &constants,
             &groups,

@@ -106,6 +106,9 @@ pub struct ViewerOptions {
     pub heatmap: bool,
     /// The NTC modes whose packages the viewer prepares (the others stay unavailable).
     pub modes: Vec<RenderMode>,
+    /// The devices missing packages are compressed on (`--devices`); empty: the
+    /// viewer's own device.
+    pub train_devices: Vec<GpuContext>,
 }
 
 impl Default for ViewerOptions {
@@ -126,6 +129,7 @@ impl Default for ViewerOptions {
             passes: PassSettings::default(),
             heatmap: false,
             modes: RenderMode::ALL.to_vec(),
+            train_devices: Vec::new(),
         }
     }
 }
@@ -453,8 +457,13 @@ impl Viewer {
             // The chosen mode first, then the others in order.
             let mut modes = self.options.modes.clone();
             modes.sort_by_key(|m| *m != self.settings.mode);
+            let devices = if self.options.train_devices.is_empty() {
+                vec![self.ctx.clone()]
+            } else {
+                self.options.train_devices.clone()
+            };
             scene.packages = Some(PackageJobs::start(
-                self.ctx.clone(),
+                devices,
                 scene.opened.scene.source.clone(),
                 textures,
                 PackageRecipe {
@@ -463,6 +472,11 @@ impl Viewer {
                 },
                 self.options.packages.clone(),
                 &modes,
+                modes.contains(&RenderMode::DivergenceAware).then(|| {
+                    let arg = scene.source.clone();
+                    let arg = arg.unwrap_or_else(|| scene.opened.scene.source.clone());
+                    (Arc::new(scene.opened.clone()), arg)
+                }),
             ));
         }
         let ready = scene

@@ -14,6 +14,7 @@ use crate::gpu::GpuContext;
 use crate::ntc::NtcPackage;
 use crate::packages::{PackageRecipe, ScenePackages};
 use crate::render::RenderMode;
+use crate::scene::open::OpenedScene;
 use crate::texture::SceneTextures;
 
 /// Where one mode's package stands.
@@ -23,8 +24,10 @@ pub enum PackageStatus {
     Queued,
     /// Reading it from the cache.
     Loading,
-    /// Training: group `group` of `groups`, `step` of `total`.
+    /// Training: group `group` of `groups` on device `device`, `step` of `total`.
     Compressing {
+        /// The device training it (index into the job's devices).
+        device: usize,
         /// Group being trained (0-based).
         group: usize,
         /// Groups in the package.
@@ -47,13 +50,19 @@ impl PackageStatus {
             PackageStatus::Queued => "queued".into(),
             PackageStatus::Loading => "loading…".into(),
             PackageStatus::Compressing {
+                device,
                 group,
                 groups,
                 step,
                 total,
             } => format!(
-                "compressing: group {}/{groups}, step {step}/{total}",
-                group + 1
+                "compressing: group {}/{groups}, step {step}/{total}{}",
+                group + 1,
+                if *device > 0 {
+                    format!(" (device {device})")
+                } else {
+                    String::new()
+                }
             ),
             PackageStatus::Ready => "ready".into(),
             PackageStatus::Failed(m) => format!("failed: {m}"),
@@ -86,14 +95,17 @@ pub struct PackageJobs {
 impl PackageJobs {
     /// Start making the packages of `scene` for `modes` (the NTC ones among them, in
     /// order; `prebuilt`: a folder of `<strategy>.ntc` files to use instead of the cache
-    /// where present), compressing missing ones from its decoded `textures`.
+    /// where present), compressing missing ones from its decoded `textures` on `devices`
+    /// (the viewer's own, or those of `--devices`); `views` (the opened scene and its
+    /// argument) are what the divergence-aware mode records its co-occurrence from.
     pub fn start(
-        ctx: GpuContext,
+        devices: Vec<GpuContext>,
         scene: PathBuf,
         textures: Arc<SceneTextures>,
         recipe: PackageRecipe,
         prebuilt: Option<PathBuf>,
         modes: &[RenderMode],
+        views: Option<(Arc<OpenedScene>, PathBuf)>,
     ) -> Self {
         let (tx, rx) = mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
@@ -114,12 +126,13 @@ impl PackageJobs {
             .name("ntc-packages".into())
             .spawn(move || {
                 let job = Job {
-                    ctx,
+                    devices,
                     scene,
                     textures,
                     recipe,
                     prebuilt,
                     modes,
+                    views,
                 };
                 run(job, &flag, &tx)
             });
@@ -181,22 +194,24 @@ impl Drop for PackageJobs {
 
 /// What the package thread works on.
 struct Job {
-    ctx: GpuContext,
+    devices: Vec<GpuContext>,
     scene: PathBuf,
     textures: Arc<SceneTextures>,
     recipe: PackageRecipe,
     prebuilt: Option<PathBuf>,
     modes: Vec<RenderMode>,
+    views: Option<(Arc<OpenedScene>, PathBuf)>,
 }
 
 fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
     let Job {
-        ctx,
+        devices,
         scene,
         textures,
         recipe,
         prebuilt,
         modes,
+        views,
     } = job;
     let fail_all = |message: String| {
         for &m in &modes {
@@ -204,7 +219,10 @@ fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
         }
     };
     let packages = match ScenePackages::open(&scene, recipe) {
-        Ok(p) => p.with_prebuilt(prebuilt),
+        Ok(p) => match views {
+            Some((opened, arg)) => p.with_prebuilt(prebuilt).with_views(opened, arg),
+            None => p.with_prebuilt(prebuilt),
+        },
         Err(e) => return fail_all(e.to_string()),
     };
     for &mode in &modes {
@@ -221,6 +239,7 @@ fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
                 PackageStatus::Loading
             } else {
                 PackageStatus::Compressing {
+                    device: 0,
                     group: 0,
                     groups: 0,
                     step: 0,
@@ -228,23 +247,18 @@ fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
                 }
             },
         ));
-        let result = packages.load_or_compress(
-            &ctx,
-            strategy,
-            &textures,
-            cancel,
-            &mut |group, groups, p| {
-                let _ = tx.send(Event::Status(
-                    mode,
-                    PackageStatus::Compressing {
-                        group,
-                        groups,
-                        step: p.step,
-                        total: p.total,
-                    },
-                ));
-            },
-        );
+        let result = packages.load_or_compress(&devices, strategy, &textures, cancel, &mut |p| {
+            let _ = tx.send(Event::Status(
+                mode,
+                PackageStatus::Compressing {
+                    device: p.device,
+                    group: p.group,
+                    groups: p.groups,
+                    step: p.train.step,
+                    total: p.train.total,
+                },
+            ));
+        });
         let event = result
             .map_err(|e| e.to_string())
             .and_then(|package| {

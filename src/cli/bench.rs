@@ -110,6 +110,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     let source = PackageSource {
         package: None,
         packages: a.packages.as_deref(),
+        scene: a.scene.scene.as_deref(),
         recipe: a.recipe.recipe(max_texture_size),
     };
     for &mode in a.modes.iter().filter(|m| m.is_ntc()) {

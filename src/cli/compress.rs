@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use neurotex::gpu::GpuContext;
 use neurotex::{cluster, ntc, texture};
 
 use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
-use super::{cancel_on_ctrl_c, distinct_outputs, output_policy, steps_bar};
+use super::devices::{DeviceBars, DevicesArg};
+use super::{cancel_on_ctrl_c, distinct_outputs, output_policy};
 
 /// The arguments of `neurotex compress`.
 #[derive(Args, Debug)]
@@ -77,10 +77,12 @@ pub struct CompressArgs {
     /// the same seed on the same adapter give byte-identical packages.
     #[arg(long)]
     deterministic: bool,
+    #[command(flatten)]
+    devices: DevicesArg,
 }
 
-/// `--shard`'s value.
-fn parse_shard(arg: &str) -> Result<ntc::shard::ShardArg, String> {
+/// `--shard`'s value (of `compress` and `eval`).
+pub fn parse_shard(arg: &str) -> Result<ntc::shard::ShardArg, String> {
     arg.parse()
         .map_err(|e: ntc::shard::ShardError| e.to_string())
 }
@@ -143,11 +145,12 @@ pub fn run(a: CompressArgs) -> Result<()> {
         );
     }
     policy.check_all(outputs.iter().map(|p| p.as_path()))?;
-    let sets = inputs.load_sets(&a.inputs.load_options())?;
     let mut train = a
         .overrides
         .apply(a.recipe.train_config(a.preset, a.batch)?)?;
     train.deterministic = a.deterministic;
+    let devices = a.devices.open(&train, a.overrides.train_kernel)?;
+    let sets = inputs.load_sets(&a.inputs.load_options())?;
     let rate = match (a.target_psnr, a.match_bcn) {
         (Some(db), _) if !db.is_finite() => bail!("--target-psnr must be a number of dB"),
         (Some(db), _) => ntc::compress::RateControl::TargetPsnr(db),
@@ -173,10 +176,11 @@ pub fn run(a: CompressArgs) -> Result<()> {
     };
     let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.indices.clone()).collect();
     let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
-    let ctx = GpuContext::headless()?;
-    eprintln!("{}", ctx.describe());
     let cancel = cancel_on_ctrl_c()?;
-    let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}")?;
+    let bars = DeviceBars::new(
+        &devices,
+        "{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}",
+    )?;
     let options = ntc::compress::CompressOptions {
         train,
         steps: a.steps.unwrap_or(a.recipe.values().steps),
@@ -189,20 +193,22 @@ pub fn run(a: CompressArgs) -> Result<()> {
         input_files: inputs.files(),
     };
     let input_names = describe_sources(&sources);
-    let mut progress = |g: usize, n: usize, p: &ntc::train::gpu::TrainProgress| {
-        bar.set_prefix(format!("group {}/{n}", g + 1));
-        bar.set_length(p.total);
-        bar.set_position(p.step);
-        bar.set_message(format!(
-            "loss {:.5}  ≈{:.2} dB  {:.1} Mtexel/s",
-            p.loss,
-            p.psnr_estimate,
-            p.texels_per_second / 1e6
-        ));
+    let mut progress = |p: &ntc::parallel::GroupProgress| {
+        let t = &p.train;
+        bars.show(
+            p,
+            &format!("group {}/{}", p.group + 1, p.groups),
+            format!(
+                "loss {:.5}  ≈{:.2} dB  {:.1} Mtexel/s",
+                t.loss,
+                t.psnr_estimate,
+                t.texels_per_second / 1e6
+            ),
+        );
     };
     let (package, report) = match shard {
         None => ntc::compress::compress(
-            &ctx,
+            &devices.devices,
             &sets,
             &constants,
             &groups,
@@ -214,7 +220,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
         )?,
         Some(shard) => {
             let (part, report) = ntc::shard::compress_shard(
-                &ctx,
+                &devices.devices,
                 &sets,
                 &constants,
                 &groups,
@@ -235,11 +241,15 @@ pub fn run(a: CompressArgs) -> Result<()> {
             (part.package, report)
         }
     };
-    bar.finish_and_clear();
+    bars.finish();
     for g in &report.groups {
         if let Some(kernel) = g.kernel {
+            let on = match g.device {
+                Some(d) if devices.devices.len() > 1 => format!(" on device {d}"),
+                _ => String::new(),
+            };
             println!(
-                "group of {} sets: preset {:?}, {} main steps, {} kernel, {:.1} Mtexel/s \
+                "group of {} sets{on}: preset {:?}, {} main steps, {} kernel, {:.1} Mtexel/s \
                  ({:.2} TFLOP/s), {:.1} s",
                 g.sets.len(),
                 g.preset,

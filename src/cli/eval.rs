@@ -7,12 +7,13 @@ use anyhow::Result;
 use clap::Args;
 
 use neurotex::eval::{self, EvalEvent};
-use neurotex::gpu::GpuContext;
+use neurotex::ntc::parallel::GroupProgress;
 use neurotex::{cluster, ntc, texture};
 
 use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
-use super::compress::TrainOverrides;
-use super::{cancel_on_ctrl_c, output_policy, steps_bar};
+use super::compress::{TrainOverrides, parse_shard};
+use super::devices::{DeviceBars, DevicesArg};
+use super::{cancel_on_ctrl_c, output_policy};
 
 /// The arguments of `neurotex eval`.
 #[derive(Args, Debug)]
@@ -79,6 +80,22 @@ pub struct EvalArgs {
     /// Report progress (and record the loss curves) about every this many steps.
     #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
+    #[command(flatten)]
+    devices: DevicesArg,
+    /// Train with order-independent sums only (fixed-point gradients), so that runs with
+    /// the same seed on the same adapter give identical results (shards merge into the
+    /// unsharded evaluation's numbers).
+    #[arg(long)]
+    deterministic: bool,
+    /// Evaluate only the runs of shard I of N (`I/N`, or `auto/N` for the index of a Slurm
+    /// array task or a Kubernetes Indexed Job) into --out, with a part manifest for
+    /// `eval --merge`.
+    #[arg(long, value_parser = parse_shard, conflicts_with = "merge")]
+    shard: Option<ntc::shard::ShardArg>,
+    /// Merge the --out folders of every shard of this evaluation (run with the same
+    /// inputs and settings) into --out: the tables, charts and report of an unsharded run.
+    #[arg(long, num_args = 1.., value_name = "SHARD_DIR", conflicts_with = "dry_run")]
+    merge: Vec<PathBuf>,
 }
 
 /// The command line as a shell would re-run it (arguments with spaces or quotes quoted).
@@ -102,7 +119,18 @@ pub fn run(a: EvalArgs) -> Result<()> {
     let inputs = texture::inputs::InputSets::open(&sources)?;
     // The folder is the evaluation's (a non-empty one needs --resume); it may not be
     // an input.
-    output_policy(inputs.files().iter().chain(a.clip_weights.iter())).check_dir(&a.out)?;
+    let shard = a
+        .shard
+        .map(|s| s.resolve(|name| std::env::var(name).ok()))
+        .transpose()?;
+    output_policy(
+        inputs
+            .files()
+            .iter()
+            .chain(a.clip_weights.iter())
+            .chain(a.merge.iter()),
+    )
+    .check_dir(&a.out)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
     let description = describe_sources(&sources);
@@ -112,13 +140,15 @@ pub fn run(a: EvalArgs) -> Result<()> {
         constants: &constants,
         description: &description,
     };
+    let mut train = a
+        .overrides
+        .apply(a.recipe.train_config(a.preset, a.batch)?)?;
+    train.deterministic = a.deterministic;
     let options = eval::EvalOptions {
         strategies: a.strategies,
         m: a.m,
         embedder: cluster::EmbedderChoice::new(a.embedder, a.clip_weights.as_deref())?,
-        train: a
-            .overrides
-            .apply(a.recipe.train_config(a.preset, a.batch)?)?,
+        train,
         recipe: a.recipe.name().to_string(),
         steps: a.steps.unwrap_or(a.recipe.values().steps),
         kernel: a.overrides.train_kernel,
@@ -140,79 +170,123 @@ pub fn run(a: EvalArgs) -> Result<()> {
     if a.dry_run {
         return Ok(());
     }
-    let ctx = GpuContext::headless()?;
-    eprintln!("{}", ctx.describe());
+    if !a.merge.is_empty() {
+        let report = eval::shard::merge_parts(&eval_inputs, &plan, &options, &a.merge, &a.out)?;
+        print!("{}", report.table2.markdown());
+        println!(
+            "merged {} shards into the evaluation in {}",
+            a.merge.len(),
+            a.out.display()
+        );
+        return Ok(());
+    }
+    let devices = a.devices.open(&options.train, options.kernel)?;
     let cancel = cancel_on_ctrl_c()?;
-    let bar = steps_bar("{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}")?;
+    let bar = DeviceBars::new(
+        &devices,
+        "{prefix} [{bar:32}] {pos}/{len} steps  {msg}  ETA {eta}",
+    )?;
+    let mut on_event = |event: &EvalEvent| match event {
+        EvalEvent::RunStarted { run, runs, spec } => bar.suspend(|| {
+            let n = spec.decoders();
+            let groups = if n == 1 { "group" } else { "groups" };
+            println!("[{}/{runs}] {}: training {n} {groups}", run + 1, spec.name)
+        }),
+        EvalEvent::Training {
+            run,
+            runs,
+            spec,
+            device,
+            group,
+            groups,
+            progress: p,
+        } => {
+            let at = GroupProgress {
+                device: *device,
+                group: *group,
+                groups: *groups,
+                train: **p,
+            };
+            bar.show(
+                &at,
+                &format!(
+                    "run {}/{runs} {} group {}/{groups}",
+                    run + 1,
+                    spec.name,
+                    group + 1
+                ),
+                format!("loss {:.5}  ≈{:.2} dB", p.loss, p.psnr_estimate),
+            );
+            // Without a terminal the bar is hidden: one line per finished group.
+            if bar.is_hidden() && p.step == p.total {
+                println!(
+                    "  group {}/{groups}: loss {:.5} after {} steps",
+                    group + 1,
+                    p.loss,
+                    p.total
+                );
+            }
+        }
+        EvalEvent::RunFinished {
+            run,
+            runs,
+            record,
+            path,
+            loaded,
+        } => bar.suspend(|| {
+            let psnr = record
+                .mean_psnr
+                .map_or("–".into(), |p| format!("{p:.2} dB"));
+            if *loaded {
+                println!(
+                    "[{}/{runs}] {}: loaded {} (mean PSNR {psnr})",
+                    run + 1,
+                    record.name,
+                    path.display()
+                );
+            } else {
+                println!(
+                    "[{}/{runs}] {}: trained, mean PSNR {psnr}, {:.1} s",
+                    run + 1,
+                    record.name,
+                    record.seconds
+                );
+            }
+        }),
+    };
+    if let Some(shard) = shard {
+        let part = eval::shard::evaluate_shard(
+            &devices.devices,
+            &eval_inputs,
+            &plan,
+            &options,
+            shard,
+            &a.out,
+            &cancel,
+            &mut on_event,
+        )?;
+        bar.finish();
+        let names: Vec<&str> = part.runs.iter().map(|r| r.name.as_str()).collect();
+        println!(
+            "shard {}/{}: runs [{}] of {}; wrote {}",
+            shard.index,
+            shard.count,
+            names.join(", "),
+            plan.runs.len(),
+            a.out.join(eval::shard::PART_FILE).display()
+        );
+        return Ok(());
+    }
     let report = eval::evaluate(
-        &ctx,
+        &devices.devices,
         &eval_inputs,
         &plan,
         &options,
         &a.out,
         &cancel,
-        &mut |event| match event {
-            EvalEvent::RunStarted { run, runs, spec } => bar.suspend(|| {
-                let n = spec.decoders();
-                let groups = if n == 1 { "group" } else { "groups" };
-                println!("[{}/{runs}] {}: training {n} {groups}", run + 1, spec.name)
-            }),
-            EvalEvent::Training {
-                run,
-                runs,
-                spec,
-                group,
-                groups,
-                progress: p,
-            } => {
-                bar.set_prefix(format!(
-                    "run {}/{runs} {} group {}/{groups}",
-                    run + 1,
-                    spec.name,
-                    group + 1
-                ));
-                bar.set_length(p.total);
-                bar.set_position(p.step);
-                bar.set_message(format!("loss {:.5}  ≈{:.2} dB", p.loss, p.psnr_estimate));
-                // Without a terminal the bar is hidden: one line per finished group.
-                if bar.is_hidden() && p.step == p.total {
-                    println!(
-                        "  group {}/{groups}: loss {:.5} after {} steps",
-                        group + 1,
-                        p.loss,
-                        p.total
-                    );
-                }
-            }
-            EvalEvent::RunFinished {
-                run,
-                runs,
-                record,
-                path,
-                loaded,
-            } => bar.suspend(|| {
-                let psnr = record
-                    .mean_psnr
-                    .map_or("–".into(), |p| format!("{p:.2} dB"));
-                if *loaded {
-                    println!(
-                        "[{}/{runs}] {}: loaded {} (mean PSNR {psnr})",
-                        run + 1,
-                        record.name,
-                        path.display()
-                    );
-                } else {
-                    println!(
-                        "[{}/{runs}] {}: trained, mean PSNR {psnr}, {:.1} s",
-                        run + 1,
-                        record.name,
-                        record.seconds
-                    );
-                }
-            }),
-        },
+        &mut on_event,
     )?;
-    bar.finish_and_clear();
+    bar.finish();
     print!("{}", report.table2.markdown());
     println!("wrote the evaluation into {}", a.out.display());
     Ok(())

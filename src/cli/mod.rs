@@ -8,6 +8,7 @@ mod bench_decode;
 mod cluster;
 mod compress;
 mod decompress;
+mod devices;
 mod eval;
 mod gen_scene;
 mod import;
@@ -137,6 +138,8 @@ enum Command {
     Decompress(decompress::DecompressArgs),
     /// Evaluate grouping strategies, decoder freezing and decoder counts (trains on the GPU).
     Eval(eval::EvalArgs),
+    /// List the GPU adapters in the order `--devices` numbers them.
+    Devices(devices::DevicesArgs),
 }
 
 /// Parse the command line, run the subcommand and report an error as one `error:` line.
@@ -162,6 +165,7 @@ pub fn main() -> ExitCode {
         Some(Command::Inspect(a)) => inspect::run(a),
         Some(Command::Decompress(a)) => decompress::run(a),
         Some(Command::Eval(a)) => eval::run(a),
+        Some(Command::Devices(a)) => devices::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -236,13 +240,17 @@ struct PackageSource<'a> {
     package: Option<&'a Path>,
     /// A folder of `<strategy>.ntc` packages to prefer over the cache (`--packages`).
     packages: Option<&'a Path>,
+    /// The scene argument (a description's camera paths are the views the
+    /// divergence-aware package's co-occurrence is recorded from; default: the glTF).
+    scene: Option<&'a Path>,
     /// How a missing or stale cached package is made.
     recipe: PackageRecipe,
 }
 
 /// Give `renderer` the package of `mode`: `source.package`, else the scene's (from
 /// `source.packages` or the cache, compressed from the scene's decoded `textures` with a
-/// progress bar when missing or stale).
+/// progress bar when missing or stale; divergence-aware after recording the scene's
+/// co-occurrence when its record is missing or stale).
 fn load_package(
     ctx: &GpuContext,
     renderer: &mut Renderer,
@@ -254,8 +262,12 @@ fn load_package(
     use anyhow::Context as _;
     let strategy = neurotex::packages::strategy_of(mode)
         .ok_or_else(|| anyhow::anyhow!("the reference mode has no package"))?;
-    let packages = ScenePackages::open(&opened.scene.source, source.recipe.clone())?
+    let mut packages = ScenePackages::open(&opened.scene.source, source.recipe.clone())?
         .with_prebuilt(source.packages.map(Path::to_path_buf));
+    if strategy == neurotex::cluster::Strategy::DivergenceAware {
+        let scene = source.scene.unwrap_or(&opened.scene.source);
+        packages = packages.with_views(std::sync::Arc::new(opened.clone()), scene.to_path_buf());
+    }
     let package = match source.package {
         Some(path) => read_package(path)?,
         None => {
@@ -268,11 +280,12 @@ fn load_package(
                     packages.path(strategy).display()
                 );
             }
+            let devices = std::slice::from_ref(ctx);
             let package =
-                packages.load_or_compress(ctx, strategy, textures, &cancel, &mut |g, n, p| {
-                    bar.set_prefix(format!("{strategy} group {}/{n}", g + 1));
-                    bar.set_length(p.total);
-                    bar.set_position(p.step);
+                packages.load_or_compress(devices, strategy, textures, &cancel, &mut |p| {
+                    bar.set_prefix(format!("{strategy} group {}/{}", p.group + 1, p.groups));
+                    bar.set_length(p.train.total);
+                    bar.set_position(p.train.step);
                 })?;
             bar.finish_and_clear();
             package

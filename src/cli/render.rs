@@ -96,6 +96,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         let source = PackageSource {
             package: a.ntc.package.as_deref(),
             packages: a.ntc.packages.as_deref(),
+            scene: a.scene.scene.as_deref(),
             recipe: a.ntc.recipe.recipe(max_texture_size),
         };
         load_package(&ctx, &mut renderer, &opened, &textures, mode, &source)?;

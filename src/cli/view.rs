@@ -10,6 +10,7 @@ use neurotex::render::RenderMode;
 use super::args::{
     NtcModeArgs, SceneArg, UploadArgs, parse_image_path, parse_positive_u32, parse_size,
 };
+use super::devices::DevicesArg;
 use super::output_policy;
 
 /// The arguments of `neurotex view`.
@@ -45,6 +46,8 @@ pub struct ViewArgs {
     /// The NTC modes to prepare packages for (default: all; fewer saves compression time).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
     modes: Vec<RenderMode>,
+    #[command(flatten)]
+    devices: DevicesArg,
 }
 
 /// `view` with every option at its default (what `neurotex` without arguments runs).
@@ -65,6 +68,13 @@ pub fn run(a: ViewArgs) -> Result<()> {
         output_policy(a.scene.scene.iter()).check(shot)?;
     }
     let max_texture_size = a.upload.limit.max_texture_size;
+    let recipe = a.ntc.recipe.recipe(max_texture_size);
+    // Missing packages train on --devices; without it on the viewer's own device.
+    let train_devices = if a.devices.given() {
+        a.devices.open(&recipe.train_config(), None)?.devices
+    } else {
+        Vec::new()
+    };
     neurotex::app::run(neurotex::app::ViewerOptions {
         scene: a.scene.scene,
         size: a.size,
@@ -75,12 +85,13 @@ pub fn run(a: ViewArgs) -> Result<()> {
         render_scale: a.render_scale,
         upload: a.upload.options(),
         mode: a.ntc.mode,
-        recipe: a.ntc.recipe.recipe(max_texture_size),
+        recipe,
         packages: a.ntc.packages.clone(),
         ntc: a.ntc.kernel_choice(),
         passes: a.ntc.options(),
         heatmap: a.heatmap,
         modes: a.modes.clone(),
+        train_devices,
     })?;
     Ok(())
 }

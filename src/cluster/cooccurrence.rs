@@ -4,8 +4,9 @@
 //! Owns [`CooccurrenceRecord`] (what a co-occurrence pass produces and the
 //! `divergence-aware` strategy consumes), its JSON file (written through a temporary file
 //! and a rename, read with a size cap and checked before use), and the CPU reference
-//! [`ViewCounts::count`] that defines every number of it. It does not render: the views'
-//! material-id buffers come from elsewhere.
+//! [`ViewCounts::count`] that defines every number of it. It does not render: the views
+//! are recorded by `render::cooccurrence` (G-buffers counted by the co-occurrence pass,
+//! tested against [`ViewCounts::count`]).
 //!
 //! # What is recorded
 //!

@@ -18,11 +18,13 @@
 //! temporary file and a rename.
 //!
 //! Sub-modules: `runs` (freezing settings, run names, sharing, run records), `tables`
-//! (the tables and the report) and `figures` (the charts' panels). This module trains only through
+//! (the tables and the report), `figures` (the charts' panels) and [`shard`] (`eval
+//! --shard I/N` and `eval --merge`). This module trains only through
 //! [`ntc::compress`](crate::ntc::compress::compress) and renders nothing.
 
 mod figures;
 mod runs;
+pub mod shard;
 mod tables;
 
 use std::path::{Path, PathBuf};
@@ -140,6 +142,25 @@ pub enum EvalError {
     /// A chart could not be drawn or written.
     #[error(transparent)]
     Plot(#[from] PlotError),
+    /// A shard's folder that cannot be merged (see [`shard`]): not a shard's, damaged, of
+    /// another evaluation, or given twice.
+    #[error("{path}: {reason}")]
+    Part {
+        /// The shard's folder or one of its files.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Shards missing from a merge.
+    #[error(
+        "cannot merge: {missing} missing (of {count} shards); run them and merge all {count} folders"
+    )]
+    MissingShards {
+        /// Each missing shard with its runs.
+        missing: String,
+        /// The number of shards.
+        count: u32,
+    },
 }
 
 /// The texture sets an evaluation reads, decoded once by the caller.
@@ -482,6 +503,8 @@ pub enum EvalEvent<'a> {
         runs: usize,
         /// The run.
         spec: &'a RunSpec,
+        /// The device training it (index into the evaluation's devices).
+        device: usize,
         /// The group (decoder) in training.
         group: usize,
         /// Groups of the run.
@@ -534,12 +557,13 @@ fn prepare_out_dir(dir: &Path, resume: bool) -> Result<(), EvalError> {
     }
 }
 
-/// Run the evaluation `plan` (from [`plan_eval`] with the same inputs and options) into
-/// the folder `out`, and write every table, chart and summary there.
-/// `progress` hears of every run and of training progress; setting `cancel` stops
-/// after the current training chunk with [`EvalError::Interrupted`].
+/// Run the evaluation `plan` (from [`plan_eval`] with the same inputs and options) on
+/// `devices` (each run's groups spread over them) into the folder `out`, and write every
+/// table, chart and summary there. `progress` hears of every run and of training
+/// progress; setting `cancel` stops after the current training chunk with
+/// [`EvalError::Interrupted`].
 pub fn evaluate(
-    ctx: &GpuContext,
+    devices: &[GpuContext],
     inputs: &EvalInputs,
     plan: &EvalPlan,
     opts: &EvalOptions,
@@ -547,6 +571,24 @@ pub fn evaluate(
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(&EvalEvent),
 ) -> Result<EvalReport, EvalError> {
+    let all: Vec<usize> = (0..plan.runs.len()).collect();
+    let records = train_runs(devices, inputs, plan, opts, &all, out, cancel, progress)?;
+    let mut adapters: Vec<String> = devices.iter().map(GpuContext::describe).collect();
+    adapters.dedup();
+    let report = build_report(&adapters.join("; "), inputs, plan, opts, &records);
+    write_outputs(out, &report)?;
+    Ok(report)
+}
+
+/// Prepare the out folder `out` (see [`prepare_out_dir`]) with its `runs/` and `plans/`
+/// folders, and write the plans and the clustered plan's contact sheet. Returns the runs
+/// folder.
+fn prepare_outputs(
+    inputs: &EvalInputs,
+    plan: &EvalPlan,
+    opts: &EvalOptions,
+    out: &Path,
+) -> Result<PathBuf, EvalError> {
     inputs.check()?;
     prepare_out_dir(out, opts.resume)?;
     let runs_dir = out.join("runs");
@@ -564,10 +606,29 @@ pub fn evaluate(
         p.write(&plans_dir.join("clustered.json"))?;
         write_contact_sheet(&plans_dir.join("clustered.png"), inputs.sets, p)?;
     }
+    Ok(runs_dir)
+}
 
+/// The runs `selection` (indices into `plan.runs`, each once) of the evaluation into
+/// `out` ([`prepare_outputs`]): each trained into `runs/<name>.json`, or with `resume`
+/// loaded from there when its record matches. Returns each selected run's record and
+/// whether it was loaded, in `selection` order.
+#[allow(clippy::too_many_arguments)]
+fn train_runs(
+    devices: &[GpuContext],
+    inputs: &EvalInputs,
+    plan: &EvalPlan,
+    opts: &EvalOptions,
+    selection: &[usize],
+    out: &Path,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&EvalEvent),
+) -> Result<Vec<(RunRecord, bool)>, EvalError> {
+    let runs_dir = prepare_outputs(inputs, plan, opts, out)?;
     let runs = plan.runs.len();
-    let mut records: Vec<(RunRecord, bool)> = Vec::with_capacity(runs);
-    for (run, spec) in plan.runs.iter().enumerate() {
+    let mut records: Vec<(RunRecord, bool)> = Vec::with_capacity(selection.len());
+    for &run in selection {
+        let spec = &plan.runs[run];
         let path = runs_dir.join(format!("{}.json", spec.name));
         let train = spec.freeze.apply(&opts.train);
         if opts.resume && path.exists() {
@@ -604,7 +665,7 @@ pub fn evaluate(
             input_files: Vec::new(),
         };
         let result = compress(
-            ctx,
+            devices,
             inputs.sets,
             inputs.constants,
             &spec.groups,
@@ -612,14 +673,15 @@ pub fn evaluate(
             inputs.description,
             &package,
             cancel,
-            &mut |group, groups, p| {
+            &mut |p| {
                 progress(&EvalEvent::Training {
                     run,
                     runs,
                     spec,
-                    group,
-                    groups,
-                    progress: p,
+                    device: p.device,
+                    group: p.group,
+                    groups: p.groups,
+                    progress: &p.train,
                 })
             },
         );
@@ -652,10 +714,7 @@ pub fn evaluate(
         });
         records.push((record, false));
     }
-
-    let report = build_report(&ctx.describe(), inputs, plan, opts, &records);
-    write_outputs(out, &report)?;
-    Ok(report)
+    Ok(records)
 }
 
 /// The report of `plan` over its finished runs (`records[i]` is run `i`, with whether it

@@ -7,7 +7,8 @@
 //! - Backends: Vulkan, Metal or DX12 ([`wgpu::Backends::PRIMARY`]); `WGPU_BACKEND` overrides.
 //!   The GL backend is not used (it lacks surface view formats).
 //! - Adapter: the high-performance one, or the first whose name contains the
-//!   `WGPU_ADAPTER_NAME` substring (case-insensitive).
+//!   `WGPU_ADAPTER_NAME` substring (case-insensitive); [`GpuContext::from_adapter`]
+//!   negotiates on a given adapter (`--devices`, [`crate::gpu::devices`]).
 //! - Features: each optional feature in [`OPTIONAL_FEATURES`] is requested only when the
 //!   adapter offers it; what was granted is summarised in [`GrantedFeatures`]. The
 //!   experimental cooperative-matrix feature is opted into only when offered. Setting
@@ -229,6 +230,17 @@ impl GpuContext {
         surface: Option<&wgpu::Surface<'_>>,
     ) -> Result<Self, GpuError> {
         let adapter = select_adapter(&instance, surface).await?;
+        Self::from_adapter(instance, adapter).await
+    }
+
+    /// The negotiation on a given `adapter` of `instance` (see [`crate::gpu::devices`] for
+    /// choosing adapters by index): request every offered optional feature and the
+    /// adapter's limits, install the logging uncaptured-error handler. An adapter may
+    /// open several devices.
+    pub async fn from_adapter(
+        instance: wgpu::Instance,
+        adapter: wgpu::Adapter,
+    ) -> Result<Self, GpuError> {
         let info = adapter.get_info();
         let request = negotiate(&adapter, &disabled_from_env());
 
@@ -289,21 +301,7 @@ impl GpuContext {
 
     /// One line: `adapter name (backend, driver driver-info, device type)`.
     pub fn describe(&self) -> String {
-        let info = &self.info;
-        let driver = [info.driver.as_str(), info.driver_info.as_str()]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let driver = if driver.is_empty() {
-            "unknown driver"
-        } else {
-            driver.as_str()
-        };
-        format!(
-            "{} ({}, {}, {:?})",
-            info.name, info.backend, driver, info.device_type
-        )
+        describe_adapter(&self.info)
     }
 
     /// Succeeds when the device has every feature in `features`, otherwise names the
@@ -345,6 +343,24 @@ impl GpuContext {
             .map(|_| ())
             .map_err(|e| GpuError::Readback(format!("device poll failed: {e}")))
     }
+}
+
+/// One line for an adapter: `name (backend, driver driver-info, device type)`.
+pub fn describe_adapter(info: &wgpu::AdapterInfo) -> String {
+    let driver = [info.driver.as_str(), info.driver_info.as_str()]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let driver = if driver.is_empty() {
+        "unknown driver"
+    } else {
+        driver.as_str()
+    };
+    format!(
+        "{} ({}, {}, {:?})",
+        info.name, info.backend, driver, info.device_type
+    )
 }
 
 /// Picks the adapter: by `WGPU_ADAPTER_NAME` substring when set, else wgpu's

@@ -8,6 +8,8 @@
 //! (a [`GpuError`] or [`ShaderError`]) when the adapter lacks something.
 //!
 //! - [`context`]: [`GpuContext`], [`GrantedFeatures`], [`GpuError`], error scopes.
+//! - [`devices`]: `--devices all|0,2|N`, [`DeviceChoice`] and [`DeviceSet`] (a context
+//!   per chosen adapter).
 //! - [`profiler`]: [`GpuProfiler`], timestamp scopes keyed by pass label, [`PassTiming`]
 //!   rows, Chrome traces.
 //! - [`readback`]: [`read_texture`] / [`read_buffer`] with row-padding handling, [`TextureData`].
@@ -24,6 +26,7 @@
 
 pub mod bind_cache;
 pub mod context;
+pub mod devices;
 pub mod encoder;
 pub mod kernel;
 pub mod layout;
@@ -34,6 +37,7 @@ pub mod shader;
 
 pub use bind_cache::CachedBindGroup;
 pub use context::{GpuContext, GpuError, GrantedFeatures};
+pub use devices::{DeviceChoice, DeviceSet, DevicesError};
 pub use kernel::{ComputeKernel, KernelError};
 pub use profiler::{GpuProfiler, PassTiming};
 pub use readback::{TextureData, read_buffer, read_texture};

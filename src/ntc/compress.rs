@@ -1,7 +1,9 @@
 //! Compression of many texture sets into one package: group by group on the GPU, with
 //! progress, interruption and resume, a quality report per material next to BCn
 //! baselines, and the loss curves. [`compress_selected`] trains some of the groups only,
-//! exactly as a run of all of them would (what a shard of [`super::shard`] does).
+//! exactly as a run of all of them would (what a shard of [`super::shard`] does). Both
+//! take one or more devices: the groups are handed out to them by [`super::parallel`]
+//! and the package is assembled in plan order, whichever device trained a group.
 //!
 //! Budgets: [`CompressOptions::steps`] is per texture set, so a group of `k` sets trains
 //! `k` times as many main steps ([`group_main_steps`]) and every material sees as many
@@ -36,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use super::format::NtcPackage;
 use super::model::{LatentLayout, Preset};
+use super::parallel::{GroupProgress, run_on_devices};
 use super::train::checkpoint::Checkpoint;
 use super::train::gpu::{
     GpuTrainError, GpuTrainerOptions, TrainKernel, TrainOptions, TrainProgress, train_gpu,
@@ -249,6 +252,9 @@ pub struct GroupReport {
     pub preset: Preset,
     /// The training kernels (`None` when the group was resumed finished).
     pub kernel: Option<TrainKernel>,
+    /// The device that trained it (index into the run's devices; `None` when it was
+    /// resumed finished).
+    pub device: Option<usize>,
     /// Wall-clock seconds of training (incl. fine-tuning and evaluation; every try of
     /// rate control).
     pub seconds: f64,
@@ -264,7 +270,8 @@ pub struct GroupReport {
 /// The report of a run.
 #[derive(Clone, Debug, Serialize)]
 pub struct CompressReport {
-    /// The adapter that trained.
+    /// The adapter that trained (with several devices, each distinct adapter in device
+    /// order, `; `-separated).
     pub adapter: String,
     /// Inputs (files).
     pub inputs: String,
@@ -596,11 +603,217 @@ struct GroupTry {
     curves: Vec<(usize, u64, f64, f64)>,
 }
 
-/// Compress `sets` in `groups` (indices into `sets`), writing the package to `out`.
-/// `progress(group, groups, &TrainProgress)` is called as training advances.
+/// One finished group: its package (one decoder), its report line, the rate-control
+/// tries of each member (in member order) and its loss curve.
+struct GroupDone {
+    package: NtcPackage,
+    report: GroupReport,
+    tries: Vec<Vec<RateTry>>,
+    curves: Vec<(usize, u64, f64, f64)>,
+}
+
+/// What every group's training shares: the run's inputs, settings and partial folder.
+struct GroupRun<'a> {
+    sets: &'a [TextureSet],
+    constants: &'a [[f32; CHANNELS]],
+    groups: &'a [Vec<usize>],
+    opts: &'a CompressOptions,
+    partial: &'a Path,
+    resuming: bool,
+    /// Rate control's pooled PSNR target per set.
+    targets: &'a [Option<f64>],
+    /// Training FLOPs per sample of the recipe's decoder.
+    flops: f64,
+}
+
+impl GroupRun<'_> {
+    /// Group `g` on `device` (`ctx`): read back finished from the partial folder, or
+    /// trained (continuing its checkpoint when resuming) and saved there. `stop` ends the
+    /// training at its next chunk with the checkpoint saved.
+    fn group(
+        &self,
+        device: usize,
+        ctx: &GpuContext,
+        g: usize,
+        stop: &AtomicBool,
+        progress: &mut dyn FnMut(&TrainProgress),
+    ) -> Result<GroupDone, CompressError> {
+        let opts = self.opts;
+        let members = &self.groups[g];
+        let done = self.partial.join(format!("group{g}.ntc"));
+        let ckpt = self.partial.join(format!("group{g}.ckpt"));
+        let steps = group_main_steps(opts.steps, members.len());
+        if self.resuming && done.exists() {
+            let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
+                path: done.clone(),
+                source,
+            })?;
+            let preset = finished
+                .materials
+                .first()
+                .map_or(opts.train.model.preset, |m| {
+                    preset_of(&m.layout, opts.train.model.preset)
+                });
+            return Ok(GroupDone {
+                package: finished,
+                report: GroupReport {
+                    sets: members.clone(),
+                    steps,
+                    preset,
+                    kernel: None,
+                    device: None,
+                    seconds: 0.0,
+                    texels_per_second: 0.0,
+                    tflops: 0.0,
+                    final_loss: f64::NAN,
+                },
+                tries: vec![Vec::new(); members.len()],
+                curves: Vec::new(),
+            });
+        }
+        let group_sets: Vec<TextureSet> = members.iter().map(|&i| self.sets[i].clone()).collect();
+        let seed = opts.seed.wrapping_add(g as u64);
+        let mut presets = opts.rate.presets(opts.train.model.preset);
+        let mut resume = if self.resuming && ckpt.exists() {
+            let checkpoint = Checkpoint::load(&ckpt)?;
+            // An interrupted try resumes where rate control was: its smaller presets had
+            // missed the target.
+            let at = presets
+                .iter()
+                .position(|&p| p == checkpoint.config.model.preset)
+                .ok_or_else(|| GpuTrainError::CheckpointFile {
+                    path: ckpt.clone(),
+                    reason: format!(
+                        "it was trained at preset {:?}, which this run does not try",
+                        checkpoint.config.model.preset
+                    ),
+                })?;
+            let mut train = opts.train.clone();
+            train.model.preset = presets[at];
+            checkpoint.fits(&train, steps, seed).map_err(|reason| {
+                GpuTrainError::CheckpointFile {
+                    path: ckpt.clone(),
+                    reason,
+                }
+            })?;
+            presets.drain(..at);
+            Some(checkpoint)
+        } else {
+            None
+        };
+        let t0 = Instant::now();
+        let mut kept = None;
+        let mut tries = vec![Vec::new(); members.len()];
+        for (i, &preset) in presets.iter().enumerate() {
+            let mut train = opts.train.clone();
+            train.model.preset = preset;
+            let mut rates = Vec::new();
+            let mut last = None;
+            let mut try_curves = Vec::new();
+            let result = train_gpu(
+                ctx,
+                &group_sets,
+                &train,
+                steps,
+                seed,
+                TrainOptions {
+                    log_every: opts.log_every,
+                    cancel: Some(stop),
+                    resume: resume.take(),
+                    gpu: GpuTrainerOptions {
+                        kernel: opts.kernel,
+                        ..GpuTrainerOptions::default()
+                    },
+                },
+                &mut |p| {
+                    try_curves.push((g, p.step, p.loss, p.psnr_estimate));
+                    if p.texels_per_second.is_finite() && p.texels_per_second > 0.0 {
+                        rates.push(p.texels_per_second);
+                    }
+                    last = Some(*p);
+                    progress(p);
+                },
+            );
+            let trained = match result {
+                Ok(t) => t,
+                Err(GpuTrainError::Cancelled(checkpoint)) => {
+                    checkpoint.save(&ckpt)?;
+                    return Err(CompressError::Interrupted {
+                        partial: self.partial.to_path_buf(),
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let mut reached = true;
+            for ((&s, m), tried) in members.iter().zip(&trained.materials).zip(&mut tries) {
+                let pooled = m.quality.pooled();
+                if opts.rate != RateControl::Fixed {
+                    tried.push(RateTry {
+                        preset,
+                        psnr_pooled: pooled,
+                    });
+                }
+                if let Some(target) = self.targets[s] {
+                    reached &= pooled.is_some_and(|p| p.db >= target);
+                }
+            }
+            if reached || i + 1 == presets.len() {
+                kept = Some(GroupTry {
+                    trained,
+                    preset,
+                    rates,
+                    last,
+                    curves: try_curves,
+                });
+                break;
+            }
+        }
+        let Some(kept) = kept else {
+            return Err(CompressError::Groups(format!(
+                "group {g}: rate control has no preset to try"
+            )));
+        };
+        let mut train = opts.train.clone();
+        train.model.preset = kept.preset;
+        let mut one = NtcPackage::new(train.model.clone())?;
+        let group_constants: Vec<[f32; CHANNELS]> =
+            members.iter().map(|&i| self.constants[i]).collect();
+        one.add_group(&kept.trained, &group_constants)?;
+        one.write(&done)?;
+        let _ = std::fs::remove_file(&ckpt);
+        let texels_per_second = if kept.rates.is_empty() {
+            0.0
+        } else {
+            kept.rates.iter().sum::<f64>() / kept.rates.len() as f64
+        };
+        Ok(GroupDone {
+            package: one,
+            report: GroupReport {
+                sets: members.clone(),
+                steps,
+                preset: kept.preset,
+                kernel: Some(
+                    opts.kernel
+                        .unwrap_or_else(|| TrainKernel::best(ctx, &train.model)),
+                ),
+                device: Some(device),
+                seconds: t0.elapsed().as_secs_f64(),
+                texels_per_second,
+                tflops: texels_per_second * self.flops / 1e12,
+                final_loss: kept.last.map_or(f64::NAN, |p| p.loss),
+            },
+            tries,
+            curves: kept.curves,
+        })
+    }
+}
+
+/// Compress `sets` in `groups` (indices into `sets`) on `devices` (one or more; see
+/// [`super::parallel`]), writing the package to `out`. `progress` hears every group's
+/// training progress, naming its device.
 #[allow(clippy::too_many_arguments)]
 pub fn compress(
-    ctx: &GpuContext,
+    devices: &[GpuContext],
     sets: &[TextureSet],
     constants: &[[f32; CHANNELS]],
     groups: &[Vec<usize>],
@@ -608,11 +821,11 @@ pub fn compress(
     inputs: &str,
     out: &Path,
     cancel: &AtomicBool,
-    progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+    progress: &mut dyn FnMut(&GroupProgress),
 ) -> Result<(NtcPackage, CompressReport), CompressError> {
     let all: Vec<usize> = (0..groups.len()).collect();
     compress_selected(
-        ctx,
+        devices,
         sets,
         constants,
         groups,
@@ -628,12 +841,13 @@ pub fn compress(
 
 /// [`compress`] of the groups `selection` only (strictly ascending indices into
 /// `groups`), as a shard does: group `g` is trained exactly as in a run of every group
-/// (seed `seed + g`, progress in `<out>.partial/group<g>.*`), the result holds the
-/// selected groups' decoders in `selection` order, and `finish` writes it to `out` before
-/// the partial folder is removed.
+/// (seed `seed + g`, progress in `<out>.partial/group<g>.*`), on whichever of `devices`
+/// is free (largest groups first when there are several); the result holds the selected
+/// groups' decoders in `selection` order, and `finish` writes it to `out` before the
+/// partial folder is removed.
 #[allow(clippy::too_many_arguments)]
 pub fn compress_selected(
-    ctx: &GpuContext,
+    devices: &[GpuContext],
     sets: &[TextureSet],
     constants: &[[f32; CHANNELS]],
     groups: &[Vec<usize>],
@@ -642,11 +856,14 @@ pub fn compress_selected(
     inputs: &str,
     out: &Path,
     cancel: &AtomicBool,
-    progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+    progress: &mut dyn FnMut(&GroupProgress),
     finish: &mut dyn FnMut(&NtcPackage) -> Result<(), CompressError>,
 ) -> Result<(NtcPackage, CompressReport), CompressError> {
     opts.train.validate()?;
     check_groups(groups, sets.len())?;
+    if devices.is_empty() {
+        return Err(CompressError::Groups("no device to train on".into()));
+    }
     if let RateControl::TargetPsnr(db) = opts.rate
         && !db.is_finite()
     {
@@ -692,180 +909,80 @@ pub fn compress_selected(
             })
             .collect(),
     };
-    let flops = training_flops_per_sample(&opts.train.model);
+    let run = GroupRun {
+        sets,
+        constants,
+        groups,
+        opts,
+        partial: &partial,
+        resuming,
+        targets: &targets,
+        flops: training_flops_per_sample(&opts.train.model),
+    };
+    let all_texels = super::shard::group_texels(groups, sets);
+    let weights: Vec<u64> = selection.iter().map(|&g| all_texels[g]).collect();
+    let results = run_on_devices(
+        devices,
+        &weights,
+        cancel,
+        &|device, ctx, item, stop, report| {
+            let g = selection[item];
+            run.group(device, ctx, g, stop, &mut |p| {
+                report(GroupProgress {
+                    device,
+                    group: g,
+                    groups: groups.len(),
+                    train: *p,
+                })
+            })
+        },
+        progress,
+    );
+    // A failure outranks an interruption; a group no worker started was interrupted.
+    let mut finished = Vec::with_capacity(results.len());
+    let mut interrupted = false;
+    let mut failure = None;
+    for result in results {
+        match result {
+            Some(Ok(done)) => finished.push(done),
+            Some(Err(CompressError::Interrupted { .. })) | None => interrupted = true,
+            Some(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if interrupted {
+        return Err(CompressError::Interrupted { partial });
+    }
     let mut package = NtcPackage::new(opts.train.model.clone())?;
-    let mut group_reports = Vec::new();
+    let mut group_reports = Vec::with_capacity(finished.len());
     let mut tries_of: Vec<Vec<RateTry>> = vec![Vec::new(); sets.len()];
     let mut curves = Vec::new();
-    for &g in selection {
-        let members = &groups[g];
-        let done = partial.join(format!("group{g}.ntc"));
-        let ckpt = partial.join(format!("group{g}.ckpt"));
-        let steps = group_main_steps(opts.steps, members.len());
-        if resuming && done.exists() {
-            let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
-                path: done.clone(),
-                source,
-            })?;
-            let preset = finished
-                .materials
-                .first()
-                .map_or(opts.train.model.preset, |m| {
-                    preset_of(&m.layout, opts.train.model.preset)
-                });
-            append(&mut package, finished);
-            group_reports.push(GroupReport {
-                sets: members.clone(),
-                steps,
-                preset,
-                kernel: None,
-                seconds: 0.0,
-                texels_per_second: 0.0,
-                tflops: 0.0,
-                final_loss: f64::NAN,
-            });
-            continue;
+    for (done, &g) in finished.into_iter().zip(selection) {
+        append(&mut package, done.package);
+        for (&s, tried) in groups[g].iter().zip(done.tries) {
+            tries_of[s] = tried;
         }
-        let group_sets: Vec<TextureSet> = members.iter().map(|&i| sets[i].clone()).collect();
-        let seed = opts.seed.wrapping_add(g as u64);
-        let mut presets = opts.rate.presets(opts.train.model.preset);
-        let mut resume = if resuming && ckpt.exists() {
-            let checkpoint = Checkpoint::load(&ckpt)?;
-            // An interrupted try resumes where rate control was: its smaller presets had
-            // missed the target.
-            let at = presets
-                .iter()
-                .position(|&p| p == checkpoint.config.model.preset)
-                .ok_or_else(|| GpuTrainError::CheckpointFile {
-                    path: ckpt.clone(),
-                    reason: format!(
-                        "it was trained at preset {:?}, which this run does not try",
-                        checkpoint.config.model.preset
-                    ),
-                })?;
-            let mut train = opts.train.clone();
-            train.model.preset = presets[at];
-            checkpoint.fits(&train, steps, seed).map_err(|reason| {
-                GpuTrainError::CheckpointFile {
-                    path: ckpt.clone(),
-                    reason,
-                }
-            })?;
-            presets.drain(..at);
-            Some(checkpoint)
-        } else {
-            None
-        };
-        let t0 = Instant::now();
-        let mut kept = None;
-        for (i, &preset) in presets.iter().enumerate() {
-            let mut train = opts.train.clone();
-            train.model.preset = preset;
-            let mut rates = Vec::new();
-            let mut last = None;
-            let mut try_curves = Vec::new();
-            let result = train_gpu(
-                ctx,
-                &group_sets,
-                &train,
-                steps,
-                seed,
-                TrainOptions {
-                    log_every: opts.log_every,
-                    cancel: Some(cancel),
-                    resume: resume.take(),
-                    gpu: GpuTrainerOptions {
-                        kernel: opts.kernel,
-                        ..GpuTrainerOptions::default()
-                    },
-                },
-                &mut |p| {
-                    try_curves.push((g, p.step, p.loss, p.psnr_estimate));
-                    if p.texels_per_second.is_finite() && p.texels_per_second > 0.0 {
-                        rates.push(p.texels_per_second);
-                    }
-                    last = Some(*p);
-                    progress(g, groups.len(), p);
-                },
-            );
-            let trained = match result {
-                Ok(t) => t,
-                Err(GpuTrainError::Cancelled(checkpoint)) => {
-                    checkpoint.save(&ckpt)?;
-                    return Err(CompressError::Interrupted { partial });
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let mut reached = true;
-            for (&s, m) in members.iter().zip(&trained.materials) {
-                let pooled = m.quality.pooled();
-                if opts.rate != RateControl::Fixed {
-                    tries_of[s].push(RateTry {
-                        preset,
-                        psnr_pooled: pooled,
-                    });
-                }
-                if let Some(target) = targets[s] {
-                    reached &= pooled.is_some_and(|p| p.db >= target);
-                }
-            }
-            if reached || i + 1 == presets.len() {
-                kept = Some(GroupTry {
-                    trained,
-                    preset,
-                    rates,
-                    last,
-                    curves: try_curves,
-                });
-                break;
-            }
-        }
-        let Some(kept) = kept else {
-            return Err(CompressError::Groups(format!(
-                "group {g}: rate control has no preset to try"
-            )));
-        };
-        let mut train = opts.train.clone();
-        train.model.preset = kept.preset;
-        let mut one = NtcPackage::new(train.model.clone())?;
-        let group_constants: Vec<[f32; CHANNELS]> = members.iter().map(|&i| constants[i]).collect();
-        one.add_group(&kept.trained, &group_constants)?;
-        one.write(&done)?;
-        let _ = std::fs::remove_file(&ckpt);
-        append(&mut package, one);
-        curves.extend(kept.curves);
-        let texels_per_second = if kept.rates.is_empty() {
-            0.0
-        } else {
-            kept.rates.iter().sum::<f64>() / kept.rates.len() as f64
-        };
-        group_reports.push(GroupReport {
-            sets: members.clone(),
-            steps,
-            preset: kept.preset,
-            kernel: Some(
-                opts.kernel
-                    .unwrap_or_else(|| TrainKernel::best(ctx, &train.model)),
-            ),
-            seconds: t0.elapsed().as_secs_f64(),
-            texels_per_second,
-            tflops: texels_per_second * flops / 1e12,
-            final_loss: kept.last.map_or(f64::NAN, |p| p.loss),
-        });
+        curves.extend(done.curves);
+        group_reports.push(done.report);
     }
     finish(&package)?;
     let _ = std::fs::remove_dir_all(&partial);
 
     // The report: package order is selection order, members in group order.
     let bits = opts.train.model.latent_bits;
-    let order: Vec<(usize, usize)> = selection
+    let order: Vec<(usize, usize, usize)> = selection
         .iter()
-        .flat_map(|&g| groups[g].iter().map(move |&s| (g, s)))
+        .enumerate()
+        .flat_map(|(i, &g)| groups[g].iter().map(move |&s| (i, g, s)))
         .collect();
     let materials: Vec<MaterialReport> = order
         .iter()
         .zip(&package.materials)
-        .map(|(&(g, s), m)| MaterialReport {
+        .map(|(&(i, g, s), m)| MaterialReport {
             name: m.name.clone(),
             group: g,
             width: m.layout.width(),
@@ -873,7 +990,7 @@ pub fn compress_selected(
             channels: m.present.to_string(),
             bits_per_texel: m.layout.bits_per_texel(bits),
             preset: group_reports
-                .get(g)
+                .get(i)
                 .map_or(opts.train.model.preset, |r| r.preset),
             psnr: m.quality.report(),
             target_psnr: targets[s],
@@ -889,8 +1006,10 @@ pub fn compress_selected(
         .iter()
         .filter_map(|m| m.psnr.pooled.map(|p| p.db))
         .collect();
+    let mut adapters: Vec<String> = devices.iter().map(GpuContext::describe).collect();
+    adapters.dedup();
     let report = CompressReport {
-        adapter: ctx.describe(),
+        adapter: adapters.join("; "),
         inputs: inputs.to_string(),
         steps: opts.steps,
         seed: opts.seed,

@@ -9,6 +9,7 @@
 //!   GPU trainer is tested against.
 //! - [`format`](mod@format): the `.ntc` package (materials, decoders, latents, checksums).
 //! - [`compress`]: many sets → one package, group by group on the GPU, with the report.
+//! - [`parallel`]: a run's groups trained on several devices at once, largest first.
 //! - [`shard`]: a run split into shards balanced by texels, their part files and the
 //!   merge of every shard's part into the package.
 //! - [`tools`]: package summaries (`inspect`) and decoding back to PNGs (`decompress`).
@@ -19,6 +20,7 @@
 pub mod compress;
 pub mod format;
 pub mod model;
+pub mod parallel;
 pub mod quant;
 pub mod shard;
 pub mod tools;

@@ -43,7 +43,7 @@ use super::compress::{
     compress_selected,
 };
 use super::format::NtcPackage;
-use super::train::gpu::TrainProgress;
+use super::parallel::GroupProgress;
 use crate::gpu::GpuContext;
 use crate::texture::{CHANNELS, TextureSet};
 
@@ -584,12 +584,12 @@ pub fn merge(parts: &[(PathBuf, Part)]) -> Result<NtcPackage, ShardError> {
     Ok(package)
 }
 
-/// Train shard `shard` of the plan `groups` and write its part to `out` (see
-/// [`compress_selected`] for the training, the partial folder and resuming). Returns the
+/// Train shard `shard` of the plan `groups` on `devices` and write its part to `out`
+/// (see [`compress_selected`] for the training, the partial folder and resuming). Returns the
 /// part and the report of its groups.
 #[allow(clippy::too_many_arguments)]
 pub fn compress_shard(
-    ctx: &GpuContext,
+    devices: &[GpuContext],
     sets: &[TextureSet],
     constants: &[[f32; CHANNELS]],
     groups: &[Vec<usize>],
@@ -598,7 +598,7 @@ pub fn compress_shard(
     inputs: &str,
     out: &Path,
     cancel: &AtomicBool,
-    progress: &mut dyn FnMut(usize, usize, &TrainProgress),
+    progress: &mut dyn FnMut(&GroupProgress),
 ) -> Result<(Part, CompressReport), ShardError> {
     check_groups(groups, sets.len())?;
     let split = split_by_weight(&group_texels(groups, sets), shard.count);
@@ -611,7 +611,7 @@ pub fn compress_shard(
     };
     let selection = header.groups().to_vec();
     let (package, report) = compress_selected(
-        ctx,
+        devices,
         sets,
         constants,
         groups,

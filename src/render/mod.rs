@@ -21,6 +21,7 @@
 //! [`scene_gpu`]) and packages.
 
 pub mod blue_noise;
+pub mod cooccurrence;
 pub mod divergence_stats;
 pub mod gpu_types;
 pub mod headless;
@@ -105,17 +106,21 @@ pub enum RenderMode {
     Random,
     /// NTC, one decoder per texture category.
     Category,
+    /// NTC, groups that cut the distinct decoders per screen tile on the scene's recorded
+    /// views while staying similar in appearance.
+    DivergenceAware,
 }
 
 impl RenderMode {
     /// Every mode, in shortcut order.
-    pub const ALL: [RenderMode; 6] = [
+    pub const ALL: [RenderMode; 7] = [
         RenderMode::Reference,
         RenderMode::Baseline,
         RenderMode::Clustered,
         RenderMode::Single,
         RenderMode::Random,
         RenderMode::Category,
+        RenderMode::DivergenceAware,
     ];
 
     /// Whether the mode renders NTC textures (every mode but the reference).
@@ -132,6 +137,7 @@ impl RenderMode {
             RenderMode::Single => "single",
             RenderMode::Random => "random",
             RenderMode::Category => "category",
+            RenderMode::DivergenceAware => "divergence-aware",
         }
     }
 }
@@ -647,6 +653,31 @@ impl Renderer {
             compare: passes.compare && matches!(material, MaterialPath::Decode(_)),
             heatmap: passes.heatmap,
         }
+    }
+
+    /// Record only the G-buffer of `camera` (into [`Self::targets`]' `gbuffer`, with the
+    /// original textures for alpha testing): what per-tile statistics of a view need, as
+    /// the co-occurrence record does. The history is left as it is.
+    pub fn record_gbuffer(
+        &mut self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        camera: &Camera,
+        profiler: &GpuProfiler,
+    ) {
+        let settings = FrameSettings::new(camera.clone(), Lighting::default(), Aov::Final);
+        let uniform = self.frame_uniform(&settings);
+        ctx.queue
+            .write_buffer(&self.frame_buffer, 0, bytemuck::bytes_of(&uniform));
+        let scene = SceneInputs {
+            frame: &self.frame_buffer,
+            scene: &self.scene,
+            materials: &self.scene.material_bind_groups,
+        };
+        let mut frame = FrameEncoder::new(ctx, encoder, profiler);
+        self.passes
+            .gbuffer
+            .record(&mut frame, &scene, &self.targets.gbuffer);
     }
 
     /// Record one frame of `settings` into `output` (a view of a texture in the output

@@ -250,7 +250,7 @@ pub const SHORTCUTS: &[Shortcut] = &[
     },
     Shortcut {
         input: Input::Keys(&[(K::KeyM, A::NextMode)]),
-        help: "Material source: reference → baseline → clustered → single → random → category",
+        help: "Material source: reference → baseline → clustered → single → random → category → divergence-aware",
     },
     Shortcut {
         input: Input::Keys(&[(K::KeyH, A::ToggleHeatmap)]),

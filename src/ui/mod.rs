@@ -580,6 +580,7 @@ pub fn mode_name(mode: RenderMode) -> &'static str {
         RenderMode::Single => "Single (one decoder)",
         RenderMode::Random => "Random groups",
         RenderMode::Category => "Category groups",
+        RenderMode::DivergenceAware => "Divergence-aware groups",
     }
 }
 

@@ -804,9 +804,11 @@ fn cluster_divergence_aware_needs_a_sound_record() {
         args.extend_from_slice(extra);
         args.into_iter().map(str::to_owned).collect::<Vec<_>>()
     };
-    let args = cluster(&["--strategy", "divergence-aware"]);
+    // Without --cooccurrence the views of the one --scene are recorded; of two scenes
+    // there is no one record to make.
+    let args = cluster(&["--strategy", "divergence-aware", "--scene", s(&gltf)]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    expect_error(&args, &["divergence-aware", "--cooccurrence"]);
+    expect_error(&args, &["exactly one --scene", "--cooccurrence FILE"]);
     let record = dir.join("views.cooc.json");
     std::fs::write(
         &record,

@@ -81,6 +81,49 @@ pub fn kill_once_exists(args: &[&str], path: &Path) -> bool {
     killed
 }
 
+/// Four texture sets in `dir` (8², 16², 8², 16² checkers, base colour only) listed in the
+/// manifest `sets.csv`, which is returned.
+pub fn checker_library(dir: &Path) -> PathBuf {
+    let mut csv = String::from(
+        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n",
+    );
+    for (i, size) in [8, 16, 8, 16].into_iter().enumerate() {
+        write_checker_png(&dir.join(format!("s{i}.png")), size);
+        csv.push_str(&format!("s{i},T,T,s{i}.png,,0,0.5,0\n"));
+    }
+    let manifest = dir.join("sets.csv");
+    std::fs::write(&manifest, csv).expect("manifest");
+    manifest
+}
+
+/// `compress` of `manifest` into `out` with deterministic training, batches of 256, no
+/// BCn baselines, `steps` per set and `seed`, then `extra`.
+pub fn deterministic_compress<'a>(
+    manifest: &'a Path,
+    out: &'a Path,
+    steps: &'a str,
+    seed: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "compress",
+        "--manifest",
+        s(manifest),
+        "--out",
+        s(out),
+        "--steps",
+        steps,
+        "--batch",
+        "256",
+        "--no-bcn",
+        "--deterministic",
+        "--seed",
+        seed,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// The shared adapter (lavapipe in CI). Fails loudly when there is none: GPU tests never
 /// pass silently without a GPU.
 pub fn ctx() -> &'static GpuContext {

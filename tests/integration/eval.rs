@@ -121,6 +121,30 @@ fn psnr(row: &BTreeMap<String, String>, column: &str) -> f64 {
     v
 }
 
+/// `eval` of `manifest` into `out` with the tests' small settings (m = 2, 32 steps per
+/// set, batch 256, the default recipe, a loss point every 32 steps), then `extra`.
+fn study_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "eval",
+        "--manifest",
+        s(manifest),
+        "--out",
+        s(out),
+        "--m",
+        "2",
+        "--steps",
+        "32",
+        "--batch",
+        "256",
+        "--recipe",
+        "default",
+        "--log-every",
+        "32",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 #[test]
 fn cluster_compress_inspect_share_decoders_by_family() {
     let dir = temp_dir("eval-cluster");
@@ -215,27 +239,11 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
     let dir = temp_dir("eval-study");
     let manifest = fixture(&dir, true);
     let out = dir.join("out");
-    let args = [
-        "eval",
-        "--manifest",
-        s(&manifest),
-        "--out",
-        s(&out),
-        "--m",
-        "2",
-        "--steps",
-        "32",
-        "--batch",
-        "256",
-        "--recipe",
-        "default",
-        "--m-sweep",
-        "1,2",
-        "--freeze",
-        "none,0.5",
-        "--log-every",
-        "32",
-    ];
+    let args = study_args(
+        &manifest,
+        &out,
+        &["--m-sweep", "1,2", "--freeze", "none,0.5"],
+    );
     let started = std::time::Instant::now();
     let stdout = ok(&args);
     eprintln!("eval: {:.1} s", started.elapsed().as_secs_f64());
@@ -469,4 +477,134 @@ fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
         "{line}"
     );
     assert!(!out.exists(), "a dry run writes nothing");
+}
+
+/// A run record (or any report JSON) without what may differ between two trainings of
+/// the same numbers: wall-clock times and the adapter's description.
+fn without_timings(mut v: serde_json::Value) -> serde_json::Value {
+    match &mut v {
+        serde_json::Value::Object(map) => {
+            map.retain(|k, _| !k.contains("seconds") && k != "adapter");
+            for value in map.values_mut() {
+                *value = without_timings(value.take());
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for value in items.iter_mut() {
+                *value = without_timings(value.take());
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+/// The settings of the sharded study: three runs (nine group trainings), trained
+/// deterministically.
+const SHARDED_STUDY: [&str; 5] = [
+    "--strategies",
+    "baseline,single,clustered",
+    "--no-ablation",
+    "--no-sweep",
+    "--deterministic",
+];
+
+#[test]
+fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
+    let dir = temp_dir("eval-shards");
+    let manifest = fixture(&dir, true);
+    let args = |out, extra| {
+        let mut a = study_args(&manifest, out, &SHARDED_STUDY);
+        a.extend_from_slice(extra);
+        a
+    };
+    let run_ok = |args: &[&str], env: &[(&str, &str)]| {
+        let (success, stdout, stderr) = crate::common::run_env(args, env);
+        assert!(success, "{args:?} failed:\n{stdout}\n{stderr}");
+        stdout
+    };
+    let whole = dir.join("whole");
+    run_ok(&args(&whole, &[]), &[]);
+    // Two shards: the index given, and from a Kubernetes Indexed Job's variable.
+    let (s0, s1) = (dir.join("s0"), dir.join("s1"));
+    let out0 = run_ok(&args(&s0, &["--shard", "0/2"]), &[]);
+    let out1 = run_ok(
+        &args(&s1, &["--shard", "auto/2"]),
+        &[("JOB_COMPLETION_INDEX", "1")],
+    );
+    assert!(out0.contains("shard 0/2: runs ["), "{out0}");
+    assert!(out1.contains("shard 1/2: runs ["), "{out1}");
+    // A shard run again resumes: its finished runs are loaded, not retrained.
+    let again = run_ok(&args(&s0, &["--shard", "0/2", "--resume"]), &[]);
+    assert!(
+        again.contains(": loaded") && !again.contains(": trained"),
+        "{again}"
+    );
+    for shard in [&s0, &s1] {
+        assert!(shard.join("eval-part.json").is_file());
+        assert!(
+            !shard.join("table2.csv").exists(),
+            "a shard writes no tables"
+        );
+    }
+
+    // Refusals, before anything is written: a missing shard, a repeated one.
+    let refused = dir.join("refused");
+    let refuse = |parts: &[&Path], needles: &[&str]| {
+        let mut a = args(&refused, &["--merge"]);
+        a.extend(parts.iter().map(|p| s(p)));
+        expect_error(&a, needles);
+        assert!(
+            !refused.exists(),
+            "{parts:?}: {} written",
+            refused.display()
+        );
+    };
+    refuse(&[&s0], &["missing", "shard 1/2 (runs "]);
+    refuse(&[&s0, &s1, &s0], &["given twice", "s0"]);
+    refuse(&[&s0, &dir], &["eval-part.json", "--shard"]);
+
+    let merged = dir.join("merged");
+    let mut merge = args(&merged, &["--merge"]);
+    merge.extend([s(&s0), s(&s1)]);
+    let stdout = run_ok(&merge, &[]);
+    assert!(stdout.contains("merged 2 shards"), "{stdout}");
+
+    // The same files as the unsharded evaluation, with the same numbers.
+    let files = |root: &Path| {
+        let mut v = Vec::new();
+        for sub in ["", "runs", "plans"] {
+            for e in std::fs::read_dir(root.join(sub)).expect("folder") {
+                let e = e.expect("entry");
+                if e.path().is_file() {
+                    v.push(format!("{sub}/{}", e.file_name().to_string_lossy()));
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    assert_eq!(files(&merged), files(&whole));
+    let json = |p: PathBuf| -> serde_json::Value {
+        without_timings(serde_json::from_slice(&std::fs::read(&p).expect("json")).expect("parse"))
+    };
+    for name in files(&whole).iter().filter(|f| f.starts_with("runs/")) {
+        let name = name.trim_start_matches('/');
+        assert_eq!(
+            json(merged.join(name)),
+            json(whole.join(name)),
+            "{name} differs"
+        );
+    }
+    let table = |root: &Path| {
+        let (header, mut rows) = read_csv(&root.join("table2.csv"));
+        for row in &mut rows {
+            row.remove("train_seconds");
+        }
+        (header, rows)
+    };
+    assert_eq!(table(&merged), table(&whole));
+    let summary = |root: &Path| json(root.join("summary.json"))["table2"].clone();
+    assert_eq!(summary(&merged), summary(&whole));
+    std::fs::remove_dir_all(&dir).ok();
 }

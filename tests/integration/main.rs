@@ -7,6 +7,8 @@
 mod bench_decode;
 mod cli;
 mod common;
+mod cooccurrence;
+mod devices;
 mod divergence;
 mod eval;
 mod gpu_context;

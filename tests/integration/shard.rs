@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{temp_dir, write_checker_png};
+use crate::common::{checker_library, deterministic_compress, temp_dir};
 
 /// The scheduler variables, removed from every child so that the test's own environment
 /// (a test run inside a Slurm job) cannot change what it checks.
@@ -67,46 +67,17 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 temp path")
 }
 
-/// Four sets (8² and 16² checkers), one decoder each: 16² sets weigh 341 texels with
-/// their mips, 8² ones 85, so three shards get groups [1], [3] and [0, 2].
-fn library(dir: &Path) -> PathBuf {
-    let mut csv = String::from(
-        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n",
-    );
-    for (i, size) in [8, 16, 8, 16].into_iter().enumerate() {
-        write_checker_png(&dir.join(format!("s{i}.png")), size);
-        csv.push_str(&format!("s{i},T,T,s{i}.png,,0,0.5,0\n"));
-    }
-    let manifest = dir.join("sets.csv");
-    std::fs::write(&manifest, csv).expect("manifest");
-    manifest
-}
-
 /// The compress command line of the test's plan with `extra` arguments.
 fn compress_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "compress",
-        "--manifest",
-        s(manifest),
-        "--out",
-        s(out),
-        "--steps",
-        "150",
-        "--batch",
-        "256",
-        "--no-bcn",
-        "--deterministic",
-        "--seed",
-        "3",
-    ];
-    args.extend_from_slice(extra);
-    args
+    deterministic_compress(manifest, out, "150", "3", extra)
 }
 
 #[test]
 fn shards_in_separate_processes_merge_to_the_unsharded_package() {
     let dir = temp_dir("shards");
-    let manifest = library(&dir);
+    // One decoder per set: the 16² sets weigh 341 texels with their mips, the 8² ones 85,
+    // so three shards get groups [1], [3] and [0, 2].
+    let manifest = checker_library(&dir);
     let whole = dir.join("whole.ntc");
     let part = |i: usize| dir.join(format!("p{i}.ntcpart"));
     let (p0, p1, p2) = (part(0), part(1), part(2));
@@ -352,18 +323,35 @@ fn assert_flags_exist(sub: &str, args: &str) {
     }
 }
 
-#[test]
-fn the_scaling_job_files_are_well_formed() {
+/// One sharded job's files in `docs/scaling/` and what they must hold.
+struct JobFiles {
+    /// `JOB` of `slurm-submit.sh` and the prefix of its Slurm scripts
+    /// (`<prefix>-shard.sbatch`, `<prefix>-merge.sbatch`).
+    job: &'static str,
+    prefix: &'static str,
+    /// The Kubernetes manifest.
+    kubernetes: &'static str,
+    /// The subcommand a shard runs and the one that merges.
+    shard_command: &'static str,
+    merge_command: &'static str,
+    /// What a Slurm task writes, what the merge loop reads, what a pod writes.
+    slurm_output: &'static str,
+    slurm_merged: &'static str,
+    pod_output: &'static str,
+    /// The merge's list of the N shards' outputs, from N - 1.
+    merged: fn(u32) -> String,
+}
+
+/// Check one job's files (see [`JobFiles`]).
+fn check_job_files(job: &JobFiles) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scaling");
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
+    let shard_file = format!("{}-shard.sbatch", job.prefix);
+    let merge_file = format!("{}-merge.sbatch", job.prefix);
 
     // Slurm: the scripts parse (bash -n); an array of SHARDS tasks with auto/SHARDS,
     // then the merge once every task succeeded.
-    for name in [
-        "slurm-shard.sbatch",
-        "slurm-merge.sbatch",
-        "slurm-submit.sh",
-    ] {
+    for name in ["slurm-submit.sh", &shard_file, &merge_file] {
         let status = Command::new("bash")
             .arg("-n")
             .arg(dir.join(name))
@@ -372,27 +360,25 @@ fn the_scaling_job_files_are_well_formed() {
         assert!(status.success(), "{name} does not parse");
     }
     let submit = read("slurm-submit.sh");
-    assert!(submit.contains("--array=0-$((SHARDS - 1)) \"$here/slurm-shard.sbatch\""));
-    assert!(submit.contains("--dependency=afterok:\"$array\" \"$here/slurm-merge.sbatch\""));
-    let shard = read("slurm-shard.sbatch");
-    let compress = invocation(&shard, "compress");
-    assert!(
-        compress.contains("--shard \"auto/${SHARDS}\""),
-        "{compress}"
-    );
-    assert!(compress.contains("--deterministic") && compress.contains("--resume"));
-    assert!(shard.contains("part-${SLURM_ARRAY_TASK_ID}.ntcpart"));
-    assert_flags_exist("compress", &compress);
-    let merge = read("slurm-merge.sbatch");
-    assert!(merge.contains("i < SHARDS") && merge.contains("part-$i.ntcpart"));
-    assert_flags_exist("merge", &invocation(&merge, "merge"));
+    assert!(submit.contains(&format!("    {}) prefix={} ;;", job.job, job.prefix)));
+    assert!(submit.contains("--array=0-$((SHARDS - 1)) \"$here/$prefix-shard.sbatch\""));
+    assert!(submit.contains("--dependency=afterok:\"$array\" \"$here/$prefix-merge.sbatch\""));
+    let shard = read(&shard_file);
+    let command = invocation(&shard, job.shard_command);
+    assert!(command.contains("--shard \"auto/${SHARDS}\""), "{command}");
+    assert!(command.contains("--deterministic") && command.contains("--resume"));
+    assert!(shard.contains(job.slurm_output), "{shard_file}");
+    assert_flags_exist(job.shard_command, &command);
+    let merge = read(&merge_file);
+    assert!(merge.contains("i < SHARDS") && merge.contains(job.slurm_merged));
+    assert_flags_exist(job.merge_command, &invocation(&merge, job.merge_command));
 
     // Kubernetes: an Indexed Job of N pods with one GPU each running shard
-    // JOB_COMPLETION_INDEX of auto/N, and a merge Job of the N parts.
-    let yaml = read("kubernetes-compress.yaml");
+    // JOB_COMPLETION_INDEX of auto/N, and a merge Job of the N outputs.
+    let yaml = read(job.kubernetes);
     let docs: Vec<Vec<(String, String)>> = yaml
         .split("\n---\n")
-        .map(|d| yaml_entries(d).unwrap_or_else(|e| panic!("kubernetes-compress.yaml: {e}")))
+        .map(|d| yaml_entries(d).unwrap_or_else(|e| panic!("{}: {e}", job.kubernetes)))
         .collect();
     assert_eq!(docs.len(), 2, "the shards and the merge");
     let get = |doc: &[(String, String)], key: &str| -> String {
@@ -428,25 +414,43 @@ fn the_scaling_job_files_are_well_formed() {
         "1"
     );
     let script = get(shards, &format!("{pod}.args.[0]"));
-    assert!(
-        script.contains("part-${JOB_COMPLETION_INDEX}.ntcpart"),
-        "{script}"
-    );
-    let compress = invocation(&script, "compress");
-    assert!(
-        compress.contains(&format!("--shard auto/{n} ")),
-        "{compress}"
-    );
-    assert_flags_exist("compress", &compress);
+    assert!(script.contains(job.pod_output), "{script}");
+    let command = invocation(&script, job.shard_command);
+    assert!(command.contains(&format!("--shard auto/{n} ")), "{command}");
+    assert_flags_exist(job.shard_command, &command);
     let script = get(merge, &format!("{pod}.args.[0]"));
-    let merge_args = invocation(&script, "merge");
-    assert!(
-        merge_args.contains(&format!("part-{{0..{}}}.ntcpart --out", n - 1)),
-        "{merge_args}"
-    );
-    assert_flags_exist("merge", &merge_args);
+    let merge_args = invocation(&script, job.merge_command);
+    assert!(merge_args.contains(&(job.merged)(n - 1)), "{merge_args}");
+    assert_flags_exist(job.merge_command, &merge_args);
     let wait = get(merge, "spec.template.spec.initContainers.[0].args.[0]");
     assert!(wait.contains(&format!("-ge {n} ]]")), "{wait}");
+}
+
+#[test]
+fn the_scaling_job_files_are_well_formed() {
+    check_job_files(&JobFiles {
+        job: "compress",
+        prefix: "slurm",
+        kubernetes: "kubernetes-compress.yaml",
+        shard_command: "compress",
+        merge_command: "merge",
+        slurm_output: "part-${SLURM_ARRAY_TASK_ID}.ntcpart",
+        slurm_merged: "part-$i.ntcpart",
+        pod_output: "part-${JOB_COMPLETION_INDEX}.ntcpart",
+        merged: |last| format!("part-{{0..{last}}}.ntcpart --out"),
+    });
+    // The evaluation: shard folders, merged by `eval --merge`.
+    check_job_files(&JobFiles {
+        job: "eval",
+        prefix: "slurm-eval",
+        kubernetes: "kubernetes-eval.yaml",
+        shard_command: "eval",
+        merge_command: "eval",
+        slurm_output: "shard-${SLURM_ARRAY_TASK_ID}\"",
+        slurm_merged: "shard-$i\"",
+        pod_output: "shard-${JOB_COMPLETION_INDEX}\n",
+        merged: |last| format!("--merge /data/eval/shard-{{0..{last}}} --resume --out"),
+    });
 
     // The reader itself refuses what it does not understand.
     assert!(yaml_entries("a:\n\tb: 1").is_err());

@@ -557,6 +557,16 @@ pub fn train_gpu(
             return Err(GpuTrainError::Cancelled(Box::new(trainer.checkpoint()?)));
         }
         trainer.step(CHUNK_STEPS)?;
+        if config.deterministic {
+            // Reports at fixed steps (the first chunk end past every `log_every`), so
+            // that the loss curve is as reproducible as the training: wait for them.
+            if trainer.current_step() >= requested.saturating_add(log_every) {
+                trainer.sync_losses()?;
+                requested = trainer.current_step();
+                progress(&reporter.report(&trainer, reporter.step..requested));
+            }
+            continue;
+        }
         if trainer.current_step() >= requested.saturating_add(log_every)
             && trainer.request_losses()?
         {

@@ -185,7 +185,9 @@ pub struct TrainConfig {
     /// Use only order-independent reductions (default false): gradients accumulate in
     /// fixed-point `atomic<i32>` even where `atomic<f32>` exists, so two runs with the
     /// same seed on the same adapter and driver give bit-identical groups (and packages).
-    /// Every other reduction of the trainer already runs in a fixed order.
+    /// Every other reduction of the trainer already runs in a fixed order. The GPU
+    /// trainer then also reports progress at fixed steps (it waits for each report's
+    /// losses), so loss curves and final losses repeat too.
     pub deterministic: bool,
 }
 

@@ -1,0 +1,490 @@
+//! GPU tests of the screen co-occurrence: the co-occurrence pass against the record's CPU
+//! reference (`ViewCounts::count`) on synthetic material-id images (one adapter: lavapipe
+//! in CI).
+
+use neurotex::cluster::ViewCounts;
+use neurotex::gpu::encoder::FrameEncoder;
+use neurotex::gpu::{GpuContext, GpuProfiler};
+use neurotex::render::divergence_stats::{NO_DECODER, NO_MATERIAL};
+use neurotex::render::passes::cooccurrence::{
+    CooccurrenceInputs, CooccurrencePass, SignatureBuffer,
+};
+use neurotex::render::passes::divergence::DecoderMap;
+use neurotex::render::targets::Target;
+use neurotex::render::tiles::TileSize;
+
+use crate::common::ctx;
+
+/// 53 = 3·16 + 5 = 6·8 + 5 columns, 37 = 2·16 + 5 = 9·4 + 1 rows: partial tiles at both
+/// edges for every tile size.
+const SIZE: (u32, u32) = (53, 37);
+
+/// Materials in the map; ids from here on are past it.
+const MAPPED: u32 = 280;
+
+/// Material `i` → set `7i mod 263` (distinct for distinct `i` below 263), every 11th
+/// material without a set.
+fn set_map() -> Vec<u32> {
+    (0..MAPPED)
+        .map(|i| if i % 11 == 5 { NO_DECODER } else { i * 7 % 263 })
+        .collect()
+}
+
+/// A small hash of `i` (deterministic pseudo-random ids).
+fn hash(mut h: u32) -> u32 {
+    h = h.wrapping_mul(0x9E37_79B9);
+    h ^= h >> 15;
+    h = h.wrapping_mul(0x2C1B_3C6D);
+    h ^ (h >> 12)
+}
+
+/// Random words: no geometry in the top-left 16×16 block (tiles without a set); a 16×16
+/// block at (16, 16) of 256 distinct materials (a tile of 16×16
+/// pixels that shows as many sets as it has pixels, minus those without one), elsewhere
+/// pixels without geometry, ids past the map, ids 0xABCDE and random mapped ids in cells
+/// of 3×2 pixels (so tiles hold a few sets, as on screen) but material 23 alone in the
+/// bottom 5 rows (tiles of one set), every other pixel with bit 31 set.
+fn words(salt: u32) -> Vec<u32> {
+    let (w, h) = SIZE;
+    let mut out = Vec::with_capacity((w * h) as usize);
+    for y in 0..h {
+        for x in 0..w {
+            let sign = if (x ^ y) & 1 == 1 { 0x8000_0000 } else { 0 };
+            let r = hash((x + 1000 * y) ^ salt.wrapping_mul(0x85EB_CA6B));
+            let word = if x < 16 && y < 16 {
+                NO_MATERIAL
+            } else if (16..32).contains(&x) && (16..32).contains(&y) {
+                ((y - 16) * 16 + (x - 16)) | sign
+            } else {
+                match r % 16 {
+                    0 | 1 => NO_MATERIAL,
+                    2 => (MAPPED + r % 50) | sign,
+                    3 => 0xA_BCDE | sign,
+                    _ if y >= 32 => 23 | sign,
+                    _ => (hash((x / 3) * 31 + (y / 2) * 977 + salt) % 12 * 23) | sign,
+                }
+            };
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// An R32Uint texture holding `words`.
+fn material_target(ctx: &GpuContext, words: &[u32]) -> Target {
+    let target = Target::new(
+        &ctx.device,
+        "test.material",
+        SIZE,
+        wgpu::TextureFormat::R32Uint,
+        wgpu::TextureUsages::COPY_DST,
+    );
+    ctx.queue.write_texture(
+        target.texture.as_image_copy(),
+        bytemuck::cast_slice(words),
+        wgpu::TexelCopyBufferLayout {
+            offset: 0,
+            bytes_per_row: Some(SIZE.0 * 4),
+            rows_per_image: Some(SIZE.1),
+        },
+        wgpu::Extent3d {
+            width: SIZE.0,
+            height: SIZE.1,
+            depth_or_array_layers: 1,
+        },
+    );
+    target
+}
+
+#[test]
+fn gpu_signatures_equal_the_cpu_count_for_every_tile_size() {
+    let ctx = ctx();
+    let map = set_map();
+    let set_map = DecoderMap::new(&ctx.device, "test.set_map", &map);
+    for tile in TileSize::ALL {
+        let pass = CooccurrencePass::new(ctx, tile).unwrap_or_else(|e| panic!("{e}"));
+        let out = SignatureBuffer::new(ctx, tile, SIZE).expect("signature buffer");
+        for salt in [1, 2] {
+            let words = words(salt);
+            let ids = material_target(ctx, &words);
+            let profiler = GpuProfiler::new(ctx);
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            let inputs = CooccurrenceInputs {
+                material_ids: &ids,
+                set_map: &set_map,
+            };
+            pass.record(
+                &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
+                &inputs,
+                &out,
+            )
+            .expect("record");
+            ctx.queue.submit([encoder.finish()]);
+            let gpu = ViewCounts::from_histogram(out.read_histogram(ctx).expect("read"));
+            let cpu = ViewCounts::count(&words, SIZE, tile, &map);
+            assert_eq!(gpu, cpu, "{tile}, salt {salt}");
+            // The image exercises what it claims to: tiles of one and of several sets,
+            // tiles showing no set, and (16×16) one tile of 233 sets.
+            let (gw, gh) = tile.grid(SIZE);
+            assert!(cpu.covered_tiles() < u64::from(gw * gh), "{tile}");
+            assert!(cpu.signatures.iter().any(|s| s.sets.len() == 1), "{tile}");
+            assert!(cpu.signatures.iter().any(|s| s.sets.len() >= 3), "{tile}");
+            let largest = cpu.signatures.iter().map(|s| s.sets.len()).max();
+            if tile == TileSize::T16x16 {
+                // 256 materials, 23 of them (i mod 11 = 5) without a set.
+                assert_eq!(largest, Some(233), "{tile}");
+            }
+        }
+        // Signatures of another size are refused, not written out of bounds.
+        let other = SignatureBuffer::new(ctx, tile, (SIZE.0 + 8, SIZE.1)).expect("buffer");
+        let ids = material_target(ctx, &words(1));
+        let profiler = GpuProfiler::new(ctx);
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        let inputs = CooccurrenceInputs {
+            material_ids: &ids,
+            set_map: &set_map,
+        };
+        let frame = &mut FrameEncoder::new(ctx, &mut encoder, &profiler);
+        assert!(pass.record(frame, &inputs, &other).is_err());
+    }
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+}
+
+/// A 16×16 PNG of `rgb` varied by ±8 per channel: white noise of its own per `salt`
+/// (`bars` false), or vertical bars 4 texels wide shifted by `salt` texels.
+fn write_tinted_png(path: &std::path::Path, rgb: [u8; 3], bars: bool, salt: u32) {
+    let mut px = Vec::with_capacity(16 * 16 * 4);
+    for i in 0..256u32 {
+        let d = if bars {
+            if ((i % 16 + salt) / 4).is_multiple_of(2) {
+                8
+            } else {
+                -8
+            }
+        } else {
+            (hash(i ^ salt.wrapping_mul(0x85EB_CA6B)) % 17) as i32 - 8
+        };
+        for c in rgb {
+            px.push((i32::from(c) + d).clamp(0, 255) as u8);
+        }
+        px.push(255);
+    }
+    image::save_buffer(path, &px, 16, 16, image::ExtendedColorType::Rgba8).expect("write png");
+}
+
+/// A scene seen straight from above over 8 m × 8 m at 64×64 pixels (1 m = one 8×8
+/// tile, tile edges on whole metres): `alpha` (red) and `bravo` (blue) in alternating
+/// 0.5 m stripes over x ∈ [0, 4), so every tile there shows both; `charlie` (alpha's red
+/// and kind of noise) and `delta` (bravo's blue and bars, shifted) in 3 m squares, apart
+/// from everything. Its
+/// description has one camera path of 1 s (three views at Δt = 0.5 s). Returns the
+/// description.
+fn two_pairs_scene(dir: &std::path::Path) -> std::path::PathBuf {
+    use glam::Vec3;
+    use neurotex::builtin::gltf_builder::{
+        GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane,
+    };
+    let mut b = GltfBuilder::new();
+    let material = |b: &mut GltfBuilder, name: &str, rgb: [u8; 3], bars: bool, salt: u32| {
+        write_tinted_png(&dir.join(format!("{name}.png")), rgb, bars, salt);
+        let mut m = MaterialDesc::new(name);
+        m.metallic_factor = 0.0;
+        m.base_color_texture = Some(format!("{name}.png"));
+        b.add_material(m)
+    };
+    let (red, blue) = ([220, 40, 40], [40, 50, 220]);
+    let alpha = material(&mut b, "alpha", red, false, 1);
+    let bravo = material(&mut b, "bravo", blue, true, 0);
+    let charlie = material(&mut b, "charlie", red, false, 2);
+    let delta = material(&mut b, "delta", blue, true, 2);
+    for k in 0..8 {
+        let mat = if k % 2 == 0 { alpha } else { bravo };
+        let name = format!("stripe{k}");
+        let mesh = b.add_mesh(&name, plane(0.5, 8.0, UvMode::Unit), mat);
+        let x = 0.25 + 0.5 * k as f32;
+        b.add_mesh_node(
+            &name,
+            mesh,
+            NodeTransform::translation(Vec3::new(x, 0.0, 0.0)),
+        );
+    }
+    for (name, mat, z) in [("c", charlie, 2.5), ("d", delta, -2.5)] {
+        let mesh = b.add_mesh(name, plane(3.0, 3.0, UvMode::Unit), mat);
+        b.add_mesh_node(
+            name,
+            mesh,
+            NodeTransform::translation(Vec3::new(-2.5, 0.0, z)),
+        );
+    }
+    b.write(dir, "two_pairs").expect("write glTF");
+    let toml = dir.join("two_pairs.toml");
+    std::fs::write(
+        &toml,
+        "gltf = \"two_pairs.gltf\"\n\n[[camera_paths]]\nname = \"above\"\nkeys = [\n  \
+         { time = 0.0, position = [0, 4, 0], target = [0, 0, 0], fov_deg = 90 },\n  \
+         { time = 1.0, position = [0, 4, 0], target = [0, 0, 0], fov_deg = 90 },\n]\n",
+    )
+    .expect("write description");
+    toml
+}
+
+#[test]
+fn recorded_views_pull_co_occurring_sets_together_and_are_reused_until_the_scene_changes() {
+    use neurotex::cluster::{
+        CooccurrenceInput, EmbedderChoice, Plan, PlanInputs, Strategy, TileSignature, embed_sets,
+        make_plan_with,
+    };
+    use neurotex::render::cooccurrence::{RecordSettings, load_or_record};
+    use neurotex::texture::inputs::{InputSets, InputSource};
+    use neurotex::texture::{LoadOptions, SceneTextures};
+
+    let ctx = ctx();
+    let dir = crate::common::temp_dir("cooccurrence-scene");
+    let scene = two_pairs_scene(&dir);
+    let load = LoadOptions {
+        allow_missing: false,
+        max_size: None,
+    };
+    let settings = RecordSettings {
+        size: (64, 64),
+        tile: TileSize::T8x8,
+        interval: 0.5,
+    };
+    let file = dir.join("cache").join("record.json");
+    let record_now = || {
+        let opened = neurotex::scene::open::open(Some(&scene)).expect("open scene");
+        let textures = SceneTextures::load(&opened.scene.materials, &load).expect("textures");
+        load_or_record(
+            ctx,
+            &opened,
+            &scene,
+            &textures,
+            &settings,
+            &file,
+            &mut |_, _| {},
+        )
+        .expect("record")
+    };
+    let first = record_now();
+    assert!(!first.reused);
+    let record = &first.record;
+    assert_eq!(record.views.len(), 3, "{:?}", record.source.views);
+    let names = &record.source.set_names;
+    let index = |name: &str| {
+        names
+            .iter()
+            .position(|s| s == name)
+            .unwrap_or_else(|| panic!("{name} in {names:?}")) as u32
+    };
+    let (a, b, c, d) = (
+        index("alpha"),
+        index("bravo"),
+        index("charlie"),
+        index("delta"),
+    );
+    // Every view: 32 tiles of alpha and bravo, 9 of charlie, 9 of delta, nothing else.
+    let mut want = vec![
+        TileSignature {
+            sets: {
+                let mut ab = vec![a, b];
+                ab.sort_unstable();
+                ab
+            },
+            tiles: 32,
+        },
+        TileSignature {
+            sets: vec![c],
+            tiles: 9,
+        },
+        TileSignature {
+            sets: vec![d],
+            tiles: 9,
+        },
+    ];
+    want.sort_by(|x, y| x.sets.cmp(&y.sets));
+    for view in &record.views {
+        assert_eq!(view.signatures, want);
+    }
+    let n = names.len();
+    let pairs = record.pair_tiles();
+    assert_eq!(pairs[a as usize * n + b as usize], 96);
+    assert_eq!(pairs[c as usize * n + d as usize], 0);
+
+    // Appearance groups the two reds and the two blues; the recorded co-occurrence pulls
+    // alpha and bravo together. With two appearance pairs the trade is one of fractions:
+    // moving alpha to bravo's group costs 2/3 of the worst-case spread and removes all of
+    // the divergence, so it pays for w > 0.4; 0.5 is used here.
+    let inputs = InputSets::open(&[InputSource::Scene(scene.clone())]).expect("inputs");
+    let sets = inputs.load_sets(&load).expect("sets");
+    let embeddings = embed_sets(&sets, &EmbedderChoice::Stats).expect("embed");
+    let together = |plan: &Plan, x: &str, y: &str| {
+        plan.groups
+            .iter()
+            .any(|g| g.sets.iter().any(|s| s == x) && g.sets.iter().any(|s| s == y))
+    };
+    let clustered = make_plan_with(
+        Strategy::Clustered,
+        &embeddings,
+        2,
+        1,
+        &PlanInputs::default(),
+    )
+    .expect("clustered");
+    assert!(together(&clustered, "alpha", "charlie"), "{clustered:?}");
+    assert!(together(&clustered, "bravo", "delta"), "{clustered:?}");
+    assert!(!together(&clustered, "alpha", "bravo"), "{clustered:?}");
+    let inputs = PlanInputs {
+        categories: None,
+        cooccurrence: Some(CooccurrenceInput {
+            record,
+            file: &file,
+            weight: 0.5,
+        }),
+    };
+    let aware = make_plan_with(Strategy::DivergenceAware, &embeddings, 2, 1, &inputs)
+        .expect("divergence-aware");
+    assert!(together(&aware, "alpha", "bravo"), "{aware:?}");
+    let c = aware.cooccurrence.as_ref().expect("search summary");
+    assert!(c.divergence < c.start_divergence, "{c:?}");
+    assert_eq!(c.divergence, 0.0, "{c:?}");
+
+    // Unchanged: reused from the file. A changed description: recorded anew (same
+    // views, new digests). A damaged file: recorded anew.
+    let again = record_now();
+    assert!(again.reused);
+    assert_eq!(again.record, first.record);
+    let text = std::fs::read_to_string(&scene).expect("read description");
+    std::fs::write(&scene, format!("{text}# edited\n")).expect("edit description");
+    let edited = record_now();
+    assert!(!edited.reused);
+    assert_ne!(
+        edited.record.source.scene_files,
+        first.record.source.scene_files
+    );
+    assert_eq!(edited.record.views, first.record.views);
+    assert!(record_now().reused);
+    std::fs::write(&file, b"{ not a record").expect("damage");
+    assert!(!record_now().reused);
+    assert!(record_now().reused);
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cluster_records_the_scene_views_it_needs_and_reuses_them() {
+    use crate::common::{expect_error, run, s};
+    let dir = crate::common::temp_dir("cooccurrence-cli");
+    let scene = two_pairs_scene(&dir);
+    let plan = dir.join("plan.json");
+    let cluster = |extra: &[&str]| {
+        let mut args = vec![
+            "cluster",
+            "--scene",
+            s(&scene),
+            "--m",
+            "2",
+            "--record-size",
+            "64x64",
+            "--force",
+            "--out",
+            s(&plan),
+        ];
+        args.extend_from_slice(extra);
+        let (ok, stdout, stderr) = run(&args);
+        assert!(ok, "{args:?}: {stdout}\n{stderr}");
+        stdout
+    };
+    let aware = [
+        "--strategy",
+        "divergence-aware",
+        "--cooccurrence-weight",
+        "0.5",
+    ];
+    let out = cluster(&aware);
+    assert!(out.contains("co-occurrence: recorded 3 views"), "{out}");
+    assert!(out.contains("predicted divergence"), "{out}");
+    let read = neurotex::cluster::Plan::read(&plan).expect("plan");
+    assert!(
+        read.groups
+            .iter()
+            .any(|g| g.sets.contains(&"alpha".to_string()) && g.sets.contains(&"bravo".to_string())),
+        "{read:?}"
+    );
+    let out = cluster(&aware);
+    assert!(out.contains("co-occurrence: reusing"), "{out}");
+
+    // An explicit record file, for any strategy.
+    let record = dir.join("views.json");
+    let out = cluster(&["--record-cooccurrence", s(&record)]);
+    assert!(
+        out.contains("recorded 3 views") && record.is_file(),
+        "{out}"
+    );
+    let read = neurotex::cluster::CooccurrenceRecord::read(&record).expect("record");
+    assert_eq!(read.source.size, [64, 64]);
+
+    // Recording needs exactly one scene.
+    expect_error(
+        &[
+            "cluster",
+            "--scene",
+            s(&scene),
+            "--scene",
+            s(&scene),
+            "--strategy",
+            "divergence-aware",
+            "--out",
+            s(&dir.join("two.json")),
+        ],
+        &["exactly one --scene", "--cooccurrence FILE"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_divergence_aware_package_needs_the_scene_views() {
+    use neurotex::cluster::Strategy;
+    use neurotex::packages::{PackageError, PackageRecipe, ScenePackages};
+    use neurotex::texture::{LoadOptions, SceneTextures};
+    let ctx = ctx();
+    let dir = crate::common::temp_dir("cooccurrence-package");
+    let scene = two_pairs_scene(&dir);
+    let opened = neurotex::scene::open::open(Some(&scene)).expect("open scene");
+    let textures = SceneTextures::load(
+        &opened.scene.materials,
+        &LoadOptions {
+            allow_missing: false,
+            max_size: None,
+        },
+    )
+    .expect("textures");
+    let packages = ScenePackages::open_in(&scene, PackageRecipe::default(), &dir.join("cache"))
+        .expect("packages");
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let err = packages
+        .load_or_compress(
+            std::slice::from_ref(ctx),
+            Strategy::DivergenceAware,
+            &textures,
+            &cancel,
+            &mut |_| {},
+        )
+        .unwrap_err();
+    assert!(matches!(err, PackageError::NoViews { .. }), "{err}");
+    assert!(err.to_string().contains("two_pairs.toml"), "{err}");
+    // With the views, the package's key names the record once it exists, and the record
+    // lies beside the packages.
+    let packages = packages.with_views(std::sync::Arc::new(opened), scene.clone());
+    assert!(!packages.is_fresh(Strategy::DivergenceAware));
+    let key = packages.key(Strategy::DivergenceAware);
+    assert!(
+        key.contains("cooccurrence-two_pairs-8x8-1280x720.json") && key.contains("missing"),
+        "{key}"
+    );
+    assert!(
+        !packages
+            .key(Strategy::Clustered)
+            .contains("cooccurrence-two_pairs")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
