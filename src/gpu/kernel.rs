@@ -7,8 +7,8 @@
 //! Every compute pass of the renderer and every kernel of the NTC trainer is built here,
 //! so pipeline creation, layouts and error reporting are written once.
 
-use super::GpuContext;
 use super::shader::{ShaderError, catch_compiler_panic, create_shader_module, describe_defines};
+use super::{CachedBindGroup, GpuContext};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout::{Slot, group_layout};
 
@@ -83,6 +83,8 @@ pub struct ComputeKernel {
     layouts: Vec<wgpu::BindGroupLayout>,
     pipeline_layout: wgpu::PipelineLayout,
     pipeline: wgpu::ComputePipeline,
+    /// Group 0 of the resources [`Self::run`] was last handed.
+    group0: CachedBindGroup,
 }
 
 impl ComputeKernel {
@@ -123,6 +125,7 @@ impl ComputeKernel {
             layouts,
             pipeline_layout,
             pipeline,
+            group0: CachedBindGroup::new(),
         })
     }
 
@@ -146,6 +149,7 @@ impl ComputeKernel {
             layouts: self.layouts.clone(),
             pipeline_layout: self.pipeline_layout.clone(),
             pipeline,
+            group0: CachedBindGroup::new(),
         })
     }
 
@@ -221,6 +225,21 @@ impl ComputeKernel {
             }
             pass.dispatch_workgroups(workgroups.0, workgroups.1, 1);
         });
+    }
+
+    /// Record one compute pass labelled with the kernel (its timing row) that binds group 0
+    /// over `resources` (`(binding, resource)` pairs; the bind group is cached and remade
+    /// only when they change) and dispatches `workgroups` (x, y) workgroups.
+    pub fn run(
+        &self,
+        frame: &mut FrameEncoder<'_>,
+        resources: &[(u32, wgpu::BindingResource<'_>)],
+        workgroups: (u32, u32),
+    ) {
+        let bind_group = self
+            .group0
+            .get(frame.device(), &self.label, self.layout(0), resources);
+        self.dispatch(frame, &[&bind_group], workgroups);
     }
 
     /// A bind group of `group` over `(binding, resource)` pairs, labelled with the kernel.

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
-use crate::gpu::{CachedBindGroup, GpuContext, GpuError, read_buffer};
+use crate::gpu::{GpuContext, GpuError, read_buffer};
 use crate::render::passes::divergence::DecoderMap;
 use crate::render::targets::Target;
 use crate::render::tiles::TileSize;
@@ -121,7 +121,6 @@ impl SignatureBuffer {
 pub struct CooccurrencePass {
     tile: TileSize,
     kernel: ComputeKernel,
-    bind_group: CachedBindGroup,
 }
 
 impl CooccurrencePass {
@@ -146,11 +145,7 @@ impl CooccurrencePass {
                 ])],
             },
         )?;
-        Ok(Self {
-            tile,
-            kernel,
-            bind_group: CachedBindGroup::new(),
-        })
+        Ok(Self { tile, kernel })
     }
 
     /// The tile size the pass lists sets over.
@@ -176,25 +171,16 @@ impl CooccurrencePass {
                 self.tile, size.0, size.1, out.tile, out.size.0, out.size.1
             )));
         }
-        let bind_group = self.bind_group.get(
-            frame.device(),
-            Self::LABEL,
-            self.kernel.layout(0),
-            &[
-                (
-                    0,
-                    wgpu::BindingResource::TextureView(&inputs.material_ids.view),
-                ),
-                (1, inputs.set_map.buffer().as_entire_binding()),
-                (2, out.buffer.as_entire_binding()),
-            ],
-        );
+        let resources = &[
+            (
+                0,
+                wgpu::BindingResource::TextureView(&inputs.material_ids.view),
+            ),
+            (1, inputs.set_map.buffer().as_entire_binding()),
+            (2, out.buffer.as_entire_binding()),
+        ];
         let grid = self.tile.grid(size);
-        frame.compute_pass(Self::LABEL, |pass| {
-            pass.set_pipeline(self.kernel.pipeline());
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(grid.0, grid.1, 1);
-        });
+        self.kernel.run(frame, resources, grid);
         Ok(())
     }
 }

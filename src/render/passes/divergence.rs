@@ -29,7 +29,7 @@ use wgpu::util::DeviceExt as _;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot as Binding;
-use crate::gpu::{CachedBindGroup, GpuContext, GpuError, read_texture};
+use crate::gpu::{GpuContext, GpuError, read_texture};
 use crate::render::divergence_stats::{DivergenceStats, NO_DECODER, TileCounts};
 use crate::render::targets::Target;
 use crate::render::tiles::TileSize;
@@ -108,7 +108,6 @@ pub struct DivergencePass {
     kernel: ComputeKernel,
     /// The two histograms of `tile.pixels() + 1` `u32` bins each.
     histograms: wgpu::Buffer,
-    bind_group: CachedBindGroup,
     ring: Mutex<Ring>,
 }
 
@@ -160,7 +159,6 @@ impl DivergencePass {
             tile,
             kernel,
             histograms,
-            bind_group: CachedBindGroup::new(),
             ring: Mutex::new(Ring {
                 slots,
                 next_frame: 0,
@@ -199,28 +197,19 @@ impl DivergencePass {
         inputs: &DivergenceInputs<'_>,
         tiles: &Target,
     ) {
-        let bind_group = self.bind_group.get(
-            frame.device(),
-            Self::LABEL,
-            self.kernel.layout(0),
-            &[
-                (
-                    0,
-                    wgpu::BindingResource::TextureView(&inputs.material_ids.view),
-                ),
-                (1, inputs.current.buffer.as_entire_binding()),
-                (2, inputs.baseline.buffer.as_entire_binding()),
-                (3, wgpu::BindingResource::TextureView(&tiles.view)),
-                (4, self.histograms.as_entire_binding()),
-            ],
-        );
+        let resources = &[
+            (
+                0,
+                wgpu::BindingResource::TextureView(&inputs.material_ids.view),
+            ),
+            (1, inputs.current.buffer.as_entire_binding()),
+            (2, inputs.baseline.buffer.as_entire_binding()),
+            (3, wgpu::BindingResource::TextureView(&tiles.view)),
+            (4, self.histograms.as_entire_binding()),
+        ];
         frame.encoder().clear_buffer(&self.histograms, 0, None);
         let grid = (tiles.texture.width(), tiles.texture.height());
-        frame.compute_pass(Self::LABEL, |pass| {
-            pass.set_pipeline(self.kernel.pipeline());
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(grid.0, grid.1, 1);
-        });
+        self.kernel.run(frame, resources, grid);
         let encoder = frame.encoder();
         let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
         let frame = ring.next_frame;

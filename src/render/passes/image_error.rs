@@ -27,7 +27,7 @@
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
-use crate::gpu::{CachedBindGroup, GpuContext, GpuError, read_buffer};
+use crate::gpu::{GpuContext, GpuError, read_buffer};
 use crate::render::divergence_stats::NO_MATERIAL;
 use crate::render::targets::Target;
 use crate::texture::metrics::psnr_from_mse;
@@ -235,7 +235,6 @@ pub struct ImageErrorInputs<'a> {
 pub struct ImageErrorPass {
     kernel: ComputeKernel,
     uniform: wgpu::Buffer,
-    bind_group: CachedBindGroup,
 }
 
 impl ImageErrorPass {
@@ -267,11 +266,7 @@ impl ImageErrorPass {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(Self {
-            kernel,
-            uniform,
-            bind_group: CachedBindGroup::new(),
-        })
+        Ok(Self { kernel, uniform })
     }
 
     fn groups(size: (u32, u32)) -> (u32, u32) {
@@ -305,19 +300,14 @@ impl ImageErrorPass {
             }
         }
         let view = wgpu::BindingResource::TextureView;
-        let bind_group = self.bind_group.get(
-            frame.device(),
-            Self::LABEL,
-            self.kernel.layout(0),
-            &[
-                (0, self.uniform.as_entire_binding()),
-                (1, view(&inputs.a.view)),
-                (2, view(&inputs.b.view)),
-                (3, view(&inputs.material_ids.view)),
-                (4, view(&outputs.error.view)),
-                (5, outputs.partials.as_entire_binding()),
-            ],
-        );
+        let resources = &[
+            (0, self.uniform.as_entire_binding()),
+            (1, view(&inputs.a.view)),
+            (2, view(&inputs.b.view)),
+            (3, view(&inputs.material_ids.view)),
+            (4, view(&outputs.error.view)),
+            (5, outputs.partials.as_entire_binding()),
+        ];
         let uniform = ImageErrorUniform {
             srgb_encode: u32::from(inputs.space == ErrorSpace::SrgbEncoded),
             _pad: [0; 3],
@@ -326,11 +316,7 @@ impl ImageErrorPass {
             .queue()
             .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&uniform));
         let (w, h) = Self::groups(outputs.size);
-        frame.compute_pass(Self::LABEL, |pass| {
-            pass.set_pipeline(self.kernel.pipeline());
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(w, h, 1);
-        });
+        self.kernel.run(frame, resources, (w, h));
         Ok(())
     }
 }

@@ -3,10 +3,10 @@
 //! ambient with occlusion, emissive, sky). One compute dispatch, a thread per pixel in
 //! 8×8 workgroups, storing into the HDR target through a storage view.
 
+use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
-use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::targets::{MaterialTargets, Target, format};
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
@@ -29,7 +29,6 @@ pub struct LightingInputs<'a> {
 #[derive(Debug)]
 pub struct LightingPass {
     kernel: ComputeKernel,
-    bind_group: CachedBindGroup,
     /// The comparison sampler of the shadow lookup (bilinear PCF).
     shadow_sampler: wgpu::Sampler,
 }
@@ -61,7 +60,6 @@ impl LightingPass {
         )?;
         Ok(Self {
             kernel,
-            bind_group: CachedBindGroup::new(),
             shadow_sampler: ctx.device.create_sampler(&wgpu::SamplerDescriptor {
                 label: Some("shadow.sampler"),
                 mag_filter: wgpu::FilterMode::Linear,
@@ -76,23 +74,18 @@ impl LightingPass {
     pub fn record(&self, frame: &mut FrameEncoder<'_>, inputs: &LightingInputs<'_>, hdr: &Target) {
         let view = wgpu::BindingResource::TextureView;
         let m = inputs.materials;
-        let bind_group = self.bind_group.get(
-            frame.device(),
-            Self::LABEL,
-            self.kernel.layout(0),
-            &[
-                (0, inputs.frame.as_entire_binding()),
-                (1, view(&inputs.depth.view)),
-                (2, view(&m.base_color.view)),
-                (3, view(&m.normal_rm.view)),
-                (4, view(&m.emissive_ao.view)),
-                (5, view(&inputs.shadow_map.view)),
-                (6, wgpu::BindingResource::Sampler(&self.shadow_sampler)),
-                (7, view(&hdr.view)),
-            ],
-        );
+        let resources = &[
+            (0, inputs.frame.as_entire_binding()),
+            (1, view(&inputs.depth.view)),
+            (2, view(&m.base_color.view)),
+            (3, view(&m.normal_rm.view)),
+            (4, view(&m.emissive_ao.view)),
+            (5, view(&inputs.shadow_map.view)),
+            (6, wgpu::BindingResource::Sampler(&self.shadow_sampler)),
+            (7, view(&hdr.view)),
+        ];
         let (w, h) = (hdr.texture.width(), hdr.texture.height());
         let groups = (w.div_ceil(WORKGROUP_SIZE), h.div_ceil(WORKGROUP_SIZE));
-        self.kernel.dispatch(frame, &[&bind_group], groups);
+        self.kernel.run(frame, resources, groups);
     }
 }

@@ -15,10 +15,10 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
 use crate::gpu::layout::{self, Slot};
-use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::RenderError;
 use crate::render::passes::fullscreen::FullscreenPass;
 use crate::render::targets::{MaterialTargets, Target};
@@ -48,7 +48,6 @@ pub struct TonemapInputs<'a> {
 pub struct TonemapPass {
     raster: FullscreenPass,
     kernel: ComputeKernel,
-    bind_group: CachedBindGroup,
     /// [`SrgbEncoder`]'s 255 thresholds as 64 `vec4f`.
     thresholds: wgpu::Buffer,
     /// The storage view of the last output texture written by compute.
@@ -103,7 +102,6 @@ impl TonemapPass {
         Ok(Self {
             raster,
             kernel,
-            bind_group: CachedBindGroup::new(),
             thresholds,
             storage_view: Mutex::new(None),
         })
@@ -143,17 +141,12 @@ impl TonemapPass {
         let mut resources = shared.to_vec();
         resources.push((6, view(&storage)));
         resources.push((7, self.thresholds.as_entire_binding()));
-        let bind_group = self.bind_group.get(
-            frame.device(),
-            Self::LABEL,
-            self.kernel.layout(0),
-            &resources,
-        );
+        let resources = &resources;
         let groups = (
             texture.width().div_ceil(WORKGROUP_SIZE),
             texture.height().div_ceil(WORKGROUP_SIZE),
         );
-        self.kernel.dispatch(frame, &[&bind_group], groups);
+        self.kernel.run(frame, resources, groups);
     }
 
     /// The [`STORAGE_FORMAT`] view of `texture`, made again only for another texture.
