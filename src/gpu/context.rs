@@ -363,6 +363,38 @@ pub fn describe_adapter(info: &wgpu::AdapterInfo) -> String {
     )
 }
 
+/// The device could not satisfy an allocation.
+#[derive(Debug, thiserror::Error)]
+#[error("out of GPU memory allocating {what} ({bytes} bytes): {message}")]
+pub struct OutOfMemory {
+    /// What was allocated.
+    pub what: String,
+    /// Bytes asked for.
+    pub bytes: u64,
+    /// wgpu's message.
+    pub message: String,
+}
+
+/// Run `allocate` (which creates buffers or textures on `device` and returns them with the
+/// bytes it asked for) inside an out-of-memory error scope: an allocation the device cannot
+/// satisfy becomes [`OutOfMemory`] naming `what` and the size, not a lost device later.
+pub fn allocate<T>(
+    device: &wgpu::Device,
+    what: &str,
+    allocate: impl FnOnce() -> (T, u64),
+) -> Result<T, OutOfMemory> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let (value, bytes) = allocate();
+    match pollster::block_on(scope.pop()) {
+        Some(error) => Err(OutOfMemory {
+            what: what.to_owned(),
+            bytes,
+            message: error.to_string(),
+        }),
+        None => Ok(value),
+    }
+}
+
 /// Picks the adapter: by `WGPU_ADAPTER_NAME` substring when set, else wgpu's
 /// high-performance choice.
 async fn select_adapter(

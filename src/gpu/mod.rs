@@ -7,7 +7,8 @@
 //! materials or passes. Everything here either works on any adapter or reports cleanly
 //! (a [`GpuError`] or [`ShaderError`]) when the adapter lacks something.
 //!
-//! - [`context`]: [`GpuContext`], [`GrantedFeatures`], [`GpuError`], error scopes.
+//! - [`context`]: [`GpuContext`], [`GrantedFeatures`], [`GpuError`], error scopes
+//!   ([`allocate`]: out of device memory as an error with the size asked).
 //! - [`devices`]: `--devices all|0,2|N`, [`DeviceChoice`] and [`DeviceSet`] (a context
 //!   per chosen adapter).
 //! - [`profiler`]: [`GpuProfiler`], timestamp scopes keyed by pass label, [`PassTiming`]
@@ -36,7 +37,7 @@ pub mod readback;
 pub mod shader;
 
 pub use bind_cache::CachedBindGroup;
-pub use context::{GpuContext, GpuError, GrantedFeatures};
+pub use context::{GpuContext, GpuError, GrantedFeatures, OutOfMemory, allocate};
 pub use devices::{DeviceChoice, DeviceSet, DevicesError};
 pub use kernel::{ComputeKernel, KernelError};
 pub use profiler::{GpuProfiler, PassTiming};

@@ -48,16 +48,9 @@ pub enum NtcRenderError {
     /// The package is inconsistent.
     #[error(transparent)]
     Package(#[from] NtcFormatError),
-    /// The device ran out of memory for the package.
-    #[error("out of GPU memory allocating {what} ({bytes} bytes): {message}")]
-    OutOfMemory {
-        /// What was allocated.
-        what: String,
-        /// Bytes asked for.
-        bytes: u64,
-        /// wgpu's message.
-        message: String,
-    },
+    /// The device ran out of memory for the package or a pass's buffers.
+    #[error(transparent)]
+    OutOfMemory(#[from] crate::gpu::OutOfMemory),
     /// The package needs more memory than the budget allows.
     #[error(transparent)]
     OverBudget(#[from] crate::texture::budget::OverBudget),
@@ -375,22 +368,20 @@ impl NtcSceneGpu {
         let asked = (latents.len() + decoder_words.len()) as u64 * 4
             + material_bytes.len() as u64
             + (mips.len() * std::mem::size_of::<NtcMipGpu>()) as u64;
-        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let latent_buffer = storage("ntc.latents", bytemuck::cast_slice(&latents), 4);
-        let decoder_buffer = storage("ntc.decoders", bytemuck::cast_slice(&decoder_words), 4);
-        let material_buffer = storage("ntc.materials", material_bytes, 0);
-        let mip_buffer = storage(
-            "ntc.mips",
-            bytemuck::cast_slice(&mips),
-            std::mem::size_of::<NtcMipGpu>(),
-        );
-        if let Some(error) = pollster::block_on(scope.pop()) {
-            return Err(NtcRenderError::OutOfMemory {
-                what: "the NTC package's buffers".into(),
-                bytes: asked,
-                message: error.to_string(),
-            });
-        }
+        let (latent_buffer, decoder_buffer, material_buffer, mip_buffer) =
+            crate::gpu::allocate(device, "the NTC package's buffers", || {
+                let buffers = (
+                    storage("ntc.latents", bytemuck::cast_slice(&latents), 4),
+                    storage("ntc.decoders", bytemuck::cast_slice(&decoder_words), 4),
+                    storage("ntc.materials", material_bytes, 0),
+                    storage(
+                        "ntc.mips",
+                        bytemuck::cast_slice(&mips),
+                        std::mem::size_of::<NtcMipGpu>(),
+                    ),
+                );
+                (buffers, asked)
+            })?;
         Ok(Self {
             config: config.clone(),
             latents: latent_buffer,

@@ -123,6 +123,9 @@ pub enum UploadError {
         /// Limit.
         limit: usize,
     },
+    /// The device ran out of memory for the scene's textures or buffers.
+    #[error(transparent)]
+    OutOfMemory(#[from] crate::gpu::OutOfMemory),
 }
 
 /// Largest material id the G-buffer's 20-bit id field (and the material depth) can hold.
@@ -154,13 +157,17 @@ impl SceneGpu {
         let sets = textures.descs.clone();
         let material_sets = textures.material_sets.clone();
         let missing_textures = textures.missing.clone();
-        let mut texture_bytes = 0u64;
-        let mut set_textures = Vec::with_capacity(textures.sets.len());
-        for set in &textures.sets {
-            let (t, bytes) = upload_set(device, queue, set);
-            texture_bytes += bytes;
-            set_textures.push(t);
-        }
+        let (set_textures, texture_bytes) =
+            crate::gpu::allocate(device, "the scene's texture sets", || {
+                let mut bytes = 0u64;
+                let mut views = Vec::with_capacity(textures.sets.len());
+                for set in &textures.sets {
+                    let (v, b) = upload_set(device, queue, set);
+                    bytes += b;
+                    views.push(v);
+                }
+                ((views, bytes), bytes)
+            })?;
         let (neutral, _) = upload_set(device, queue, &TextureSet::neutral());
 
         let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
@@ -246,27 +253,41 @@ impl SceneGpu {
                 usage,
             })
         };
+        let geometry_bytes = std::mem::size_of_val(vertices.as_slice())
+            + std::mem::size_of_val(indices.as_slice())
+            + std::mem::size_of_val(instances.as_slice())
+            + std::mem::size_of_val(materials.as_slice());
+        let (vertex_buffer, index_buffer, instance_buffer, material_buffer) =
+            crate::gpu::allocate(device, "the scene's geometry buffers", || {
+                let buffers = (
+                    buffer(
+                        "scene.vertices",
+                        bytemuck::cast_slice(&vertices),
+                        wgpu::BufferUsages::VERTEX,
+                    ),
+                    buffer(
+                        "scene.indices",
+                        bytemuck::cast_slice(&indices),
+                        wgpu::BufferUsages::INDEX,
+                    ),
+                    buffer(
+                        "scene.instances",
+                        bytemuck::cast_slice(&instances),
+                        wgpu::BufferUsages::STORAGE,
+                    ),
+                    buffer(
+                        "scene.materials",
+                        bytemuck::cast_slice(&materials),
+                        wgpu::BufferUsages::STORAGE,
+                    ),
+                );
+                (buffers, geometry_bytes as u64)
+            })?;
         Ok(Self {
-            vertex_buffer: buffer(
-                "scene.vertices",
-                bytemuck::cast_slice(&vertices),
-                wgpu::BufferUsages::VERTEX,
-            ),
-            index_buffer: buffer(
-                "scene.indices",
-                bytemuck::cast_slice(&indices),
-                wgpu::BufferUsages::INDEX,
-            ),
-            instance_buffer: buffer(
-                "scene.instances",
-                bytemuck::cast_slice(&instances),
-                wgpu::BufferUsages::STORAGE,
-            ),
-            material_buffer: buffer(
-                "scene.materials",
-                bytemuck::cast_slice(&materials),
-                wgpu::BufferUsages::STORAGE,
-            ),
+            vertex_buffer,
+            index_buffer,
+            instance_buffer,
+            material_buffer,
             material_bind_groups,
             material_layout,
             draws,

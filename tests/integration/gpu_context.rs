@@ -409,3 +409,32 @@ fn f16_shader_modules_follow_the_granted_feature() {
         assert!(err.contains("half.wgsl"), "{err}");
     }
 }
+
+#[test]
+fn allocation_scopes_catch_out_of_memory_only() {
+    let ctx = ctx();
+    let device = &ctx.device;
+    let buffer = |size| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("allocate test"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })
+    };
+    let made = neurotex::gpu::allocate(device, "a small buffer", || (buffer(256), 256))
+        .expect("256 bytes fit");
+    assert_eq!(made.size(), 256);
+    // A validation error inside the out-of-memory scope is not reported as out of memory:
+    // it reaches the enclosing validation scope.
+    let too_large = device.limits().max_buffer_size + 4;
+    let inner = ctx
+        .error_scope(|| {
+            neurotex::gpu::allocate(device, "an invalid buffer", || {
+                (buffer(too_large), too_large)
+            })
+        })
+        .expect_err("the validation scope sees the invalid buffer");
+    assert!(inner.to_string().contains("allocate test"), "{inner}");
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+}

@@ -141,13 +141,15 @@ impl NtcBakePass {
                     _pad0: 0,
                 });
             }
-            sets.push(baked_set(
-                device,
-                &m.name,
-                width,
-                height,
-                m.layout.mips() as u32,
-            ));
+            let mips = m.layout.mips() as u32;
+            // Three RGBA8 textures with their mip chains.
+            let bytes: u64 = (0..mips)
+                .map(|l| u64::from((width >> l).max(1)) * u64::from((height >> l).max(1)) * 12)
+                .sum();
+            let what = format!("the baked textures of `{}`", m.name);
+            sets.push(crate::gpu::allocate(device, &what, || {
+                (baked_set(device, &m.name, width, height, mips), bytes)
+            })?);
         }
         let mut bytes = vec![0u8; (params.len() as u64 * align) as usize];
         for (i, p) in params.iter().enumerate() {

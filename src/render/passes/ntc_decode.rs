@@ -721,7 +721,6 @@ impl NtcDecodePass {
                 });
             }
         }
-        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let storage = |label: &str, bytes: u64, extra: wgpu::BufferUsages| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -731,25 +730,21 @@ impl NtcDecodePass {
             })
         };
         let readable = wgpu::BufferUsages::COPY_SRC;
-        let buffers = SortBuffers {
-            key: (size, decoders),
-            runs: storage("ntc.sort.runs", 8 * (n + 1), readable),
-            slots: storage("ntc.sort.slots", slot_bytes, readable),
-            counts: storage("ntc.sort.counts", 4 * n, wgpu::BufferUsages::empty()),
-            cursors: storage("ntc.sort.cursors", 4 * n, wgpu::BufferUsages::empty()),
-            dispatch: storage(
-                "ntc.sort.dispatch",
-                4 * (3 + 3 * n),
-                wgpu::BufferUsages::INDIRECT,
-            ),
-        };
-        if let Some(error) = pollster::block_on(scope.pop()) {
-            return Err(NtcRenderError::OutOfMemory {
-                what: "the sorted decode's buffers".into(),
-                bytes: slot_bytes + 8 * (n + 1) + 8 * n + 4 * (3 + 3 * n),
-                message: error.to_string(),
-            });
-        }
+        let buffers = crate::gpu::allocate(device, "the sorted decode's buffers", || {
+            let buffers = SortBuffers {
+                key: (size, decoders),
+                runs: storage("ntc.sort.runs", 8 * (n + 1), readable),
+                slots: storage("ntc.sort.slots", slot_bytes, readable),
+                counts: storage("ntc.sort.counts", 4 * n, wgpu::BufferUsages::empty()),
+                cursors: storage("ntc.sort.cursors", 4 * n, wgpu::BufferUsages::empty()),
+                dispatch: storage(
+                    "ntc.sort.dispatch",
+                    4 * (3 + 3 * n),
+                    wgpu::BufferUsages::INDIRECT,
+                ),
+            };
+            (buffers, slot_bytes + 8 * (n + 1) + 8 * n + 4 * (3 + 3 * n))
+        })?;
         *slot = Some(buffers);
         Ok(slot)
     }
