@@ -13,11 +13,12 @@
 // the first the number of sets, then the sets. A tile cannot hold more distinct sets than
 // pixels, so the slot always suffices and every signature is exact.
 //
-// The distinct sets come from divergence.wgsl's loop over one key: each iteration takes
-// the smallest set still pending (one workgroup atomicMin), appends it, and retires the
-// pixels that hold it, so the loop runs once per distinct set (plus the one that ends it).
+// The distinct sets come from common/tile_loop.wgsl's tile_next: each iteration takes the
+// smallest set still pending (one workgroup atomicMin), appends it, and retires the pixels
+// that hold it, so the loop runs once per distinct set (plus the one that ends it).
 
 #import "common/frame.wgsl"
+#import "common/tile_loop.wgsl"
 
 const TILE_PIXELS: u32 = ${TILE_W}u * ${TILE_H}u;
 // Map entry of a material without a texture set (the divergence pass's NO_DECODER); also
@@ -28,9 +29,6 @@ const NO_SET: u32 = 0xFFFFFFFFu;
 @group(0) @binding(1) var<storage, read> set_map: array<u32>;
 // One slot of TILE_PIXELS + 1 words per tile (see above); every slot's count is written.
 @group(0) @binding(2) var<storage, read_write> signatures: array<u32>;
-
-var<workgroup> wg_candidate: atomic<u32>;
-var<workgroup> wg_key: u32;
 
 @compute @workgroup_size(${TILE_W}, ${TILE_H})
 fn signature(
@@ -55,19 +53,8 @@ fn signature(
     var pending = key != NO_SET;
     var count = 0u;
     loop {
-        if li == 0u {
-            atomicStore(&wg_candidate, NO_SET);
-        }
-        workgroupBarrier();
-        if pending {
-            atomicMin(&wg_candidate, key);
-        }
-        workgroupBarrier();
-        if li == 0u {
-            wg_key = atomicLoad(&wg_candidate);
-        }
-        let next = workgroupUniformLoad(&wg_key);
-        if next == NO_SET {
+        let next = tile_next(li, pending, key);
+        if next == TILE_LOOP_DONE {
             break;
         }
         if li == 0u {
