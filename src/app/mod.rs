@@ -462,9 +462,14 @@ impl Viewer {
             } else {
                 self.options.train_devices.clone()
             };
+            // The scene as named (a description's `asset_folders` admit its glTF's URIs).
+            let arg = scene
+                .source
+                .clone()
+                .unwrap_or_else(|| scene.opened.scene.source.clone());
             scene.packages = Some(PackageJobs::start(
                 devices,
-                scene.opened.scene.source.clone(),
+                arg.clone(),
                 textures,
                 PackageRecipe {
                     max_texture_size: self.options.upload.max_texture_size,
@@ -472,11 +477,9 @@ impl Viewer {
                 },
                 self.options.packages.clone(),
                 &modes,
-                modes.contains(&RenderMode::DivergenceAware).then(|| {
-                    let arg = scene.source.clone();
-                    let arg = arg.unwrap_or_else(|| scene.opened.scene.source.clone());
-                    (Arc::new(scene.opened.clone()), arg)
-                }),
+                modes
+                    .contains(&RenderMode::DivergenceAware)
+                    .then(|| (Arc::new(scene.opened.clone()), arg)),
             ));
         }
         let ready = scene

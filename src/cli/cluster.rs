@@ -154,7 +154,7 @@ fn record_scene(
     };
     let file = match file {
         Some(f) => f.clone(),
-        None => ScenePackages::open(&opened.scene.source, PackageRecipe::default())?
+        None => ScenePackages::open(scene, PackageRecipe::default())?
             .cooccurrence_path(scene, &settings),
     };
     let (source, _) = record::expected_source(&opened, scene, &settings)?;

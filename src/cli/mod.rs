@@ -262,10 +262,11 @@ fn load_package(
     use anyhow::Context as _;
     let strategy = neurotex::packages::strategy_of(mode)
         .ok_or_else(|| anyhow::anyhow!("the reference mode has no package"))?;
-    let mut packages = ScenePackages::open(&opened.scene.source, source.recipe.clone())?
+    // The scene as named (a description's `asset_folders` admit its glTF's URIs).
+    let scene = source.scene.unwrap_or(&opened.scene.source);
+    let mut packages = ScenePackages::open(scene, source.recipe.clone())?
         .with_prebuilt(source.packages.map(Path::to_path_buf));
     if strategy == neurotex::cluster::Strategy::DivergenceAware {
-        let scene = source.scene.unwrap_or(&opened.scene.source);
         packages = packages.with_views(std::sync::Arc::new(opened.clone()), scene.to_path_buf());
     }
     let package = match source.package {

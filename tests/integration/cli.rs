@@ -238,6 +238,40 @@ fn renders_a_textured_quad() {
     assert_eq!(img.dimensions(), (32, 24));
 }
 
+/// A description whose `asset_folders` admit textures outside its glTF's folder works in
+/// the NTC modes too: their packages open the scene as named, not its bare glTF.
+#[test]
+fn asset_folders_reach_the_ntc_packages() {
+    let dir = temp_dir("assetfolders");
+    let (art, desc) = (dir.join("art"), dir.join("desc"));
+    std::fs::create_dir_all(&art).unwrap();
+    std::fs::create_dir_all(&desc).unwrap();
+    write_checker_png(&art.join("checker.png"), 16);
+    quad_scene(&desc, Some("../art/checker.png"));
+    let toml = desc.join("scene.toml");
+    std::fs::write(
+        &toml,
+        "gltf = \"quad.gltf\"\nasset_folders = [\"../art\"]\n",
+    )
+    .unwrap();
+    let out = dir.join("baseline.png");
+    let (ok, _, stderr) = run(&[
+        "render",
+        "--scene",
+        s(&toml),
+        "--mode",
+        "baseline",
+        "--ntc-steps",
+        "2",
+        "--size",
+        "16x16",
+        "--out",
+        s(&out),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(out.is_file());
+}
+
 #[test]
 fn compress_inspect_decompress_round_trip() {
     let dir = temp_dir("codec");
