@@ -1,4 +1,4 @@
-//! The screen co-occurrence inputs of the commands that group by it
+//! The screen co-occurrence inputs that `cluster` and `eval` share
 //! ([`CooccurrenceArgs`]): a record file to read, or the one `--scene`'s views recorded
 //! on the GPU (into a file of one's own or the scene's package cache, reused there while
 //! the scene is unchanged).
@@ -48,6 +48,12 @@ pub struct CooccurrenceArgs {
 }
 
 impl CooccurrenceArgs {
+    /// True when a record was asked for by file (`--cooccurrence` or
+    /// `--record-cooccurrence`).
+    pub fn given(&self) -> bool {
+        self.cooccurrence.is_some() || self.record_cooccurrence.is_some()
+    }
+
     /// The record and its file: `--cooccurrence`'s, the views recorded into
     /// `--record-cooccurrence`, or — with neither, when `needed` — the scene's package
     /// cache's ([`record_scene`]); `None` when no record is given and none is needed.
