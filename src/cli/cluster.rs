@@ -6,16 +6,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use neurotex::gpu::GpuContext;
-use neurotex::packages::{PackageRecipe, ScenePackages};
-use neurotex::render::cooccurrence::{self as record, RecordSettings};
-use neurotex::render::tiles::TileSize;
 use neurotex::{cluster, texture};
 
-use super::args::{
-    InputsArg, TextureLimitArg, describe_sources, parse_image_path, parse_positive_usize,
-    parse_size,
-};
+use super::args::{InputsArg, describe_sources, parse_image_path, parse_positive_usize};
+use super::cooccurrence::CooccurrenceArgs;
 use super::{distinct_outputs, output_policy};
 
 /// The arguments of `neurotex cluster`.
@@ -48,34 +42,6 @@ pub struct ClusterArgs {
     cooccurrence: CooccurrenceArgs,
 }
 
-/// The screen co-occurrence inputs of `cluster`.
-#[derive(Args, Debug)]
-struct CooccurrenceArgs {
-    /// Co-occurrence record of the scene's views (JSON) to read. With a record, every
-    /// strategy reports its predicted divergence on the recorded views. Without one,
-    /// `divergence-aware` records the `--scene`'s views into the scene's package cache
-    /// (or reuses the record there while the scene is unchanged).
-    #[arg(long, conflicts_with = "record_cooccurrence")]
-    cooccurrence: Option<PathBuf>,
-    /// Record the `--scene`'s views into this file (reused when it already holds a record
-    /// of the same scene files, sets, tile, size and views) and use it.
-    #[arg(long)]
-    record_cooccurrence: Option<PathBuf>,
-    /// Size of the recorded views, WIDTHxHEIGHT. Default: the scene's, else 1280x720.
-    #[arg(long, value_parser = parse_size)]
-    record_size: Option<(u32, u32)>,
-    /// Screen tile of the recorded views (the decode pass's).
-    #[arg(long, value_enum, default_value_t = TileSize::T8x8)]
-    record_tile: TileSize,
-    /// Seconds between two recorded samples of each camera path.
-    #[arg(long, default_value_t = record::DEFAULT_INTERVAL)]
-    record_interval: f32,
-    /// Weight of the divergence term against the appearance spread in `divergence-aware`,
-    /// 0..=1 (0: appearance only, 1: divergence only).
-    #[arg(long, default_value_t = cluster::DEFAULT_COOCCURRENCE_WEIGHT)]
-    cooccurrence_weight: f64,
-}
-
 /// Run `neurotex cluster`.
 pub fn run(a: ClusterArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
@@ -94,15 +60,9 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     let embeddings = cluster::embed_sets(&sets, &embedder)?;
     let categories =
         (a.strategy == cluster::Strategy::Category).then_some(inputs.categories.as_slice());
-    let c = &a.cooccurrence;
-    let recorded = match (&c.cooccurrence, &c.record_cooccurrence) {
-        (Some(file), _) => Some((cluster::CooccurrenceRecord::read(file)?, file.clone())),
-        (None, Some(file)) => Some(record_scene(&a.inputs, c, Some(file))?),
-        (None, None) if a.strategy == cluster::Strategy::DivergenceAware => {
-            Some(record_scene(&a.inputs, c, None)?)
-        }
-        (None, None) => None,
-    };
+    let recorded = a
+        .cooccurrence
+        .record(&a.inputs, a.strategy == cluster::Strategy::DivergenceAware)?;
     let record = recorded
         .as_ref()
         .map(|(record, file)| (record, file.as_path()));
@@ -128,71 +88,6 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     }
     println!("wrote {} and {}", a.out.display(), sheet.display());
     Ok(())
-}
-
-/// The co-occurrence record of the one `--scene` of `inputs`: `file`'s (or, without one,
-/// the scene's package cache's) when it holds a record of the scene as it is now, else
-/// the scene's views recorded on the GPU (with a progress bar) and written there.
-fn record_scene(
-    inputs: &InputsArg,
-    c: &CooccurrenceArgs,
-    file: Option<&PathBuf>,
-) -> Result<(cluster::CooccurrenceRecord, PathBuf)> {
-    let [scene] = inputs.scenes.as_slice() else {
-        anyhow::bail!(
-            "recording the screen co-occurrence needs exactly one --scene (given {}); or \
-             pass a record with --cooccurrence FILE",
-            inputs.scenes.len()
-        );
-    };
-    let opened = neurotex::scene::open::open(Some(scene))?;
-    let defaults = RecordSettings::for_scene(&opened);
-    let settings = RecordSettings {
-        size: c.record_size.unwrap_or(defaults.size),
-        tile: c.record_tile,
-        interval: c.record_interval,
-    };
-    let file = match file {
-        Some(f) => f.clone(),
-        None => ScenePackages::open(scene, PackageRecipe::default())?
-            .cooccurrence_path(scene, &settings),
-    };
-    let (source, _) = record::expected_source(&opened, scene, &settings)?;
-    if let Some(existing) = record::reusable(&file, &source) {
-        println!("co-occurrence: reusing {}", file.display());
-        return Ok((existing, file));
-    }
-    let policy = output_policy(super::scene_files(&opened, Some(scene)));
-    if c.record_cooccurrence.is_some() {
-        policy.check_all([file.as_path()])?;
-    }
-    let limit = TextureLimitArg {
-        max_texture_size: inputs.limit.max_texture_size,
-    };
-    let textures = texture::SceneTextures::load(&opened.scene.materials, &limit.load_options())?;
-    let ctx = GpuContext::headless()?;
-    let bar = super::steps_bar("recording views [{bar:32}] {pos}/{len}  ETA {eta}")?;
-    bar.set_length(source.views.len() as u64);
-    let recorded = record::load_or_record(
-        &ctx,
-        &opened,
-        scene,
-        &textures,
-        &settings,
-        &file,
-        &mut |done, _| bar.set_position(done as u64),
-    )?;
-    bar.finish_and_clear();
-    println!(
-        "co-occurrence: recorded {} views ({}×{}, {} tiles) of {} into {}",
-        source.views.len(),
-        settings.size.0,
-        settings.size.1,
-        settings.tile,
-        scene.display(),
-        file.display()
-    );
-    Ok((recorded.record, file))
 }
 
 /// Print the predicted divergence on the recorded views and the appearance spread of

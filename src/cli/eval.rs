@@ -12,6 +12,7 @@ use neurotex::{cluster, ntc, texture};
 
 use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
 use super::compress::{TrainOverrides, parse_shard};
+use super::cooccurrence::CooccurrenceArgs;
 use super::devices::{DeviceBars, DevicesArg};
 use super::{cancel_on_ctrl_c, output_policy};
 
@@ -23,11 +24,15 @@ pub struct EvalArgs {
     /// Output folder: tables, charts, plans, runs/, summary.json, report.md.
     #[arg(long)]
     out: PathBuf,
-    /// Strategies of Table 2, comma-separated. Default: all five (`category` only when
-    /// the inputs have category labels).
+    /// Strategies of Table 2, comma-separated. Default: the paper's five (`category` only
+    /// when the inputs have category labels). `divergence-aware` runs only when listed
+    /// (in Table 2 and at every m of the sweep): it needs the co-occurrence record of the
+    /// `--scene`'s views (recorded into the scene's package cache, or reused from there)
+    /// or `--cooccurrence FILE`.
     #[arg(long, value_enum, value_delimiter = ',')]
     strategies: Option<Vec<cluster::Strategy>>,
-    /// Groups of `clustered` and `random` (Table 2 and the freezing ablation).
+    /// Groups of `clustered`, `random` and `divergence-aware` (Table 2 and the freezing
+    /// ablation).
     #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
     m: usize,
     /// Texture embedder of the clustered plans.
@@ -58,8 +63,9 @@ pub struct EvalArgs {
     /// fraction of the main steps.
     #[arg(long, value_delimiter = ',', default_value = "none,0.25,0.5,0.75")]
     freeze: Vec<eval::Freeze>,
-    /// Decoder counts of the sweep, comma-separated. Default: 1, 2, 4, … below the
-    /// number of sets, --m, and the number of sets.
+    /// Decoder counts of the sweep (clustered, random and, when listed in --strategies,
+    /// divergence-aware at each), comma-separated. Default: 1, 2, 4, … below the number
+    /// of sets, --m, and the number of sets.
     #[arg(long, value_delimiter = ',', value_parser = parse_positive_usize)]
     m_sweep: Option<Vec<usize>>,
     /// Skip the freezing ablation.
@@ -74,12 +80,15 @@ pub struct EvalArgs {
     /// Keep each run's .ntc package in runs/.
     #[arg(long)]
     keep_packages: bool,
-    /// Print the runs the evaluation would train, then stop.
+    /// Print the runs the evaluation would train, then stop (`divergence-aware`'s groups
+    /// need the co-occurrence record, so a missing or stale cached one is recorded first).
     #[arg(long)]
     dry_run: bool,
     /// Report progress (and record the loss curves) about every this many steps.
     #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
+    #[command(flatten)]
+    cooccurrence: CooccurrenceArgs,
     #[command(flatten)]
     devices: DevicesArg,
     /// Train with order-independent sums only (fixed-point gradients), so that runs with
@@ -116,6 +125,19 @@ fn command_line() -> String {
 pub fn run(a: EvalArgs) -> Result<()> {
     let command_line = command_line();
     let sources = a.inputs.sources()?;
+    let description = describe_sources(&sources);
+    // divergence-aware needs the views of a scene or a record file: refused before
+    // anything is opened, decoded or trained.
+    let aware = a
+        .strategies
+        .as_ref()
+        .is_some_and(|s| s.contains(&cluster::Strategy::DivergenceAware));
+    if aware && !a.cooccurrence.given() && a.inputs.scenes.is_empty() {
+        return Err(eval::EvalError::NoCooccurrence {
+            inputs: description,
+        }
+        .into());
+    }
     let inputs = texture::inputs::InputSets::open(&sources)?;
     // The folder is the evaluation's (a non-empty one needs --resume); it may not be
     // an input.
@@ -128,17 +150,25 @@ pub fn run(a: EvalArgs) -> Result<()> {
             .files()
             .iter()
             .chain(a.clip_weights.iter())
+            .chain(a.cooccurrence.cooccurrence.iter())
             .chain(a.merge.iter()),
     )
     .check_dir(&a.out)?;
+    let recorded = a.cooccurrence.record(&a.inputs, aware)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
-    let description = describe_sources(&sources);
     let eval_inputs = eval::EvalInputs {
         sets: &sets,
         categories: &inputs.categories,
         constants: &constants,
         description: &description,
+        cooccurrence: recorded
+            .as_ref()
+            .map(|(record, file)| cluster::CooccurrenceInput {
+                record,
+                file,
+                weight: a.cooccurrence.cooccurrence_weight,
+            }),
     };
     let mut train = a
         .overrides

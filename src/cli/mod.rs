@@ -1,12 +1,14 @@
 //! The `neurotex` command line: one file per subcommand (its clap arguments and a `run`
-//! that calls the library), the argument groups several subcommands share ([`args`]),
-//! and the few helpers every subcommand's output goes through. `anyhow` lives only here.
+//! that calls the library), the argument groups several subcommands share ([`args`], and
+//! the co-occurrence record options in [`cooccurrence`]), and the few helpers every
+//! subcommand's output goes through. `anyhow` lives only here.
 
 mod args;
 mod bench;
 mod bench_decode;
 mod cluster;
 mod compress;
+mod cooccurrence;
 mod decompress;
 mod devices;
 mod eval;

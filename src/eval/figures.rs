@@ -108,6 +108,7 @@ mod tests {
             run: String::new(),
             decoders: m,
             mean_psnr: psnr,
+            predicted: None,
             seconds: 0.0,
         };
         let t = SweepTable {

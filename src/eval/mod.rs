@@ -1,27 +1,32 @@
 //! The shared-decoder study on our data (`neurotex eval`): the paper's Table 2 (mean
 //! PSNR per grouping strategy, overall and per category), the gradual-freezing ablation
-//! (its Figures 5–6) and a sweep over the number of decoders, clustered against random.
+//! (its Figures 5–6) and a sweep over the number of decoders, clustered against random
+//! (and `divergence-aware` when Table 2 has it). With a screen co-occurrence record of
+//! the scene's views, every run's predicted divergence 𝒟 on those views stands beside
+//! its PSNR.
 //!
 //! ```text
 //! sets + categories ──plan_eval──► EvalPlan: a plan per strategy, the distinct runs
-//!                                  (sections share identical trainings), which run
-//!                                  answers which table cell
+//!  (+ co-occurrence                (sections share identical trainings), which run
+//!     record)                      answers which table cell, each run's predicted 𝒟
 //!                   ──evaluate───► per run: ntc::compress ─► runs/<name>.json
 //!                                  (loaded instead of retrained on --resume)
 //!                                  ─► EvalReport ─► the out folder (below)
 //! ```
 //!
-//! The out folder: `table2.{csv,md}`, `plans/<strategy>.json` and the clustered plan's
-//! contact sheet `plans/clustered.png`; `freezing.{csv,md}`, `freezing_curves.{csv,png}`;
-//! `m_sweep.{csv,md,png}`; `summary.json` (setup and every run) and `report.md`; and
-//! `runs/<name>.json` (`.ntc` too with `keep_packages`). Every file is written through a
-//! temporary file and a rename.
+//! The out folder: `table2.{csv,md}`, `plans/<strategy>.json` and the contact sheets of
+//! the clustered and divergence-aware plans `plans/<strategy>.png`; `freezing.{csv,md}`,
+//! `freezing_curves.{csv,png}`; `m_sweep.{csv,md,png}`; `summary.json` (setup and every
+//! run) and `report.md`; and `runs/<name>.json` (`.ntc` too with `keep_packages`). Every
+//! file is written through a temporary file and a rename.
 //!
-//! Sub-modules: `runs` (freezing settings, run names, sharing, run records), `tables`
-//! (the tables and the report), `figures` (the charts' panels) and [`shard`] (`eval
-//! --shard I/N` and `eval --merge`). This module trains only through
+//! Sub-modules: `runs` (freezing settings, run names, sharing, run records), `divergence`
+//! (the co-occurrence record checked against the sets, each run's predicted 𝒟),
+//! `tables` (the tables and the report), `figures` (the charts' panels) and [`shard`]
+//! (`eval --shard I/N` and `eval --merge`). This module trains only through
 //! [`ntc::compress`](crate::ntc::compress::compress) and renders nothing.
 
+mod divergence;
 mod figures;
 mod runs;
 pub mod shard;
@@ -32,7 +37,8 @@ use std::sync::atomic::AtomicBool;
 
 use crate::charts::{PlotError, write_panels_png};
 use crate::cluster::{
-    ClusterError, EmbedderChoice, Plan, Strategy, embed_sets, make_plan, write_contact_sheet,
+    ClusterError, CooccurrenceInput, EmbedderChoice, Plan, PlanInputs, Strategy, embed_sets,
+    make_plan_with, write_contact_sheet,
 };
 use crate::gpu::GpuContext;
 use crate::ntc::TrainConfig;
@@ -43,6 +49,7 @@ use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
 use crate::ntc::train::schedule::finetune_steps;
 use crate::texture::{CHANNELS, TextureSet};
 
+pub use divergence::{RecordedViews, RunDivergence};
 pub use figures::{CHART_SIZE, freezing_panel, sweep_panel};
 pub use runs::{
     CurvePoint, Freeze, GroupResult, MaterialResult, RunList, RunRecord, RunSpec, default_sweep,
@@ -53,7 +60,8 @@ pub use tables::{
     Table2Row, category_columns, mean_curve,
 };
 
-/// The strategies of Table 2, in the paper's order (the default list).
+/// The strategies of Table 2, in the paper's order (the default list; `divergence-aware`
+/// runs only when asked for, as it needs a co-occurrence record).
 pub const STRATEGIES: [Strategy; 5] = [
     Strategy::Baseline,
     Strategy::Single,
@@ -86,6 +94,24 @@ pub enum EvalError {
     #[error("evaluation inputs: {reason}")]
     Inputs {
         /// What is wrong.
+        reason: String,
+    },
+    /// `divergence-aware` was asked for without a co-occurrence record.
+    #[error(
+        "strategy `divergence-aware` needs a co-occurrence record of the scene's views, and {inputs} gives none (manifests have no views): pass --cooccurrence FILE (a record written by `neurotex cluster --record-cooccurrence FILE`), evaluate one --scene (its views are recorded into its package cache), or leave `divergence-aware` out of --strategies"
+    )]
+    NoCooccurrence {
+        /// The inputs.
+        inputs: String,
+    },
+    /// The co-occurrence record is not of the evaluated texture sets.
+    #[error(
+        "{file}: the co-occurrence record is not of the evaluated texture sets ({reason}); record the views of the evaluated scene, or pass that scene's record"
+    )]
+    CooccurrenceSets {
+        /// The record file.
+        file: PathBuf,
+        /// Which sets differ.
         reason: String,
     },
     /// Embedding the sets or building a plan failed.
@@ -175,6 +201,10 @@ pub struct EvalInputs<'a> {
     pub constants: &'a [[f32; CHANNELS]],
     /// The input files, for plans and reports.
     pub description: &'a str,
+    /// The screen co-occurrence record of the scene's views (its sets must be `sets`,
+    /// by id) with the weight of `divergence-aware`'s divergence term: required by
+    /// `divergence-aware`; with it, every run's predicted 𝒟 is reported.
+    pub cooccurrence: Option<CooccurrenceInput<'a>>,
 }
 
 impl EvalInputs<'_> {
@@ -203,9 +233,11 @@ impl EvalInputs<'_> {
 pub struct EvalOptions {
     /// Strategies of Table 2; `None`: all of [`STRATEGIES`], `category` left out (with a
     /// note) when no set has a category. Asking for `category` explicitly without
-    /// categories is an error.
+    /// categories is an error, and so is `divergence-aware` without a co-occurrence
+    /// record ([`EvalInputs::cooccurrence`]); with `divergence-aware` listed, the sweep
+    /// runs it at every `m` too.
     pub strategies: Option<Vec<Strategy>>,
-    /// Groups of `clustered` and `random` in Table 2 and the ablation.
+    /// Groups of `clustered`, `random` and `divergence-aware` in Table 2 and the ablation.
     pub m: usize,
     /// The embedder of the clustered plans.
     pub embedder: EmbedderChoice,
@@ -246,7 +278,7 @@ pub struct EvalOptions {
 pub struct SweepPoint {
     /// Requested groups.
     pub m: usize,
-    /// `clustered` or `random`.
+    /// `clustered`, `random` or `divergence-aware`.
     pub strategy: Strategy,
     /// Index into [`EvalPlan::runs`].
     pub run: usize,
@@ -279,6 +311,8 @@ pub struct EvalPlan {
     pub steps_per_set: u64,
     /// Fine-tuning steps as a fraction of a group's main steps.
     pub finetune_fraction: f64,
+    /// Each run's predicted divergence on the co-occurrence record, when one is given.
+    pub divergence: Option<RunDivergence>,
     /// Things left out and why.
     pub notes: Vec<String>,
 }
@@ -341,11 +375,24 @@ impl std::fmt::Display for EvalPlan {
             self.steps_per_set,
             self.total_steps()
         )?;
-        let width = self.runs.iter().map(|r| r.name.len()).max().unwrap_or(0);
-        for (i, r) in self.runs.iter().enumerate() {
+        if let Some(d) = &self.divergence {
+            let v = &d.views;
             writeln!(
                 f,
-                "  {:<width$}  decoders {:>4}  freeze {:<5}  {}",
+                "predicted 𝒟 on {} recorded views ({}×{}, {} tiles) of {} in {}",
+                v.views, v.size[0], v.size[1], v.tile, v.scene, v.file
+            )?;
+        }
+        let width = self.runs.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        for (i, r) in self.runs.iter().enumerate() {
+            let predicted = self
+                .divergence
+                .as_ref()
+                .and_then(|d| d.runs.get(i))
+                .map_or(String::new(), |p| format!("𝒟 {:.4}  ", p.divergence));
+            writeln!(
+                f,
+                "  {:<width$}  decoders {:>4}  freeze {:<5}  {predicted}{}",
                 r.name,
                 r.decoders(),
                 r.freeze.to_string(),
@@ -357,8 +404,10 @@ impl std::fmt::Display for EvalPlan {
 }
 
 /// Plan an evaluation: embed the sets, build the plans of every section and the
-/// distinct runs. Errors: `category` without categories, `m` (or a sweep point) outside
-/// 1..=number of sets, an embedder failure.
+/// distinct runs, and predict each run's divergence on the co-occurrence record when one
+/// is given. Errors: `category` without categories, `divergence-aware` without a record,
+/// a record of other sets, `m` (or a sweep point) outside 1..=number of sets, an embedder
+/// failure.
 pub fn plan_eval(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalPlan, EvalError> {
     inputs.check()?;
     let n = inputs.sets.len();
@@ -389,12 +438,26 @@ pub fn plan_eval(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalPlan, Ev
             }
         }
     }
+    if strategies.contains(&Strategy::DivergenceAware) && inputs.cooccurrence.is_none() {
+        return Err(EvalError::NoCooccurrence {
+            inputs: inputs.description.to_string(),
+        });
+    }
+    let table = inputs
+        .cooccurrence
+        .as_ref()
+        .map(|c| divergence::table(c, inputs.sets))
+        .transpose()?;
     let embeddings = embed_sets(inputs.sets, &opts.embedder).map_err(|source| EvalError::Plan {
         what: "embedding the texture sets".into(),
         source,
     })?;
+    let plan_inputs = PlanInputs {
+        categories: Some(inputs.categories),
+        cooccurrence: inputs.cooccurrence,
+    };
     let plan = |strategy: Strategy, m: usize, what: String| {
-        make_plan(strategy, &embeddings, m, opts.seed, Some(inputs.categories))
+        make_plan_with(strategy, &embeddings, m, opts.seed, &plan_inputs)
             .map(|mut p| {
                 p.input = inputs.description.to_string();
                 p
@@ -453,8 +516,12 @@ pub fn plan_eval(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalPlan, Ev
             .unwrap_or_else(|| default_sweep(n, opts.m));
         ms.sort_unstable();
         ms.dedup();
+        let mut swept = vec![Strategy::Clustered, Strategy::Random];
+        if strategies.contains(&Strategy::DivergenceAware) {
+            swept.push(Strategy::DivergenceAware);
+        }
         for m in ms {
-            for s in [Strategy::Clustered, Strategy::Random] {
+            for &s in &swept {
                 let p = plan(s, m, format!("sweep point m = {m}"))?;
                 let run = list.request(name(s, m, default_freeze), s, groups(&p), default_freeze);
                 sweep.push(SweepPoint {
@@ -466,6 +533,10 @@ pub fn plan_eval(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalPlan, Ev
         }
     }
     let baseline = list.runs.iter().position(|r| r.decoders() == n);
+    let divergence = table
+        .as_ref()
+        .zip(inputs.cooccurrence.as_ref())
+        .map(|(t, c)| divergence::predict_runs(t, c, &list.runs));
     Ok(EvalPlan {
         embedder: format!("{} v{}", embeddings.embedder, embeddings.embedder_version),
         sets: n,
@@ -479,6 +550,7 @@ pub fn plan_eval(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalPlan, Ev
         default_freeze,
         steps_per_set: opts.steps,
         finetune_fraction: opts.train.finetune_fraction,
+        divergence,
         notes,
     })
 }
@@ -581,8 +653,8 @@ pub fn evaluate(
 }
 
 /// Prepare the out folder `out` (see [`prepare_out_dir`]) with its `runs/` and `plans/`
-/// folders, and write the plans and the clustered plan's contact sheet. Returns the runs
-/// folder.
+/// folders, and write the plans and the contact sheets of the clustered and
+/// divergence-aware plans. Returns the runs folder.
 fn prepare_outputs(
     inputs: &EvalInputs,
     plan: &EvalPlan,
@@ -605,6 +677,18 @@ fn prepare_outputs(
     if let Some(p) = &plan.clustered {
         p.write(&plans_dir.join("clustered.json"))?;
         write_contact_sheet(&plans_dir.join("clustered.png"), inputs.sets, p)?;
+    }
+    // The divergence-aware sheet marks the sets moved away from their cluster.
+    for p in plan
+        .plans
+        .iter()
+        .filter(|p| p.strategy == Strategy::DivergenceAware)
+    {
+        write_contact_sheet(
+            &plans_dir.join(format!("{}.png", p.strategy)),
+            inputs.sets,
+            p,
+        )?;
     }
     Ok(runs_dir)
 }
@@ -727,14 +811,22 @@ pub fn build_report(
     records: &[(RunRecord, bool)],
 ) -> EvalReport {
     let rec = |i: usize| &records[i].0;
-    let table2: Vec<(Strategy, &RunRecord)> =
-        plan.table2.iter().map(|&(s, i)| (s, rec(i))).collect();
+    let predicted = |i: usize| {
+        plan.divergence
+            .as_ref()
+            .and_then(|d| d.runs.get(i).copied())
+    };
+    let table2: Vec<(Strategy, &RunRecord, _)> = plan
+        .table2
+        .iter()
+        .map(|&(s, i)| (s, rec(i), predicted(i)))
+        .collect();
     let freezing: Vec<(Freeze, &RunRecord)> =
         plan.freezing.iter().map(|&(f, i)| (f, rec(i))).collect();
-    let sweep: Vec<(usize, Strategy, &RunRecord)> = plan
+    let sweep: Vec<(usize, Strategy, &RunRecord, _)> = plan
         .sweep
         .iter()
-        .map(|p| (p.m, p.strategy, rec(p.run)))
+        .map(|p| (p.m, p.strategy, rec(p.run), predicted(p.run)))
         .collect();
     EvalReport {
         adapter: adapter.to_string(),
@@ -754,8 +846,10 @@ pub fn build_report(
             .then(|| SweepTable::new(&sweep, plan.baseline.and_then(|i| rec(i).mean_psnr))),
         runs: records
             .iter()
-            .map(|(r, loaded)| RunSummary::new(r, *loaded))
+            .enumerate()
+            .map(|(i, (r, loaded))| RunSummary::new(r, *loaded, predicted(i)))
             .collect(),
+        cooccurrence: plan.divergence.as_ref().map(|d| d.views.clone()),
         notes: plan.notes.clone(),
     }
 }
@@ -855,6 +949,7 @@ mod tests {
                 categories: &self.categories,
                 constants: &self.constants,
                 description: "fixture.csv",
+                cooccurrence: None,
             }
         }
     }
@@ -1005,13 +1100,10 @@ mod tests {
         assert!(e.contains("2 category labels for 6 texture sets"), "{e}");
     }
 
-    #[test]
-    fn report_from_records_and_outputs() {
-        let f = Fixture::new(true);
-        let opts = options();
-        let plan = plan_eval(&f.inputs(), &opts).unwrap();
-        let records: Vec<(RunRecord, bool)> = plan
-            .runs
+    /// A record per run of `plan` as if trained: per set 30 dB + decoders + 1 for odd
+    /// sets, the first run loaded.
+    fn fake_records(plan: &EvalPlan, opts: &EvalOptions) -> Vec<(RunRecord, bool)> {
+        plan.runs
             .iter()
             .enumerate()
             .map(|(i, spec)| {
@@ -1058,7 +1150,15 @@ mod tests {
                 };
                 (record, i == 0)
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn report_from_records_and_outputs() {
+        let f = Fixture::new(true);
+        let opts = options();
+        let plan = plan_eval(&f.inputs(), &opts).unwrap();
+        let records = fake_records(&plan, &opts);
         let report = build_report("test adapter", &f.inputs(), &plan, &opts, &records);
         assert_eq!(report.table2.categories, vec!["brick", "fabric"]);
         let base = &report.table2.rows[0];
@@ -1103,5 +1203,228 @@ mod tests {
         let e = prepare_out_dir(&dir, false).unwrap_err().to_string();
         assert!(e.contains("not empty") && e.contains("--resume"), "{e}");
         prepare_out_dir(&dir, true).unwrap();
+    }
+
+    /// A record of 4 views of the fixture's sets, listed in `names` order: per view 20
+    /// tiles of s0 and s1 together, 20 of s2 and s3, 10 of s4, 10 of s5 alone.
+    fn record(names: &[&str]) -> crate::cluster::CooccurrenceRecord {
+        use crate::cluster::{CooccurrenceRecord, RecordSource, ViewCounts, ViewSpec};
+        let id = |n: &str| names.iter().position(|&x| x == n).map(|i| i as u32);
+        let mut histogram = std::collections::BTreeMap::new();
+        for (sets, tiles) in [
+            (&["s0", "s1"][..], 20),
+            (&["s2", "s3"], 20),
+            (&["s4"], 10),
+            (&["s5"], 10),
+        ] {
+            let mut ids: Vec<u32> = sets.iter().filter_map(|&n| id(n)).collect();
+            ids.sort_unstable();
+            histogram.insert(ids, tiles);
+        }
+        let views = (0..4)
+            .map(|k| ViewSpec::Camera {
+                name: format!("c{k}"),
+                position: [0.0, k as f32, 0.0],
+                forward: [0.0, 0.0, -1.0],
+                yfov: 1.0,
+            })
+            .collect();
+        let source = RecordSource {
+            scene: "fixture.toml".into(),
+            scene_files: Vec::new(),
+            set_names: names.iter().map(|n| n.to_string()).collect(),
+            tile: crate::render::tiles::TileSize::T8x8,
+            size: [64, 64],
+            views,
+        };
+        CooccurrenceRecord::new(source, vec![ViewCounts::from_histogram(histogram); 4]).unwrap()
+    }
+
+    #[test]
+    fn divergence_aware_runs_beside_clustered_and_every_run_gets_its_predicted_divergence() {
+        let f = Fixture::new(true);
+        // The record lists the sets in another order than the inputs: matched by id.
+        let rec = record(&["s5", "s4", "s3", "s2", "s1", "s0"]);
+        let file = std::path::Path::new("views.json");
+        let with = |weight: f64| EvalInputs {
+            cooccurrence: Some(CooccurrenceInput {
+                record: &rec,
+                file,
+                weight,
+            }),
+            ..f.inputs()
+        };
+        let opts = EvalOptions {
+            strategies: Some(vec![
+                Strategy::Baseline,
+                Strategy::Clustered,
+                Strategy::Random,
+                Strategy::DivergenceAware,
+            ]),
+            ..options()
+        };
+        let plan = plan_eval(&with(1.0), &opts).unwrap();
+        let strategies: Vec<Strategy> = plan.table2.iter().map(|t| t.0).collect();
+        assert_eq!(strategies, opts.strategies.clone().unwrap());
+        let run_of = |s| plan.table2.iter().find(|t| t.0 == s).unwrap().1;
+        let aware = run_of(Strategy::DivergenceAware);
+        assert_eq!(plan.runs[aware].name, "divergence-aware-m2");
+        let d = plan.divergence.as_ref().expect("predictions");
+        assert_eq!(d.runs.len(), plan.runs.len());
+        assert_eq!((d.views.views, d.views.covered_tiles), (4, 240));
+        assert_eq!(d.views.file, "views.json");
+        let predicted = |s| d.runs[run_of(s)].divergence;
+        // One decoder per set: the 160 tiles of two sets run two decoders.
+        assert!((predicted(Strategy::Baseline) - 160.0 / 240.0).abs() < 1e-12);
+        // The clusters keep the families (even, odd) apart, so s0|s1 and s2|s3 split.
+        assert!((predicted(Strategy::Clustered) - 160.0 / 240.0).abs() < 1e-12);
+        // Divergence alone (w = 1) puts each co-occurring pair in one group.
+        assert_eq!(predicted(Strategy::DivergenceAware), 0.0);
+        // The sweep runs divergence-aware at every m, m = 1 being `single` (𝒟 0).
+        let swept: Vec<(usize, Strategy)> = plan.sweep.iter().map(|p| (p.m, p.strategy)).collect();
+        assert_eq!(
+            swept,
+            [1, 2]
+                .into_iter()
+                .flat_map(|m| {
+                    [
+                        Strategy::Clustered,
+                        Strategy::Random,
+                        Strategy::DivergenceAware,
+                    ]
+                    .map(|s| (m, s))
+                })
+                .collect::<Vec<_>>()
+        );
+        let single = plan.sweep[2].run;
+        assert_eq!(plan.runs[single].decoders(), 1);
+        assert_eq!(d.runs[single].divergence, 0.0);
+        let text = plan.to_string();
+        assert!(
+            text.contains("predicted 𝒟 on 4 recorded views (64×64, 8x8 tiles)"),
+            "{text}"
+        );
+        assert!(text.contains("𝒟 0.6667  Table 2 clustered"), "{text}");
+
+        // The report: 𝒟 beside the PSNR in Table 2, the sweep and the run list.
+        let records = fake_records(&plan, &opts);
+        let report = build_report("test adapter", &with(1.0), &plan, &opts, &records);
+        assert!(report.table2.rows.iter().all(|r| r.predicted.is_some()));
+        let csv = report.table2.csv();
+        assert!(
+            csv.starts_with("strategy,decoders,mean_psnr_db,predicted_divergence,psnr_db_brick"),
+            "{csv}"
+        );
+        assert!(csv.contains("\nclustered,2,32.5000,0.6667,"), "{csv}");
+        assert!(
+            csv.contains("\ndivergence-aware,2,32.5000,0.0000,"),
+            "{csv}"
+        );
+        let sweep = report.sweep.as_ref().unwrap();
+        assert!(
+            sweep
+                .csv()
+                .starts_with("m,strategy,decoders,mean_psnr_db,predicted_divergence,")
+        );
+        assert!(
+            sweep.markdown().contains(
+                "| divergence-aware (dB) | clustered 𝒟 | random 𝒟 | divergence-aware 𝒟 |"
+            )
+        );
+        let md = report.markdown();
+        assert!(
+            md.contains("over the 240 tiles that show a texture set in 4 recorded views"),
+            "{md}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["cooccurrence"]["covered_tiles"], 240);
+        assert_eq!(
+            json["table2"]["rows"][1]["predicted"]["divergence"]
+                .as_f64()
+                .map(|v| (v * 1e4).round()),
+            Some(6667.0)
+        );
+
+        // Without a record: no column, no JSON field.
+        let plain = plan_eval(&f.inputs(), &options()).unwrap();
+        assert!(plain.divergence.is_none());
+        let report = build_report(
+            "a",
+            &f.inputs(),
+            &plain,
+            &options(),
+            &fake_records(&plain, &options()),
+        );
+        assert!(!report.table2.csv().contains("predicted"));
+        assert!(
+            serde_json::to_value(&report)
+                .unwrap()
+                .get("cooccurrence")
+                .is_none()
+        );
+
+        // The shards' identity covers the record's predictions and weight.
+        let id = |inputs: &EvalInputs, plan: &EvalPlan| {
+            shard::eval_identity(inputs, plan, &opts).unwrap()
+        };
+        let mut other = plan.clone();
+        other.divergence.as_mut().unwrap().views.weight = 0.5;
+        assert_ne!(id(&with(1.0), &plan), id(&with(1.0), &other));
+        other.divergence = None;
+        assert_ne!(id(&with(1.0), &plan), id(&with(1.0), &other));
+    }
+
+    #[test]
+    fn divergence_aware_needs_a_record_of_the_evaluated_sets() {
+        let f = Fixture::new(true);
+        let opts = EvalOptions {
+            strategies: Some(vec![Strategy::Clustered, Strategy::DivergenceAware]),
+            ..options()
+        };
+        let e = plan_eval(&f.inputs(), &opts).unwrap_err();
+        assert!(matches!(e, EvalError::NoCooccurrence { .. }), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("fixture.csv") && e.contains("--cooccurrence FILE"),
+            "{e}"
+        );
+        // A record of other sets: refused, naming the file and the sets that differ, even
+        // when divergence-aware is not asked for.
+        for (names, needles) in [
+            (
+                &["s0", "s1", "s2", "s3", "s4", "t5"][..],
+                &["only in the record: `t5`", "only in the inputs: `s5`"][..],
+            ),
+            (
+                &["s0", "s1", "s2", "s3", "s4"],
+                &[
+                    "5 texture sets, the evaluation has 6",
+                    "only in the inputs: `s5`",
+                ],
+            ),
+        ] {
+            let rec = record(names);
+            let inputs = EvalInputs {
+                cooccurrence: Some(CooccurrenceInput {
+                    record: &rec,
+                    file: std::path::Path::new("other/views.json"),
+                    weight: 0.2,
+                }),
+                ..f.inputs()
+            };
+            for strategies in [opts.strategies.clone(), None] {
+                let o = EvalOptions {
+                    strategies,
+                    ..opts.clone()
+                };
+                let e = plan_eval(&inputs, &o).unwrap_err();
+                assert!(matches!(e, EvalError::CooccurrenceSets { .. }), "{e}");
+                let e = e.to_string();
+                assert!(e.starts_with("other/views.json: "), "{e}");
+                for n in needles {
+                    assert!(e.contains(n), "{e} lacks {n}");
+                }
+            }
+        }
     }
 }

@@ -93,12 +93,16 @@ impl TryFrom<String> for Freeze {
     }
 }
 
-/// A run's file name stem: `<strategy>`, with `-m<m>` for `clustered` and `random`, and
-/// `-freeze-<setting>` when the freezing setting is not the recipe's (`clustered-m10`,
-/// `clustered-m10-freeze-none`, `random-m4`).
+/// A run's file name stem: `<strategy>`, with `-m<m>` for `clustered`, `random` and
+/// `divergence-aware`, and `-freeze-<setting>` when the freezing setting is not the
+/// recipe's (`clustered-m10`, `clustered-m10-freeze-none`, `random-m4`,
+/// `divergence-aware-m10`).
 pub fn run_name(strategy: Strategy, m: usize, freeze: Freeze, default_freeze: Freeze) -> String {
     let mut name = strategy.name().to_string();
-    if matches!(strategy, Strategy::Clustered | Strategy::Random) {
+    if matches!(
+        strategy,
+        Strategy::Clustered | Strategy::Random | Strategy::DivergenceAware
+    ) {
         name.push_str(&format!("-m{m}"));
     }
     if freeze != default_freeze {
@@ -477,6 +481,10 @@ mod tests {
         assert_eq!(run_name(Strategy::Baseline, 10, d, d), "baseline");
         assert_eq!(run_name(Strategy::Clustered, 10, d, d), "clustered-m10");
         assert_eq!(run_name(Strategy::Random, 4, d, d), "random-m4");
+        assert_eq!(
+            run_name(Strategy::DivergenceAware, 10, d, d),
+            "divergence-aware-m10"
+        );
         assert_eq!(
             run_name(Strategy::Clustered, 10, Freeze::Off, d),
             "clustered-m10-freeze-none"

@@ -106,9 +106,12 @@ pub fn run_weights(plan: &EvalPlan, inputs: &EvalInputs) -> Vec<u64> {
 
 /// The identity of an evaluation: BLAKE3 (hex) of the decoded sets and their constants
 /// (through the compression manifest's [`plan_identity`]), the categories, every run
-/// (name, strategy, freezing, groups), which run answers which table cell, and the
-/// settings (recipe, steps, seed, kernels, loss-curve interval, embedder). Input paths
-/// are left out: they differ between the machines of a cluster.
+/// (name, strategy, freezing, groups), which run answers which table cell, the
+/// settings (recipe, steps, seed, kernels, loss-curve interval, embedder) and, with a
+/// co-occurrence record, what the record is of (views, tile, size, covered tiles), the
+/// divergence weight and every run's predicted divergence — so shards and a merge that
+/// scored the runs on different records do not merge. Input and record paths are left
+/// out: they differ between the machines of a cluster.
 pub fn eval_identity(
     inputs: &EvalInputs,
     plan: &EvalPlan,
@@ -136,7 +139,7 @@ pub fn eval_identity(
         .iter()
         .map(|p| (p.m, p.strategy.to_string(), p.run))
         .collect();
-    let bytes = serde_json::to_vec(&(
+    let identity = (
         "neurotex-eval-plan",
         1,
         plan_identity(&manifest),
@@ -147,7 +150,16 @@ pub fn eval_identity(
         sweep,
         plan.baseline,
         (&plan.embedder, &opts.recipe, opts.kernel, opts.log_every),
-    ))
+    );
+    // Without a record the identity is the tuple alone.
+    let bytes = match &plan.divergence {
+        None => serde_json::to_vec(&identity),
+        Some(d) => {
+            let v = &d.views;
+            let record = (v.views, v.tile, v.size, v.covered_tiles, v.weight, &d.runs);
+            serde_json::to_vec(&(identity, record))
+        }
+    }
     .map_err(|e| EvalError::Inputs {
         reason: format!("the evaluation's identity: {e}"),
     })?;

@@ -1,14 +1,17 @@
 //! The evaluation's tables, built from run records: Table 2 (one row per strategy, PSNR
 //! per category), the freezing ablation (with its mean loss curves) and the decoder-count
-//! sweep, each rendered as CSV and Markdown; and the combined report.
+//! sweep, each rendered as CSV and Markdown; and the combined report. With a
+//! co-occurrence record, Table 2, the sweep and the run list carry each run's predicted
+//! divergence 𝒟 on the recorded views beside its PSNR (a column only then).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::divergence::RecordedViews;
 use super::runs::{Freeze, RunRecord};
-use crate::cluster::Strategy;
+use crate::cluster::{DivergencePrediction, Strategy};
 use crate::ntc::TrainConfig;
 
 /// The column of sets without a category, when other sets have one.
@@ -25,6 +28,8 @@ enum Cell {
     Fixed(Option<f64>),
     /// A value in scientific notation (losses); empty / `–` when absent.
     Sci(Option<f64>),
+    /// A value with 4 decimals in CSV and Markdown (divergence); empty / `–` when absent.
+    Precise(Option<f64>),
 }
 
 impl Cell {
@@ -34,6 +39,7 @@ impl Cell {
             Cell::Count(n) => n.to_string(),
             Cell::Fixed(v) => v.map_or(String::new(), |v| format!("{v:.4}")),
             Cell::Sci(v) => v.map_or(String::new(), |v| format!("{v:.4e}")),
+            Cell::Precise(v) => v.map_or(String::new(), |v| format!("{v:.4}")),
         }
     }
 
@@ -43,6 +49,7 @@ impl Cell {
             Cell::Count(n) => n.to_string(),
             Cell::Fixed(v) => v.map_or("–".into(), |v| format!("{v:.2}")),
             Cell::Sci(v) => v.map_or("–".into(), |v| format!("{v:.3e}")),
+            Cell::Precise(v) => v.map_or("–".into(), |v| format!("{v:.4}")),
         }
     }
 }
@@ -87,6 +94,17 @@ fn csv_field(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// The predicted 𝒟 column's header: `predicted_divergence` in CSV, `predicted 𝒟` in
+/// Markdown.
+fn divergence_header(csv: bool) -> String {
+    if csv {
+        "predicted_divergence"
+    } else {
+        "predicted 𝒟"
+    }
+    .into()
+}
+
 /// Mean of the present values (`None` when there are none).
 fn mean(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let v: Vec<f64> = values.flatten().collect();
@@ -121,6 +139,9 @@ pub struct Table2Row {
     pub decoders: usize,
     /// Mean PSNR over all materials (dB).
     pub mean_psnr: Option<f64>,
+    /// The run's predicted divergence on the recorded views (with a co-occurrence record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<DivergencePrediction>,
     /// Mean PSNR per category column (dB).
     pub category_psnr: Vec<Option<f64>>,
     /// Mean latent bits per texel.
@@ -139,8 +160,12 @@ pub struct Table2 {
 }
 
 impl Table2 {
-    /// Rows for `(strategy, record)` pairs; `categories` has one label per set.
-    pub fn new(rows: &[(Strategy, &RunRecord)], categories: &[String]) -> Table2 {
+    /// Rows for `(strategy, record, predicted divergence)` triples; `categories` has one
+    /// label per set.
+    pub fn new(
+        rows: &[(Strategy, &RunRecord, Option<DivergencePrediction>)],
+        categories: &[String],
+    ) -> Table2 {
         let columns = category_columns(categories);
         let label_of = |set: usize| {
             let c = categories.get(set).map_or("", |c| c.trim());
@@ -149,11 +174,12 @@ impl Table2 {
         Table2 {
             rows: rows
                 .iter()
-                .map(|&(strategy, r)| Table2Row {
+                .map(|&(strategy, r, predicted)| Table2Row {
                     strategy,
                     run: r.name.clone(),
                     decoders: r.groups.len(),
                     mean_psnr: r.mean_psnr,
+                    predicted,
                     category_psnr: columns
                         .iter()
                         .map(|c| {
@@ -173,10 +199,19 @@ impl Table2 {
         }
     }
 
+    /// Whether the rows carry a predicted divergence.
+    fn predicted(&self) -> bool {
+        self.rows.iter().any(|r| r.predicted.is_some())
+    }
+
     fn grid(&self, csv: bool) -> Grid {
+        let predicted = self.predicted();
         let mut header: Vec<String> = ["strategy", "decoders", "mean_psnr_db"]
             .map(String::from)
             .to_vec();
+        if predicted {
+            header.push(divergence_header(csv));
+        }
         header.extend(self.categories.iter().map(|c| {
             if csv {
                 format!("psnr_db_{c}")
@@ -196,6 +231,9 @@ impl Table2 {
                         Cell::Count(r.decoders),
                         Cell::Fixed(r.mean_psnr),
                     ];
+                    if predicted {
+                        row.push(Cell::Precise(r.predicted.map(|p| p.divergence)));
+                    }
                     row.extend(r.category_psnr.iter().map(|&p| Cell::Fixed(p)));
                     row.extend([
                         Cell::Fixed(Some(r.bits_per_texel)),
@@ -208,8 +246,9 @@ impl Table2 {
         }
     }
 
-    /// CSV: `strategy,decoders,mean_psnr_db,psnr_db_<category>…,bits_per_texel,
-    /// train_seconds,run`.
+    /// CSV: `strategy,decoders,mean_psnr_db,[predicted_divergence,]psnr_db_<category>…,
+    /// bits_per_texel,train_seconds,run` (`predicted_divergence` with a co-occurrence
+    /// record).
     pub fn csv(&self) -> String {
         self.grid(true).csv()
     }
@@ -333,7 +372,7 @@ impl FreezingTable {
 pub struct SweepRow {
     /// The requested number of groups.
     pub m: usize,
-    /// `clustered` or `random`.
+    /// `clustered`, `random` or `divergence-aware`.
     pub strategy: Strategy,
     /// Its run.
     pub run: String,
@@ -341,11 +380,15 @@ pub struct SweepRow {
     pub decoders: usize,
     /// Mean PSNR over all materials (dB).
     pub mean_psnr: Option<f64>,
+    /// The run's predicted divergence on the recorded views (with a co-occurrence record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<DivergencePrediction>,
     /// Training seconds of the run.
     pub seconds: f64,
 }
 
-/// PSNR against the number of decoders, clustered and random at the same `m`.
+/// PSNR against the number of decoders, clustered, random (and divergence-aware) at the
+/// same `m`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SweepTable {
     /// The points, by `m`, then strategy.
@@ -355,17 +398,22 @@ pub struct SweepTable {
 }
 
 impl SweepTable {
-    /// Rows for `(m, strategy, record)` triples; `baseline` is the reference.
-    pub fn new(points: &[(usize, Strategy, &RunRecord)], baseline: Option<f64>) -> SweepTable {
+    /// Rows for `(m, strategy, record, predicted divergence)` tuples; `baseline` is the
+    /// reference.
+    pub fn new(
+        points: &[(usize, Strategy, &RunRecord, Option<DivergencePrediction>)],
+        baseline: Option<f64>,
+    ) -> SweepTable {
         SweepTable {
             rows: points
                 .iter()
-                .map(|&(m, strategy, r)| SweepRow {
+                .map(|&(m, strategy, r, predicted)| SweepRow {
                     m,
                     strategy,
                     run: r.name.clone(),
                     decoders: r.groups.len(),
                     mean_psnr: r.mean_psnr,
+                    predicted,
                     seconds: r.seconds,
                 })
                 .collect(),
@@ -373,31 +421,39 @@ impl SweepTable {
         }
     }
 
-    /// CSV: `m,strategy,decoders,mean_psnr_db,train_seconds,run`.
+    /// Whether the rows carry a predicted divergence.
+    fn predicted(&self) -> bool {
+        self.rows.iter().any(|r| r.predicted.is_some())
+    }
+
+    /// CSV: `m,strategy,decoders,mean_psnr_db,[predicted_divergence,]train_seconds,run`
+    /// (`predicted_divergence` with a co-occurrence record).
     pub fn csv(&self) -> String {
-        Grid {
-            header: [
-                "m",
-                "strategy",
-                "decoders",
-                "mean_psnr_db",
-                "train_seconds",
-                "run",
-            ]
+        let predicted = self.predicted();
+        let mut header: Vec<String> = ["m", "strategy", "decoders", "mean_psnr_db"]
             .map(String::from)
-            .to_vec(),
+            .to_vec();
+        if predicted {
+            header.push(divergence_header(true));
+        }
+        header.extend(["train_seconds", "run"].map(String::from));
+        Grid {
+            header,
             rows: self
                 .rows
                 .iter()
                 .map(|r| {
-                    vec![
+                    let mut row = vec![
                         Cell::Count(r.m),
                         Cell::Text(r.strategy.to_string()),
                         Cell::Count(r.decoders),
                         Cell::Fixed(r.mean_psnr),
-                        Cell::Fixed(Some(r.seconds)),
-                        Cell::Text(r.run.clone()),
-                    ]
+                    ];
+                    if predicted {
+                        row.push(Cell::Precise(r.predicted.map(|p| p.divergence)));
+                    }
+                    row.extend([Cell::Fixed(Some(r.seconds)), Cell::Text(r.run.clone())]);
+                    row
                 })
                 .collect(),
         }
@@ -415,27 +471,40 @@ impl SweepTable {
         v
     }
 
-    /// Markdown: one row per `m`, one PSNR column per strategy, then the baseline.
+    /// Markdown: one row per `m`, one PSNR column per strategy (then, with a
+    /// co-occurrence record, one predicted-𝒟 column per strategy), then the baseline.
     pub fn markdown(&self) -> String {
         let strategies = self.strategies();
+        let predicted = self.predicted();
         let mut ms: Vec<usize> = self.rows.iter().map(|r| r.m).collect();
         ms.dedup();
         let mut header = vec!["m".to_string()];
         header.extend(strategies.iter().map(|s| format!("{s} (dB)")));
+        if predicted {
+            header.extend(strategies.iter().map(|s| format!("{s} 𝒟")));
+        }
+        let row_of =
+            |m: usize, st: Strategy| self.rows.iter().find(|r| r.m == m && r.strategy == st);
         let mut s = Grid {
             header,
             rows: ms
                 .iter()
                 .map(|&m| {
                     let mut row = vec![Cell::Count(m)];
-                    row.extend(strategies.iter().map(|&st| {
-                        Cell::Fixed(
-                            self.rows
-                                .iter()
-                                .find(|r| r.m == m && r.strategy == st)
-                                .and_then(|r| r.mean_psnr),
-                        )
-                    }));
+                    row.extend(
+                        strategies
+                            .iter()
+                            .map(|&st| Cell::Fixed(row_of(m, st).and_then(|r| r.mean_psnr))),
+                    );
+                    if predicted {
+                        row.extend(strategies.iter().map(|&st| {
+                            Cell::Precise(
+                                row_of(m, st)
+                                    .and_then(|r| r.predicted)
+                                    .map(|p| p.divergence),
+                            )
+                        }));
+                    }
                     row
                 })
                 .collect(),
@@ -465,6 +534,10 @@ pub struct RunSummary {
     pub mean_psnr: Option<f64>,
     /// Mean latent bits per texel.
     pub mean_bits_per_texel: f64,
+    /// Predicted divergence of its groups on the recorded views (with a co-occurrence
+    /// record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<DivergencePrediction>,
     /// Mean over groups of the final loss.
     pub final_loss: Option<f64>,
     /// Training seconds.
@@ -474,8 +547,12 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// The summary of `record`.
-    pub fn new(record: &RunRecord, loaded: bool) -> RunSummary {
+    /// The summary of `record`, with its groups' predicted divergence.
+    pub fn new(
+        record: &RunRecord,
+        loaded: bool,
+        predicted: Option<DivergencePrediction>,
+    ) -> RunSummary {
         RunSummary {
             name: record.name.clone(),
             strategy: record.strategy,
@@ -484,6 +561,7 @@ impl RunSummary {
             groups: record.groups.clone(),
             mean_psnr: record.mean_psnr,
             mean_bits_per_texel: record.mean_bits_per_texel,
+            predicted,
             final_loss: record.final_loss(),
             seconds: record.seconds,
             loaded,
@@ -521,6 +599,9 @@ pub struct EvalReport {
     pub sweep: Option<SweepTable>,
     /// Every run, in training order.
     pub runs: Vec<RunSummary>,
+    /// The co-occurrence record the predicted divergences are of (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cooccurrence: Option<RecordedViews>,
     /// Notes (strategies left out and why).
     pub notes: Vec<String>,
 }
@@ -549,6 +630,15 @@ impl EvalReport {
             "PSNR of a set: pooled over its present channels at mip 0 (dB, 99 for an exact \
              match); the tables give the mean over sets.\n\n",
         );
+        if let Some(v) = &self.cooccurrence {
+            s.push_str(&format!(
+                "Predicted 𝒟 of a run: the mean, over the {} tiles that show a texture set in \
+                 {} recorded views ({}×{}, {} tiles) of {} (`{}`), of the run's distinct \
+                 decoders per tile minus one (0: one decoder per tile); `divergence-aware` \
+                 trades it against appearance with weight {}.\n\n",
+                v.covered_tiles, v.views, v.size[0], v.size[1], v.tile, v.scene, v.file, v.weight
+            ));
+        }
         s.push_str(&self.table2.markdown());
         if let Some(f) = &self.freezing {
             s.push_str(&format!(
@@ -570,32 +660,36 @@ impl EvalReport {
             }
         }
         s.push_str("\n## Runs\n\n");
+        let predicted = self.runs.iter().any(|r| r.predicted.is_some());
+        let mut header: Vec<String> = ["run", "decoders", "freeze", "mean_psnr_db"]
+            .map(String::from)
+            .to_vec();
+        if predicted {
+            header.push(divergence_header(false));
+        }
+        header.extend(["final_loss", "train_seconds", "loaded"].map(String::from));
         s.push_str(
             &Grid {
-                header: [
-                    "run",
-                    "decoders",
-                    "freeze",
-                    "mean_psnr_db",
-                    "final_loss",
-                    "train_seconds",
-                    "loaded",
-                ]
-                .map(String::from)
-                .to_vec(),
+                header,
                 rows: self
                     .runs
                     .iter()
                     .map(|r| {
-                        vec![
+                        let mut row = vec![
                             Cell::Text(r.name.clone()),
                             Cell::Count(r.decoders),
                             Cell::Text(r.freeze.to_string()),
                             Cell::Fixed(r.mean_psnr),
+                        ];
+                        if predicted {
+                            row.push(Cell::Precise(r.predicted.map(|p| p.divergence)));
+                        }
+                        row.extend([
                             Cell::Sci(r.final_loss),
                             Cell::Fixed(Some(r.seconds)),
                             Cell::Text(if r.loaded { "yes" } else { "no" }.into()),
-                        ]
+                        ]);
+                        row
                     })
                     .collect(),
             }
@@ -689,9 +783,9 @@ mod tests {
         );
         let t = Table2::new(
             &[
-                (Strategy::Baseline, &base),
-                (Strategy::Clustered, &clus),
-                (Strategy::Category, &clus),
+                (Strategy::Baseline, &base, None),
+                (Strategy::Clustered, &clus, None),
+                (Strategy::Category, &clus, None),
             ],
             &cats(),
         );
@@ -723,7 +817,7 @@ mod tests {
             "{md}"
         );
         // No categories: no category columns.
-        let plain = Table2::new(&[(Strategy::Single, &base)], &vec![String::new(); 4]);
+        let plain = Table2::new(&[(Strategy::Single, &base, None)], &vec![String::new(); 4]);
         assert!(
             plain
                 .csv()
@@ -775,10 +869,10 @@ mod tests {
         let r2 = record("random-m2", [Some(28.0); 4], vec![vec![0, 1], vec![2, 3]]);
         let t = SweepTable::new(
             &[
-                (1, Strategy::Clustered, &single),
-                (1, Strategy::Random, &single),
-                (2, Strategy::Clustered, &c2),
-                (2, Strategy::Random, &r2),
+                (1, Strategy::Clustered, &single, None),
+                (1, Strategy::Random, &single, None),
+                (2, Strategy::Clustered, &c2, None),
+                (2, Strategy::Random, &r2, None),
             ],
             Some(35.0),
         );

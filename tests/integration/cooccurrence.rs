@@ -488,3 +488,185 @@ fn the_divergence_aware_package_needs_the_scene_views() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Rows of a CSV file (no quoted fields) as header → value maps.
+fn csv_rows(path: &std::path::Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            assert_eq!(cells.len(), header.len(), "{}: `{l}`", path.display());
+            header
+                .iter()
+                .zip(cells)
+                .map(|(h, c)| (h.to_string(), c.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn eval_runs_divergence_aware_beside_clustered_and_random_with_each_plans_predicted_divergence() {
+    use crate::common::{expect_error, run, s};
+    let dir = crate::common::temp_dir("cooccurrence-eval");
+    let scene = two_pairs_scene(&dir);
+    // Tiny training: 4 sets of 16², 16 main steps per set; the sweep's one point (m = 2)
+    // is Table 2's runs.
+    let args = |out: &std::path::Path, extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "eval",
+            "--scene",
+            s(&scene),
+            "--out",
+            s(out),
+            "--strategies",
+            "clustered,random,divergence-aware",
+            "--m",
+            "2",
+            "--m-sweep",
+            "2",
+            "--no-ablation",
+            "--steps",
+            "16",
+            "--batch",
+            "256",
+            "--recipe",
+            "default",
+            "--log-every",
+            "16",
+            "--record-size",
+            "64x64",
+            "--cooccurrence-weight",
+            "0.5",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|e| e.to_string()));
+        a
+    };
+    let ok = |args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (success, stdout, stderr) = run(&args);
+        assert!(success, "{args:?}: {stdout}\n{stderr}");
+        stdout
+    };
+    let out = dir.join("out");
+    let stdout = ok(&args(&out, &[]));
+    assert!(
+        stdout.contains("co-occurrence: recorded 3 views"),
+        "{stdout}"
+    );
+
+    // Table 2: a row per strategy, its predicted 𝒟 beside its PSNR. Every view has 32 tiles
+    // of alpha and bravo (which the clusters split) out of 50 that show a set, so the
+    // clusters' 𝒟 is 0.64; divergence-aware puts alpha and bravo together.
+    let rows = csv_rows(&out.join("table2.csv"));
+    let strategies: Vec<&str> = rows.iter().map(|r| r["strategy"].as_str()).collect();
+    assert_eq!(strategies, ["clustered", "random", "divergence-aware"]);
+    let value = |r: &std::collections::BTreeMap<String, String>, c: &str| -> f64 {
+        r[c].parse().unwrap_or_else(|_| panic!("{c}: {r:?}"))
+    };
+    for r in &rows {
+        let psnr = value(r, "mean_psnr_db");
+        assert!((8.0..60.0).contains(&psnr), "{r:?}");
+        assert!(
+            (0.0..=1.0).contains(&value(r, "predicted_divergence")),
+            "{r:?}"
+        );
+    }
+    let (clustered, aware) = (
+        value(&rows[0], "predicted_divergence"),
+        value(&rows[2], "predicted_divergence"),
+    );
+    assert_eq!(clustered, 0.64, "{rows:?}");
+    assert!(aware <= clustered, "{rows:?}");
+    assert_eq!(aware, 0.0, "{rows:?}");
+    assert_eq!(rows[2]["run"], "divergence-aware-m2");
+    let md = std::fs::read_to_string(out.join("table2.md")).expect("table2.md");
+    assert!(md.contains("| predicted 𝒟 |"), "{md}");
+
+    // The sweep: divergence-aware beside clustered and random, each with its 𝒟.
+    let sweep = csv_rows(&out.join("m_sweep.csv"));
+    let points: Vec<(&str, &str)> = sweep
+        .iter()
+        .map(|r| (r["m"].as_str(), r["strategy"].as_str()))
+        .collect();
+    assert_eq!(
+        points,
+        [
+            ("2", "clustered"),
+            ("2", "random"),
+            ("2", "divergence-aware")
+        ]
+    );
+    assert!(sweep.iter().all(|r| !r["predicted_divergence"].is_empty()));
+
+    // summary.json: the record and every run's prediction; the plan and its sheet.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary"))
+            .expect("summary JSON");
+    let record_file = summary["cooccurrence"]["file"]
+        .as_str()
+        .expect("record file")
+        .to_string();
+    assert!(
+        record_file.ends_with("cooccurrence-two_pairs-8x8-64x64.json"),
+        "{record_file}"
+    );
+    assert_eq!(summary["cooccurrence"]["covered_tiles"], 150);
+    let runs = summary["runs"].as_array().expect("runs");
+    assert!(
+        runs.iter()
+            .all(|r| r["predicted"]["divergence"].as_f64().is_some()),
+        "{runs:?}"
+    );
+    let plan =
+        neurotex::cluster::Plan::read(&out.join("plans/divergence-aware.json")).expect("plan");
+    assert_eq!(
+        plan.cooccurrence.as_ref().map(|c| c.record.as_str()),
+        Some(record_file.as_str())
+    );
+    image::open(out.join("plans/divergence-aware.png")).expect("contact sheet");
+
+    // Shards of the same evaluation, resumed from its records (nothing retrained), merge
+    // into its tables.
+    let (s0, s1) = (dir.join("s0"), dir.join("s1"));
+    for (shard, index) in [(&s0, "0/2"), (&s1, "1/2")] {
+        std::fs::create_dir_all(shard.join("runs")).expect("runs folder");
+        for e in std::fs::read_dir(out.join("runs")).expect("runs") {
+            let e = e.expect("entry");
+            std::fs::copy(e.path(), shard.join("runs").join(e.file_name())).expect("copy");
+        }
+        let stdout = ok(&args(shard, &["--shard", index, "--resume"]));
+        assert!(stdout.contains("co-occurrence: reusing"), "{stdout}");
+        assert!(!stdout.contains(": trained"), "{stdout}");
+    }
+    let merged = dir.join("merged");
+    ok(&args(&merged, &["--merge", s(&s0), s(&s1)]));
+    for file in ["table2.csv", "m_sweep.csv"] {
+        assert_eq!(
+            std::fs::read_to_string(merged.join(file)).expect("merged"),
+            std::fs::read_to_string(out.join(file)).expect("whole"),
+            "{file}"
+        );
+    }
+
+    // A record whose set ids are not the scene's is refused, naming the file.
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_file).expect("record")).expect("JSON");
+    let names = json["source"]["set_names"]
+        .as_array_mut()
+        .expect("set names");
+    let delta = names.iter().position(|n| n == "delta").expect("delta");
+    names[delta] = "echo".into();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, serde_json::to_vec(&json).expect("JSON")).expect("write");
+    let refused = dir.join("refused");
+    let a = args(&refused, &["--cooccurrence", s(&bad), "--dry-run"]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    expect_error(&a, &["bad.json", "only in the record: `echo`", "`delta`"]);
+    assert!(!refused.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

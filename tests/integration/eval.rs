@@ -470,6 +470,12 @@ fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
         line.contains("manifest.csv") && line.contains("category"),
         "{line}"
     );
+    // divergence-aware from manifests alone (no views) without a record: one error
+    // naming the inputs and the way out.
+    expect_error(
+        &[&base[..], &["--strategies", "clustered,divergence-aware"]].concat(),
+        &["`divergence-aware`", "manifest.csv", "--cooccurrence FILE"],
+    );
     // Out-of-range decoder counts name the option.
     let line = expect_error(&[&base[..], &["--m-sweep", "1,7"]].concat(), &[]);
     assert!(
