@@ -9,10 +9,11 @@
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};
-use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
+use neurotex::gpu::{GpuContext, GpuProfiler, layout, read_texture};
 use neurotex::render::divergence_stats::{
     DivergenceStats, NO_DECODER, NO_MATERIAL, TileCounts, count_tiles,
 };
+use neurotex::render::gpu_types::MATERIAL_ID_MASK;
 use neurotex::render::passes::divergence::{
     DecoderMap, DivergenceInputs, DivergencePass, STATS_RING,
 };
@@ -26,7 +27,7 @@ use neurotex::render::passes::image_error::{
 use neurotex::render::passes::reference::{
     MaterialClassify, MaterialRect, classify_reference, dispatch_args_reference,
 };
-use neurotex::render::targets::{GBuffer, Target};
+use neurotex::render::targets::{GBuffer, MaterialTargets, Target};
 use neurotex::render::tiles::TileSize;
 
 use crate::common::ctx;
@@ -748,7 +749,9 @@ fn host_mirrors_match_the_shaders() {
 /// matter, and a material with no pixel keeps an empty rectangle. The image holds ids
 /// 0..=11 and 0xABCDE: with 11 materials, id 11 is past the count; with 13, material 12
 /// has no pixel. The dispatch arguments made from the rectangles equal
-/// [`dispatch_args_reference`]'s (an off-screen material gets none).
+/// [`dispatch_args_reference`]'s (an off-screen material gets none). The material
+/// targets, filled with ones beforehand, are zero exactly where no material of the count
+/// is, and untouched elsewhere (the reference pass has no clear of its own).
 #[test]
 fn classify_rectangles_and_dispatch_args_equal_the_cpu_reference() {
     let ctx = ctx();
@@ -776,11 +779,36 @@ fn classify_rectangles_and_dispatch_args_equal_the_cpu_reference() {
         );
         let rects = MaterialClassify::rects_buffer(&ctx.device, materials);
         let args = MaterialClassify::args_buffer(&ctx.device, materials);
+        let targets = MaterialTargets::new(&ctx.device, SIZE);
         // Stale contents must be cleared by the pass itself.
         ctx.queue.write_buffer(&rects, 0, &[0xAB; 16]);
         submit(ctx, |frame| {
-            classify.record(frame, &gbuffer.material, &rects, &args)
+            let colors = [
+                &targets.base_color,
+                &targets.normal_rm,
+                &targets.emissive_ao,
+            ]
+            .map(|t| layout::clear_color(&t.view, wgpu::Color::WHITE));
+            frame.render_pass("test.fill", &colors, None, |_| {});
+            classify.record(frame, &gbuffer.material, &targets, &rects, &args)
         });
+        for target in [
+            &targets.base_color,
+            &targets.normal_rm,
+            &targets.emissive_ao,
+        ] {
+            let data = read_texture(ctx, &target.texture, 0, 0).unwrap();
+            let texels: Vec<[u16; 4]> = bytemuck::pod_collect_to_vec(&data.bytes);
+            for (i, (texel, &word)) in texels.iter().zip(&words).enumerate() {
+                let shaded =
+                    word != NO_MATERIAL && ((word & MATERIAL_ID_MASK) as usize) < materials;
+                let want = if shaded { half::f16::ONE.to_bits() } else { 0 };
+                assert_eq!(
+                    *texel, [want; 4],
+                    "pixel {i} (word {word:#x}), {materials} materials"
+                );
+            }
+        }
         let bytes = neurotex::gpu::read_buffer(ctx, &rects, 0..rects.size()).unwrap();
         let got: Vec<MaterialRect> = bytemuck::pod_collect_to_vec(&bytes);
         assert_eq!(got, expected, "{materials} materials");

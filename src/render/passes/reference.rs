@@ -1,16 +1,16 @@
 //! Reference material pass: the original textures, mipmapped and trilinear (anisotropic
 //! where the adapter allows), written into the [`MaterialTargets`].
 //!
-//! Deferred texturing without bindless, all in compute but the clear:
+//! Deferred texturing without bindless, all in compute:
 //! 1. `reference.classify` ([`MaterialClassify`]): each material's screen rectangle,
 //!    reduced per 8×8 tile in workgroup memory (`shaders/material_classify.wgsl`;
-//!    [`classify_reference`] is its CPU reference).
+//!    [`classify_reference`] is its CPU reference), and zero written into the material
+//!    targets at every pixel no material shades (as the NTC decode writes them), so no
+//!    clear is needed.
 //! 2. `reference.dispatch_args`: from each rectangle, the workgroup counts of that
 //!    material's indirect dispatch ([`dispatch_args_reference`] is its CPU reference);
 //!    a material off screen gets (0, 0, 0).
-//! 3. `reference.clear`: the material targets cleared to zero (pixels without geometry
-//!    keep it, as the NTC decode writes them).
-//! 4. `reference` (`shaders/reference.wgsl`): per material, one indirect dispatch over its
+//! 3. `reference` (`shaders/reference.wgsl`): per material, one indirect dispatch over its
 //!    rectangle with its texture bind group, sampling with `textureSampleGrad` from the
 //!    G-buffer's UV derivatives; each thread writes the material targets only where the
 //!    G-buffer's material word is that material.
@@ -21,11 +21,11 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::{self, Slot};
+use crate::gpu::layout::Slot;
 use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::gpu_types::{MATERIAL_ID_MASK, NO_MATERIAL};
 use crate::render::passes::scene_draw::SceneInputs;
-use crate::render::targets::{GBuffer, MaterialTargets, Target};
+use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
 
 /// Side of the classify pass's square tile in pixels (`@workgroup_size(8, 8)` in
 /// `shaders/material_classify.wgsl`).
@@ -131,6 +131,9 @@ impl MaterialClassify {
                     Slot::UintTexture,
                     Slot::StorageRw,
                     Slot::StorageRw,
+                    Slot::WriteTexture(format::MATERIAL_TARGET),
+                    Slot::WriteTexture(format::MATERIAL_TARGET),
+                    Slot::WriteTexture(format::MATERIAL_TARGET),
                 ])],
             },
         )?;
@@ -168,23 +171,29 @@ impl MaterialClassify {
     }
 
     /// Record the clear of `rects`, the classification of `material_ids` (the G-buffer's
-    /// material words) into it and the dispatch arguments of every material into `args`
-    /// (from [`Self::args_buffer`], one entry per entry of `rects`).
+    /// material words) into it, with zero written into `materials` wherever no material
+    /// of `rects` is, and the dispatch arguments of every material into `args` (from
+    /// [`Self::args_buffer`], one entry per entry of `rects`).
     pub fn record(
         &self,
         frame: &mut FrameEncoder<'_>,
         material_ids: &Target,
+        materials: &MaterialTargets,
         rects: &wgpu::Buffer,
         args: &wgpu::Buffer,
     ) {
+        let view = wgpu::BindingResource::TextureView;
         let bind_group = self.bind_group.get(
             frame.device(),
             Self::LABEL,
             self.kernel.layout(0),
             &[
-                (0, wgpu::BindingResource::TextureView(&material_ids.view)),
+                (0, view(&material_ids.view)),
                 (1, rects.as_entire_binding()),
                 (2, args.as_entire_binding()),
+                (3, view(&materials.base_color.view)),
+                (4, view(&materials.normal_rm.view)),
+                (5, view(&materials.emissive_ao.view)),
             ],
         );
         frame.encoder().clear_buffer(rects, 0, None);
@@ -233,8 +242,6 @@ pub struct ReferencePass {
 impl ReferencePass {
     /// Label of the pass, its timing row and its wgpu objects.
     pub const LABEL: &'static str = "reference";
-    /// Label of the clear of the material targets.
-    const CLEAR_LABEL: &'static str = "reference.clear";
 
     /// Build the pipelines for a scene of `materials` materials whose texture bind groups
     /// have `material_layout` (visible to compute).
@@ -287,8 +294,8 @@ impl ReferencePass {
         })
     }
 
-    /// Record the classification, the dispatch arguments, the clear of `materials` and the
-    /// per-material dispatches into it.
+    /// Record the classification (which zeroes `materials` where no material is), the
+    /// dispatch arguments and the per-material dispatches into `materials`.
     pub fn record(
         &self,
         frame: &mut FrameEncoder<'_>,
@@ -298,7 +305,7 @@ impl ReferencePass {
         let g = inputs.gbuffer;
         let view = wgpu::BindingResource::TextureView;
         self.classify
-            .record(frame, &g.material, &self.rects, &self.args);
+            .record(frame, &g.material, materials, &self.rects, &self.args);
         let shaded = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
             buffer: &self.shaded,
             offset: 0,
@@ -322,13 +329,6 @@ impl ReferencePass {
                 (10, view(&materials.emissive_ao.view)),
             ],
         );
-        let clear = |view| layout::clear_color(view, wgpu::Color::TRANSPARENT);
-        let colors = [
-            clear(&materials.base_color.view),
-            clear(&materials.normal_rm.view),
-            clear(&materials.emissive_ao.view),
-        ];
-        frame.render_pass(Self::CLEAR_LABEL, &colors, None, |_| {});
         frame.compute_pass(Self::LABEL, |pass| {
             pass.set_pipeline(self.kernel.pipeline());
             let scene_materials = inputs.scene.materials.iter().take(self.materials);
