@@ -127,8 +127,7 @@ pub struct NtcModeArgs {
     /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
     #[arg(long)]
     pub packages: Option<PathBuf>,
-    /// Decode kernel (default: sorted-mma where the GPU has cooperative matrices, else f16
-    /// where it has f16, else f32).
+    /// Decode kernel (default: sorted-fma where the GPU has f16, else f32).
     #[arg(long, visible_alias = "ntc-kernel", value_enum)]
     pub kernel: Option<NtcKernel>,
     /// Screen tile of the decode pass.

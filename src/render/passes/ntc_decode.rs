@@ -75,11 +75,12 @@ pub enum NtcKernel {
     /// configuration and layer widths that are multiples of 16.
     Mma,
     /// The sorted (divergence-free) decode with [`NtcKernel::Fma`]'s evaluation: 128
-    /// threads per run workgroup, one pixel each, weights in workgroup memory.
+    /// threads per run workgroup, one pixel each, weights in workgroup memory (the
+    /// fastest decode measured on an H200 in scenes, docs/RESULTS.md).
     SortedFma,
     /// The sorted (divergence-free) decode with [`NtcKernel::Mma`]'s evaluation: 128
     /// threads (four subgroups of 32 pixels) per run workgroup, weights read from the
-    /// decoder buffer (the fastest decode measured on an H200, docs/RESULTS.md).
+    /// decoder buffer.
     SortedMma,
 }
 
@@ -141,15 +142,18 @@ impl NtcKernel {
         self.missing(granted).is_empty()
     }
 
-    /// The kernel used when none is chosen: the sorted matrix decode where the features
-    /// allow (the fastest measured at one and at ten decoders per tile, docs/RESULTS.md),
-    /// else f16, else f32. [`NtcKernel::Fma`] is not chosen on its own: per tile it was
-    /// measured faster than f16 with one decoder but slower with several.
+    /// The kernel used when none is chosen: the sorted f16-FMA decode where the adapter
+    /// has f16 (measured the fastest of every kernel on the street at 1080p, 1.2× the
+    /// sorted matrix decode, and within 1.27× of its own shared-decoder time at up to 16
+    /// decoders per tile: docs/RESULTS.md), else f32. [`NtcKernel::Fma`] with 16×16 tiles
+    /// is faster where one decoder covers the screen, but slows with every further
+    /// decoder in a tile, so it is not chosen on its own.
     pub fn best(granted: &GrantedFeatures) -> NtcKernel {
-        [NtcKernel::SortedMma, NtcKernel::F16]
-            .into_iter()
-            .find(|k| k.supported(granted))
-            .unwrap_or(NtcKernel::F32)
+        if NtcKernel::SortedFma.supported(granted) {
+            NtcKernel::SortedFma
+        } else {
+            NtcKernel::F32
+        }
     }
 
     /// Every missing feature, by its [`GrantedFeatures`] name.
