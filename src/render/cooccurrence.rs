@@ -153,7 +153,9 @@ pub fn scene_views(
 }
 
 /// Digests of the files `opened` was read from (given as `scene`): the argument itself,
-/// the glTF it names (when another file) and the glTF's buffer files, in that order.
+/// the glTF it names (when another file), the glTF's buffer files and the base colour
+/// images of alpha-tested and alpha-blended materials (their alpha decides which
+/// material covers a pixel), in that order.
 pub fn scene_files(opened: &OpenedScene, scene: &Path) -> Result<Vec<FileDigest>, RecordError> {
     let gltf = &opened.scene.source;
     let mut files = vec![scene.to_path_buf()];
@@ -161,6 +163,19 @@ pub fn scene_files(opened: &OpenedScene, scene: &Path) -> Result<Vec<FileDigest>
         files.push(gltf.clone());
     }
     files.extend(crate::scene::gltf_import::buffer_files(gltf)?);
+    for m in &opened.scene.materials {
+        if m.alpha_mode == crate::scene::AlphaMode::Opaque {
+            continue;
+        }
+        if let Some(crate::scene::TextureRef {
+            image: crate::scene::ImageSource::File(path),
+            ..
+        }) = &m.textures.base_color
+            && !files.contains(path)
+        {
+            files.push(path.clone());
+        }
+    }
     let mut digests = Vec::with_capacity(files.len());
     for file in files {
         digests.push(FileDigest::of(&file, &file.display().to_string())?);

@@ -670,3 +670,44 @@ fn eval_runs_divergence_aware_beside_clustered_and_random_with_each_plans_predic
     assert!(!refused.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A record's identity covers the base colour images of alpha-tested materials (their
+/// alpha decides which material covers a pixel) but not those of opaque ones: editing
+/// the cutout's image changes the identity, editing the opaque one's does not.
+#[test]
+fn record_identity_covers_the_images_whose_alpha_decides_coverage() {
+    use neurotex::builtin::gltf_builder::{
+        GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane,
+    };
+    use neurotex::render::cooccurrence::scene_files;
+    use neurotex::scene::AlphaMode;
+    let dir = crate::common::temp_dir("coverage-images");
+    let mut b = GltfBuilder::new();
+    for (name, alpha_mode, image, x) in [
+        ("cut", AlphaMode::Mask { cutoff: 0.5 }, "cut.png", 0.0),
+        ("solid", AlphaMode::Opaque, "solid.png", 3.0),
+    ] {
+        crate::common::write_checker_png(&dir.join(image), 8);
+        let mut m = MaterialDesc::new(name);
+        m.alpha_mode = alpha_mode;
+        m.base_color_texture = Some(image.to_owned());
+        let mat = b.add_material(m);
+        let mesh = b.add_mesh(name, plane(2.0, 2.0, UvMode::Unit), mat);
+        b.add_mesh_node(
+            name,
+            mesh,
+            NodeTransform::translation(glam::Vec3::new(x, 0.0, 0.0)),
+        );
+    }
+    let gltf = b.write(&dir, "scene").expect("write fixture");
+    let opened = neurotex::scene::open::open(Some(&gltf)).expect("open");
+    let before = scene_files(&opened, &gltf).expect("digests");
+    let names: Vec<&str> = before.iter().map(|d| d.file.as_str()).collect();
+    assert!(names.iter().any(|n| n.ends_with("cut.png")), "{names:?}");
+    assert!(!names.iter().any(|n| n.ends_with("solid.png")), "{names:?}");
+    crate::common::write_checker_png(&dir.join("solid.png"), 16);
+    assert_eq!(scene_files(&opened, &gltf).expect("digests"), before);
+    crate::common::write_checker_png(&dir.join("cut.png"), 16);
+    assert_ne!(scene_files(&opened, &gltf).expect("digests"), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
