@@ -73,14 +73,16 @@ impl Target {
     }
 }
 
-/// Everything the G-buffer pass writes.
+/// Everything the G-buffer pass writes. `normal_tangent`, `uv` and `uv_grad` are defined
+/// only where `material` names a material (elsewhere they hold whatever an earlier frame
+/// left): the pass does not clear them, and every reader looks at the material word first.
 #[derive(Debug)]
 pub struct GBuffer {
-    /// See [`format::NORMAL_TANGENT`].
+    /// See [`format::NORMAL_TANGENT`]; defined where `material` names a material.
     pub normal_tangent: Target,
-    /// See [`format::UV`].
+    /// See [`format::UV`]; defined where `material` names a material.
     pub uv: Target,
-    /// See [`format::UV_GRAD`].
+    /// See [`format::UV_GRAD`]; defined where `material` names a material.
     pub uv_grad: Target,
     /// See [`format::MATERIAL`].
     pub material: Target,

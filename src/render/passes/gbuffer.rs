@@ -44,7 +44,11 @@ impl GBufferPass {
         })
     }
 
-    /// Record the pass: clear `gbuffer` and draw the scene into it.
+    /// Record the pass: clear the material word, motion and depth of `gbuffer` and draw
+    /// the scene into it. The targets read only where a material is (normal and tangent,
+    /// UV, UV derivatives) are drawn over without a clear: on a GPU whose raster work runs
+    /// on a small part of the chip, clears cost as much as the draw's own writes (three
+    /// Rgba16Float targets took 3.5 ms at 4K on an H200).
     pub fn record(
         &self,
         frame: &mut FrameEncoder<'_>,
@@ -61,9 +65,9 @@ impl GBufferPass {
             a: 0.0,
         };
         let colors = [
-            clear(&gbuffer.normal_tangent.view, none),
-            clear(&gbuffer.uv.view, none),
-            clear(&gbuffer.uv_grad.view, none),
+            layout::load_color(&gbuffer.normal_tangent.view),
+            layout::load_color(&gbuffer.uv.view),
+            layout::load_color(&gbuffer.uv_grad.view),
             clear(&gbuffer.material.view, no_material),
             clear(&gbuffer.motion.view, none),
         ];
