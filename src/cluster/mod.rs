@@ -238,8 +238,7 @@ fn source_suffix(file: &Option<PathBuf>) -> String {
 mod tests {
     use super::*;
     use crate::texture::{
-        ChannelMask, LoadOptions, SetMip, TextureSet, build_mip_chain, read_manifest,
-        scene_texture_sets,
+        ChannelMask, LoadOptions, SetMip, TextureSet, read_manifest, scene_texture_sets,
     };
     use std::path::Path;
 
@@ -268,17 +267,15 @@ mod tests {
                 texels.extend([r, g, b, 255, nx, ny, 255, 255, 255, 255, 255, 255]);
             }
         }
-        TextureSet {
-            name: name.into(),
-            width: n,
-            height: n,
-            present: ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
-            mips: build_mip_chain(SetMip {
+        TextureSet::from_mip0(
+            name,
+            ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
+            SetMip {
                 width: n,
                 height: n,
                 texels,
-            }),
-        }
+            },
+        )
     }
 
     /// 8 sets: 0, 2, 4, 6 red-ish noisy; 1, 3, 5, 7 blue-ish striped (interleaved so that

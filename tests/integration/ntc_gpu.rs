@@ -36,7 +36,7 @@ use neurotex::ntc::train::gpu::{
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
-use neurotex::texture::{CHANNELS, ChannelMask, SetMip, TextureSet, build_mip_chain};
+use neurotex::texture::{CHANNELS, ChannelMask, SetMip, TextureSet};
 
 /// Gradient tolerance of the mixed-precision kernels, relative to a block's largest
 /// gradient (see the module docs; measured on lavapipe: decoder within 4.1e-4, latents
@@ -77,17 +77,15 @@ fn set_from_fn(
         .flat_map(|y| (0..size).map(move |x| (x, y)))
         .flat_map(|(x, y)| f(x, y))
         .collect();
-    TextureSet {
-        name: name.into(),
-        width: size,
-        height: size,
+    TextureSet::from_mip0(
+        name,
         present,
-        mips: build_mip_chain(SetMip {
+        SetMip {
             width: size,
             height: size,
             texels,
-        }),
-    }
+        },
+    )
 }
 
 /// A smooth colour pattern with period `period` texels, a normal map and some roughness.
