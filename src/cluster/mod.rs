@@ -237,6 +237,7 @@ fn source_suffix(file: &Option<PathBuf>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ntc::model::SplitMix64;
     use crate::texture::{
         ChannelMask, LoadOptions, SetMip, TextureSet, read_manifest, scene_texture_sets,
     };
@@ -244,22 +245,19 @@ mod tests {
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
 
-    /// A deterministic pseudo-random byte stream (xorshift).
-    struct Noise(u64);
-
-    impl Noise {
-        fn next(&mut self) -> u8 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 >> 32) as u8
-        }
+    /// A random byte.
+    fn byte(rng: &mut SplitMix64) -> u8 {
+        rng.below(256) as u8
     }
 
     /// A 32² set with a full mip chain; `f(x, y, noise)` gives base colour and normal XY.
-    fn synthetic(name: &str, f: impl Fn(u32, u32, &mut Noise) -> [u8; 5], seed: u64) -> TextureSet {
+    fn synthetic(
+        name: &str,
+        f: impl Fn(u32, u32, &mut SplitMix64) -> [u8; 5],
+        seed: u64,
+    ) -> TextureSet {
         let n = 32;
-        let mut noise = Noise(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut noise = SplitMix64::new(seed);
         let mut texels = Vec::new();
         for y in 0..n {
             for x in 0..n {
@@ -288,8 +286,8 @@ mod tests {
                     synthetic(
                         &format!("red_noise_{k}"),
                         move |_, _, n| {
-                            let v = n.next() / 3;
-                            [150 + v + 4 * k, 30 + v / 2, 25 + v / 3, n.next(), n.next()]
+                            let v = byte(n) / 3;
+                            [150 + v + 4 * k, 30 + v / 2, 25 + v / 3, byte(n), byte(n)]
                         },
                         i,
                     )
@@ -298,7 +296,7 @@ mod tests {
                         &format!("blue_stripes_{k}"),
                         move |x, _, n| {
                             let on = (x + k as u32) % 6 < 3;
-                            let b = if on { 220 } else { 120 } - n.next() / 16;
+                            let b = if on { 220 } else { 120 } - byte(n) / 16;
                             [30 + 5 * k, 60, b, 128, 128]
                         },
                         i,
