@@ -183,11 +183,6 @@ impl DivergencePass {
         )
     }
 
-    /// The tile size the pass counts over.
-    pub fn tile(&self) -> TileSize {
-        self.tile
-    }
-
     /// Record the count of `inputs` into `tiles` (from [`Self::tile_target`] for this
     /// pass's tile size and the G-buffer's size) and the copy of the histograms into a
     /// free staging buffer.
