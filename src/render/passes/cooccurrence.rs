@@ -119,14 +119,12 @@ impl CooccurrencePass {
 
     /// Build the pipeline for `tile`.
     pub fn new(ctx: &GpuContext, tile: TileSize) -> Result<Self, KernelError> {
-        let defines = tile.defines();
-        let defines: Vec<(&str, &str)> = defines.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let kernel = ComputeKernel::new(
+        let kernel = tile.kernel(
             ctx,
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "cooccurrence.wgsl",
-                defines: &defines,
+                defines: &[],
                 entry: "signature",
                 groups: &[Group::Slots(&[
                     Slot::UintTexture,
