@@ -326,13 +326,11 @@ fn recorded_path_saves_next_to_the_description_and_loads_back() {
         "input untouched"
     );
     let back = LoadedDescription::load(&written).unwrap();
-    let names: Vec<&str> = back
-        .description
-        .camera_paths
-        .iter()
-        .map(|p| p.name.as_str())
-        .collect();
-    assert_eq!(names, ["recorded", "recorded-2"], "clashing name renamed");
+    assert_eq!(
+        back.description.camera_path_names(),
+        ["recorded", "recorded-2"],
+        "clashing name renamed"
+    );
     assert_eq!(back.description.camera_paths[1].keys, path.keys);
     assert_eq!(back.description.render.builtin_texture_size, Some(32));
     assert_eq!(back.description.lighting, loaded.description.lighting);
