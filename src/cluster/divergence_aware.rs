@@ -691,6 +691,19 @@ mod tests {
         CooccurrenceRecord::new(source(names(n), views), counts).expect("record")
     }
 
+    /// A random problem: the embeddings of `n` sets and the table of a record of `views`
+    /// views over them.
+    fn random_problem(
+        n: usize,
+        views: usize,
+        rng: &mut SplitMix64,
+    ) -> (Embeddings, DivergenceTable) {
+        let emb = embeddings(n, rng);
+        let record = random_record(n, views, rng);
+        let table = DivergenceTable::new(&record, Path::new("r"), &emb.set_names).expect("table");
+        (emb, table)
+    }
+
     fn source(set_names: Vec<String>, views: usize) -> RecordSource {
         RecordSource {
             scene: "synthetic".into(),
@@ -752,9 +765,7 @@ mod tests {
     fn incremental_objective_equals_full_recomputation() {
         let mut rng = SplitMix64::new(0x1234_5678_9abc_def1);
         let (n, m) = (14, 4);
-        let emb = embeddings(n, &mut rng);
-        let record = random_record(n, 3, &mut rng);
-        let table = DivergenceTable::new(&record, Path::new("r"), &emb.set_names).expect("table");
+        let (emb, table) = random_problem(n, 3, &mut rng);
         for weight in [0.0, 0.3, 1.0] {
             let objective = Objective::new(&table, &emb, weight).expect("objective");
             let labels: Vec<usize> = (0..n).map(|i| i % m).collect();
@@ -781,9 +792,7 @@ mod tests {
     fn search_descends_deterministically_and_keeps_m_groups() {
         let mut rng = SplitMix64::new(0x0bad_cafe_f00d_0001);
         let (n, m) = (20, 5);
-        let emb = embeddings(n, &mut rng);
-        let record = random_record(n, 4, &mut rng);
-        let table = DivergenceTable::new(&record, Path::new("r"), &emb.set_names).expect("table");
+        let (emb, table) = random_problem(n, 4, &mut rng);
         let trace = search(&emb, &table, m, 9, 0.5).expect("search");
         assert!(trace.values.len() > 1, "{trace:?}");
         assert!(
