@@ -44,18 +44,9 @@ impl LoadRequest {
         let started = Instant::now();
         let opened = open(self.source.as_deref()).map_err(|e| e.to_string())?;
         if let Some(name) = &self.camera_path
-            && !opened
-                .description
-                .camera_paths
-                .iter()
-                .any(|p| &p.name == name)
+            && opened.description.camera_path(name).is_none()
         {
-            let names: Vec<&str> = opened
-                .description
-                .camera_paths
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect();
+            let names = opened.description.camera_path_names();
             return Err(format!(
                 "no camera path named `{name}` in {} (available: {})",
                 scene_name(self.source.as_deref()),

@@ -204,28 +204,19 @@ struct Job {
 }
 
 fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
-    let Job {
-        devices,
-        scene,
-        textures,
-        recipe,
-        prebuilt,
-        modes,
-        views,
-    } = job;
     let fail_all = |message: String| {
-        for &m in &modes {
+        for &m in &job.modes {
             let _ = tx.send(Event::Status(m, PackageStatus::Failed(message.clone())));
         }
     };
-    let packages = match ScenePackages::open(&scene, recipe) {
-        Ok(p) => match views {
-            Some((opened, arg)) => p.with_prebuilt(prebuilt).with_views(opened, arg),
-            None => p.with_prebuilt(prebuilt),
+    let packages = match ScenePackages::open(&job.scene, job.recipe) {
+        Ok(p) => match job.views {
+            Some((opened, arg)) => p.with_prebuilt(job.prebuilt).with_views(opened, arg),
+            None => p.with_prebuilt(job.prebuilt),
         },
         Err(e) => return fail_all(e.to_string()),
     };
-    for &mode in &modes {
+    for &mode in &job.modes {
         if cancel.load(Ordering::Relaxed) {
             return;
         }
@@ -247,18 +238,19 @@ fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
                 }
             },
         ));
-        let result = packages.load_or_compress(&devices, strategy, &textures, cancel, &mut |p| {
-            let _ = tx.send(Event::Status(
-                mode,
-                PackageStatus::Compressing {
-                    device: p.device,
-                    group: p.group,
-                    groups: p.groups,
-                    step: p.train.step,
-                    total: p.train.total,
-                },
-            ));
-        });
+        let result =
+            packages.load_or_compress(&job.devices, strategy, &job.textures, cancel, &mut |p| {
+                let _ = tx.send(Event::Status(
+                    mode,
+                    PackageStatus::Compressing {
+                        device: p.device,
+                        group: p.group,
+                        groups: p.groups,
+                        step: p.train.step,
+                        total: p.train.total,
+                    },
+                ));
+            });
         let event = result
             .map_err(|e| e.to_string())
             .and_then(|package| {

@@ -651,30 +651,15 @@ pub(super) fn search(
 mod tests {
     use super::*;
     use crate::cluster::cooccurrence::{RecordSource, ViewCounts, ViewSpec};
+    use crate::ntc::model::SplitMix64;
     use crate::render::tiles::TileSize;
-
-    /// A xorshift stream for synthetic inputs.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     fn names(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("set{i}")).collect()
     }
 
     /// Embeddings of `n` sets: random 6-dimensional vectors.
-    fn embeddings(n: usize, rng: &mut Rng) -> Embeddings {
+    fn embeddings(n: usize, rng: &mut SplitMix64) -> Embeddings {
         Embeddings {
             embedder: "test".into(),
             embedder_version: "1".into(),
@@ -688,7 +673,7 @@ mod tests {
     }
 
     /// A record of `views` random views over `n` sets: signatures of 1–4 sets.
-    fn random_record(n: usize, views: usize, rng: &mut Rng) -> CooccurrenceRecord {
+    fn random_record(n: usize, views: usize, rng: &mut SplitMix64) -> CooccurrenceRecord {
         let counts = (0..views)
             .map(|_| {
                 let mut h = BTreeMap::new();
@@ -704,6 +689,19 @@ mod tests {
             })
             .collect();
         CooccurrenceRecord::new(source(names(n), views), counts).expect("record")
+    }
+
+    /// A random problem: the embeddings of `n` sets and the table of a record of `views`
+    /// views over them.
+    fn random_problem(
+        n: usize,
+        views: usize,
+        rng: &mut SplitMix64,
+    ) -> (Embeddings, DivergenceTable) {
+        let emb = embeddings(n, rng);
+        let record = random_record(n, views, rng);
+        let table = DivergenceTable::new(&record, Path::new("r"), &emb.set_names).expect("table");
+        (emb, table)
     }
 
     fn source(set_names: Vec<String>, views: usize) -> RecordSource {
@@ -765,11 +763,9 @@ mod tests {
 
     #[test]
     fn incremental_objective_equals_full_recomputation() {
-        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let mut rng = SplitMix64::new(0x1234_5678_9abc_def1);
         let (n, m) = (14, 4);
-        let emb = embeddings(n, &mut rng);
-        let record = random_record(n, 3, &mut rng);
-        let table = DivergenceTable::new(&record, Path::new("r"), &emb.set_names).expect("table");
+        let (emb, table) = random_problem(n, 3, &mut rng);
         for weight in [0.0, 0.3, 1.0] {
             let objective = Objective::new(&table, &emb, weight).expect("objective");
             let labels: Vec<usize> = (0..n).map(|i| i % m).collect();
@@ -794,11 +790,9 @@ mod tests {
 
     #[test]
     fn search_descends_deterministically_and_keeps_m_groups() {
-        let mut rng = Rng(0x0bad_cafe_f00d_0001);
+        let mut rng = SplitMix64::new(0x0bad_cafe_f00d_0001);
         let (n, m) = (20, 5);
-        let emb = embeddings(n, &mut rng);
-        let record = random_record(n, 4, &mut rng);
-        let table = DivergenceTable::new(&record, Path::new("r"), &emb.set_names).expect("table");
+        let (emb, table) = random_problem(n, 4, &mut rng);
         let trace = search(&emb, &table, m, 9, 0.5).expect("search");
         assert!(trace.values.len() > 1, "{trace:?}");
         assert!(

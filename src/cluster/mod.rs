@@ -237,30 +237,27 @@ fn source_suffix(file: &Option<PathBuf>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ntc::model::SplitMix64;
     use crate::texture::{
-        ChannelMask, LoadOptions, SetMip, TextureSet, build_mip_chain, read_manifest,
-        scene_texture_sets,
+        ChannelMask, LoadOptions, SetMip, TextureSet, read_manifest, scene_texture_sets,
     };
     use std::path::Path;
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
 
-    /// A deterministic pseudo-random byte stream (xorshift).
-    struct Noise(u64);
-
-    impl Noise {
-        fn next(&mut self) -> u8 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 >> 32) as u8
-        }
+    /// A random byte.
+    fn byte(rng: &mut SplitMix64) -> u8 {
+        rng.below(256) as u8
     }
 
     /// A 32² set with a full mip chain; `f(x, y, noise)` gives base colour and normal XY.
-    fn synthetic(name: &str, f: impl Fn(u32, u32, &mut Noise) -> [u8; 5], seed: u64) -> TextureSet {
+    fn synthetic(
+        name: &str,
+        f: impl Fn(u32, u32, &mut SplitMix64) -> [u8; 5],
+        seed: u64,
+    ) -> TextureSet {
         let n = 32;
-        let mut noise = Noise(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut noise = SplitMix64::new(seed);
         let mut texels = Vec::new();
         for y in 0..n {
             for x in 0..n {
@@ -268,17 +265,15 @@ mod tests {
                 texels.extend([r, g, b, 255, nx, ny, 255, 255, 255, 255, 255, 255]);
             }
         }
-        TextureSet {
-            name: name.into(),
-            width: n,
-            height: n,
-            present: ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
-            mips: build_mip_chain(SetMip {
+        TextureSet::from_mip0(
+            name,
+            ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
+            SetMip {
                 width: n,
                 height: n,
                 texels,
-            }),
-        }
+            },
+        )
     }
 
     /// 8 sets: 0, 2, 4, 6 red-ish noisy; 1, 3, 5, 7 blue-ish striped (interleaved so that
@@ -291,8 +286,8 @@ mod tests {
                     synthetic(
                         &format!("red_noise_{k}"),
                         move |_, _, n| {
-                            let v = n.next() / 3;
-                            [150 + v + 4 * k, 30 + v / 2, 25 + v / 3, n.next(), n.next()]
+                            let v = byte(n) / 3;
+                            [150 + v + 4 * k, 30 + v / 2, 25 + v / 3, byte(n), byte(n)]
                         },
                         i,
                     )
@@ -301,7 +296,7 @@ mod tests {
                         &format!("blue_stripes_{k}"),
                         move |x, _, n| {
                             let on = (x + k as u32) % 6 < 3;
-                            let b = if on { 220 } else { 120 } - n.next() / 16;
+                            let b = if on { 220 } else { 120 } - byte(n) / 16;
                             [30 + 5 * k, 60, b, 128, 128]
                         },
                         i,

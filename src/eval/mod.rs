@@ -882,7 +882,7 @@ pub fn write_outputs(out: &Path, report: &EvalReport) -> Result<(), EvalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::texture::{ChannelMask, SetMip, build_mip_chain};
+    use crate::texture::{ChannelMask, SetMip};
 
     /// A 16² set: warm noise (family 0) or cool stripes (family 1).
     fn set(i: usize) -> TextureSet {
@@ -907,17 +907,15 @@ mod tests {
                 ]);
             }
         }
-        TextureSet {
-            name: format!("s{i}"),
-            width: n,
-            height: n,
-            present: ChannelMask::BASE_COLOR,
-            mips: build_mip_chain(SetMip {
+        TextureSet::from_mip0(
+            format!("s{i}"),
+            ChannelMask::BASE_COLOR,
+            SetMip {
                 width: n,
                 height: n,
                 texels,
-            }),
-        }
+            },
+        )
     }
 
     struct Fixture {

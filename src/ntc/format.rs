@@ -1173,7 +1173,7 @@ mod tests {
     use super::*;
     use crate::ntc::model::SplitMix64;
     use crate::ntc::train::{TrainConfig, TrainedMaterial, train_cpu};
-    use crate::texture::{SetMip, TextureSet, build_mip_chain};
+    use crate::texture::{SetMip, TextureSet};
 
     fn small_config() -> NtcConfig {
         NtcConfig {
@@ -1356,17 +1356,15 @@ mod tests {
                 [v, 255 - v, 128, 255, 128, 128, 255, 255, 255, 255, 255, 255]
             })
             .collect();
-        let set = TextureSet {
-            name: "ramp".into(),
-            width: 8,
-            height: 8,
-            present: ChannelMask::BASE_COLOR,
-            mips: build_mip_chain(SetMip {
+        let set = TextureSet::from_mip0(
+            "ramp",
+            ChannelMask::BASE_COLOR,
+            SetMip {
                 width: 8,
                 height: 8,
                 texels,
-            }),
-        };
+            },
+        );
         let config = TrainConfig {
             model: small_config(),
             batch_size: 16,

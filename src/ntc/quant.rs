@@ -239,23 +239,14 @@ mod tests {
         let values: Vec<f32> = (0..16).map(|n| dequantize(n, LatentBits::Four)).collect();
         let words = pack_latents(&values, 16, LatentBits::Four).expect("pack");
         assert_eq!(words, [0x7654_3210, 0xFEDC_BA98]);
-        let bytes: Vec<f32> = [1u32, 2, 3, 250]
-            .iter()
-            .map(|&n| dequantize(n, LatentBits::Eight))
-            .collect();
-        assert_eq!(
-            pack_latents(&bytes, 4, LatentBits::Eight).expect("pack"),
-            [0xFA03_0201]
-        );
-        let crumbs: Vec<f32> = [3u32, 0, 1, 2]
-            .iter()
-            .map(|&n| dequantize(n, LatentBits::Two))
-            .collect();
-        // 4 features × 2 bits use the low 8 bits of one word; the rest is zero.
-        assert_eq!(
-            pack_latents(&crumbs, 4, LatentBits::Two).expect("pack"),
-            [0b10_01_00_11]
-        );
+        // One word each: four bytes; four crumbs in its low 8 bits, the rest zero.
+        for (codes, bits, word) in [
+            ([1u32, 2, 3, 250], LatentBits::Eight, 0xFA03_0201),
+            ([3, 0, 1, 2], LatentBits::Two, 0b10_01_00_11),
+        ] {
+            let values: Vec<f32> = codes.iter().map(|&n| dequantize(n, bits)).collect();
+            assert_eq!(pack_latents(&values, 4, bits).expect("pack"), [word]);
+        }
     }
 
     #[test]

@@ -207,6 +207,16 @@ fn finite(what: &str, values: &[f32]) -> Result<(), String> {
 }
 
 impl SceneDescription {
+    /// The camera path named `name`.
+    pub fn camera_path(&self, name: &str) -> Option<&CameraPath> {
+        self.camera_paths.iter().find(|p| p.name == name)
+    }
+
+    /// The names of the camera paths, in order.
+    pub fn camera_path_names(&self) -> Vec<&str> {
+        self.camera_paths.iter().map(|p| p.name.as_str()).collect()
+    }
+
     /// Check every value a parser cannot: finite lighting and camera numbers, the size,
     /// the built-in texture size, non-empty paths with non-decreasing key times and
     /// fields of view in (0, 180) degrees. The message names the key.

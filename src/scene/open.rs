@@ -154,11 +154,7 @@ pub fn select_camera(opened: &OpenedScene, spec: Option<&str>) -> Result<Camera,
             .cloned()
             .unwrap_or_else(|| Camera::auto(&opened.scene)));
     };
-    if let Some(p) = opened
-        .description
-        .camera_paths
-        .iter()
-        .find(|p| p.name == spec)
+    if let Some(p) = opened.description.camera_path(spec)
         && let Some(c) = p.sample(p.keys[0].time)
     {
         return Ok(c);
@@ -171,13 +167,8 @@ pub fn select_camera(opened: &OpenedScene, spec: Option<&str>) -> Result<Camera,
     {
         return Ok(c.clone());
     }
-    let mut names: Vec<String> = opened
-        .description
-        .camera_paths
-        .iter()
-        .map(|p| p.name.clone())
-        .collect();
-    names.extend(opened.scene.cameras.iter().map(|c| c.name.clone()));
+    let mut names = opened.description.camera_path_names();
+    names.extend(opened.scene.cameras.iter().map(|c| c.name.as_str()));
     Err(SceneError::Description {
         path: opened.scene.source.clone(),
         reason: format!(

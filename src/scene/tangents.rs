@@ -123,6 +123,15 @@ mod tests {
         (v, vec![0, 1, 2, 0, 2, 3])
     }
 
+    /// Every vertex of `out` has tangent `t` and handedness `w`.
+    fn assert_tangents(out: &[Vertex], t: Vec3, w: f32) {
+        for v in out {
+            let tangent = Vec3::new(v.tangent[0], v.tangent[1], v.tangent[2]);
+            assert!((tangent - t).length() < 1e-5, "tangent {tangent:?}");
+            assert_eq!(v.tangent[3], w);
+        }
+    }
+
     /// Hand computation: with positions P and UVs as below, dP/du = +X and dP/dv = −Y
     /// (glTF's v runs down the image), so T = +X, B = −Y and
     /// w = sign(dot(cross(N, T), B)) = sign(dot(+Y, −Y)) = −1.
@@ -132,11 +141,7 @@ mod tests {
         let (out, idx) = generate(&v, &i);
         assert_eq!(idx.len(), 6);
         assert_eq!(out.len(), 4, "a planar quad needs no split vertices");
-        for v in &out {
-            let t = Vec3::new(v.tangent[0], v.tangent[1], v.tangent[2]);
-            assert!((t - Vec3::X).length() < 1e-5, "tangent {t:?}");
-            assert_eq!(v.tangent[3], -1.0);
-        }
+        assert_tangents(&out, Vec3::X, -1.0);
     }
 
     /// Mirrored UVs (u runs along −X, v up the image along +Y): T = −X, B = +Y,
@@ -145,11 +150,7 @@ mod tests {
     fn mirrored_quad_tangent() {
         let (v, i) = quad([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [1.0, 1.0]]);
         let (out, _) = generate(&v, &i);
-        for v in &out {
-            let t = Vec3::new(v.tangent[0], v.tangent[1], v.tangent[2]);
-            assert!((t + Vec3::X).length() < 1e-5, "tangent {t:?}");
-            assert_eq!(v.tangent[3], -1.0);
-        }
+        assert_tangents(&out, -Vec3::X, -1.0);
     }
 
     /// u along +X and v along +Y (image flipped): T = +X, B = +Y, w = sign(dot(+Y, +Y)) = +1.
@@ -157,11 +158,7 @@ mod tests {
     fn flipped_v_quad_tangent() {
         let (v, i) = quad([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]);
         let (out, _) = generate(&v, &i);
-        for v in &out {
-            let t = Vec3::new(v.tangent[0], v.tangent[1], v.tangent[2]);
-            assert!((t - Vec3::X).length() < 1e-5, "tangent {t:?}");
-            assert_eq!(v.tangent[3], 1.0);
-        }
+        assert_tangents(&out, Vec3::X, 1.0);
     }
 
     #[test]

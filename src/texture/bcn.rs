@@ -198,7 +198,6 @@ pub fn bcn_baselines(set: &TextureSet) -> Vec<BcnResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::texture::build_mip_chain;
 
     fn test_set(w: u32, h: u32) -> TextureSet {
         let mut texels = Vec::with_capacity((w * h) as usize * CHANNELS);
@@ -212,17 +211,15 @@ mod tests {
         let present = ChannelMask(
             ChannelMask::BASE_COLOR.0 | ChannelMask::NORMAL.0 | ChannelMask::ROUGHNESS.0,
         );
-        TextureSet {
-            name: "gradient".into(),
-            width: w,
-            height: h,
+        TextureSet::from_mip0(
+            "gradient",
             present,
-            mips: build_mip_chain(SetMip {
+            SetMip {
                 width: w,
                 height: h,
                 texels,
-            }),
-        }
+            },
+        )
     }
 
     #[test]

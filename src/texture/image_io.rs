@@ -438,6 +438,12 @@ mod tests {
 
     const LIVING: &str = "../shared/assets/ntc_living_room";
 
+    /// The living room's image `path`, decoded.
+    fn living(path: &str) -> DecodedImage {
+        let src = ImageSource::File(Path::new(LIVING).join(path));
+        decode(&src).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
     fn tmp_dir(name: &str) -> PathBuf {
         let d =
             std::env::temp_dir().join(format!("neurotex_image_io_{}_{name}", std::process::id()));
@@ -481,10 +487,7 @@ mod tests {
 
     #[test]
     fn real_sixteen_bit_png_decodes() {
-        let src = ImageSource::File(
-            Path::new(LIVING).join("living_room/textures/rosewood_veneer1_nor_gl_1k.png"),
-        );
-        let d = decode(&src).expect("decode 16-bit PNG");
+        let d = living("living_room/textures/rosewood_veneer1_nor_gl_1k.png");
         assert_eq!(
             (d.width, d.height, d.channels, d.bit_depth()),
             (1024, 1024, 3, 16)
@@ -508,10 +511,7 @@ mod tests {
         assert_eq!(a, 200.0 / 255.0);
 
         // A real 1-channel roughness map (Poly Haven JPEG): gray reads as R = G = B.
-        let src = ImageSource::File(
-            Path::new(LIVING).join("polyhaven_props/asphalt_02/textures/asphalt_02_rough_1k.jpg"),
-        );
-        let d = decode(&src).expect("decode asphalt roughness map");
+        let d = living("polyhaven_props/asphalt_02/textures/asphalt_02_rough_1k.jpg");
         assert_eq!((d.width, d.height, d.channels), (1024, 1024, 1));
         for (x, y) in [(0, 0), (17, 900), (512, 511), (1023, 1023)] {
             let [r, g, b, a] = d.rgba(x, y);
@@ -520,10 +520,7 @@ mod tests {
 
         // The room's "grayscale" roughness PNG is in fact stored in glTF layout:
         // RGB with R = B = 1 and the roughness in G (metallicFactor 0 zeroes B).
-        let src = ImageSource::File(
-            Path::new(LIVING).join("living_room/textures/wood_table_worn_rough_1k.png"),
-        );
-        let d = decode(&src).expect("decode wood_table_worn roughness map");
+        let d = living("living_room/textures/wood_table_worn_rough_1k.png");
         assert_eq!(
             (d.width, d.height, d.channels, d.bit_depth()),
             (1024, 1024, 3, 8)

@@ -280,13 +280,7 @@ impl TextureSetDesc {
             texels,
         };
         Ok(LoadedSet {
-            set: TextureSet {
-                name: self.name(),
-                width,
-                height,
-                present,
-                mips: build_mip_chain(mip0),
-            },
+            set: TextureSet::from_mip0(self.name(), present, mip0),
             missing,
         })
     }
@@ -409,6 +403,18 @@ pub struct TextureSet {
 }
 
 impl TextureSet {
+    /// A set named `name` with the channels `present`, whose mip 0 is `mip0`, with its full
+    /// mip chain ([`build_mip_chain`]).
+    pub fn from_mip0(name: impl Into<String>, present: ChannelMask, mip0: SetMip) -> TextureSet {
+        TextureSet {
+            name: name.into(),
+            width: mip0.width,
+            height: mip0.height,
+            present,
+            mips: build_mip_chain(mip0),
+        }
+    }
+
     /// Leave the channels outside `keep` out of [`present`](Self::present) and give them
     /// their neutral value in every mip, as if the set had no texture for them.
     pub fn keep_channels(&mut self, keep: ChannelMask) {
@@ -915,13 +921,7 @@ mod tests {
             height: 2,
             texels: vec![7; 4 * CHANNELS],
         };
-        let mut set = TextureSet {
-            name: "orm".into(),
-            width: 2,
-            height: 2,
-            present: ChannelMask::ALL,
-            mips: build_mip_chain(mip0),
-        };
+        let mut set = TextureSet::from_mip0("orm", ChannelMask::ALL, mip0);
         set.keep_channels(ChannelMask(ChannelMask::ALL.0 & !ChannelMask::METALLIC.0));
         assert!(!set.present.intersects(ChannelMask::METALLIC));
         assert!(set.present.contains(ChannelMask::ROUGHNESS));

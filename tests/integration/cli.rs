@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use crate::common::{
-    expect_error, kill_once_exists, quad_scene, run, run_env, s, temp_dir, write_checker_png,
+    expect_error, expect_ok, kill_once_exists, quad_scene, run, run_env, s, temp_dir,
+    write_checker_png,
 };
 
 #[test]
@@ -68,8 +69,7 @@ fn truncated_glb() {
     glb.extend_from_slice(&bin);
     let good = dir.join("good.glb");
     std::fs::write(&good, &glb).unwrap();
-    let (ok, stdout, stderr) = run(&["import", "--scene", s(&good)]);
-    assert!(ok, "the intact GLB must import: {stderr}");
+    let stdout = expect_ok(&["import", "--scene", s(&good)]);
     assert!(stdout.contains("1 materials"), "{stdout}");
     let cut = dir.join("cut.glb");
     std::fs::write(&cut, &glb[..glb.len() - bin.len() / 2]).unwrap();
@@ -310,14 +310,12 @@ fn compress_inspect_decompress_round_trip() {
         Some(2),
         "BCn baselines in the report"
     );
-    let (ok, stdout, stderr) = run(&["inspect", s(&ntc), "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = expect_ok(&["inspect", s(&ntc), "--json"]);
     let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["materials"][0]["name"], "checker");
     assert!(summary["materials"][0]["bits_per_texel"].as_f64().unwrap() > 0.0);
     let out = dir.join("decoded");
-    let (ok, _, stderr) = run(&["decompress", s(&ntc), "--out", s(&out), "--mips"]);
-    assert!(ok, "{stderr}");
+    expect_ok(&["decompress", s(&ntc), "--out", s(&out), "--mips"]);
     let mip0 = image::open(out.join("checker_base_color_mip0.png")).unwrap();
     assert_eq!((mip0.width(), mip0.height()), (16, 16));
 
@@ -565,16 +563,14 @@ fn import_csv_writes_the_schema_the_loader_reads() {
     write_checker_png(&dir.join("checker.png"), 16);
     let gltf = quad_scene(&dir, Some("checker.png"));
     let csv = dir.join("texture_sets.csv");
-    let (ok, _, stderr) = run(&["import", "--scene", s(&gltf), "--csv", s(&csv)]);
-    assert!(ok, "{stderr}");
+    expect_ok(&["import", "--scene", s(&gltf), "--csv", s(&csv)]);
     let text = std::fs::read_to_string(&csv).unwrap();
     assert!(
         text.starts_with("set_id,category,paper_category,"),
         "{text}"
     );
     // Every later command on the scene still works (the loader reads this file).
-    let (ok, _, stderr) = run(&["import", "--scene", s(&gltf)]);
-    assert!(ok, "{stderr}");
+    expect_ok(&["import", "--scene", s(&gltf)]);
     let (ok, _, stderr) = run(&[
         "cluster",
         "--scene",
@@ -622,8 +618,7 @@ fn hostile_scenes_fail_cleanly_through_the_binary() {
         &["import", "--scene", s(&out)],
         &["out.gltf", "buffers[0].uri", "outside the scene's folder"],
     );
-    let (ok, _, stderr) = run(&["import", "--scene", s(&out), "--allow-outside-uris"]);
-    assert!(ok, "{stderr}");
+    expect_ok(&["import", "--scene", s(&out), "--allow-outside-uris"]);
     // A description with a NaN key time.
     let toml = dir.join("nan.toml");
     std::fs::write(
@@ -677,8 +672,7 @@ fn package_budget_and_name_collisions() {
     let file = dir.join("names.ntc");
     package.write(&file).unwrap();
     let out = dir.join("decoded");
-    let (ok, stdout, stderr) = run(&["decompress", s(&file), "--out", s(&out)]);
-    assert!(ok, "{stderr}");
+    let stdout = expect_ok(&["decompress", s(&file), "--out", s(&out)]);
     assert!(stdout.contains("wrote 3 PNGs"), "{stdout}");
     let mut files: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
@@ -749,8 +743,7 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
             s(&report),
         ];
         args.extend_from_slice(rate);
-        let (ok, _, stderr) = run(&args);
-        assert!(ok, "{stderr}");
+        expect_ok(&args);
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
         json["materials"][0].clone()
@@ -933,15 +926,13 @@ fn a_killed_compression_resumes_to_a_valid_package() {
     // Resuming reuses group 0 and trains group 1 again from its start.
     let mut resume: Vec<&str> = args.to_vec();
     resume.push("--resume");
-    let (ok, stdout, stderr) = run(&resume);
-    assert!(ok, "{stderr}");
+    let stdout = expect_ok(&resume);
     assert!(stdout.contains("2 materials, 2 decoders"), "{stdout}");
     assert!(
         !dir.join("k.ntc.partial").exists(),
         "the partial folder is removed"
     );
-    let (ok, stdout, stderr) = run(&["inspect", s(&out), "--json"]);
-    assert!(ok, "{stderr}");
+    let stdout = expect_ok(&["inspect", s(&out), "--json"]);
     let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["materials"].as_array().map(Vec::len), Some(2));
 }

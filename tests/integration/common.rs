@@ -19,9 +19,17 @@ pub fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 temp path")
 }
 
+/// The outcome of a finished `neurotex`: (success, stdout, stderr). A panic inside it
+/// fails the test.
+pub fn outcome(out: std::process::Output) -> (bool, String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
+    (out.status.success(), stdout, stderr)
+}
+
 /// Run `neurotex` with `args` and extra environment variables, built-in scenes cached in
-/// one shared temporary folder; (success, stdout, stderr). A panic inside it fails the
-/// test.
+/// one shared temporary folder; its [`outcome`].
 pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_neurotex"))
         .args(args)
@@ -32,10 +40,7 @@ pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
         )
         .output()
         .expect("run neurotex");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
-    (out.status.success(), stdout, stderr)
+    outcome(out)
 }
 
 /// [`run_env`] without extra variables.
@@ -43,10 +48,19 @@ pub fn run(args: &[&str]) -> (bool, String, String) {
     run_env(args, &[])
 }
 
-/// Run `neurotex`, which must fail; its last `error:` line (drivers may log their own
-/// lines before it), which must contain every needle.
-pub fn expect_error(args: &[&str], needles: &[&str]) -> String {
-    let (ok, stdout, stderr) = run(args);
+/// The [`outcome`] of `neurotex args…`, which must have succeeded: its stdout.
+pub fn succeeded(args: &[&str], (ok, stdout, stderr): (bool, String, String)) -> String {
+    assert!(ok, "{args:?} failed:\n{stdout}\n{stderr}");
+    stdout
+}
+
+/// The [`outcome`] of `neurotex args…`, which must have failed: its last `error:` line
+/// (drivers may log their own lines before it), which must contain every needle.
+pub fn failed(
+    args: &[&str],
+    (ok, stdout, stderr): (bool, String, String),
+    needles: &[&str],
+) -> String {
     assert!(!ok, "expected failure for {args:?}; stdout: {stdout}");
     let line = stderr
         .lines()
@@ -57,6 +71,16 @@ pub fn expect_error(args: &[&str], needles: &[&str]) -> String {
         assert!(line.contains(n), "error line lacks `{n}`: {line}");
     }
     line
+}
+
+/// Run `neurotex`, which must succeed; its stdout.
+pub fn expect_ok(args: &[&str]) -> String {
+    succeeded(args, run(args))
+}
+
+/// Run `neurotex`, which must fail; its [`failed`] error line.
+pub fn expect_error(args: &[&str], needles: &[&str]) -> String {
+    failed(args, run(args), needles)
 }
 
 /// Start `neurotex` with `args` and kill it (no Ctrl-C) as soon as `path` exists; whether
@@ -81,9 +105,10 @@ pub fn kill_once_exists(args: &[&str], path: &Path) -> bool {
     killed
 }
 
-/// Four texture sets in `dir` (8², 16², 8², 16² checkers, base colour only) listed in the
-/// manifest `sets.csv`, which is returned.
-pub fn checker_library(dir: &Path) -> PathBuf {
+/// A fresh [`temp_dir`] `name` holding four texture sets (8², 16², 8², 16² checkers, base
+/// colour only) listed in the manifest `sets.csv`: (the folder, the manifest).
+pub fn checker_library(name: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(name);
     let mut csv = String::from(
         "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n",
     );
@@ -93,7 +118,7 @@ pub fn checker_library(dir: &Path) -> PathBuf {
     }
     let manifest = dir.join("sets.csv");
     std::fs::write(&manifest, csv).expect("manifest");
-    manifest
+    (dir, manifest)
 }
 
 /// `compress` of `manifest` into `out` with deterministic training, batches of 256, no

@@ -372,7 +372,7 @@ fn recorded_views_pull_co_occurring_sets_together_and_are_reused_until_the_scene
 
 #[test]
 fn cluster_records_the_scene_views_it_needs_and_reuses_them() {
-    use crate::common::{expect_error, run, s};
+    use crate::common::{expect_error, expect_ok, s};
     let dir = crate::common::temp_dir("cooccurrence-cli");
     let scene = two_pairs_scene(&dir);
     let plan = dir.join("plan.json");
@@ -390,9 +390,7 @@ fn cluster_records_the_scene_views_it_needs_and_reuses_them() {
             s(&plan),
         ];
         args.extend_from_slice(extra);
-        let (ok, stdout, stderr) = run(&args);
-        assert!(ok, "{args:?}: {stdout}\n{stderr}");
-        stdout
+        expect_ok(&args)
     };
     let aware = [
         "--strategy",
@@ -509,7 +507,7 @@ fn csv_rows(path: &std::path::Path) -> Vec<std::collections::BTreeMap<String, St
 
 #[test]
 fn eval_runs_divergence_aware_beside_clustered_and_random_with_each_plans_predicted_divergence() {
-    use crate::common::{expect_error, run, s};
+    use crate::common::{expect_error, expect_ok, s};
     let dir = crate::common::temp_dir("cooccurrence-eval");
     let scene = two_pairs_scene(&dir);
     // Tiny training: 4 sets of 16², 16 main steps per set; the sweep's one point (m = 2)
@@ -546,12 +544,7 @@ fn eval_runs_divergence_aware_beside_clustered_and_random_with_each_plans_predic
         a.extend(extra.iter().map(|e| e.to_string()));
         a
     };
-    let ok = |args: &[String]| {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (success, stdout, stderr) = run(&args);
-        assert!(success, "{args:?}: {stdout}\n{stderr}");
-        stdout
-    };
+    let ok = |args: &[String]| expect_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let out = dir.join("out");
     let stdout = ok(&args(&out, &[]));
     assert!(

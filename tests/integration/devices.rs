@@ -8,29 +8,21 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{checker_library, deterministic_compress, expect_error, run, temp_dir};
+use crate::common::{checker_library, deterministic_compress, expect_error, expect_ok};
 
 /// The compress command line of the test's plan with `extra` arguments.
 fn compress_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     deterministic_compress(manifest, out, "64", "5", extra)
 }
 
-/// Run `neurotex args…`, which must succeed; its stdout.
-fn ok(args: &[&str]) -> String {
-    let (ok, stdout, stderr) = run(args);
-    assert!(ok, "{args:?} failed: {stderr}");
-    stdout
-}
-
 #[test]
 fn devices_give_the_package_of_one_device() {
-    let dir = temp_dir("devices");
-    let manifest = checker_library(&dir);
+    let (dir, manifest) = checker_library("devices");
     let whole = dir.join("whole.ntc");
-    ok(&compress_args(&manifest, &whole, &[]));
+    expect_ok(&compress_args(&manifest, &whole, &[]));
     let expected = std::fs::read(&whole).expect("package");
 
-    let listed = ok(&["devices"]);
+    let listed = expect_ok(&["devices"]);
     assert!(
         listed.starts_with("[0] ") && listed.contains("can train"),
         "{listed}"
@@ -38,7 +30,7 @@ fn devices_give_the_package_of_one_device() {
 
     for choice in ["all", "0", "0,0"] {
         let out = dir.join(format!("d{}.ntc", choice.replace(',', "-")));
-        let stdout = ok(&compress_args(&manifest, &out, &["--devices", choice]));
+        let stdout = expect_ok(&compress_args(&manifest, &out, &["--devices", choice]));
         assert!(
             std::fs::read(&out).expect("package") == expected,
             "--devices {choice}: the package differs from the one-device run"
@@ -116,7 +108,7 @@ fn devices_give_the_package_of_one_device() {
     );
     assert!(!resumed.exists());
     assert!(finished(&partial) >= 1 && finished(&partial) < 4);
-    ok(&compress_args(
+    expect_ok(&compress_args(
         &manifest,
         &resumed,
         &["--devices", "0", "--resume"],

@@ -10,14 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::common::{expect_error, run, s, temp_dir};
-
-/// Run `neurotex`, which must succeed; its stdout.
-fn ok(args: &[&str]) -> String {
-    let (success, stdout, stderr) = run(args);
-    assert!(success, "{args:?} failed:\n{stdout}\n{stderr}");
-    stdout
-}
+use crate::common::{expect_error, expect_ok, s, temp_dir};
 
 /// A deterministic byte stream (xorshift).
 struct Noise(u64);
@@ -150,7 +143,7 @@ fn cluster_compress_inspect_share_decoders_by_family() {
     let dir = temp_dir("eval-cluster");
     let manifest = fixture(&dir, true);
     let plan = dir.join("plan.json");
-    ok(&[
+    expect_ok(&[
         "cluster",
         "--manifest",
         s(&manifest),
@@ -180,7 +173,7 @@ fn cluster_compress_inspect_share_decoders_by_family() {
     assert!(sheet.width() > 0 && sheet.height() > 0);
 
     let ntc = dir.join("tiny.ntc");
-    ok(&[
+    expect_ok(&[
         "compress",
         "--manifest",
         s(&manifest),
@@ -213,7 +206,7 @@ fn cluster_compress_inspect_share_decoders_by_family() {
         .collect();
     assert_eq!(budgets, vec![(3, 96), (3, 96)], "{report}");
     let summary: serde_json::Value =
-        serde_json::from_str(&ok(&["inspect", s(&ntc), "--json"])).expect("inspect JSON");
+        serde_json::from_str(&expect_ok(&["inspect", s(&ntc), "--json"])).expect("inspect JSON");
     assert_eq!(summary["decoders"], 2, "{summary}");
     let materials = summary["materials"].as_array().expect("materials");
     assert_eq!(materials.len(), 6);
@@ -245,7 +238,7 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
         &["--m-sweep", "1,2", "--freeze", "none,0.5"],
     );
     let started = std::time::Instant::now();
-    let stdout = ok(&args);
+    let stdout = expect_ok(&args);
     eprintln!("eval: {:.1} s", started.elapsed().as_secs_f64());
     // Five distinct trainings: the category plan is the clustered one (the families), the
     // ablation's 0.5 is Table 2's clustered run, the sweep's points are Table 2's runs.
@@ -418,7 +411,7 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
     ];
     let before: Vec<_> = kept.iter().map(|n| modified(n)).collect();
     std::fs::remove_file(record("random-m2")).expect("delete a record");
-    let resumed = ok(&[&args[..], &["--resume"]].concat());
+    let resumed = expect_ok(&[&args[..], &["--resume"]].concat());
     let trained: Vec<&str> = resumed
         .lines()
         .filter(|l| l.contains(": trained"))
@@ -454,7 +447,7 @@ fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
         "--dry-run",
     ];
     // From the default list: left out, with a note.
-    let stdout = ok(&base);
+    let stdout = expect_ok(&base);
     assert!(
         stdout.contains("note:") && stdout.contains("`category` left out"),
         "{stdout}"

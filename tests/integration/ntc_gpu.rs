@@ -36,7 +36,7 @@ use neurotex::ntc::train::gpu::{
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
-use neurotex::texture::{CHANNELS, ChannelMask, SetMip, TextureSet, build_mip_chain};
+use neurotex::texture::{CHANNELS, ChannelMask, SetMip, TextureSet};
 
 /// Gradient tolerance of the mixed-precision kernels, relative to a block's largest
 /// gradient (see the module docs; measured on lavapipe: decoder within 4.1e-4, latents
@@ -77,17 +77,15 @@ fn set_from_fn(
         .flat_map(|y| (0..size).map(move |x| (x, y)))
         .flat_map(|(x, y)| f(x, y))
         .collect();
-    TextureSet {
-        name: name.into(),
-        width: size,
-        height: size,
+    TextureSet::from_mip0(
+        name,
         present,
-        mips: build_mip_chain(SetMip {
+        SetMip {
             width: size,
             height: size,
             texels,
-        }),
-    }
+        },
+    )
 }
 
 /// A smooth colour pattern with period `period` texels, a normal map and some roughness.
@@ -111,6 +109,15 @@ fn pattern(period: f64, phase: f64) -> impl Fn(u32, u32) -> [u8; CHANNELS] {
             0,
         ]
     }
+}
+
+/// Two sets sharing a decoder: "a" 16² and "b" `b_size`², of patterns with other periods
+/// and phases.
+fn two_sets(present: ChannelMask, b_size: u32) -> Vec<TextureSet> {
+    vec![
+        set_from_fn("a", 16, present, pattern(8.0, 0.0)),
+        set_from_fn("b", b_size, present, pattern(4.0, 1.0)),
+    ]
 }
 
 /// The gradient-check group: F = 4, hidden [16], two 8×8 sets (4 mips each) sharing the
@@ -235,30 +242,29 @@ fn assert_gradients_close(
     tolerance: f64,
     quantum: (f64, f64),
 ) -> (f64, f64) {
-    let (err, max) = block_error(&gpu.decoder, &cpu.decoder);
-    assert!(
-        max > 1e-3,
-        "{what}: decoder gradients too small to test ({max})"
-    );
-    assert!(
-        err <= tolerance * max + quantum.0,
-        "{what}: decoder gradient error {err:e} (largest gradient {max:e})"
-    );
-    let decoder = err / max;
-    let mut latent = 0.0f64;
+    // One block: its gradients must be large enough to test (above `least`) and within
+    // the tolerance; its relative error.
+    let check = |block: &str, gpu: &[f64], cpu: &[f64], least: f64, quantum: f64| {
+        let (err, max) = block_error(gpu, cpu);
+        assert!(
+            max > least,
+            "{what}: {block} gradients too small to test ({max})"
+        );
+        assert!(
+            err <= tolerance * max + quantum,
+            "{what}: {block} gradient error {err:e} (largest gradient {max:e})"
+        );
+        err / max
+    };
+    let decoder = check("decoder", &gpu.decoder, &cpu.decoder, 1e-3, quantum.0);
     assert_eq!(gpu.latents.len(), cpu.latents.len());
-    for (m, (g, c)) in gpu.latents.iter().zip(&cpu.latents).enumerate() {
-        let (err, max) = block_error(g, c);
-        assert!(
-            max > 1e-4,
-            "{what}: latent gradients of material {m} too small ({max})"
-        );
-        assert!(
-            err <= tolerance * max + quantum.1,
-            "{what}: latent gradient error {err:e} of material {m} (largest {max:e})"
-        );
-        latent = latent.max(err / max);
-    }
+    let latent = gpu
+        .latents
+        .iter()
+        .zip(&cpu.latents)
+        .enumerate()
+        .map(|(m, (g, c))| check(&format!("material {m} latent"), g, c, 1e-4, quantum.1))
+        .fold(0.0f64, f64::max);
     (decoder, latent)
 }
 
@@ -418,14 +424,8 @@ fn the_fused_step_trains_on_the_sample_kernels_batch() {
     // the sample kernel draws for step 0, given explicitly (bit for bit: the same values
     // in the same order).
     let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
-    let sets = vec![
-        set_from_fn("a", 16, present, pattern(8.0, 0.0)),
-        set_from_fn("b", 8, present, pattern(4.0, 1.0)),
-    ];
-    let config = TrainConfig {
-        batch_size: 200,
-        ..run_config(4)
-    };
+    let sets = two_sets(present, 8);
+    let config = run_config(4, 200);
     let seed = 3;
     for kernel in kernels_for(&config.model)
         .into_iter()
@@ -557,8 +557,9 @@ fn one_adam_step_matches_the_cpu() {
     }
 }
 
-/// The training-run settings: a small model, small batches, fast rates.
-fn run_config(features: u32) -> TrainConfig {
+/// The training-run settings: a small model with `features` features, `batch_size`
+/// texels per batch, fast rates.
+fn run_config(features: u32, batch_size: u32) -> TrainConfig {
     TrainConfig {
         model: NtcConfig {
             features,
@@ -567,7 +568,7 @@ fn run_config(features: u32) -> TrainConfig {
         },
         lr_latents: 3e-2,
         lr_decoder: 1e-2,
-        batch_size: 512,
+        batch_size,
         ..TrainConfig::default()
     }
 }
@@ -580,7 +581,7 @@ fn training_reaches_the_psnr_band_for_one_and_two_sets() {
         set_from_fn("a", 32, present, pattern(16.0, 0.0)),
         set_from_fn("b", 32, present, pattern(8.0, 2.0)),
     ];
-    let config = run_config(8);
+    let config = run_config(8, 512);
     for kernel in kernels_for(&config.model) {
         for (sets, steps) in [(&one, 300u64), (&two, 300)] {
             let untrained = Checkpoint::fresh(sets, &config, steps, 42)
@@ -671,14 +672,8 @@ fn training_reaches_the_psnr_band_for_one_and_two_sets() {
 #[test]
 fn checkpoints_resume_bit_for_bit_and_cancel_cleanly() {
     let present = ChannelMask::BASE_COLOR;
-    let sets = vec![
-        set_from_fn("a", 16, present, pattern(8.0, 0.0)),
-        set_from_fn("b", 16, present, pattern(4.0, 1.0)),
-    ];
-    let config = TrainConfig {
-        batch_size: 128,
-        ..run_config(4)
-    };
+    let sets = two_sets(present, 16);
+    let config = run_config(4, 128);
     let ctx = crate::common::ctx();
     let steps = 40;
     let fresh = || Checkpoint::fresh(&sets, &config, steps, 7).expect("fresh");
@@ -793,32 +788,20 @@ fn deterministic_recipes_train_bit_identical_groups() {
     // scatter are summed by atomics from many workgroups, which is where atomic<f32>
     // depends on the order the adds happen to run in.
     let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
-    let sets = vec![
-        set_from_fn("a", 16, present, pattern(8.0, 0.0)),
-        set_from_fn("b", 16, present, pattern(4.0, 1.0)),
-    ];
+    let sets = two_sets(present, 16);
     let config = TrainConfig {
-        batch_size: 256,
         deterministic: true,
-        ..run_config(4)
+        ..run_config(4, 256)
     };
     let ctx = crate::common::ctx();
-    let run = |options: GpuTrainerOptions| {
-        let trained = train_gpu(
-            ctx,
-            &sets,
-            &config,
-            60,
-            11,
-            TrainOptions {
-                gpu: options,
-                ..TrainOptions::default()
-            },
-            &mut |_| {},
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        group_bits(&config, &trained)
+    let train = |gpu: GpuTrainerOptions| {
+        let options = TrainOptions {
+            gpu,
+            ..TrainOptions::default()
+        };
+        train_gpu(ctx, &sets, &config, 60, 11, options, &mut |_| {})
     };
+    let run = |options| group_bits(&config, &train(options).unwrap_or_else(|e| panic!("{e}")));
     let first = run(GpuTrainerOptions::default());
     let second = run(GpuTrainerOptions::default());
     assert!(first == second, "two deterministic runs differ");
@@ -832,22 +815,10 @@ fn deterministic_recipes_train_bit_identical_groups() {
         "a deterministic run is not the fixed-point run"
     );
     // atomic<f32> cannot be deterministic: refused before training.
-    let result = train_gpu(
-        ctx,
-        &sets,
-        &config,
-        60,
-        11,
-        TrainOptions {
-            gpu: GpuTrainerOptions {
-                atomics: GradientAtomics::Float,
-                ..GpuTrainerOptions::default()
-            },
-            ..TrainOptions::default()
-        },
-        &mut |_| {},
-    );
-    match result {
+    match train(GpuTrainerOptions {
+        atomics: GradientAtomics::Float,
+        ..GpuTrainerOptions::default()
+    }) {
         Err(e) => assert!(e.to_string().contains("deterministic"), "{e}"),
         Ok(_) => panic!("a deterministic recipe trained with atomic<f32>"),
     }

@@ -101,34 +101,17 @@ fn gbuffer_matches_cpu_expectations() {
     };
     render_frame(ctx, &mut renderer, &settings).unwrap();
     let g = &renderer.targets().gbuffer;
+    let floats = |t: &wgpu::Texture| read_texture(ctx, t, 0, 0).unwrap().to_f32().unwrap();
     let material = read_texture(ctx, &g.material.texture, 0, 0)
         .unwrap()
         .to_u32()
         .unwrap();
-    let uv = read_texture(ctx, &g.uv.texture, 0, 0)
-        .unwrap()
-        .to_f32()
-        .unwrap();
-    let grad = read_texture(ctx, &g.uv_grad.texture, 0, 0)
-        .unwrap()
-        .to_f32()
-        .unwrap();
-    let nt = read_texture(ctx, &g.normal_tangent.texture, 0, 0)
-        .unwrap()
-        .to_f32()
-        .unwrap();
-    let motion = read_texture(ctx, &g.motion.texture, 0, 0)
-        .unwrap()
-        .to_f32()
-        .unwrap();
-    let depth = read_texture(ctx, &g.depth.texture, 0, 0)
-        .unwrap()
-        .to_f32()
-        .unwrap();
-    let base = read_texture(ctx, &renderer.targets().materials.base_color.texture, 0, 0)
-        .unwrap()
-        .to_f32()
-        .unwrap();
+    let uv = floats(&g.uv.texture);
+    let grad = floats(&g.uv_grad.texture);
+    let nt = floats(&g.normal_tangent.texture);
+    let motion = floats(&g.motion.texture);
+    let depth = floats(&g.depth.texture);
+    let base = floats(&renderer.targets().materials.base_color.texture);
 
     let n_oct = oct_encode(Vec3::Z);
     let t_oct = oct_encode(Vec3::X);

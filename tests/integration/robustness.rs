@@ -758,18 +758,12 @@ mod properties {
         ) {
             use neurotex::ntc::train::TrainConfig;
             use neurotex::ntc::train::checkpoint::Checkpoint;
-            use neurotex::texture::{SetMip, TextureSet, build_mip_chain};
+            use neurotex::texture::{SetMip, TextureSet};
             let mut config = TrainConfig::default();
             config.model.features = 4;
             config.model.hidden = vec![8];
             let texels = vec![128u8; (side * side) as usize * texture::CHANNELS];
-            let set = TextureSet {
-                name: "s".into(),
-                width: side,
-                height: side,
-                present: texture::ChannelMask::ALL,
-                mips: build_mip_chain(SetMip { width: side, height: side, texels }),
-            };
+            let set = TextureSet::from_mip0("s", texture::ChannelMask::ALL, SetMip { width: side, height: side, texels });
             let mut c = Checkpoint::fresh(&[set], &config, 8, seed).expect("fresh");
             c.step = step;
             c.losses = (0..step).map(|i| 1.0 / (i + 1) as f64).collect();

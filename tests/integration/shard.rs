@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{checker_library, deterministic_compress, temp_dir};
+use crate::common::{checker_library, deterministic_compress, failed, outcome, s, succeeded};
 
 /// The scheduler variables, removed from every child so that the test's own environment
 /// (a test run inside a Slurm job) cannot change what it checks.
@@ -34,37 +34,23 @@ fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     c
 }
 
-/// Wait for `child`; (success, stdout, stderr), never a panic of neurotex.
+/// Wait for `child`; its [`outcome`].
 fn finish(child: Child) -> (bool, String, String) {
-    let out = child.wait_with_output().expect("wait for neurotex");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "neurotex panicked: {stderr}");
-    (out.status.success(), stdout, stderr)
+    outcome(child.wait_with_output().expect("wait for neurotex"))
 }
 
 /// Run `neurotex args…` with `env` and expect success; its stdout.
 fn ok(args: &[&str], env: &[(&str, &str)]) -> String {
-    let (ok, stdout, stderr) = finish(command(args, env).spawn().expect("spawn"));
-    assert!(ok, "{args:?} failed: {stderr}");
-    stdout
+    succeeded(args, finish(command(args, env).spawn().expect("spawn")))
 }
 
 /// Run `neurotex args…` and expect failure with an `error:` line holding every needle.
 fn fails(args: &[&str], env: &[(&str, &str)], needles: &[&str]) {
-    let (ok, stdout, stderr) = finish(command(args, env).spawn().expect("spawn"));
-    assert!(!ok, "expected {args:?} to fail; stdout: {stdout}");
-    let line = stderr
-        .lines()
-        .rfind(|l| l.starts_with("error:"))
-        .unwrap_or_else(|| panic!("no `error:` line in stderr: {stderr}"));
-    for n in needles {
-        assert!(line.contains(n), "error line lacks `{n}`: {line}");
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
+    failed(
+        args,
+        finish(command(args, env).spawn().expect("spawn")),
+        needles,
+    );
 }
 
 /// The compress command line of the test's plan with `extra` arguments.
@@ -74,10 +60,9 @@ fn compress_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Ve
 
 #[test]
 fn shards_in_separate_processes_merge_to_the_unsharded_package() {
-    let dir = temp_dir("shards");
     // One decoder per set: the 16² sets weigh 341 texels with their mips, the 8² ones 85,
     // so three shards get groups [1], [3] and [0, 2].
-    let manifest = checker_library(&dir);
+    let (dir, manifest) = checker_library("shards");
     let whole = dir.join("whole.ntc");
     let part = |i: usize| dir.join(format!("p{i}.ntcpart"));
     let (p0, p1, p2) = (part(0), part(1), part(2));

@@ -169,23 +169,24 @@ fn viewer_screenshots_under_xvfb() {
          { time = 2.0, position = [-3.0, 1.6, 3.0], target = [0.0, 0.9, 0.0] },\n]\n",
     )
     .unwrap();
-    let shot = dir.join("shot.png");
-    let run = view(
-        &display,
-        &cache,
-        &[
+    // A scripted run of `scene`: `frames` frames, then a `w`×`h` screenshot to `shot`.
+    let shoot = |scene: &Path, frames: &str, shot: &Path, (w, h): (u32, u32), extra: &[&str]| {
+        let size = format!("{w}x{h}");
+        let mut args = vec![
             "--scene",
-            s(&toyshop),
+            s(scene),
             "--frames",
-            "30",
+            frames,
             "--screenshot",
-            s(&shot),
+            s(shot),
             "--size",
-            "320x200",
-            "--camera-path",
-            "pan",
-        ],
-    );
+            &size,
+        ];
+        args.extend_from_slice(extra);
+        view(&display, &cache, &args)
+    };
+    let shot = dir.join("shot.png");
+    let run = shoot(&toyshop, "30", &shot, (320, 200), &["--camera-path", "pan"]);
     assert!(run.success, "toy shop run failed: {}", run.stderr);
     assert_screenshot(&shot, 320, 200);
 
@@ -194,21 +195,12 @@ fn viewer_screenshots_under_xvfb() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/assets/ntc_living_room/scene.gltf");
     assert!(room.exists(), "{} is missing", room.display());
     let room_shot = dir.join("room.png");
-    let run = view(
-        &display,
-        &cache,
-        &[
-            "--scene",
-            s(&room),
-            "--frames",
-            "10",
-            "--screenshot",
-            s(&room_shot),
-            "--size",
-            "400x240",
-            "--max-texture-size",
-            "128",
-        ],
+    let run = shoot(
+        &room,
+        "10",
+        &room_shot,
+        (400, 240),
+        &["--max-texture-size", "128"],
     );
     assert!(run.success, "living room run failed: {}", run.stderr);
     assert_screenshot(&room_shot, 400, 240);
@@ -217,20 +209,7 @@ fn viewer_screenshots_under_xvfb() {
     // comes), the process names the file and exits non-zero, nothing panics.
     let missing = dir.join("nope.gltf");
     let error_shot = dir.join("error.png");
-    let run = view(
-        &display,
-        &cache,
-        &[
-            "--scene",
-            s(&missing),
-            "--frames",
-            "3",
-            "--screenshot",
-            s(&error_shot),
-            "--size",
-            "480x300",
-        ],
-    );
+    let run = shoot(&missing, "3", &error_shot, (480, 300), &[]);
     assert!(!run.success, "a missing scene must fail the scripted run");
     let line = run
         .stderr
@@ -347,13 +326,11 @@ fn recorded_path_saves_next_to_the_description_and_loads_back() {
         "input untouched"
     );
     let back = LoadedDescription::load(&written).unwrap();
-    let names: Vec<&str> = back
-        .description
-        .camera_paths
-        .iter()
-        .map(|p| p.name.as_str())
-        .collect();
-    assert_eq!(names, ["recorded", "recorded-2"], "clashing name renamed");
+    assert_eq!(
+        back.description.camera_path_names(),
+        ["recorded", "recorded-2"],
+        "clashing name renamed"
+    );
     assert_eq!(back.description.camera_paths[1].keys, path.keys);
     assert_eq!(back.description.render.builtin_texture_size, Some(32));
     assert_eq!(back.description.lighting, loaded.description.lighting);
@@ -394,49 +371,41 @@ fn camera_controls_move_turn_clamp_and_orbit() {
     let dt = 0.25;
 
     // W: forward by speed·dt; Shift multiplies; A/D strafe; E up.
+    let none = InputState::default();
     let w = InputState {
         forward: true,
-        ..Default::default()
+        ..none
     };
-    let moved = step(&s, &w, dt);
-    assert!((moved.position - (s.position - Vec3::Z * 3.0 * dt)).length() < 1e-5);
-    let fast = step(&s, &InputState { fast: true, ..w }, dt);
-    assert!((fast.position - (s.position - Vec3::Z * 3.0 * FAST_MULTIPLIER * dt)).length() < 1e-5);
-    let d = step(
-        &s,
-        &InputState {
-            right: true,
-            ..Default::default()
-        },
-        dt,
-    );
-    assert!((d.position - (s.position + Vec3::X * 0.75)).length() < 1e-5);
-    let e = step(
-        &s,
-        &InputState {
-            up: true,
-            ..Default::default()
-        },
-        dt,
-    );
-    assert!((e.position - (s.position + Vec3::Y * 0.75)).length() < 1e-5);
+    for (input, offset) in [
+        (w, -Vec3::Z * 3.0 * dt),
+        (
+            InputState { fast: true, ..w },
+            -Vec3::Z * 3.0 * FAST_MULTIPLIER * dt,
+        ),
+        (
+            InputState {
+                right: true,
+                ..none
+            },
+            Vec3::X * 0.75,
+        ),
+        (InputState { up: true, ..none }, Vec3::Y * 0.75),
+    ] {
+        let moved = step(&s, &input, dt);
+        assert!(
+            (moved.position - (s.position + offset)).length() < 1e-5,
+            "{input:?}"
+        );
+    }
 
     // Mouse look only while the right button is held; turns by the sensitivity.
     let delta = Vec2::new(40.0, -20.0);
-    let idle = step(
-        &s,
-        &InputState {
-            mouse_delta: delta,
-            ..Default::default()
-        },
-        dt,
-    );
-    assert_eq!(idle, s);
-    let look = InputState {
-        look: true,
+    let idle = InputState {
         mouse_delta: delta,
-        ..Default::default()
+        ..none
     };
+    assert_eq!(step(&s, &idle, dt), s);
+    let look = InputState { look: true, ..idle };
     let turned = step(&s, &look, dt);
     assert!((turned.yaw - 40.0 * LOOK_SENSITIVITY).abs() < 1e-6);
     assert!((turned.pitch - 20.0 * LOOK_SENSITIVITY).abs() < 1e-6);
@@ -447,36 +416,16 @@ fn camera_controls_move_turn_clamp_and_orbit() {
     );
 
     // Pitch clamps short of the poles.
-    let up = step(
-        &s,
-        &InputState {
-            look: true,
-            mouse_delta: Vec2::new(0.0, -1e5),
-            ..Default::default()
-        },
-        dt,
-    );
-    assert_eq!(up.pitch, MAX_PITCH);
-    let down = step(
-        &s,
-        &InputState {
-            look: true,
-            mouse_delta: Vec2::new(0.0, 1e5),
-            ..Default::default()
-        },
-        dt,
-    );
-    assert_eq!(down.pitch, -MAX_PITCH);
+    for (dy, pitch) in [(-1e5, MAX_PITCH), (1e5, -MAX_PITCH)] {
+        let input = InputState {
+            mouse_delta: Vec2::new(0.0, dy),
+            ..look
+        };
+        assert_eq!(step(&s, &input, dt).pitch, pitch);
+    }
 
     // Wheel: speed ×1.25 per notch in fly mode.
-    let faster = step(
-        &s,
-        &InputState {
-            wheel: 2.0,
-            ..Default::default()
-        },
-        dt,
-    );
+    let faster = step(&s, &InputState { wheel: 2.0, ..none }, dt);
     assert!((faster.speed - 3.0 * WHEEL_SPEED_STEP * WHEEL_SPEED_STEP).abs() < 1e-5);
 
     // Orbit: dragging keeps the distance to the pivot and the pivot itself.
@@ -488,28 +437,18 @@ fn camera_controls_move_turn_clamp_and_orbit() {
     assert!((pivot - Vec3::new(0.0, 1.0, 0.0)).length() < 1e-5);
     let mut o = orbit.clone();
     for _ in 0..10 {
-        o = step(
-            &o,
-            &InputState {
-                drag: true,
-                mouse_delta: Vec2::new(37.0, 11.0),
-                ..Default::default()
-            },
-            dt,
-        );
+        let drag = InputState {
+            drag: true,
+            mouse_delta: Vec2::new(37.0, 11.0),
+            ..none
+        };
+        o = step(&o, &drag, dt);
         assert!(((o.position - pivot).length() - 5.0).abs() < 1e-4);
         assert!((o.pivot() - pivot).length() < 1e-4);
     }
     assert!((o.position - orbit.position).length() > 1.0, "it moved");
     // The wheel dollies towards the pivot.
-    let closer = step(
-        &orbit,
-        &InputState {
-            wheel: 1.0,
-            ..Default::default()
-        },
-        dt,
-    );
+    let closer = step(&orbit, &InputState { wheel: 1.0, ..none }, dt);
     assert!(((closer.position - pivot).length() - 5.0 / WHEEL_SPEED_STEP).abs() < 1e-4);
 
     // Reset returns to the start camera, keeping mode and speed.

@@ -674,7 +674,7 @@ mod tests {
     use crate::ntc::model::{
         Activation, DecoderWeights, GridShape, LatentPyramid, MipPair, NtcConfig,
     };
-    use crate::texture::{ChannelMask, SetMip, build_mip_chain};
+    use crate::texture::{ChannelMask, SetMip};
 
     /// A texture set whose mip 0 is `f(x, y)` and whose mips are built as usual.
     fn set_from_fn(
@@ -687,18 +687,15 @@ mod tests {
             .flat_map(|y| (0..size).flat_map(move |x| (0..1).map(move |_| (x, y))))
             .flat_map(|(x, y)| f(x, y))
             .collect();
-        let mips = build_mip_chain(SetMip {
-            width: size,
-            height: size,
-            texels,
-        });
-        TextureSet {
-            name: name.into(),
-            width: size,
-            height: size,
+        TextureSet::from_mip0(
+            name,
             present,
-            mips,
-        }
+            SetMip {
+                width: size,
+                height: size,
+                texels,
+            },
+        )
     }
 
     /// A smooth colour pattern plus a normal map; other channels neutral.

@@ -80,16 +80,6 @@ impl SignatureBuffer {
         u64::from(w) * u64::from(h) * (u64::from(tile.pixels()) + 1) * 4
     }
 
-    /// The tile size.
-    pub fn tile(&self) -> TileSize {
-        self.tile
-    }
-
-    /// The view size in pixels.
-    pub fn size(&self) -> (u32, u32) {
-        self.size
-    }
-
     /// Blocking, after the pass that wrote the slots was submitted: the histogram of the
     /// view's non-empty signatures (set list → tiles). An error when a slot is malformed
     /// (a count past the slot, sets not ascending), which the pass never writes.
@@ -129,14 +119,12 @@ impl CooccurrencePass {
 
     /// Build the pipeline for `tile`.
     pub fn new(ctx: &GpuContext, tile: TileSize) -> Result<Self, KernelError> {
-        let defines = tile.defines();
-        let defines: Vec<(&str, &str)> = defines.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let kernel = ComputeKernel::new(
+        let kernel = tile.kernel(
             ctx,
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "cooccurrence.wgsl",
-                defines: &defines,
+                defines: &[],
                 entry: "signature",
                 groups: &[Group::Slots(&[
                     Slot::UintTexture,
@@ -146,11 +134,6 @@ impl CooccurrencePass {
             },
         )?;
         Ok(Self { tile, kernel })
-    }
-
-    /// The tile size the pass lists sets over.
-    pub fn tile(&self) -> TileSize {
-        self.tile
     }
 
     /// Record the signatures of `inputs` into `out`, whose tile and size must be this

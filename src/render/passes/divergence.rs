@@ -118,14 +118,12 @@ impl DivergencePass {
     /// Build the pipeline for `tile`.
     pub fn new(ctx: &GpuContext, tile: TileSize) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let defines = tile.defines();
-        let defines: Vec<(&str, &str)> = defines.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let kernel = ComputeKernel::new(
+        let kernel = tile.kernel(
             ctx,
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "divergence.wgsl",
-                defines: &defines,
+                defines: &[],
                 entry: "count",
                 groups: &[Group::Slots(&[
                     Binding::UintTexture,
@@ -181,11 +179,6 @@ impl DivergencePass {
             TILE_FORMAT,
             wgpu::TextureUsages::STORAGE_BINDING,
         )
-    }
-
-    /// The tile size the pass counts over.
-    pub fn tile(&self) -> TileSize {
-        self.tile
     }
 
     /// Record the count of `inputs` into `tiles` (from [`Self::tile_target`] for this
