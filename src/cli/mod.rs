@@ -279,7 +279,7 @@ fn load_package(
             if !packages.is_fresh(strategy) {
                 eprintln!(
                     "compressing the {strategy} package of {} into {}",
-                    opened.scene.source.display(),
+                    scene.display(),
                     packages.path(strategy).display()
                 );
             }
