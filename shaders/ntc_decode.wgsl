@@ -1,5 +1,5 @@
 // defines: TILE_W=8, TILE_H=8, NTC_THREADS=64, NTC_LEAKY_SLOPE=0.01, NTC_HIDDEN_2=0, NTC_HIDDEN_3=0, NTC_PE_WAVES=3
-// variants: NTC_KERNEL_F32 | NTC_KERNEL_F16, NTC_F16 | NTC_KERNEL_COOP, NTC_F16 | NTC_KERNEL_FMA, NTC_F16, NTC_FMA_WG, NTC_FMA_PIXELS=1 | NTC_KERNEL_FMA, NTC_F16, NTC_DECODERS_PAIRS, NTC_FMA_STORAGE, NTC_FMA_PIXELS=1 | NTC_KERNEL_MMA, NTC_F16 | NTC_KERNEL_MMA, NTC_F16, NTC_DECODERS_F16, NTC_COOP_STORAGE
+// variants: NTC_KERNEL_F32 | NTC_KERNEL_F16, NTC_F16 | NTC_KERNEL_COOP, NTC_F16 | NTC_KERNEL_FMA, NTC_F16, NTC_FMA_PIXELS=1 | NTC_KERNEL_MMA, NTC_F16 | NTC_KERNEL_MMA, NTC_F16, NTC_DECODERS_F16, NTC_COOP_STORAGE
 // variants: - | NTC_LEAKY_RELU
 // variants: TILE_W=8, TILE_H=8, NTC_THREADS=64 | TILE_W=16, TILE_H=16, NTC_THREADS=256
 // variants: NTC_FEATURES=16, NTC_LATENT_BITS=4, NTC_INPUT_WIDTH=48, NTC_LAYERS=3, NTC_HIDDEN_0=64, NTC_HIDDEN_1=64, NTC_PARAMS=8336 | NTC_FEATURES=8, NTC_LATENT_BITS=8, NTC_INPUT_WIDTH=32, NTC_LAYERS=2, NTC_HIDDEN_0=32, NTC_HIDDEN_1=0, NTC_PARAMS=1584
@@ -25,7 +25,7 @@
 // Kernels (one of):
 //   NTC_KERNEL_F32, NTC_KERNEL_F16, NTC_KERNEL_COOP  common/ntc_decode.wgsl's `ntc_evaluate`
 //   NTC_KERNEL_FMA  common/ntc_fma.wgsl, one pixel per thread, weights from workgroup
-//                   memory (NTC_FMA_WG) or the decoder buffer (NTC_FMA_STORAGE)
+//                   memory
 //   NTC_KERNEL_MMA  common/ntc_coop.wgsl: the current decoder's pixels compacted into the
 //                   rows of the subgroups' slices (32 per subgroup of 32), f16 staging;
 //                   weights in workgroup memory or (NTC_COOP_STORAGE) the decoder buffer.

@@ -1,5 +1,5 @@
 // defines: NTC_RUN_GRID_X=1024, NTC_LEAKY_SLOPE=0.01, NTC_HIDDEN_2=0, NTC_HIDDEN_3=0, NTC_PE_WAVES=3, NTC_F16
-// variants: NTC_KERNEL_FMA, NTC_DECODERS_PAIRS, NTC_FMA_STORAGE, NTC_FMA_PIXELS=2, NTC_THREADS=64, NTC_RUN_ALIGN=128 | NTC_KERNEL_FMA, NTC_FMA_WG, NTC_FMA_PIXELS=1, NTC_THREADS=128, NTC_RUN_ALIGN=128 | NTC_KERNEL_FMA, NTC_FMA_UNIFORM, NTC_RUNS_PER_DECODER, NTC_FMA_PIXELS=2, NTC_THREADS=64, NTC_RUN_ALIGN=128 | NTC_KERNEL_MMA, NTC_THREADS=128, NTC_RUN_ALIGN=128 | NTC_KERNEL_MMA, NTC_DECODERS_F16, NTC_COOP_STORAGE, NTC_THREADS=128, NTC_RUN_ALIGN=128 | NTC_KERNEL_MMA, NTC_COOP_ACC_F32, NTC_THREADS=64, NTC_RUN_ALIGN=64
+// variants: NTC_KERNEL_FMA, NTC_FMA_PIXELS=1, NTC_THREADS=256, NTC_RUN_ALIGN=256 | NTC_KERNEL_FMA, NTC_FMA_PIXELS=2, NTC_THREADS=64, NTC_RUN_ALIGN=128 | NTC_KERNEL_MMA, NTC_THREADS=128, NTC_RUN_ALIGN=128 | NTC_KERNEL_MMA, NTC_DECODERS_F16, NTC_COOP_STORAGE, NTC_THREADS=128, NTC_RUN_ALIGN=128
 // variants: NTC_FEATURES=16, NTC_LATENT_BITS=4, NTC_INPUT_WIDTH=48, NTC_LAYERS=3, NTC_HIDDEN_0=64, NTC_HIDDEN_1=64, NTC_PARAMS=8336 | NTC_FEATURES=8, NTC_LATENT_BITS=8, NTC_INPUT_WIDTH=32, NTC_LAYERS=2, NTC_HIDDEN_0=32, NTC_HIDDEN_1=0, NTC_PARAMS=1584
 //
 // The decode of the sorted NTC decode's runs (common/ntc_runs.wgsl, made by
@@ -12,21 +12,16 @@
 //
 // Kernels (one of):
 //   NTC_KERNEL_FMA  common/ntc_fma.wgsl: NTC_FMA_PIXELS slots per invocation
-//                   (NTC_RUN_ALIGN = NTC_THREADS · NTC_FMA_PIXELS), weights per
-//                   NTC_FMA_WG | NTC_FMA_STORAGE | NTC_FMA_UNIFORM (the last needs
-//                   NTC_RUNS_PER_DECODER)
+//                   (NTC_RUN_ALIGN = NTC_THREADS · NTC_FMA_PIXELS), weights in
+//                   workgroup memory
 //   NTC_KERNEL_MMA  common/ntc_coop.wgsl: one slot per invocation (NTC_RUN_ALIGN =
 //                   NTC_THREADS), 32 per subgroup of 32; needs hidden widths that are
 //                   multiples of 16 and subgroups of 32
-// Dispatch (indirect, arguments from the scan):
-//   default                one dispatch for all runs (words 0–2); a workgroup finds its
-//                          decoder by binary search over the runs
-//   NTC_RUNS_PER_DECODER   one dispatch per decoder d (words 3 + 3d ..), with group 2
-//                          binding 6 (and binding 0 for NTC_FMA_UNIFORM) at d's dynamic
-//                          offset
+// Dispatch: one indirect dispatch for all runs (arguments from the scan); a workgroup
+// finds its decoder by binary search over the runs.
 //
 // Bindings: group 0 as common/ntc_pixel.wgsl, group 1 as common/ntc_decode.wgsl, group 2
-// as common/ntc_runs.wgsl (0–2, 6).
+// as common/ntc_runs.wgsl (1–2).
 
 #import "common/ntc_pixel.wgsl"
 #import "common/ntc_runs.wgsl"
@@ -40,10 +35,6 @@ enable wgpu_cooperative_matrix;
 
 @group(2) @binding(1) var<storage, read> ntc_runs: array<vec2u>;
 @group(2) @binding(2) var<storage, read> ntc_slots: array<u32>;
-#ifdef NTC_RUNS_PER_DECODER
-// The dispatch's decoder (x; the rest padding to 16 bytes).
-@group(2) @binding(6) var<uniform> ntc_run_decoder: vec4u;
-#endif
 
 // The workgroup's decoder, first slot and end of its run's pixels.
 struct RunBatch {
@@ -57,11 +48,6 @@ var<workgroup> wg_batch: RunBatch;
 // The batch of workgroup `w` (first ≥ end: nothing to decode).
 fn run_batch(w: u32) -> RunBatch {
     var b: RunBatch;
-#ifdef NTC_RUNS_PER_DECODER
-    b.decoder = ntc_run_decoder.x;
-    let run = ntc_runs[b.decoder];
-    b.first = run.x + w * NTC_RUN_ALIGN;
-#else
     let n = arrayLength(&ntc_runs) - 1u;
     b.first = w * NTC_RUN_ALIGN;
     b.decoder = 0u;
@@ -82,7 +68,6 @@ fn run_batch(w: u32) -> RunBatch {
     }
     b.decoder = lo;
     let run = ntc_runs[lo];
-#endif
     b.end = run.x + run.y;
     return b;
 }

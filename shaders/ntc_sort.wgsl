@@ -129,7 +129,6 @@ fn scan(@builtin(local_invocation_index) li: u32) {
         atomicStore(&ntc_counts[d], 0u);
         ntc_runs[d] = vec2u(start, c);
         atomicStore(&ntc_cursors[d], start);
-        put_grid(3u + 3u * d, aligned(c) / NTC_RUN_ALIGN);
         start += aligned(c);
     }
     if li == NTC_SCAN_THREADS - 1u {

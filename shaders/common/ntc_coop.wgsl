@@ -15,8 +15,7 @@
 // filled hold stale values; rows of a matrix product never mix, so they only give stale
 // outputs nobody reads.
 //
-// Accumulators are f16 by default (products exact, sums rounded to f16 as the f16 kernel
-// does); NTC_COOP_ACC_F32 accumulates in f32 and stages through a second, f32 slice.
+// Accumulators are f16 (products exact, sums rounded to f16 as the f16 kernel does).
 //
 // Every invocation of the workgroup calls ntc_coop_forward uniformly (it holds workgroup
 // barriers); each subgroup works on its slice only.
@@ -24,7 +23,6 @@
 // Defines (besides ntc_mlp.wgsl's and ntc_decode.wgsl's; the importer enables f16, the
 // cooperative-matrix extension and NTC_DECODERS_F16 where weights come from storage):
 //   NTC_THREADS        invocations per workgroup: NTC_THREADS / 32 subgroups of 32
-//   NTC_COOP_ACC_F32   (flag) f32 accumulators
 //   NTC_COOP_STORAGE   (flag) B tiles and biases straight from the decoder buffer (needs
 //                      NTC_DECODERS_F16); otherwise from a workgroup copy (ntc_coop_load)
 
@@ -38,12 +36,7 @@ const NTC_COOP_SLICE: u32 = NTC_COOP_ROWS * NTC_COOP_WIDTH;
 
 // Per subgroup, slices 0 and 1.
 var<workgroup> ntc_coop_stage: array<f16, NTC_COOP_SUBGROUPS * 2u * NTC_COOP_SLICE>;
-#ifdef NTC_COOP_ACC_F32
-alias NtcCoopAcc = coop_mat16x16<f32, C>;
-var<workgroup> ntc_coop_stage32: array<f32, NTC_COOP_SUBGROUPS * NTC_COOP_SLICE>;
-#else
 alias NtcCoopAcc = coop_mat16x16<f16, C>;
-#endif
 
 #ifdef NTC_COOP_STORAGE
 var<private> ntc_coop_base: u32;
@@ -119,11 +112,7 @@ fn ntc_coop_put_input(subgroup: u32, row: u32, mip: NtcMip, texel: vec2u) {
 
 // Output `o` of row `row` of the products at `at` plus its bias.
 fn ntc_coop_out(at: u32, biases: u32, o: u32) -> f32 {
-#ifdef NTC_COOP_ACC_F32
-    return ntc_coop_stage32[at + o] + f32(ntc_coop_param(biases + o));
-#else
     return f32(ntc_coop_stage[at + o] + ntc_coop_param(biases + o));
-#endif
 }
 
 // Outputs 0–11 (the canonical channels' three groups) of row `row` of subgroup
@@ -134,11 +123,7 @@ fn ntc_coop_output(subgroup: u32, row: u32) -> array<vec4f, 3> {
         params += ntc_layer_inputs(layer) * ntc_layer_outputs(layer) + ntc_layer_outputs(layer);
     }
     let b = params + ntc_layer_inputs(NTC_LAYERS - 1u) * NTC_OUTPUTS;
-#ifdef NTC_COOP_ACC_F32
-    let at = subgroup * NTC_COOP_SLICE + row * NTC_OUTPUTS;
-#else
     let at = ntc_coop_slice(subgroup, NTC_LAYERS % 2u) + row * NTC_OUTPUTS;
-#endif
     return array<vec4f, 3>(
         vec4f(ntc_coop_out(at, b, 0u), ntc_coop_out(at, b, 1u), ntc_coop_out(at, b, 2u), ntc_coop_out(at, b, 3u)),
         vec4f(ntc_coop_out(at, b, 4u), ntc_coop_out(at, b, 5u), ntc_coop_out(at, b, 6u), ntc_coop_out(at, b, 7u)),
@@ -194,17 +179,10 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
             // Operands of coopStore* must be values (see ntc_decode.wgsl's coop kernel).
             let r0 = c0_${N};
             let r1 = c1_${N};
-#ifdef NTC_COOP_ACC_F32
-            let at0 = ids.subgroup * NTC_COOP_SLICE + 16u * ${N}u;
-            let at1 = at0 + 16u * n_out;
-            coopStoreT(r0, &ntc_coop_stage32[at0], n_out);
-            coopStoreT(r1, &ntc_coop_stage32[at1], n_out);
-#else
             let at0 = dst + 16u * ${N}u;
             let at1 = at0 + 16u * n_out;
             coopStoreT(r0, &ntc_coop_stage[at0], n_out);
             coopStoreT(r1, &ntc_coop_stage[at1], n_out);
-#endif
         }
 #endfor
         workgroupBarrier();
@@ -214,12 +192,7 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
                 let col = 2u * (e % (n_out / 2u));
                 let at = dst + 2u * e;
                 let bias = vec2<f16>(ntc_coop_param(biases + col), ntc_coop_param(biases + col + 1u));
-#ifdef NTC_COOP_ACC_F32
-                let p32 = ids.subgroup * NTC_COOP_SLICE + 2u * e;
-                let z = vec2<f16>(vec2f(ntc_coop_stage32[p32], ntc_coop_stage32[p32 + 1u])) + bias;
-#else
                 let z = vec2<f16>(ntc_coop_stage[at], ntc_coop_stage[at + 1u]) + bias;
-#endif
                 let a = ntc_activation_pair(z);
                 ntc_coop_stage[at] = a.x;
                 ntc_coop_stage[at + 1u] = a.y;

@@ -14,10 +14,9 @@
 //   NTC_KERNEL_F32    f16 weights kept packed in workgroup memory, unpacked to f32, f32 FMA
 //   NTC_KERNEL_F16    (with NTC_F16) f16 weights, f16 products and sums
 //   NTC_KERNEL_COOP   (with NTC_F16) 16×16 f16 cooperative matrices, f32 accumulators
-//   NTC_DECODERS_PAIRS binding 1 viewed as mat4x2<f16> (8 parameters as 4 f16 pairs each;
-//                     ntc_fma.wgsl), or
-//   NTC_DECODERS_F16  binding 1 viewed as f16 (ntc_coop.wgsl); either leaves out
-//                     ntc_load_decoder of the kernels above (it reads the u32 view)
+//   NTC_DECODERS_F16  binding 1 viewed as f16 (ntc_coop.wgsl's weights from storage);
+//                     leaves out ntc_load_decoder of the kernels above (it reads the
+//                     u32 view)
 //
 // `ntc_input` builds the input vector as a value (the register kernels of ntc_fma.wgsl and
 // ntc_coop.wgsl); `ntc_build_input` puts it into `ntc_state` for the kernels above.
@@ -93,15 +92,10 @@ struct NtcMip {
 @group(1) @binding(0) var<storage, read> ntc_latents: array<u32>;
 // Every decoder's parameters as f16 pairs (parameter 2i in the low half of word i),
 // decoder d at word d · NTC_PARAMS / 2 (the same buffer in every view).
-#ifdef NTC_DECODERS_PAIRS
-// Eight parameters per entry, as four f16 pairs (the columns).
-@group(1) @binding(1) var<storage, read> ntc_decoders: array<mat4x2<f16>>;
-#else
 #ifdef NTC_DECODERS_F16
 @group(1) @binding(1) var<storage, read> ntc_decoders: array<f16>;
 #else
 @group(1) @binding(1) var<storage, read> ntc_decoders: array<u32>;
-#endif
 #endif
 // One entry per scene material.
 @group(1) @binding(2) var<storage, read> ntc_materials: array<NtcMaterial>;
@@ -125,7 +119,6 @@ fn ntc_weight(index: u32) -> f32 {
 }
 #endif
 
-#ifndef NTC_DECODERS_PAIRS
 #ifndef NTC_DECODERS_F16
 // Every thread of the workgroup calls this (uniformly): copies decoder `decoder` into
 // workgroup memory. The caller puts a barrier between this and the first `ntc_weight`.
@@ -143,7 +136,6 @@ fn ntc_load_decoder(decoder: u32, thread: u32) {
     }
 }
 
-#endif
 #endif
 
 // Features 4g .. 4g + 3 of the bilinear sample at `taps` of the grid whose first word is

@@ -10,16 +10,11 @@
 // Needs every layer width a multiple of 8 (so every layer's weights start at a multiple
 // of 8 parameters); the host checks.
 //
-// Defines (besides ntc_mlp.wgsl's and ntc_decode.wgsl's; the importer sets NTC_F16 and
-// NTC_DECODERS_PAIRS or not as below):
+// The weights are the workgroup's decoder copied into workgroup memory (ntc_fma_load),
+// 16.3 KiB for the default model.
+//
+// Defines (besides ntc_mlp.wgsl's and ntc_decode.wgsl's; the importer sets NTC_F16):
 //   NTC_FMA_PIXELS   pixels per thread (1 or 2): each weight load serves all of them
-//   weight source, one of:
-//   NTC_FMA_WG       the decoder copied into workgroup memory (ntc_fma_load), 16.3 KiB for
-//                    the default model
-//   NTC_FMA_STORAGE  read from the decoder buffer (needs NTC_DECODERS_PAIRS) at the
-//                    workgroup's decoder (ntc_fma_load sets it)
-//   NTC_FMA_UNIFORM  one decoder bound as a uniform buffer (group 2, binding 0; the
-//                    dispatch binds it at a dynamic offset): constant-bank operands
 
 const NTC_FMA_PIXELS: u32 = ${NTC_FMA_PIXELS}u;
 // Widest layer input or output.
@@ -33,7 +28,6 @@ alias NtcFmaBatch = array<NtcFmaValues, NTC_FMA_PIXELS>;
 // like a layer so that the unrolled code indexes it in bounds).
 alias NtcFmaOutputs = array<array<vec4f, NTC_FMA_WIDTH / 4u>, NTC_FMA_PIXELS>;
 
-#ifdef NTC_FMA_WG
 var<workgroup> ntc_fma_weights: array<mat4x2<f16>, NTC_PARAMS / 8u>;
 
 // Every thread of the workgroup calls this (uniformly) with the workgroup's decoder; the
@@ -55,28 +49,6 @@ fn ntc_fma_load(decoder: u32, thread: u32, threads: u32) {
 fn ntc_fma_w8(k: u32) -> mat4x2<f16> {
     return ntc_fma_weights[k];
 }
-#endif
-#ifdef NTC_FMA_STORAGE
-var<private> ntc_fma_base: u32;
-
-fn ntc_fma_load(decoder: u32, thread: u32, threads: u32) {
-    ntc_fma_base = decoder * (NTC_PARAMS / 8u);
-}
-
-fn ntc_fma_w8(k: u32) -> mat4x2<f16> {
-    return ntc_decoders[ntc_fma_base + k];
-}
-#endif
-#ifdef NTC_FMA_UNIFORM
-@group(2) @binding(0) var<uniform> ntc_fma_uniform: array<mat4x2<f16>, NTC_PARAMS / 8u>;
-
-fn ntc_fma_load(decoder: u32, thread: u32, threads: u32) {}
-
-fn ntc_fma_w8(k: u32) -> mat4x2<f16> {
-    return ntc_fma_uniform[k];
-}
-#endif
-
 // Parameters 2j, 2j + 1 as an f16 pair.
 fn ntc_fma_pair(j: u32) -> vec2<f16> {
     return ntc_fma_w8(j / 4u)[j % 4u];

@@ -5,16 +5,12 @@
 // decode sees one decoder.
 //
 // Group 2:
-//   0 (ntc_decode_runs with NTC_FMA_UNIFORM) the dispatch's decoder as a uniform buffer
 //   1 runs: per decoder d, (first slot, pixels); entry N (N = decoders) holds
 //     (total slots, 0)
 //   2 slots: per slot, the pixel (y << 16 | x); slots past a run's pixels are not written
 //   3 (sort) per decoder, its pixel count (the count pass adds, the scan reads and zeroes)
 //   4 (sort) per decoder, the next free slot of its run (the scan sets, the scatter adds)
-//   5 (sort) indirect dispatch arguments: 3 for the decode of all runs, then 3 per decoder
-//     (NTC_RUNS_PER_DECODER)
-//   6 (ntc_decode_runs with NTC_RUNS_PER_DECODER) the dispatch's decoder (uniform, at a
-//     dynamic offset)
+//   5 (sort) the indirect dispatch arguments of the decode of all runs (3 words)
 //
 // Capacity: slots ≥ pixels + decoders · (NTC_RUN_ALIGN − 1). Dispatch grids are
 // NTC_RUN_GRID_X workgroups wide (a workgroup count can exceed the 65 535 a dimension

@@ -74,9 +74,11 @@ pub enum NtcKernel {
     /// `SHADER_F16`, `SUBGROUP`, subgroups of exactly 32, an f16 → f16 16×16×16
     /// configuration and layer widths that are multiples of 16.
     Mma,
-    /// The sorted (divergence-free) decode with [`NtcKernel::Fma`]'s evaluation: 128
+    /// The sorted (divergence-free) decode with [`NtcKernel::Fma`]'s evaluation: 256
     /// threads per run workgroup, one pixel each, weights in workgroup memory (the
-    /// fastest decode measured on an H200 in scenes, docs/RESULTS.md).
+    /// fastest decode measured on an H200 in scenes, docs/RESULTS.md; 1.6× faster there
+    /// than with 128 threads, while 512 threads, two pixels per thread or several runs
+    /// per workgroup gained nothing).
     SortedFma,
     /// The sorted (divergence-free) decode with [`NtcKernel::Mma`]'s evaluation: 128
     /// threads (four subgroups of 32 pixels) per run workgroup, weights read from the
@@ -84,8 +86,11 @@ pub enum NtcKernel {
     SortedMma,
 }
 
-/// Threads (and slots of a run) per workgroup of the sorted kernels' decode.
-const RUN_THREADS: u32 = 128;
+/// Threads (and slots of a run) per workgroup of the sorted kernels' decode: `sorted-fma`
+/// and `sorted-mma` (four subgroups of 32, whose f16 staging of 256 threads would exceed
+/// the 48 KiB of workgroup memory most adapters have).
+const RUN_THREADS_FMA: u32 = 256;
+const RUN_THREADS_MMA: u32 = 128;
 /// Width of the sorted decode's indirect dispatch grid (`NTC_RUN_GRID_X`).
 const RUN_GRID_X: u32 = 1024;
 /// Side of the sort's screen tiles (`NTC_SORT_TILE`): runs hold whole 8×8 tiles.
@@ -121,6 +126,15 @@ impl NtcKernel {
     /// Whether the frame's pixels are sorted by decoder before the decode.
     pub fn is_sorted(self) -> bool {
         matches!(self, NtcKernel::SortedFma | NtcKernel::SortedMma)
+    }
+
+    /// Slots each run of a sorted kernel is aligned to: its decode's pixels (threads) per
+    /// workgroup. The per-tile kernels have no runs; theirs is the sorted FMA kernel's.
+    pub fn run_align(self) -> u32 {
+        match self {
+            NtcKernel::SortedMma => RUN_THREADS_MMA,
+            _ => RUN_THREADS_FMA,
+        }
     }
 
     /// Whether the MLP runs on cooperative matrices (the peak that bounds it).
@@ -183,12 +197,9 @@ impl NtcKernel {
             NtcKernel::F32 => &["NTC_KERNEL_F32"],
             NtcKernel::F16 => &["NTC_KERNEL_F16", "NTC_F16"],
             NtcKernel::CoopMatrix => &["NTC_KERNEL_COOP", "NTC_F16"],
-            NtcKernel::Fma | NtcKernel::SortedFma => &[
-                "NTC_KERNEL_FMA",
-                "NTC_F16",
-                "NTC_FMA_WG",
-                "NTC_FMA_PIXELS=1",
-            ],
+            NtcKernel::Fma | NtcKernel::SortedFma => {
+                &["NTC_KERNEL_FMA", "NTC_F16", "NTC_FMA_PIXELS=1"]
+            }
             NtcKernel::Mma => &["NTC_KERNEL_MMA", "NTC_F16"],
             NtcKernel::SortedMma => &[
                 "NTC_KERNEL_MMA",
@@ -212,7 +223,7 @@ impl NtcKernel {
     /// Threads per workgroup of the decode (the tile's pixels, or a run's slots).
     pub fn threads(self, tile: TileSize) -> u32 {
         if self.is_sorted() {
-            RUN_THREADS
+            self.run_align()
         } else {
             tile.pixels()
         }
@@ -244,7 +255,7 @@ impl NtcKernel {
             NtcKernel::Mma => weights + staging(tile.pixels()) + 4,
             // The run batch (three words) beside the weights or the staging.
             NtcKernel::SortedFma => weights + 12,
-            NtcKernel::SortedMma => staging(RUN_THREADS) + 16,
+            NtcKernel::SortedMma => staging(RUN_THREADS_MMA) + 16,
         }
     }
 }
@@ -476,7 +487,7 @@ impl NtcDecodePass {
                 label: Some("ntc.runs"),
                 entries: &[Slot::Storage.entry(1), Slot::Storage.entry(2)],
             });
-            let sort_defines = Self::sort_defines(config);
+            let sort_defines = Self::sort_defines(config, kernel);
             let [count, scan, scatter] = Self::SORT_LABELS;
             let count = build(
                 count,
@@ -629,7 +640,7 @@ impl NtcDecodePass {
     pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Vec<(String, String)> {
         let mut defines = model_defines(config, kernel.threads(tile));
         if kernel.is_sorted() {
-            defines.extend(Self::run_defines());
+            defines.extend(Self::run_defines(kernel));
         } else {
             defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v)));
         }
@@ -640,25 +651,22 @@ impl NtcDecodePass {
         defines
     }
 
-    /// The defines of the sort (`ntc_sort.wgsl`) for decoders of shape `config`.
-    pub fn sort_defines(config: &NtcConfig) -> Vec<(String, String)> {
+    /// The defines of the sort (`ntc_sort.wgsl`) for decoders of shape `config`, making
+    /// the runs of `kernel`.
+    pub fn sort_defines(config: &NtcConfig, kernel: NtcKernel) -> Vec<(String, String)> {
         let mut defines = model_defines(config, SORT_TILE * SORT_TILE);
         defines.push(("NTC_SORT_TILE".to_owned(), SORT_TILE.to_string()));
-        defines.extend(Self::run_defines());
+        defines.extend(Self::run_defines(kernel));
         defines
     }
 
-    /// `NTC_RUN_ALIGN` and `NTC_RUN_GRID_X`, the same in the sort and the decode.
-    fn run_defines() -> [(String, String); 2] {
+    /// `NTC_RUN_ALIGN` and `NTC_RUN_GRID_X` of `kernel`, the same in the sort and the
+    /// decode.
+    fn run_defines(kernel: NtcKernel) -> [(String, String); 2] {
         [
-            ("NTC_RUN_ALIGN".to_owned(), RUN_THREADS.to_string()),
+            ("NTC_RUN_ALIGN".to_owned(), kernel.run_align().to_string()),
             ("NTC_RUN_GRID_X".to_owned(), RUN_GRID_X.to_string()),
         ]
-    }
-
-    /// Slots each run is aligned to (the sorted decode's pixels per workgroup).
-    pub fn run_align() -> u32 {
-        RUN_THREADS
     }
 
     /// The kernel the pipeline evaluates the MLP with.
@@ -712,7 +720,7 @@ impl NtcDecodePass {
             .max_storage_buffer_binding_size
             .min(limits.max_buffer_size);
         let pixels = u64::from(size.0) * u64::from(size.1);
-        let slot_bytes = 4 * (pixels + n * u64::from(RUN_THREADS - 1));
+        let slot_bytes = 4 * (pixels + n * u64::from(self.kernel.run_align() - 1));
         for (what, bytes) in [
             ("the sorted decode's slots", slot_bytes),
             ("the sorted decode's runs", 8 * (n + 1)),
@@ -741,13 +749,9 @@ impl NtcDecodePass {
                 slots: storage("ntc.sort.slots", slot_bytes, readable),
                 counts: storage("ntc.sort.counts", 4 * n, wgpu::BufferUsages::empty()),
                 cursors: storage("ntc.sort.cursors", 4 * n, wgpu::BufferUsages::empty()),
-                dispatch: storage(
-                    "ntc.sort.dispatch",
-                    4 * (3 + 3 * n),
-                    wgpu::BufferUsages::INDIRECT,
-                ),
+                dispatch: storage("ntc.sort.dispatch", 4 * 3, wgpu::BufferUsages::INDIRECT),
             };
-            (buffers, slot_bytes + 8 * (n + 1) + 8 * n + 4 * (3 + 3 * n))
+            (buffers, slot_bytes + 8 * (n + 1) + 8 * n + 4 * 3)
         })?;
         *slot = Some(buffers);
         Ok(slot)
