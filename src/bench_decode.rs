@@ -16,7 +16,8 @@
 //!
 //! Each kernel × tile builds its pipelines once, on a thread with a time budget (a driver
 //! compile that takes longer is skipped and reported, the run goes on); each case renders
-//! `warmup` untimed and `frames` timed frames, each submitted and timed on its own with
+//! `warmup` untimed frames (and more until `warmup_time` has passed) and `frames` timed
+//! frames, each submitted and timed on its own with
 //! timestamp queries (every stage of the sorted kernels separately). Sizes whose frame
 //! would exceed the memory budget or the device's texture limit are skipped with a note;
 //! the whole run stops starting cases after its time budget. With checks on, each
@@ -78,6 +79,11 @@ pub struct DecodeBenchOptions {
     pub tiles: Vec<TileSize>,
     /// Untimed frames before each measurement.
     pub warmup: u32,
+    /// Untimed frames go on until this much time has passed too: a GPU that idled while
+    /// the host built the case's frame (or checked the previous one) lowers its clocks,
+    /// and a few frames of a small case do not bring them back (on an H200 the first
+    /// case of a size ran 2–5× slower after 3 warm-up frames).
+    pub warmup_time: Duration,
     /// Timed frames per measurement.
     pub frames: u32,
     /// The decoders' layout (random weights).
@@ -115,6 +121,7 @@ impl DecodeBenchOptions {
             kernels,
             tiles: vec![TileSize::T8x8, TileSize::T16x16],
             warmup: 5,
+            warmup_time: Duration::from_millis(300),
             frames: 20,
             config: NtcConfig::default(),
             materials: 16,
@@ -146,6 +153,7 @@ impl DecodeBenchOptions {
             mixes: vec![1, 5],
             tiles: vec![TileSize::T8x8],
             warmup: 1,
+            warmup_time: Duration::ZERO,
             frames: 2,
             materials: 6,
             material_side: 64,
@@ -997,11 +1005,15 @@ pub fn run_decode_bench(
             );
             let mut per_stage: Vec<(String, Vec<f64>)> = Vec::new();
             let mut totals = Vec::new();
-            for i in 0..opts.warmup + opts.frames {
+            let warm = Instant::now();
+            for _ in 0..opts.warmup {
+                timer.frame(pass, &content, package, &frame)?;
+            }
+            while warm.elapsed() < opts.warmup_time {
+                timer.frame(pass, &content, package, &frame)?;
+            }
+            for _ in 0..opts.frames {
                 let stages = timer.frame(pass, &content, package, &frame)?;
-                if i < opts.warmup {
-                    continue;
-                }
                 totals.push(stages.iter().map(|s| s.1).sum::<f64>());
                 for (label, ms) in stages {
                     match per_stage.iter_mut().find(|s| s.0 == label) {
