@@ -1,12 +1,22 @@
+// variants: | ALPHA_TEST
+// variants: | VISIBILITY
+//
 // G-buffer pass: rasterises the scene once and stores what every material path needs —
 // the tangent frame, UV, UV derivatives (a compute pass has no dpdx), the material id
 // and motion vectors. No material texture is sampled here except alpha for masked and
 // blended materials (variant ALPHA_TEST).
 //
-// variants: | ALPHA_TEST
+// VISIBILITY: the fragment stores only (instance slot, triangle of the draw) into an
+// Rg32Uint target (plus depth); `gbuffer_resolve.wgsl` rebuilds the targets above from
+// them. The alpha test and stochastic transparency run exactly as in the raster path.
+
+#ifdef VISIBILITY
+enable primitive_index;
+#endif
 
 #import "common/math.wgsl"
 #import "common/scene_draw.wgsl"
+#import "common/gbuffer.wgsl"
 
 struct VertexIn {
     @location(0) position: vec3f,
@@ -23,25 +33,30 @@ struct VertexOut {
     @location(3) cur_clip: vec4f,
     @location(4) prev_clip: vec4f,
     @location(5) @interpolate(flat) material: u32,
+#ifdef VISIBILITY
+    @location(6) @interpolate(flat) instance: u32,
+#endif
 }
 
 @vertex
 fn vs_main(v: VertexIn, @builtin(instance_index) instance_index: u32) -> VertexOut {
     let inst = instances[instance_index];
-    let world = inst.world_from_local * vec4f(v.position, 1.0);
-    let normal_m = mat3x3f(inst.normal_from_local[0].xyz, inst.normal_from_local[1].xyz, inst.normal_from_local[2].xyz);
-    let tangent_m = mat3x3f(inst.world_from_local[0].xyz, inst.world_from_local[1].xyz, inst.world_from_local[2].xyz);
+    let s = surface_vertex(inst, materials[inst.material], frame.clip_from_world, frame.prev_clip_from_world, v.position, v.normal, v.tangent, v.uv);
     var out: VertexOut;
-    out.clip = frame.clip_from_world * world;
-    out.cur_clip = out.clip;
-    out.prev_clip = frame.prev_clip_from_world * world;
-    out.normal = normal_m * v.normal;
-    out.tangent = vec4f(tangent_m * v.tangent.xyz, v.tangent.w);
-    out.uv = material_uv(materials[inst.material], v.uv);
+    out.clip = s.clip;
+    out.cur_clip = s.clip;
+    out.prev_clip = s.prev_clip;
+    out.normal = s.normal;
+    out.tangent = s.tangent;
+    out.uv = s.uv;
     out.material = inst.material;
+#ifdef VISIBILITY
+    out.instance = instance_index;
+#endif
     return out;
 }
 
+#ifndef VISIBILITY
 struct GBufferOut {
     // Octahedral world normal (xy) and world tangent (zw), each in [-1,1].
     @location(0) normal_tangent: vec4f,
@@ -51,9 +66,11 @@ struct GBufferOut {
     @location(2) uv_grad: vec4f,
     // Material id | bitangent sign bit.
     @location(3) material: u32,
-    // Screen-UV offset from this pixel to where the surface was last frame.
-    @location(4) motion: vec2f,
+    // Screen-UV offset from this pixel to where the surface was last frame, as two f16
+    // (pack2x16float, x low).
+    @location(4) motion: u32,
 }
+#endif
 
 // 4×4 Bayer matrix thresholds in (0,1) for screen-door transparency.
 fn bayer4(p: vec2u) -> f32 {
@@ -61,11 +78,10 @@ fn bayer4(p: vec2u) -> f32 {
     return (f32(m[(p.y & 3u) * 4u + (p.x & 3u)]) + 0.5) / 16.0;
 }
 
-@fragment
-fn fs_main(in: VertexOut, @builtin(front_facing) front: bool) -> GBufferOut {
-    let uv_dx = dpdx(in.uv);
-    let uv_dy = dpdy(in.uv);
 #ifdef ALPHA_TEST
+// Masked materials discard below their cutoff; blended ones keep the fragment with
+// probability alpha (stochastic transparency).
+fn alpha_test(in: VertexOut, uv_dx: vec2f, uv_dy: vec2f) {
     let m = materials[in.material];
     let alpha = textureSampleGrad(base_color_tex, material_sampler, in.uv, uv_dx, uv_dy).a * m.base_color_factor.a;
     if m.alpha_mode == ALPHA_MASK {
@@ -73,28 +89,36 @@ fn fs_main(in: VertexOut, @builtin(front_facing) front: bool) -> GBufferOut {
             discard;
         }
     } else if m.alpha_mode == ALPHA_BLEND {
-        // Stochastic transparency: keep the fragment with probability alpha.
         if alpha < bayer4(vec2u(in.clip.xy)) {
             discard;
         }
     }
+}
 #endif
-    var n = normalize(in.normal);
-    var t = in.tangent.xyz - n * dot(n, in.tangent.xyz);
-    t = select(n.zxy, normalize(t), dot(t, t) > 1e-12);
-    var sign_negative = in.tangent.w < 0.0;
-    if !front {
-        // The back face of a double-sided material: mirror the frame.
-        n = -n;
-        sign_negative = !sign_negative;
-    }
+
+#ifdef VISIBILITY
+@fragment
+fn fs_main(in: VertexOut, @builtin(primitive_index) primitive: u32) -> @location(0) vec2u {
+#ifdef ALPHA_TEST
+    alpha_test(in, dpdx(in.uv), dpdy(in.uv));
+#endif
+    return vec2u(in.instance, primitive);
+}
+#else
+@fragment
+fn fs_main(in: VertexOut, @builtin(front_facing) front: bool) -> GBufferOut {
+    let uv_dx = dpdx(in.uv);
+    let uv_dy = dpdy(in.uv);
+#ifdef ALPHA_TEST
+    alpha_test(in, uv_dx, uv_dy);
+#endif
+    let texel = encode_gbuffer(in.normal, in.tangent, front, in.uv, uv_dx, uv_dy, in.material, in.cur_clip, in.prev_clip);
     var out: GBufferOut;
-    out.normal_tangent = vec4f(oct_encode(n), oct_encode(t));
-    out.uv = in.uv;
-    out.uv_grad = vec4f(uv_dx, uv_dy);
-    out.material = in.material | select(0u, BITANGENT_NEGATIVE, sign_negative);
-    let cur = in.cur_clip.xy / in.cur_clip.w;
-    let prev = in.prev_clip.xy / in.prev_clip.w;
-    out.motion = (prev - cur) * vec2f(0.5, -0.5);
+    out.normal_tangent = texel.normal_tangent;
+    out.uv = texel.uv;
+    out.uv_grad = texel.uv_grad;
+    out.material = texel.material;
+    out.motion = texel.motion;
     return out;
 }
+#endif

@@ -39,8 +39,9 @@ struct TemporalParams {
 @group(0) @binding(1) var current_tex: texture_2d<f32>;
 // Last frame's accumulation (f32): radiance in rgb, sample count in a.
 @group(0) @binding(2) var history_tex: texture_2d<f32>;
-// G-buffer motion: screen-UV offset from this pixel to where its surface was last frame.
-@group(0) @binding(3) var motion_tex: texture_2d<f32>;
+// G-buffer motion: screen-UV offset from this pixel to where its surface was last frame,
+// two f16 in one word (pack2x16float).
+@group(0) @binding(3) var motion_tex: texture_2d<u32>;
 // G-buffer depth (reversed-Z: 0 where no surface was drawn).
 @group(0) @binding(4) var depth_tex: texture_depth_2d;
 // The output the tonemap pass reads: radiance in rgb, sample count in a.
@@ -111,7 +112,7 @@ fn resolve(@builtin(global_invocation_id) gid: vec3u) {
     var history = current;
     var count = 0.0;
     if params.use_history != 0u {
-        let offset_px = textureLoad(motion_tex, p, 0).xy * vec2f(size);
+        let offset_px = unpack2x16float(textureLoad(motion_tex, p, 0).x) * vec2f(size);
         let pos = vec2f(p) + offset_px;
         let centre = pos + 0.5;
         if all(centre >= vec2f(0.0)) && all(centre <= vec2f(size)) {

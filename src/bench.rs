@@ -7,8 +7,10 @@
 //! Each configuration renders `warmup` frames (not timed) and then `frames` frames along
 //! the path, each submitted and timed on its own with timestamp queries; the report keeps
 //! the median and the 10th/90th percentiles of the material pass (`ntc.decode`, or every
-//! `reference*` step of the reference pass) and of the whole frame (the sum
-//! of every timed pass). Divergence is counted on the path's middle frame. With a trace
+//! `reference*` step of the reference pass), of the whole frame (the sum
+//! of every timed pass) and of every pass by its label (the G-buffer's `gbuffer`, or
+//! `gbuffer_visibility` and `gbuffer_resolve` in the visibility mode, and the others).
+//! Divergence is counted on the path's middle frame. With a trace
 //! file every frame of every configuration (warm-up included) is also written as a Chrome
 //! trace.
 
@@ -22,7 +24,9 @@ use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
 use crate::render::divergence_stats::DivergenceStats;
 use crate::render::passes::ntc_decode::{NtcDecodePass, NtcKernel};
 use crate::render::tiles::TileSize;
-use crate::render::{FrameSettings, KernelChoice, PassSettings, RenderError, RenderMode, Renderer};
+use crate::render::{
+    FrameSettings, GBufferMode, KernelChoice, PassSettings, RenderError, RenderMode, Renderer,
+};
 use crate::scene::{Camera, Lighting};
 
 /// Errors of a benchmark run.
@@ -100,10 +104,45 @@ pub struct BenchRow {
     pub material_ms: Spread,
     /// Every timed pass of the frame, summed, per frame.
     pub frame_ms: Spread,
+    /// Each timed pass per frame, by label, in the order the frame records them.
+    pub passes: Vec<PassSpread>,
     /// Divergence on the middle frame.
     pub divergence: DivergenceStats,
     /// Timed frames.
     pub frames: u32,
+}
+
+/// One pass's time per frame (the sum of its scopes of that label in the frame).
+#[derive(Clone, Debug, Serialize)]
+pub struct PassSpread {
+    /// The pass's label (its timing row).
+    pub label: String,
+    /// Its time per frame.
+    pub ms: Spread,
+}
+
+/// Per label, in first-seen order, the per-frame sums of `frames`' timings (0 in a frame
+/// without the label).
+fn pass_spreads(frames: &[Vec<PassTiming>]) -> Vec<PassSpread> {
+    let mut labels: Vec<&str> = Vec::new();
+    for t in frames.iter().flatten() {
+        if !labels.contains(&t.label.as_str()) {
+            labels.push(&t.label);
+        }
+    }
+    labels
+        .into_iter()
+        .map(|label| {
+            let per_frame: Vec<f64> = frames
+                .iter()
+                .map(|f| f.iter().filter(|t| t.label == label).map(|t| t.ms).sum())
+                .collect();
+            PassSpread {
+                label: label.to_owned(),
+                ms: Spread::of(&per_frame),
+            }
+        })
+        .collect()
 }
 
 /// The whole report.
@@ -117,6 +156,8 @@ pub struct BenchReport {
     pub size: (u32, u32),
     /// The camera path (or "static").
     pub camera: String,
+    /// How the renderer made its G-buffer.
+    pub gbuffer: GBufferMode,
     /// The command line.
     pub command: String,
     /// The rows.
@@ -285,11 +326,13 @@ fn measure(
     }
     let mut material = Vec::new();
     let mut total = Vec::new();
+    let mut timed = Vec::new();
     let mut divergence = None;
     for (i, camera) in cameras.iter().enumerate() {
         let timings = frame(renderer, camera, profiler)?;
         material.push(material_ms(&timings));
         total.push(timings.iter().map(|t| t.ms).sum());
+        timed.push(timings);
         let stats = renderer.try_divergence(&ctx.device);
         if i == cameras.len() / 2 {
             divergence = stats;
@@ -319,6 +362,7 @@ fn measure(
         decoders: None,
         material_ms: Spread::of(&material),
         frame_ms: Spread::of(&total),
+        passes: pass_spreads(&timed),
         divergence,
         frames: cameras.len() as u32,
     })
@@ -368,8 +412,14 @@ impl BenchReport {
     /// A Markdown table with ratios to the baseline of the same kernel and tile.
     pub fn markdown(&self) -> String {
         let mut s = format!(
-            "Adapter: {}  \nScene: {}, {}×{}, camera {}  \nCommand: `{}`\n\n",
-            self.adapter, self.scene, self.size.0, self.size.1, self.camera, self.command
+            "Adapter: {}  \nScene: {}, {}×{}, camera {}, {} G-buffer  \nCommand: `{}`\n\n",
+            self.adapter,
+            self.scene,
+            self.size.0,
+            self.size.1,
+            self.camera,
+            self.gbuffer,
+            self.command
         );
         s.push_str("| mode | kernel | tile | decoders | material pass ms (p10–p90) | × baseline | frame ms | 𝒟 | mean D |\n");
         s.push_str("|---|---|---|---|---|---|---|---|---|\n");
@@ -394,6 +444,34 @@ impl BenchReport {
                 r.divergence.score,
                 r.divergence.mean_decoders
             ));
+        }
+        let mut labels: Vec<&str> = Vec::new();
+        for p in self.rows.iter().flat_map(|r| &r.passes) {
+            if !labels.contains(&p.label.as_str()) {
+                labels.push(&p.label);
+            }
+        }
+        if !labels.is_empty() {
+            s.push_str("\nGPU passes, median ms per frame:\n\n| mode | kernel | tile |");
+            for l in &labels {
+                s.push_str(&format!(" {l} |"));
+            }
+            s.push_str(&format!("\n|---|---|---|{}\n", "---|".repeat(labels.len())));
+            for r in &self.rows {
+                s.push_str(&format!(
+                    "| {} | {} | {} |",
+                    r.mode,
+                    r.kernel.map_or("–".into(), |k| k.to_string()),
+                    r.tile.map_or("–".into(), |t| t.to_string()),
+                ));
+                for l in &labels {
+                    match r.passes.iter().find(|p| p.label == *l) {
+                        Some(p) => s.push_str(&format!(" {:.3} |", p.ms.median)),
+                        None => s.push_str(" – |"),
+                    }
+                }
+                s.push('\n');
+            }
         }
         s
     }
@@ -461,5 +539,48 @@ impl BenchReport {
         };
         write_panels_png(path, &[panel], 1100, 520)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing(label: &str, ms: f64) -> PassTiming {
+        PassTiming {
+            label: label.into(),
+            ms,
+        }
+    }
+
+    #[test]
+    fn pass_spreads_sum_each_label_per_frame_in_first_seen_order() {
+        let frames = vec![
+            vec![
+                timing("gbuffer_visibility", 1.0),
+                timing("gbuffer_resolve", 0.5),
+                timing("reference", 0.25),
+                timing("reference", 0.5),
+            ],
+            vec![
+                timing("gbuffer_visibility", 3.0),
+                timing("gbuffer_resolve", 0.5),
+            ],
+            vec![
+                timing("gbuffer_visibility", 2.0),
+                timing("gbuffer_resolve", 0.5),
+            ],
+        ];
+        let spreads = pass_spreads(&frames);
+        let labels: Vec<&str> = spreads.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["gbuffer_visibility", "gbuffer_resolve", "reference"]
+        );
+        assert_eq!(spreads[0].ms.median, 2.0);
+        assert_eq!(spreads[1].ms.median, 0.5);
+        // Frames without the label count 0; the two scopes of the first frame add up.
+        assert_eq!(spreads[2].ms.median, 0.0);
+        assert_eq!(spreads[2].ms.p90, 0.75);
     }
 }

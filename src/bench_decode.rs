@@ -476,6 +476,7 @@ impl Frame {
             // The decode reads neither.
             motion: Target::new(device, "bench.motion", (1, 1), format::MOTION, none),
             depth: Target::new(device, "bench.depth", (1, 1), format::DEPTH, none),
+            ids: None,
         };
         let usage = wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::COPY_DST;
         let target = |label: &str| Target::new(device, label, dims, format::MATERIAL_TARGET, usage);

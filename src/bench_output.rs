@@ -78,6 +78,7 @@ mod tests {
             scene: "s.gltf".into(),
             size: (64, 32),
             camera: "static".into(),
+            gbuffer: crate::render::GBufferMode::Raster,
             command: "neurotex bench".into(),
             rows: Vec::new(),
         };

@@ -56,9 +56,12 @@ struct InstanceData {
     normal_from_local: mat4x4f,
     // Index into the material array.
     material: u32,
+    // First index of the pair's draw in the shared index buffer (the visibility
+    // G-buffer's resolve finds triangle p of the draw at first_index + 3p).
+    first_index: u32,
+    // Added to every index of the draw.
+    base_vertex: i32,
     _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
 }
 
 // Values of `MaterialData.alpha_mode`.

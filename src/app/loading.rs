@@ -60,7 +60,7 @@ impl LoadRequest {
         let start = select_camera(&opened, None).map_err(|e| e.to_string())?;
         let textures = SceneTextures::load(&opened.scene.materials, &self.upload.load_options())
             .map_err(|e| e.to_string())?;
-        let renderer = Renderer::new(
+        let mut renderer = Renderer::new(
             &self.ctx,
             &opened.scene,
             &textures,
@@ -69,6 +69,11 @@ impl LoadRequest {
             self.format,
         )
         .map_err(|e| e.to_string())?;
+        if let Some(mode) = self.upload.gbuffer {
+            renderer
+                .set_gbuffer_mode(&self.ctx, mode)
+                .map_err(|e| e.to_string())?;
+        }
         let stats = SceneStats::new(
             scene_name(self.source.as_deref()),
             &opened.scene,

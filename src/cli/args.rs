@@ -1,7 +1,8 @@
 //! Argument groups that several subcommands share: offline inputs ([`InputsArg`]), the
 //! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), texture upload
-//! ([`UploadArgs`]), the NTC mode and where its package comes from ([`NtcModeArgs`]),
-//! the package recipe ([`PackageRecipeArgs`]) and the `WIDTHxHEIGHT` parser.
+//! ([`UploadArgs`]), the G-buffer mode ([`GBufferArg`]), the NTC mode and where its
+//! package comes from ([`NtcModeArgs`]), the package recipe ([`PackageRecipeArgs`]) and
+//! the `WIDTHxHEIGHT` parser.
 
 use std::path::PathBuf;
 
@@ -12,7 +13,7 @@ use neurotex::packages::PackageRecipe;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
-use neurotex::render::{KernelChoice, PassSettings, RenderMode};
+use neurotex::render::{GBufferMode, KernelChoice, PassSettings, RenderMode};
 use neurotex::texture;
 
 /// Scenes and manifests whose texture sets an offline command reads (at least one).
@@ -91,6 +92,18 @@ pub struct UploadArgs {
     /// Maximum anisotropic filtering, 1–16. Default: 16 on GPUs, 1 on CPU adapters.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub anisotropy: Option<u16>,
+    #[command(flatten)]
+    pub gbuffer: GBufferArg,
+}
+
+/// How a rendering command makes its G-buffer (`--gbuffer`).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct GBufferArg {
+    /// G-buffer: `raster` writes every target from the fragment shader; `visibility`
+    /// rasterises depth and triangle ids only and rebuilds the targets in compute.
+    /// Default: visibility where the GPU supports it, else raster.
+    #[arg(long, value_enum)]
+    pub gbuffer: Option<GBufferMode>,
 }
 
 impl UploadArgs {
@@ -100,6 +113,7 @@ impl UploadArgs {
             allow_missing_textures: self.allow_missing_textures,
             max_texture_size: self.limit.max_texture_size,
             anisotropy: self.anisotropy,
+            gbuffer: self.gbuffer.gbuffer,
         }
     }
 }

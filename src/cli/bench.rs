@@ -15,7 +15,9 @@ use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::tiles::TileSize;
 use neurotex::scene::open::{open, path_cameras};
 
-use super::args::{PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size};
+use super::args::{
+    GBufferArg, PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size,
+};
 use super::bench_decode::DecodeArgs;
 use super::{
     PackageSource, kernels_or_supported, load_package, output_policy, report_scene, scene_files,
@@ -63,6 +65,8 @@ pub struct BenchArgs {
     tiles: Vec<TileSize>,
     #[command(flatten)]
     limit: TextureLimitArg,
+    #[command(flatten)]
+    gbuffer: GBufferArg,
     /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
     #[arg(long)]
     packages: Option<PathBuf>,
@@ -104,6 +108,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     let max_texture_size = a.limit.max_texture_size;
     let upload = UploadOptions {
         max_texture_size,
+        gbuffer: a.gbuffer.gbuffer,
         ..UploadOptions::default()
     };
     let (textures, mut renderer) = scene_renderer(&ctx, &opened, &upload, a.size)?;
@@ -141,6 +146,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         scene: opened.scene.source.display().to_string(),
         size: a.size,
         camera: path.map_or("static".into(), |p| p.name.clone()),
+        gbuffer: renderer.gbuffer_mode(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
         rows,
     };

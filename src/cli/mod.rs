@@ -310,7 +310,7 @@ fn scene_renderer(
     size: (u32, u32),
 ) -> Result<(texture::SceneTextures, Renderer)> {
     let textures = texture::SceneTextures::load(&opened.scene.materials, &upload.load_options())?;
-    let renderer = Renderer::new(
+    let mut renderer = Renderer::new(
         ctx,
         &opened.scene,
         &textures,
@@ -318,6 +318,10 @@ fn scene_renderer(
         size,
         neurotex::render::headless::OUTPUT_FORMAT,
     )?;
+    if let Some(mode) = upload.gbuffer {
+        renderer.set_gbuffer_mode(ctx, mode)?;
+    }
+    println!("G-buffer: {}", renderer.gbuffer_mode());
     Ok((textures, renderer))
 }
 

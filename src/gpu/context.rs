@@ -43,7 +43,8 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     .union(wgpu::Features::FLOAT32_FILTERABLE)
-    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+    .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    .union(wgpu::Features::PRIMITIVE_INDEX);
 
 /// Errors from adapter/device creation and from GPU work checked with error scopes.
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +103,9 @@ pub struct GrantedFeatures {
     pub float32_filterable: bool,
     /// `EXPERIMENTAL_COOPERATIVE_MATRIX`: WGSL cooperative matrices (experimental in wgpu 30).
     pub cooperative_matrix: bool,
+    /// `PRIMITIVE_INDEX`: `@builtin(primitive_index)` in fragment shaders (the visibility
+    /// G-buffer).
+    pub primitive_index: bool,
     /// Downlevel flag `ANISOTROPIC_FILTERING`: samplers may use `anisotropy_clamp > 1`.
     pub anisotropic_filtering: bool,
 }
@@ -119,12 +123,13 @@ impl GrantedFeatures {
             float32_atomic: features.contains(F::SHADER_FLOAT32_ATOMIC),
             float32_filterable: features.contains(F::FLOAT32_FILTERABLE),
             cooperative_matrix: features.contains(F::EXPERIMENTAL_COOPERATIVE_MATRIX),
+            primitive_index: features.contains(F::PRIMITIVE_INDEX),
             anisotropic_filtering: downlevel.contains(wgpu::DownlevelFlags::ANISOTROPIC_FILTERING),
         }
     }
 
     /// Every flag with its name (the field name), in declaration order.
-    pub fn flags(&self) -> [(&'static str, bool); 9] {
+    pub fn flags(&self) -> [(&'static str, bool); 10] {
         [
             ("timestamps", self.timestamps),
             (
@@ -137,6 +142,7 @@ impl GrantedFeatures {
             ("float32_atomic", self.float32_atomic),
             ("float32_filterable", self.float32_filterable),
             ("cooperative_matrix", self.cooperative_matrix),
+            ("primitive_index", self.primitive_index),
             ("anisotropic_filtering", self.anisotropic_filtering),
         ]
     }
@@ -470,6 +476,7 @@ fn features_named(list: &str) -> wgpu::Features {
             "float32_atomic" => F::SHADER_FLOAT32_ATOMIC,
             "float32_filterable" => F::FLOAT32_FILTERABLE,
             "cooperative_matrix" => F::EXPERIMENTAL_COOPERATIVE_MATRIX,
+            "primitive_index" => F::PRIMITIVE_INDEX,
             other => {
                 log::warn!("{DISABLE_FEATURES_ENV}: unknown feature name {other:?} ignored");
                 F::empty()
@@ -519,12 +526,13 @@ mod tests {
     #[test]
     fn feature_names_round_trip() {
         let all = features_named(
-            "timestamps, shader_f16,subgroup,float32_atomic,float32_filterable,cooperative_matrix",
+            "timestamps, shader_f16,subgroup,float32_atomic,float32_filterable,cooperative_matrix,\
+             primitive_index",
         );
         assert_eq!(all, OPTIONAL_FEATURES);
         assert_eq!(features_named("bogus"), wgpu::Features::empty());
         let granted = GrantedFeatures::from_features(all, wgpu::DownlevelFlags::empty());
-        assert!(granted.flags().iter().take(8).all(|(_, on)| *on));
+        assert!(granted.flags().iter().take(9).all(|(_, on)| *on));
         assert!(!granted.anisotropic_filtering);
     }
 }

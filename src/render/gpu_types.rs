@@ -81,8 +81,13 @@ pub struct InstanceData {
     pub normal_from_local: [[f32; 4]; 4],
     /// Index into the material array.
     pub material: u32,
+    /// First index of the pair's draw in the shared index buffer (the visibility
+    /// G-buffer's resolve finds triangle `p` of the draw at `first_index + 3p`).
+    pub first_index: u32,
+    /// Added to every index of the draw.
+    pub base_vertex: i32,
     /// Padding.
-    pub _pad: [u32; 3],
+    pub _pad: u32,
 }
 
 /// WGSL `MaterialData`: constants of one material.

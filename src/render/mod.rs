@@ -6,6 +6,7 @@
 //! scene ─► shadow ─► shadow map ──────────────────────────────┐
 //! scene ─► G-buffer ─► gbuffer ─┬► reference (original or baked textures) ─► materials
 //!                               └► or NTC decode (package, blue noise)    ─► materials
+//!   [visibility] scene ─► G-buffer ─► ids + depth ─► resolve (compute) ─► gbuffer
 //! depth + materials + shadow map ─► lighting ─► hdr
 //! hdr + motion + depth (+ history) ─► temporal ─► accumulated
 //! [compare] reference ─► comparison materials ─► lighting ─► comparison hdr
@@ -14,6 +15,12 @@
 //! material ids + decoder maps ─► divergence ─► tiles (+ histograms)
 //! [heatmap] tiles or error ─► heatmap ─► output
 //! ```
+//!
+//! The G-buffer is made in one of two [`GBufferMode`]s (the default by
+//! [`GBufferMode::default_for`] the device, else [`Renderer::set_gbuffer_mode`]): raster
+//! (the fragment shader writes every target) or visibility (the raster pass writes depth
+//! and (instance, triangle) ids, and `passes::gbuffer_resolve` rebuilds the targets in
+//! compute); every pass after it reads the same targets either way.
 //!
 //! Owns the frame's targets, the frame uniform, the NTC packages of the modes it was
 //! given and one struct per pass ([`passes`]). It does not load scenes, decode images or
@@ -48,6 +55,7 @@ use ntc_gpu::{NtcRenderError, NtcSceneGpu};
 use passes::{
     divergence::{DecoderMap, DivergenceInputs, DivergencePass},
     gbuffer::GBufferPass,
+    gbuffer_resolve::{GBufferResolvePass, ResolveInputs},
     heatmap::{HeatmapInputs, HeatmapPass, HeatmapSettings, PixelRect},
     image_error::{ErrorSpace, ImageErrorInputs, ImageErrorPass},
     lighting::{LightingInputs, LightingPass},
@@ -62,7 +70,9 @@ use passes::{
 pub use plan::{Fallback, FramePlan, MaterialPath};
 use scene_gpu::{SceneGpu, UploadError};
 use targets::FrameTargets;
+pub use targets::{GBufferMode, VisibilityUnsupported};
 use tiles::TileSize;
+
 /// Which image the renderer outputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -216,6 +226,9 @@ pub enum RenderError {
     /// An NTC package or kernel could not be used.
     #[error(transparent)]
     Ntc(#[from] NtcRenderError),
+    /// The visibility G-buffer was asked for on a device that cannot run it.
+    #[error(transparent)]
+    Visibility(#[from] VisibilityUnsupported),
     /// An NTC mode was asked for before its package was given.
     #[error("no package is loaded for the {0} mode")]
     MissingPackage(RenderMode),
@@ -267,6 +280,8 @@ struct DecodePath {
 struct Passes {
     shadow: ShadowPass,
     gbuffer: GBufferPass,
+    /// Present in [`GBufferMode::Visibility`].
+    gbuffer_resolve: Option<GBufferResolvePass>,
     reference: ReferencePass,
     lighting: LightingPass,
     /// The comparison's own lighting pass (its own bind group over the comparison's
@@ -351,10 +366,12 @@ impl Renderer {
             .map(|s| s.map_or(NO_DECODER, |s| s as u32))
             .collect();
         let kernel_choice = KernelChoice::default();
+        let gbuffer_mode = GBufferMode::default_for(ctx);
         let layout = &scene_gpu.material_layout;
         let passes = Passes {
             shadow: ShadowPass::new(ctx, layout)?,
-            gbuffer: GBufferPass::new(ctx, layout)?,
+            gbuffer: GBufferPass::new(ctx, layout, gbuffer_mode)?,
+            gbuffer_resolve: resolve_pass(ctx, gbuffer_mode)?,
             reference: ReferencePass::new(ctx, layout, scene_gpu.material_bind_groups.len())?,
             lighting: LightingPass::new(ctx)?,
             reference_lighting: LightingPass::new(ctx)?,
@@ -365,7 +382,7 @@ impl Renderer {
             image_error: ImageErrorPass::new(ctx)?,
         };
         Ok(Self {
-            targets: FrameTargets::new(device, size, kernel_choice.tile),
+            targets: FrameTargets::new(device, size, kernel_choice.tile, gbuffer_mode),
             frame_buffer,
             blue_noise: BlueNoise::new(device, &ctx.queue),
             bounds: scene.bounds,
@@ -399,6 +416,31 @@ impl Renderer {
         self.targets.resize(device, size);
         self.passes.temporal.resize(device, size);
         self.reset_history();
+    }
+
+    /// How the G-buffer is made (by default [`GBufferMode::default_for`] the device).
+    pub fn gbuffer_mode(&self) -> GBufferMode {
+        self.passes.gbuffer.mode()
+    }
+
+    /// Make the G-buffer in `mode` from the next frame on: builds its passes and
+    /// reallocates the G-buffer. A mode the device cannot run is an error and changes
+    /// nothing.
+    pub fn set_gbuffer_mode(
+        &mut self,
+        ctx: &GpuContext,
+        mode: GBufferMode,
+    ) -> Result<(), RenderError> {
+        if mode == self.gbuffer_mode() {
+            return Ok(());
+        }
+        mode.check(ctx)?;
+        let gbuffer = GBufferPass::new(ctx, &self.scene.material_layout, mode)?;
+        self.passes.gbuffer_resolve = resolve_pass(ctx, mode)?;
+        self.passes.gbuffer = gbuffer;
+        self.targets.set_gbuffer_mode(&ctx.device, mode);
+        self.reset_history();
+        Ok(())
     }
 
     /// Forget the previous frame (camera cut, resize, mode switch): the next frame
@@ -675,9 +717,26 @@ impl Renderer {
             materials: &self.scene.material_bind_groups,
         };
         let mut frame = FrameEncoder::new(ctx, encoder, profiler);
-        self.passes
-            .gbuffer
-            .record(&mut frame, &scene, &self.targets.gbuffer);
+        self.record_gbuffer_passes(&mut frame, &scene);
+    }
+
+    /// Record the G-buffer passes of the current mode into [`Self::targets`]' `gbuffer`:
+    /// the raster pass, and in [`GBufferMode::Visibility`] the resolve after it.
+    fn record_gbuffer_passes(&self, frame: &mut FrameEncoder<'_>, scene: &SceneInputs<'_>) {
+        let g = &self.targets.gbuffer;
+        if let Err(e) = self.passes.gbuffer.record(frame, scene, g) {
+            log::error!("{e}");
+            return;
+        }
+        if let (Some(resolve), Some(ids)) = (&self.passes.gbuffer_resolve, &g.ids) {
+            let inputs = ResolveInputs {
+                frame: scene.frame,
+                scene: scene.scene,
+                ids,
+                depth: &g.depth,
+            };
+            resolve.record(frame, &inputs, g);
+        }
     }
 
     /// Record one frame of `settings` into `output` (a view of a texture in the output
@@ -716,10 +775,10 @@ impl Renderer {
         let mut frame = FrameEncoder::new(ctx, encoder, profiler);
         let frame = &mut frame;
 
-        // scene ─► shadow map, G-buffer
+        // scene ─► shadow map, G-buffer (visibility: ids + depth ─► resolve ─► G-buffer)
         p.shadow
             .record(frame, &scene, settings.lighting.shadows, &t.shadow_map);
-        p.gbuffer.record(frame, &scene, &t.gbuffer);
+        self.record_gbuffer_passes(frame, &scene);
 
         // G-buffer (+ package) ─► material targets
         let decode = match (plan.material, package, &self.decode) {
@@ -877,6 +936,17 @@ fn decode_pass(
         result = NtcDecodePass::new(ctx, config, pair[1], choice.tile);
     }
     result
+}
+
+/// The resolve pass of `mode` (only [`GBufferMode::Visibility`] has one).
+fn resolve_pass(
+    ctx: &GpuContext,
+    mode: GBufferMode,
+) -> Result<Option<GBufferResolvePass>, KernelError> {
+    match mode {
+        GBufferMode::Raster => Ok(None),
+        GBufferMode::Visibility => GBufferResolvePass::new(ctx).map(Some),
+    }
 }
 
 /// Two configurations whose decoders the same decode pipeline runs (the latent grid

@@ -11,6 +11,7 @@
 use wgpu::util::DeviceExt as _;
 
 use super::gpu_types::{InstanceData, MaterialData};
+use super::targets::GBufferMode;
 use crate::scene::{AlphaMode, Scene, Vertex};
 use crate::texture::{LoadOptions, SceneTextures, TextureSet, TextureSetDesc};
 
@@ -34,7 +35,7 @@ pub struct Draw {
 }
 
 /// How a scene is loaded and uploaded: its texture sets' [`LoadOptions`] (for
-/// [`SceneTextures::load`]) and the renderer's sampler anisotropy.
+/// [`SceneTextures::load`]), the renderer's sampler anisotropy and its G-buffer mode.
 #[derive(Clone, Debug, Default)]
 pub struct UploadOptions {
     /// Render with material constants where an image is missing or undecodable.
@@ -43,6 +44,8 @@ pub struct UploadOptions {
     pub max_texture_size: Option<u32>,
     /// Maximum anisotropy of the material sampler (1–16); `None`: [`super::default_anisotropy`].
     pub anisotropy: Option<u16>,
+    /// How the renderer makes its G-buffer; `None`: [`GBufferMode::default_for`] the device.
+    pub gbuffer: Option<GBufferMode>,
 }
 
 impl UploadOptions {
@@ -131,6 +134,94 @@ pub enum UploadError {
 /// Largest material id the G-buffer's 20-bit id field (and the material depth) can hold.
 pub const MAX_MATERIALS: usize = 1 << 20;
 
+/// The scene's geometry as the GPU holds it: every primitive's vertices and indices
+/// concatenated, one [`InstanceData`] per drawn (instance, primitive) pair, and the
+/// draws (sorted by pipeline and material). What [`SceneGpu::upload`] uploads, and what
+/// CPU references (the visibility G-buffer's resolve) index as the GPU does.
+#[derive(Clone, Debug)]
+pub struct SceneGeometry {
+    /// Every primitive's vertices, concatenated.
+    pub vertices: Vec<Vertex>,
+    /// Every primitive's indices, concatenated (relative to the primitive's first vertex).
+    pub indices: Vec<u32>,
+    /// One per drawn (instance, primitive) pair, indexed by [`Draw::instance`].
+    pub instances: Vec<InstanceData>,
+    /// The G-buffer draws.
+    pub draws: Vec<Draw>,
+}
+
+impl SceneGeometry {
+    /// The geometry of `scene`.
+    pub fn build(scene: &Scene) -> Self {
+        let mut vertices: Vec<Vertex> = Vec::new();
+        let mut indices: Vec<u32> = Vec::new();
+        let mut ranges = Vec::new();
+        for mesh in &scene.meshes {
+            let mut r = Vec::new();
+            for p in &mesh.primitives {
+                r.push((
+                    indices.len() as u32,
+                    p.indices.len() as u32,
+                    vertices.len() as i32,
+                ));
+                vertices.extend_from_slice(&p.vertices);
+                indices.extend_from_slice(&p.indices);
+            }
+            ranges.push(r);
+        }
+        let mut instances = Vec::new();
+        let mut draws = Vec::new();
+        for inst in &scene.instances {
+            let normal = crate::scene::gltf_import::normal_matrix(&inst.world_from_local);
+            let normal4 = glam::Mat4::from_mat3(normal);
+            for (p, &(first_index, index_count, base_vertex)) in scene.meshes[inst.mesh]
+                .primitives
+                .iter()
+                .zip(&ranges[inst.mesh])
+            {
+                let m = &scene.materials[p.material];
+                draws.push(Draw {
+                    first_index,
+                    index_count,
+                    base_vertex,
+                    instance: instances.len() as u32,
+                    material: p.material as u32,
+                    alpha_test: m.alpha_mode != AlphaMode::Opaque,
+                    double_sided: m.double_sided,
+                });
+                instances.push(InstanceData {
+                    world_from_local: inst.world_from_local.to_cols_array_2d(),
+                    normal_from_local: normal4.to_cols_array_2d(),
+                    material: p.material as u32,
+                    first_index,
+                    base_vertex,
+                    _pad: 0,
+                });
+            }
+        }
+        // Sorting by pipeline and material keeps state changes down.
+        draws.sort_by_key(|d| (d.alpha_test, d.double_sided, d.material));
+        Self {
+            vertices,
+            indices,
+            instances,
+            draws,
+        }
+    }
+
+    /// The three vertices of triangle `primitive` of the draw of instance slot
+    /// `instance`, as the resolve fetches them; `None` past the instances or the indices.
+    pub fn triangle(&self, instance: u32, primitive: u32) -> Option<[&Vertex; 3]> {
+        let inst = self.instances.get(instance as usize)?;
+        let first = inst.first_index as usize + 3 * primitive as usize;
+        let corner = |k: usize| {
+            let index = *self.indices.get(first + k)? as i64 + inst.base_vertex as i64;
+            self.vertices.get(usize::try_from(index).ok()?)
+        };
+        Some([corner(0)?, corner(1)?, corner(2)?])
+    }
+}
+
 impl SceneGpu {
     /// Upload `scene` with its decoded texture sets `textures` (loaded from its materials).
     pub fn upload(
@@ -190,52 +281,12 @@ impl SceneGpu {
             })
             .collect();
 
-        let mut vertices: Vec<Vertex> = Vec::new();
-        let mut indices: Vec<u32> = Vec::new();
-        let mut ranges = Vec::new();
-        for mesh in &scene.meshes {
-            let mut r = Vec::new();
-            for p in &mesh.primitives {
-                r.push((
-                    indices.len() as u32,
-                    p.indices.len() as u32,
-                    vertices.len() as i32,
-                ));
-                vertices.extend_from_slice(&p.vertices);
-                indices.extend_from_slice(&p.indices);
-            }
-            ranges.push(r);
-        }
-        let mut instances = Vec::new();
-        let mut draws = Vec::new();
-        for inst in &scene.instances {
-            let normal = crate::scene::gltf_import::normal_matrix(&inst.world_from_local);
-            let normal4 = glam::Mat4::from_mat3(normal);
-            for (p, &(first_index, index_count, base_vertex)) in scene.meshes[inst.mesh]
-                .primitives
-                .iter()
-                .zip(&ranges[inst.mesh])
-            {
-                let m = &scene.materials[p.material];
-                draws.push(Draw {
-                    first_index,
-                    index_count,
-                    base_vertex,
-                    instance: instances.len() as u32,
-                    material: p.material as u32,
-                    alpha_test: m.alpha_mode != AlphaMode::Opaque,
-                    double_sided: m.double_sided,
-                });
-                instances.push(InstanceData {
-                    world_from_local: inst.world_from_local.to_cols_array_2d(),
-                    normal_from_local: normal4.to_cols_array_2d(),
-                    material: p.material as u32,
-                    _pad: [0; 3],
-                });
-            }
-        }
-        // Sorting by pipeline and material keeps state changes down.
-        draws.sort_by_key(|d| (d.alpha_test, d.double_sided, d.material));
+        let SceneGeometry {
+            vertices,
+            indices,
+            instances,
+            draws,
+        } = SceneGeometry::build(scene);
         let materials: Vec<MaterialData> = scene
             .materials
             .iter()
@@ -260,15 +311,16 @@ impl SceneGpu {
         let (vertex_buffer, index_buffer, instance_buffer, material_buffer) =
             crate::gpu::allocate(device, "the scene's geometry buffers", || {
                 let buffers = (
+                    // Storage too: the visibility G-buffer's resolve fetches triangles.
                     buffer(
                         "scene.vertices",
                         bytemuck::cast_slice(&vertices),
-                        wgpu::BufferUsages::VERTEX,
+                        wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::STORAGE,
                     ),
                     buffer(
                         "scene.indices",
                         bytemuck::cast_slice(&indices),
-                        wgpu::BufferUsages::INDEX,
+                        wgpu::BufferUsages::INDEX | wgpu::BufferUsages::STORAGE,
                     ),
                     buffer(
                         "scene.instances",

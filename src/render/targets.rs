@@ -17,6 +17,8 @@ use crate::render::tiles::TileSize;
 
 /// G-buffer formats. Together 32 bytes per sample, wgpu's default
 /// `max_color_attachment_bytes_per_sample`, so every adapter can bind them at once.
+/// Every G-buffer colour format is also a core storage format, so the visibility
+/// G-buffer's resolve can write them from compute.
 pub mod format {
     /// Octahedral normal (xy) + octahedral tangent (zw).
     pub const NORMAL_TANGENT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
@@ -26,8 +28,11 @@ pub mod format {
     pub const UV_GRAD: wgpu::TextureFormat = wgpu::TextureFormat::Rgba16Float;
     /// Material id | bitangent sign.
     pub const MATERIAL: wgpu::TextureFormat = wgpu::TextureFormat::R32Uint;
-    /// Screen-UV motion to the previous frame.
-    pub const MOTION: wgpu::TextureFormat = wgpu::TextureFormat::Rg16Float;
+    /// Screen-UV motion to the previous frame: two f16 packed into one word
+    /// (`pack2x16float`, x in the low half), since `Rg16Float` is no storage format.
+    pub const MOTION: wgpu::TextureFormat = wgpu::TextureFormat::R32Uint;
+    /// Visibility G-buffer: the (instance slot, triangle of its draw) of each pixel.
+    pub const VISIBILITY_IDS: wgpu::TextureFormat = wgpu::TextureFormat::Rg32Uint;
     /// Scene depth (reversed-Z).
     pub const DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
     /// Material targets: base colour, normal+roughness+metallic, emissive+occlusion.
@@ -73,9 +78,110 @@ impl Target {
     }
 }
 
-/// Everything the G-buffer pass writes. `normal_tangent`, `uv` and `uv_grad` are defined
+/// How the G-buffer is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GBufferMode {
+    /// The raster pass writes every G-buffer target.
+    Raster,
+    /// The raster pass writes depth and (instance, triangle) ids only; a compute pass
+    /// (`passes::gbuffer_resolve`) rebuilds the other targets from them.
+    Visibility,
+}
+
+/// Why the visibility G-buffer cannot run on a device.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the visibility G-buffer needs {missing}, which adapter `{adapter}` does not offer; \
+     use the raster G-buffer (--gbuffer raster)"
+)]
+pub struct VisibilityUnsupported {
+    /// What is missing.
+    pub missing: String,
+    /// The adapter's name.
+    pub adapter: String,
+}
+
+/// Storage textures the resolve writes at once (every G-buffer target but depth).
+pub const RESOLVE_STORAGE_TEXTURES: u32 = 5;
+
+impl GBufferMode {
+    /// Both modes.
+    pub const ALL: [GBufferMode; 2] = [GBufferMode::Raster, GBufferMode::Visibility];
+
+    /// The mode's name, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            GBufferMode::Raster => "raster",
+            GBufferMode::Visibility => "visibility",
+        }
+    }
+
+    /// Whether `ctx`'s device runs the mode: the visibility G-buffer needs the
+    /// `PRIMITIVE_INDEX` feature, storage binding of every G-buffer colour format and
+    /// [`RESOLVE_STORAGE_TEXTURES`] storage textures per stage.
+    pub fn check(self, ctx: &crate::gpu::GpuContext) -> Result<(), VisibilityUnsupported> {
+        if self == GBufferMode::Raster {
+            return Ok(());
+        }
+        let unsupported = |missing: String| VisibilityUnsupported {
+            missing,
+            adapter: ctx.info.name.clone(),
+        };
+        if !ctx.granted.primitive_index {
+            return Err(unsupported("the PRIMITIVE_INDEX feature".into()));
+        }
+        let storage_formats = [
+            format::NORMAL_TANGENT,
+            format::UV,
+            format::UV_GRAD,
+            format::MATERIAL,
+            format::MOTION,
+        ];
+        for f in storage_formats {
+            let features = ctx.adapter.get_texture_format_features(f);
+            if !features
+                .allowed_usages
+                .contains(wgpu::TextureUsages::STORAGE_BINDING)
+                || !features
+                    .flags
+                    .contains(wgpu::TextureFormatFeatureFlags::STORAGE_WRITE_ONLY)
+            {
+                return Err(unsupported(format!("{f:?} storage textures")));
+            }
+        }
+        let limit = ctx.device.limits().max_storage_textures_per_shader_stage;
+        if limit < RESOLVE_STORAGE_TEXTURES {
+            return Err(unsupported(format!(
+                "{RESOLVE_STORAGE_TEXTURES} storage textures per shader stage (it has {limit})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The default on `ctx`'s device: visibility where it runs, else raster.
+    pub fn default_for(ctx: &crate::gpu::GpuContext) -> Self {
+        match GBufferMode::Visibility.check(ctx) {
+            Ok(()) => GBufferMode::Visibility,
+            Err(_) => GBufferMode::Raster,
+        }
+    }
+}
+
+impl std::fmt::Display for GBufferMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything the G-buffer passes write. `normal_tangent`, `uv` and `uv_grad` are defined
 /// only where `material` names a material (elsewhere they hold whatever an earlier frame
-/// left): the pass does not clear them, and every reader looks at the material word first.
+/// left): the passes do not clear them, and every reader looks at the material word first.
+///
+/// In [`GBufferMode::Visibility`] the raster pass writes `depth` and `ids`, and the
+/// resolve writes the rest through storage views; in [`GBufferMode::Raster`] there are no
+/// ids and no target has storage usage.
 #[derive(Debug)]
 pub struct GBuffer {
     /// See [`format::NORMAL_TANGENT`]; defined where `material` names a material.
@@ -90,25 +196,38 @@ pub struct GBuffer {
     pub motion: Target,
     /// See [`format::DEPTH`].
     pub depth: Target,
+    /// See [`format::VISIBILITY_IDS`]; only in [`GBufferMode::Visibility`], defined where
+    /// depth is not 0 (the far plane).
+    pub ids: Option<Target>,
 }
 
 impl GBuffer {
-    /// Allocate for `size` pixels.
-    pub fn new(device: &wgpu::Device, size: (u32, u32)) -> Self {
+    /// Allocate for `size` pixels and `mode`.
+    pub fn new(device: &wgpu::Device, size: (u32, u32), mode: GBufferMode) -> Self {
         let none = wgpu::TextureUsages::empty();
+        let resolved = match mode {
+            GBufferMode::Raster => none,
+            GBufferMode::Visibility => wgpu::TextureUsages::STORAGE_BINDING,
+        };
+        let target = |label, format| Target::new(device, label, size, format, resolved);
         Self {
-            normal_tangent: Target::new(
-                device,
-                "gbuffer.normal_tangent",
-                size,
-                format::NORMAL_TANGENT,
-                none,
-            ),
-            uv: Target::new(device, "gbuffer.uv", size, format::UV, none),
-            uv_grad: Target::new(device, "gbuffer.uv_grad", size, format::UV_GRAD, none),
-            material: Target::new(device, "gbuffer.material", size, format::MATERIAL, none),
-            motion: Target::new(device, "gbuffer.motion", size, format::MOTION, none),
+            normal_tangent: target("gbuffer.normal_tangent", format::NORMAL_TANGENT),
+            uv: target("gbuffer.uv", format::UV),
+            uv_grad: target("gbuffer.uv_grad", format::UV_GRAD),
+            material: target("gbuffer.material", format::MATERIAL),
+            motion: target("gbuffer.motion", format::MOTION),
             depth: Target::new(device, "gbuffer.depth", size, format::DEPTH, none),
+            ids: (mode == GBufferMode::Visibility)
+                .then(|| Target::new(device, "gbuffer.ids", size, format::VISIBILITY_IDS, none)),
+        }
+    }
+
+    /// The mode the G-buffer was allocated for.
+    pub fn mode(&self) -> GBufferMode {
+        if self.ids.is_some() {
+            GBufferMode::Visibility
+        } else {
+            GBufferMode::Raster
         }
     }
 }
@@ -171,9 +290,10 @@ pub struct ComparisonTargets {
 pub struct FrameTargets {
     size: (u32, u32),
     tile: TileSize,
+    mode: GBufferMode,
     /// The sun's shadow map ([`SHADOW_MAP_SIZE`]²): shadow → lighting.
     pub shadow_map: Target,
-    /// G-buffer pass → material passes, lighting, temporal, tonemap, divergence.
+    /// G-buffer passes → material passes, lighting, temporal, tonemap, divergence.
     pub gbuffer: GBuffer,
     /// Material pass → lighting, tonemap (AOVs).
     pub materials: MaterialTargets,
@@ -188,12 +308,13 @@ pub struct FrameTargets {
 }
 
 impl FrameTargets {
-    /// Allocate for a `size` screen cut into `tile` tiles.
-    pub fn new(device: &wgpu::Device, size: (u32, u32), tile: TileSize) -> Self {
+    /// Allocate for a `size` screen cut into `tile` tiles, with a G-buffer of `mode`.
+    pub fn new(device: &wgpu::Device, size: (u32, u32), tile: TileSize, mode: GBufferMode) -> Self {
         let size = (size.0.max(1), size.1.max(1));
         Self {
             size,
             tile,
+            mode,
             shadow_map: Target::new(
                 device,
                 "shadow.map",
@@ -201,7 +322,7 @@ impl FrameTargets {
                 format::SHADOW,
                 wgpu::TextureUsages::empty(),
             ),
-            gbuffer: GBuffer::new(device, size),
+            gbuffer: GBuffer::new(device, size, mode),
             materials: MaterialTargets::new(device, size),
             hdr: hdr_target(device, "hdr", size),
             accumulated: accumulated(device, size),
@@ -216,7 +337,13 @@ impl FrameTargets {
 
     /// Reallocate for a `size` screen.
     pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
-        *self = Self::new(device, size, self.tile);
+        *self = Self::new(device, size, self.tile, self.mode);
+    }
+
+    /// Reallocate the G-buffer for `mode`.
+    pub fn set_gbuffer_mode(&mut self, device: &wgpu::Device, mode: GBufferMode) {
+        self.mode = mode;
+        self.gbuffer = GBuffer::new(device, self.size, mode);
     }
 
     /// Reallocate the tile counts for `tile` tiles.

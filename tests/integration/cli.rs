@@ -936,3 +936,55 @@ fn a_killed_compression_resumes_to_a_valid_package() {
     let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["materials"].as_array().map(Vec::len), Some(2));
 }
+
+/// `--gbuffer` reaches the renderer of `render` (it prints the mode it made), defaults to
+/// the adapter's best, refuses what the adapter lacks with the clear error, and is shared
+/// with `bench` and `view`.
+#[test]
+fn gbuffer_mode_reaches_the_renderer() {
+    use neurotex::render::GBufferMode;
+    let dir = temp_dir("gbuffer");
+    let gltf = quad_scene(&dir, None);
+    let out = dir.join("q.png");
+    let render = |mode: Option<&str>| {
+        let mut args = vec![
+            "render",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&out),
+            "--size",
+            "16x12",
+            "--force",
+        ];
+        args.extend(mode.map(|m| ["--gbuffer", m]).into_iter().flatten());
+        run(&args)
+    };
+    let ctx = crate::common::ctx();
+    let (ok, stdout, stderr) = render(None);
+    assert!(ok, "{stderr}");
+    let default = GBufferMode::default_for(ctx);
+    assert!(stdout.contains(&format!("G-buffer: {default}")), "{stdout}");
+    let (ok, stdout, stderr) = render(Some("raster"));
+    assert!(
+        ok && stdout.contains("G-buffer: raster"),
+        "{stdout}{stderr}"
+    );
+    let (ok, stdout, stderr) = render(Some("visibility"));
+    match GBufferMode::Visibility.check(ctx) {
+        Ok(()) => assert!(
+            ok && stdout.contains("G-buffer: visibility"),
+            "{stdout}{stderr}"
+        ),
+        Err(_) => assert!(
+            !ok && stderr.contains("the visibility G-buffer needs"),
+            "{stderr}"
+        ),
+    }
+    let (ok, _, stderr) = render(Some("bogus"));
+    assert!(!ok && stderr.contains("bogus"), "{stderr}");
+    for cmd in ["bench", "view"] {
+        let help = expect_ok(&[cmd, "--help"]);
+        assert!(help.contains("--gbuffer"), "{cmd}: {help}");
+    }
+}

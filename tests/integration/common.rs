@@ -165,7 +165,7 @@ pub fn ctx() -> &'static GpuContext {
 pub fn renderer(scene: &Scene, upload: &UploadOptions, size: (u32, u32)) -> Renderer {
     let textures =
         SceneTextures::load(&scene.materials, &upload.load_options()).expect("texture sets");
-    Renderer::new(
+    let mut renderer = Renderer::new(
         ctx(),
         scene,
         &textures,
@@ -173,7 +173,28 @@ pub fn renderer(scene: &Scene, upload: &UploadOptions, size: (u32, u32)) -> Rend
         size,
         OUTPUT_FORMAT,
     )
-    .expect("renderer")
+    .expect("renderer");
+    if let Some(mode) = upload.gbuffer {
+        renderer
+            .set_gbuffer_mode(ctx(), mode)
+            .expect("G-buffer mode");
+    }
+    renderer
+}
+
+/// The G-buffer's motion target read back as (x, y) screen-UV offsets (two f16 per
+/// word, x in the low half).
+pub fn read_motion(texture: &wgpu::Texture) -> Vec<[f32; 2]> {
+    neurotex::gpu::read_texture(ctx(), texture, 0, 0)
+        .expect("read motion")
+        .to_u32()
+        .expect("R32Uint motion")
+        .into_iter()
+        .map(|w| {
+            let half = |bits: u32| half::f16::from_bits(bits as u16).to_f32();
+            [half(w & 0xFFFF), half(w >> 16)]
+        })
+        .collect()
 }
 
 /// A fresh, empty temporary folder unique to this test.

@@ -27,7 +27,7 @@ use neurotex::render::passes::image_error::{
 use neurotex::render::passes::reference::{
     MaterialClassify, MaterialRect, classify_reference, dispatch_args_reference,
 };
-use neurotex::render::targets::{GBuffer, MaterialTargets, Target};
+use neurotex::render::targets::{GBuffer, GBufferMode, MaterialTargets, Target};
 use neurotex::render::tiles::TileSize;
 
 use crate::common::ctx;
@@ -82,7 +82,7 @@ fn synthetic_words() -> Vec<u32> {
 
 /// A G-buffer whose material target holds `words` (uploaded; the other targets unused).
 fn gbuffer_with(ctx: &GpuContext, size: (u32, u32), words: &[u32]) -> GBuffer {
-    let mut gbuffer = GBuffer::new(&ctx.device, size);
+    let mut gbuffer = GBuffer::new(&ctx.device, size, GBufferMode::Raster);
     let texture = upload(
         ctx,
         "test.material",

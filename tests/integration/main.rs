@@ -11,6 +11,7 @@ mod cooccurrence;
 mod devices;
 mod divergence;
 mod eval;
+mod gbuffer;
 mod gpu_context;
 mod import;
 mod layers;

@@ -228,6 +228,7 @@ fn renderer(mode: RenderMode, map: &[Option<u32>]) -> Renderer {
         allow_missing_textures: false,
         max_texture_size: None,
         anisotropy: None,
+        gbuffer: None,
     };
     let mut r = crate::common::renderer(&f.scene, &upload, SIZE);
     r.set_package(ctx, mode, f.package.clone(), map)

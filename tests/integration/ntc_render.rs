@@ -278,6 +278,7 @@ fn upload_gbuffer(ctx: &GpuContext, g: &HostGBuffer) -> GBuffer {
             format::DEPTH,
             wgpu::TextureUsages::empty(),
         ),
+        ids: None,
     };
     write(
         ctx,

@@ -7,10 +7,10 @@ use glam::{Mat4, Vec2, Vec3};
 use neurotex::gpu::read_texture;
 use neurotex::render::headless::render_frame;
 use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::{Aov, FrameSettings};
+use neurotex::render::{Aov, FrameSettings, GBufferMode};
 use neurotex::scene::{Aabb, Camera, Instance, Lighting, Material, Mesh, Primitive, Scene, Vertex};
 
-use crate::common::ctx;
+use crate::common::{ctx, read_motion};
 
 /// A 2×2 quad in the z = 0 plane facing +Z, split at x = 0 into two primitives with
 /// materials 0 (left) and 1 (right). u = (x+1)/2, v = (1−y)/2; tangent +X, w = −1
@@ -80,6 +80,17 @@ fn oct_encode(n: Vec3) -> Vec2 {
 
 #[test]
 fn gbuffer_matches_cpu_expectations() {
+    gbuffer_matches_cpu_expectations_in(GBufferMode::Raster);
+}
+
+#[test]
+fn gbuffer_visibility_matches_cpu_expectations() {
+    if crate::gbuffer::visibility_available() {
+        gbuffer_matches_cpu_expectations_in(GBufferMode::Visibility);
+    }
+}
+
+fn gbuffer_matches_cpu_expectations_in(mode: GBufferMode) {
     let ctx = ctx();
     let scene = two_material_quad();
     const N: u32 = 32;
@@ -91,7 +102,12 @@ fn gbuffer_matches_cpu_expectations() {
         yfov: 90f32.to_radians(),
         znear: 0.1,
     };
-    let mut renderer = crate::common::renderer(&scene, &UploadOptions::default(), (N, N));
+    let upload = UploadOptions {
+        gbuffer: Some(mode),
+        ..UploadOptions::default()
+    };
+    let mut renderer = crate::common::renderer(&scene, &upload, (N, N));
+    assert_eq!(renderer.gbuffer_mode(), mode);
     let settings = FrameSettings {
         camera,
         lighting: Lighting::default(),
@@ -109,7 +125,7 @@ fn gbuffer_matches_cpu_expectations() {
     let uv = floats(&g.uv.texture);
     let grad = floats(&g.uv_grad.texture);
     let nt = floats(&g.normal_tangent.texture);
-    let motion = floats(&g.motion.texture);
+    let motion = read_motion(&g.motion.texture);
     let depth = floats(&g.depth.texture);
     let base = floats(&renderer.targets().materials.base_color.texture);
 
@@ -127,6 +143,7 @@ fn gbuffer_matches_cpu_expectations() {
             if !inside {
                 assert_eq!(word, u32::MAX, "background at ({px},{py})");
                 assert_eq!(depth[i], 0.0);
+                assert_eq!(motion[i], [0.0, 0.0], "no motion without geometry");
                 continue;
             }
             covered += 1;
@@ -154,11 +171,7 @@ fn gbuffer_matches_cpu_expectations() {
                     "normal/tangent {c} at ({px},{py})"
                 );
             }
-            assert_eq!(
-                (motion[i * 2], motion[i * 2 + 1]),
-                (0.0, 0.0),
-                "first frame has no motion"
-            );
+            assert_eq!(motion[i], [0.0, 0.0], "first frame has no motion");
             // Reversed-Z infinite projection: depth = near / view distance = 0.1 / 2.
             assert!((depth[i] - 0.05).abs() < 1e-5, "depth {}", depth[i]);
             // The reference pass wrote the material's constant base colour (linear).
@@ -182,20 +195,17 @@ fn gbuffer_matches_cpu_expectations() {
     let mut moved = settings.clone();
     moved.camera.position.x += 0.4;
     render_frame(ctx, &mut renderer, &moved).unwrap();
-    let motion = read_texture(ctx, &renderer.targets().gbuffer.motion.texture, 0, 0)
-        .unwrap()
-        .to_f32()
-        .unwrap();
+    let motion = read_motion(&renderer.targets().gbuffer.motion.texture);
     let centre = ((N / 2) * N + N / 2) as usize;
     assert!(
-        (motion[centre * 2] - 0.1).abs() < 1e-3,
+        (motion[centre][0] - 0.1).abs() < 1e-3,
         "motion.x {}",
-        motion[centre * 2]
+        motion[centre][0]
     );
-    assert!(motion[centre * 2 + 1].abs() < 1e-3);
+    assert!(motion[centre][1].abs() < 1e-3);
 }
 
-fn toyshop(texture_size: u32) -> PathBuf {
+pub fn toyshop(texture_size: u32) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "neurotex-render-toyshop-{}-{texture_size}",
         std::process::id()
@@ -220,6 +230,7 @@ fn render_png(
         allow_missing_textures: false,
         max_texture_size,
         anisotropy: None,
+        gbuffer: None,
     };
     let mut renderer = crate::common::renderer(&opened.scene, &upload, size);
     let settings = FrameSettings {

@@ -485,7 +485,7 @@ mod spirv {
     impl Device {
         /// wgpu-hal's writer options for this device with neurotex's optional features
         /// (`neurotex::gpu::context::OPTIONAL_FEATURES`: f16, subgroups, f32 atomics,
-        /// cooperative matrices) granted, as for a checked (`create_shader_module`)
+        /// cooperative matrices, primitive index) granted, as for a checked (`create_shader_module`)
         /// module.
         ///
         /// `debug` mirrors `wgpu::InstanceFlags::DEBUG` (on by default in debug builds):
@@ -514,6 +514,8 @@ mod spirv {
                 // SHADER_F16, SHADER_FLOAT32_ATOMIC
                 C::Float16,
                 C::AtomicFloat32AddEXT,
+                // PRIMITIVE_INDEX
+                C::Geometry,
             ];
             if self.cooperative_matrix {
                 capabilities.extend([C::CooperativeMatrixKHR, C::VulkanMemoryModel]);

@@ -11,7 +11,7 @@ use neurotex::render::passes::temporal::{
     ReferenceFrame, TemporalError, TemporalInputs, TemporalPass, TemporalReference,
     TemporalSettings,
 };
-use neurotex::render::targets::{FrameTargets, GBuffer, Target, format};
+use neurotex::render::targets::{FrameTargets, GBuffer, GBufferMode, Target, format};
 use neurotex::render::tiles::TileSize;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
@@ -39,7 +39,8 @@ impl Harness {
             pass,
             hdr: hdr_target(size),
             gbuffer: gbuffer(size),
-            output: FrameTargets::new(&ctx.device, size, TileSize::T8x8).accumulated,
+            output: FrameTargets::new(&ctx.device, size, TileSize::T8x8, GBufferMode::Raster)
+                .accumulated,
             timer: GpuProfiler::new(ctx),
         }
     }
@@ -50,7 +51,8 @@ impl Harness {
         self.pass.resize(&ctx().device, size);
         self.hdr = hdr_target(size);
         self.gbuffer = gbuffer(size);
-        self.output = FrameTargets::new(&ctx().device, size, TileSize::T8x8).accumulated;
+        self.output =
+            FrameTargets::new(&ctx().device, size, TileSize::T8x8, GBufferMode::Raster).accumulated;
     }
 
     /// Records one frame of the pass into `encoder`.
@@ -80,6 +82,7 @@ impl Harness {
     ) -> Vec<Rgba> {
         let ctx = ctx();
         write_f16(&self.hdr, self.size, current.as_flattened());
+        // Little-endian f16 pairs are the motion target's packed words (x in the low half).
         write_f16(&self.gbuffer.motion, self.size, motion.as_flattened());
         let mut encoder = ctx
             .device
@@ -126,7 +129,7 @@ fn hdr_target(size: (u32, u32)) -> Target {
 /// A G-buffer whose motion the test can write.
 fn gbuffer(size: (u32, u32)) -> GBuffer {
     let device = &ctx().device;
-    let mut gbuffer = GBuffer::new(device, size);
+    let mut gbuffer = GBuffer::new(device, size, GBufferMode::Raster);
     gbuffer.motion = Target::new(
         device,
         "test.motion",

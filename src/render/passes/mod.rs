@@ -6,6 +6,7 @@ pub mod cooccurrence;
 pub mod divergence;
 pub mod fullscreen;
 pub mod gbuffer;
+pub mod gbuffer_resolve;
 pub mod heatmap;
 pub mod image_error;
 pub mod lighting;

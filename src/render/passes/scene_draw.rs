@@ -27,6 +27,8 @@ pub struct SceneDrawDesc<'a> {
     pub label: &'static str,
     /// Shader path; the `ALPHA_TEST` define selects the alpha-tested variant.
     pub shader: &'a str,
+    /// Defines of both variants.
+    pub defines: &'a [(&'a str, &'a str)],
     /// Colour targets of the fragment stage (empty for depth-only passes).
     pub targets: &'a [Option<wgpu::ColorTargetState>],
     /// Depth format, compare function and bias.
@@ -63,8 +65,9 @@ impl SceneDraw {
                 layout::storage(2, vis),
             ],
         });
-        let opaque_module = create_shader_module(ctx, desc.shader, &[])?;
-        let alpha_module = create_shader_module(ctx, desc.shader, &[("ALPHA_TEST", "1")])?;
+        let opaque_module = create_shader_module(ctx, desc.shader, desc.defines)?;
+        let alpha_defines = [desc.defines, &[("ALPHA_TEST", "1")]].concat();
+        let alpha_module = create_shader_module(ctx, desc.shader, &alpha_defines)?;
         let opaque_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(desc.label),
             bind_group_layouts: &[Some(&layout)],

@@ -62,6 +62,7 @@ impl ShadowPass {
         let desc = SceneDrawDesc {
             label: Self::LABEL,
             shader: "shadow.wgsl",
+            defines: &[],
             targets: &[],
             depth: wgpu::DepthStencilState {
                 bias: wgpu::DepthBiasState {

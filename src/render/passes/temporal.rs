@@ -190,7 +190,7 @@ pub enum TemporalError {
 pub struct TemporalInputs<'a> {
     /// This frame's linear HDR radiance.
     pub hdr: &'a Target,
-    /// The G-buffer's motion.
+    /// The G-buffer's motion ([`format::MOTION`]: two packed f16).
     pub motion: &'a Target,
     /// The G-buffer's depth.
     pub depth: &'a Target,
@@ -233,7 +233,7 @@ impl TemporalPass {
                     Slot::Uniform,
                     Slot::FloatTexture,
                     Slot::FloatTexture,
-                    Slot::FloatTexture,
+                    Slot::UintTexture,
                     Slot::DepthTexture,
                     Slot::WriteTexture(format::ACCUMULATED),
                     Slot::WriteTexture(HISTORY_FORMAT),
