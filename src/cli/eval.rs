@@ -59,6 +59,11 @@ pub struct EvalArgs {
     /// Seed of k-means, the random grouping and training.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Evaluate once per seed, comma-separated, each into `--out`/seed-<s>/, and write
+    /// every cell over the seeds (mean, sample deviation, range, paired differences) into
+    /// --out.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["seed", "shard", "merge"])]
+    seeds: Option<Vec<u64>>,
     /// Freezing settings of the ablation, comma-separated: `none` or the start as a
     /// fraction of the main steps.
     #[arg(long, value_delimiter = ',', default_value = "none,0.25,0.5,0.75")]
@@ -192,14 +197,35 @@ pub fn run(a: EvalArgs) -> Result<()> {
         keep_packages: a.keep_packages,
         command_line,
     };
-    let plan = eval::plan_eval(&eval_inputs, &options)?;
-    print!("{plan}");
-    for note in &plan.notes {
-        println!("note: {note}");
+    // One evaluation, or one per seed of --seeds (each planned, and printed, first).
+    let seeds = a
+        .seeds
+        .as_deref()
+        .map(eval::seeds::distinct_seeds)
+        .transpose()?;
+    let mut evaluations = Vec::new();
+    for seed in seeds.clone().unwrap_or_else(|| vec![options.seed]) {
+        let options = eval::EvalOptions {
+            seed,
+            ..options.clone()
+        };
+        let plan = eval::plan_eval(&eval_inputs, &options)?;
+        if seeds.is_some() {
+            println!("seed {seed}:");
+        }
+        print!("{plan}");
+        for note in &plan.notes {
+            println!("note: {note}");
+        }
+        evaluations.push((options, plan));
     }
     if a.dry_run {
         return Ok(());
     }
+    if seeds.is_some() {
+        eval::seeds::prepare(&a.out, a.resume)?;
+    }
+    let (options, plan) = evaluations[0].clone();
     if !a.merge.is_empty() {
         let report = eval::shard::merge_parts(&eval_inputs, &plan, &options, &a.merge, &a.out)?;
         print!("{}", report.table2.markdown());
@@ -304,6 +330,41 @@ pub fn run(a: EvalArgs) -> Result<()> {
             names.join(", "),
             plan.runs.len(),
             a.out.join(eval::shard::PART_FILE).display()
+        );
+        return Ok(());
+    }
+    if seeds.is_some() {
+        let mut reports = Vec::with_capacity(evaluations.len());
+        for (options, plan) in &evaluations {
+            let dir = eval::seeds::seed_dir(&a.out, options.seed);
+            bar.suspend(|| println!("seed {}: evaluating into {}", options.seed, dir.display()));
+            reports.push(eval::evaluate(
+                &devices.devices,
+                &eval_inputs,
+                plan,
+                options,
+                &dir,
+                &cancel,
+                &mut on_event,
+            )?);
+        }
+        bar.finish();
+        let results: Vec<eval::seeds::SeedResult> = reports
+            .iter()
+            .map(|r| eval::seeds::SeedResult {
+                seed: r.seed,
+                table2: &r.table2,
+                sweep: r.sweep.as_ref(),
+                freezing: r.freezing.as_ref(),
+            })
+            .collect();
+        let study = eval::seeds::SeedStudy::new(&results);
+        study.write(&a.out)?;
+        print!("{}", study.table2_markdown());
+        println!(
+            "wrote the evaluation over {} seeds into {}",
+            reports.len(),
+            a.out.display()
         );
         return Ok(());
     }

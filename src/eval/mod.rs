@@ -22,13 +22,15 @@
 //!
 //! Sub-modules: `runs` (freezing settings, run names, sharing, run records), `divergence`
 //! (the co-occurrence record checked against the sets, each run's predicted 𝒟),
-//! `tables` (the tables and the report), `figures` (the charts' panels) and [`shard`]
-//! (`eval --shard I/N` and `eval --merge`). This module trains only through
+//! `tables` (the tables and the report), `figures` (the charts' panels), [`shard`]
+//! (`eval --shard I/N` and `eval --merge`) and [`seeds`] (`eval --seeds`: one evaluation
+//! per seed in `seed-<s>/`, every cell as mean, deviation and range over the seeds). This module trains only through
 //! [`ntc::compress`](crate::ntc::compress::compress) and renders nothing.
 
 mod divergence;
 mod figures;
 mod runs;
+pub mod seeds;
 pub mod shard;
 mod tables;
 

@@ -19,7 +19,7 @@ pub const NO_CATEGORY: &str = "(none)";
 
 /// One cell of a rendered table.
 #[derive(Clone, Debug, PartialEq)]
-enum Cell {
+pub(super) enum Cell {
     /// Text as is.
     Text(String),
     /// A count.
@@ -56,13 +56,13 @@ impl Cell {
 
 /// A header and rows of cells, rendered as CSV or Markdown.
 #[derive(Clone, Debug, PartialEq)]
-struct Grid {
-    header: Vec<String>,
-    rows: Vec<Vec<Cell>>,
+pub(super) struct Grid {
+    pub(super) header: Vec<String>,
+    pub(super) rows: Vec<Vec<Cell>>,
 }
 
 impl Grid {
-    fn csv(&self) -> String {
+    pub(super) fn csv(&self) -> String {
         let line = |cells: Vec<String>| {
             let quoted: Vec<Cow<str>> = cells.iter().map(|c| csv_field(c)).collect();
             quoted.join(",") + "\n"
@@ -74,7 +74,7 @@ impl Grid {
         s
     }
 
-    fn markdown(&self) -> String {
+    pub(super) fn markdown(&self) -> String {
         let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
         let mut s = line(self.header.clone());
         s.push_str(&line(vec!["---".into(); self.header.len()]));

@@ -607,3 +607,94 @@ fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
     assert_eq!(summary(&merged), summary(&whole));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn eval_over_seeds_writes_each_seed_and_the_spread_of_every_cell() {
+    let dir = temp_dir("eval-seeds");
+    let manifest = fixture(&dir, true);
+    let out = dir.join("out");
+    let args = study_args(
+        &manifest,
+        &out,
+        &[
+            "--strategies",
+            "baseline,single,clustered,random",
+            "--no-ablation",
+            "--m-sweep",
+            "2",
+            "--seeds",
+            "3,5,3",
+        ],
+    );
+    let stdout = expect_ok(&args);
+    assert!(
+        stdout.contains("seed 3:") && stdout.contains("seed 5:"),
+        "{stdout}"
+    );
+    // Each seed is a whole evaluation of its own, with its own seed in its runs.
+    let mut per_seed = Vec::new();
+    for seed in [3u64, 5] {
+        let sub = out.join(format!("seed-{seed}"));
+        let (_, rows) = read_csv(&sub.join("table2.csv"));
+        let baseline = rows
+            .iter()
+            .find(|r| r["strategy"] == "baseline")
+            .expect("baseline row");
+        per_seed.push(psnr(baseline, "mean_psnr_db"));
+        let record: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(sub.join("runs").join("baseline.json")).expect("run record"),
+        )
+        .expect("json");
+        assert_eq!(record["seed"], seed, "{record}");
+    }
+    assert!(!out.join("seed-1").exists(), "only the listed seeds run");
+    // The aggregate: every strategy, its spread over the two seeds and each seed's value.
+    let (header, rows) = read_csv(&out.join("table2.csv"));
+    for column in [
+        "mean_psnr_db",
+        "sd_db",
+        "min_db",
+        "max_db",
+        "minus_baseline_db",
+        "psnr_db_seed_3",
+        "psnr_db_seed_5",
+    ] {
+        assert!(header.iter().any(|h| h == column), "{column}: {header:?}");
+    }
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    let baseline = rows
+        .iter()
+        .find(|r| r["strategy"] == "baseline")
+        .expect("row");
+    let cell = |c: &str| -> f64 { baseline[c].parse().expect(c) };
+    assert!((cell("psnr_db_seed_3") - per_seed[0]).abs() < 1e-3);
+    assert!((cell("psnr_db_seed_5") - per_seed[1]).abs() < 1e-3);
+    assert!((cell("mean_psnr_db") - (per_seed[0] + per_seed[1]) / 2.0).abs() < 1e-3);
+    assert!((cell("min_db") - per_seed[0].min(per_seed[1])).abs() < 1e-3);
+    let single = rows
+        .iter()
+        .find(|r| r["strategy"] == "single")
+        .expect("row");
+    let d: f64 = single["minus_baseline_db"].parse().expect("difference");
+    let s3: f64 = single["psnr_db_seed_3"].parse().expect("seed 3");
+    let s5: f64 = single["psnr_db_seed_5"].parse().expect("seed 5");
+    assert!((d - ((s3 - per_seed[0]) + (s5 - per_seed[1])) / 2.0).abs() < 1e-3);
+    let (_, sweep) = read_csv(&out.join("m_sweep.csv"));
+    assert!(
+        sweep
+            .iter()
+            .any(|r| r["m"] == "2" && r["strategy"] == "random"),
+        "{sweep:?}"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    assert!(
+        report.contains("over 2 seeds") && report.contains("held in"),
+        "{report}"
+    );
+    // Resuming loads every run of both seeds; a non-empty folder without it is refused.
+    let resumed = expect_ok(&[&args[..], &["--resume"]].concat());
+    assert!(!resumed.contains("trained,"), "{resumed}");
+    expect_error(&args, &["not empty", "--resume"]);
+    // --seeds excludes --seed and --shard.
+    expect_error(&[&args[..], &["--seed", "2"]].concat(), &["--seed"]);
+}

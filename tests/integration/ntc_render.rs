@@ -594,7 +594,11 @@ fn sorted_runs_match_a_cpu_sort() {
         .into_iter()
         .filter(|k| k.is_sorted() && k.supported(&ctx.granted))
     {
-        let expected = sorted_runs(&decoder_of_pixel, decoders, kernel.run_align());
+        let expected = sorted_runs(
+            &decoder_of_pixel,
+            decoders,
+            kernel.run_align().expect("a sorted kernel"),
+        );
         // Both decoders have pixels, and some pixels have none.
         assert!(
             expected[..decoders].iter().all(|r| r[1] > 0),

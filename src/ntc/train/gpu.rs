@@ -53,15 +53,18 @@
 //! scatter. The weights are read from an f16 copy of the f32 master weights that Adam
 //! writes after every update.
 //!
-//! **Measured** (NVIDIA H200, 1024² set, `tests/integration/ntc_gpu.rs`' throughput benchmark): at
-//! batch 65536 `coop-matrix` trains 7.2e7 texels/s (3.5 TFLOP/s nominal, 0.91 ms per
-//! step) against the f32 trainer's 3.3e7 (1.6 TFLOP/s, 1.96 ms); at 32768, 6.8e7 against
-//! 3.2e7. A step costs about 52 µs plus 0.84 µs per chunk of 64 samples (from the two
-//! batch sizes), so `train_step` dominates, and it is far from the matrix units' rate
-//! (the products are < 1 % of its time at 470 TFLOP/s): the chunk's scalar phases between
-//! its ~40 workgroup barriers (input building with its latent gathers and QAT hashes,
-//! activations, the latent scatter) are what to time next, by variants that leave a
-//! stage out.
+//! **Measured** (NVIDIA H200, one 1024² Bistro set, `compress --steps 2000`, batch
+//! 65 536, `coop-matrix`; the Mtexel/s each report gives): with 128 threads per workgroup
+//! 70.9 M texels/s (3.5 TFLOP/s nominal, 0.92 ms per step); leaving one stage out of
+//! `train_step` (variants built for the measurement only) gave 94.1 M without the latent
+//! gathers of the input matrix, 79.3 M without the latent scatter, 91.6 M without the
+//! matrix products and 165.3 M without all three. Per texel that is about 14.1 ns: gathers
+//! 3.5, products 3.2, scatter 1.5, and 6.1 ns for the rest (sampling, the scalar phases
+//! between the ~40 workgroup barriers, Adam). 256 threads per workgroup ([`TRAIN_THREADS`])
+//! give 94.1 M; batch 16 384 gives 62.4 M and 131 072 gives 73.9 M (per-step costs are
+//! small). Adam updates every latent of the group each step, so a step of a group of
+//! many sets costs more: the 63-set `single` run of `eval` took 3.8 ms per step of 32 768
+//! samples against 0.63 ms for the one-set groups of `baseline`.
 //!
 //! **Determinism.** Everything but the latent scatter sums in a fixed order: the decoder
 //! gradients (per workgroup, then in workgroup order), the losses, the matrix products
@@ -188,9 +191,13 @@ const ADAM_DECODER_PER_GROUP: u32 = 32;
 /// Workgroups of one `evaluate` dispatch (each thread loops over the mip).
 const EVAL_WORKGROUPS: u32 = 4096;
 
-/// Threads of a `train_step` workgroup (`TRAIN_THREADS` in `train_step.wgsl`): four
-/// subgroups of 32 on NVIDIA GPUs, each running its share of the matrix products.
-pub const TRAIN_THREADS: u32 = 128;
+/// Threads of a `train_step` workgroup (`TRAIN_THREADS` in `train_step.wgsl`): eight
+/// subgroups of 32 on NVIDIA GPUs, each running its share of the matrix products (the
+/// forward and δ products have one 16-row block per subgroup for four of them, the
+/// weight gradients' 16×16 tiles go to all eight) and of the scalar phases between them.
+/// Measured on an H200 (1024² set, batch 65 536, `coop-matrix`): 94.1 M texels/s against
+/// 70.9 M with 128 threads, the same final loss.
+pub const TRAIN_THREADS: u32 = 256;
 
 /// Candidate sample rows per `train_step` chunk (`TRAIN_ROWS`), largest first: the trainer
 /// takes the first whose workgroup memory fits the adapter ([`mixed_workgroup_bytes`]).

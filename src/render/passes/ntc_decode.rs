@@ -129,11 +129,12 @@ impl NtcKernel {
     }
 
     /// Slots each run of a sorted kernel is aligned to: its decode's pixels (threads) per
-    /// workgroup. The per-tile kernels have no runs; theirs is the sorted FMA kernel's.
-    pub fn run_align(self) -> u32 {
+    /// workgroup; `None` for the per-tile kernels, which have no runs.
+    pub fn run_align(self) -> Option<u32> {
         match self {
-            NtcKernel::SortedMma => RUN_THREADS_MMA,
-            _ => RUN_THREADS_FMA,
+            NtcKernel::SortedFma => Some(RUN_THREADS_FMA),
+            NtcKernel::SortedMma => Some(RUN_THREADS_MMA),
+            _ => None,
         }
     }
 
@@ -222,11 +223,7 @@ impl NtcKernel {
 
     /// Threads per workgroup of the decode (the tile's pixels, or a run's slots).
     pub fn threads(self, tile: TileSize) -> u32 {
-        if self.is_sorted() {
-            self.run_align()
-        } else {
-            tile.pixels()
-        }
+        self.run_align().unwrap_or_else(|| tile.pixels())
     }
 
     /// Bytes of workgroup memory for `config` and `tile` (as declared in
@@ -477,7 +474,7 @@ impl NtcDecodePass {
             })
         };
         let defines = Self::defines(config, kernel, tile);
-        let (pipeline, sort) = if kernel.is_sorted() {
+        let (pipeline, sort) = if let Some(align) = kernel.run_align() {
             let rw = |b: u32| Slot::StorageRw.entry(b);
             let sort_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("ntc.sort"),
@@ -487,7 +484,7 @@ impl NtcDecodePass {
                 label: Some("ntc.runs"),
                 entries: &[Slot::Storage.entry(1), Slot::Storage.entry(2)],
             });
-            let sort_defines = Self::sort_defines(config, kernel);
+            let sort_defines = Self::sort_defines(config, align);
             let [count, scan, scatter] = Self::SORT_LABELS;
             let count = build(
                 count,
@@ -639,10 +636,9 @@ impl NtcDecodePass {
     /// `kernel`, one workgroup per `tile`.
     pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Vec<(String, String)> {
         let mut defines = model_defines(config, kernel.threads(tile));
-        if kernel.is_sorted() {
-            defines.extend(Self::run_defines(kernel));
-        } else {
-            defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v)));
+        match kernel.run_align() {
+            Some(align) => defines.extend(Self::run_defines(align)),
+            None => defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v))),
         }
         defines.extend(kernel.defines().iter().map(|k| match k.split_once('=') {
             Some((name, value)) => (name.to_owned(), value.to_owned()),
@@ -652,19 +648,19 @@ impl NtcDecodePass {
     }
 
     /// The defines of the sort (`ntc_sort.wgsl`) for decoders of shape `config`, making
-    /// the runs of `kernel`.
-    pub fn sort_defines(config: &NtcConfig, kernel: NtcKernel) -> Vec<(String, String)> {
+    /// runs aligned to `align` slots (the sorted kernel's [`NtcKernel::run_align`]).
+    pub fn sort_defines(config: &NtcConfig, align: u32) -> Vec<(String, String)> {
         let mut defines = model_defines(config, SORT_TILE * SORT_TILE);
         defines.push(("NTC_SORT_TILE".to_owned(), SORT_TILE.to_string()));
-        defines.extend(Self::run_defines(kernel));
+        defines.extend(Self::run_defines(align));
         defines
     }
 
-    /// `NTC_RUN_ALIGN` and `NTC_RUN_GRID_X` of `kernel`, the same in the sort and the
-    /// decode.
-    fn run_defines(kernel: NtcKernel) -> [(String, String); 2] {
+    /// `NTC_RUN_ALIGN` (runs aligned to `align` slots) and `NTC_RUN_GRID_X`, the same in
+    /// the sort and the decode.
+    fn run_defines(align: u32) -> [(String, String); 2] {
         [
-            ("NTC_RUN_ALIGN".to_owned(), kernel.run_align().to_string()),
+            ("NTC_RUN_ALIGN".to_owned(), align.to_string()),
             ("NTC_RUN_GRID_X".to_owned(), RUN_GRID_X.to_string()),
         ]
     }
@@ -720,7 +716,8 @@ impl NtcDecodePass {
             .max_storage_buffer_binding_size
             .min(limits.max_buffer_size);
         let pixels = u64::from(size.0) * u64::from(size.1);
-        let slot_bytes = 4 * (pixels + n * u64::from(self.kernel.run_align() - 1));
+        let padding = self.kernel.run_align().map_or(0, |a| a - 1);
+        let slot_bytes = 4 * (pixels + n * u64::from(padding));
         for (what, bytes) in [
             ("the sorted decode's slots", slot_bytes),
             ("the sorted decode's runs", 8 * (n + 1)),
