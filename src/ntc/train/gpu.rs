@@ -39,13 +39,14 @@
 //!
 //! # The mixed-precision step (`train_step.wgsl`)
 //!
-//! A workgroup works on chunks of `R` consecutive samples (`R` the largest of
-//! [`TRAIN_ROWS`] whose workgroup memory, [`mixed_workgroup_bytes`], fits: 64 for the
-//! default decoder in an NVIDIA GPU's 48 KiB, 32 in lavapipe's 32 KiB), one chunk after
-//! another, as many workgroups as chunks up to [`MAX_TRAIN_WORKGROUPS`]. Per chunk the
-//! layers' inputs are f16 matrices in workgroup memory (`R` rows), and every product is a
-//! matrix product with f16 operands and f32 sums: `Z = A · Wᵀ` forward, `δ_in = δ · W`
-//! backward (then `⊙ act'(z)`), and the weight gradient `dW += δᵀ · A` over the chunk's
+//! A workgroup of the largest of [`TRAIN_THREADS`] the device allows works on chunks of
+//! `R` consecutive samples (`R` the largest of [`TRAIN_ROWS`] whose workgroup memory,
+//! [`mixed_workgroup_bytes`], fits with those threads: 64 for the default decoder in an
+//! NVIDIA GPU's 48 KiB, 32 in lavapipe's 32 KiB), one chunk after another, as many
+//! workgroups as chunks up to [`MAX_TRAIN_WORKGROUPS`]. Per chunk the layers' inputs are
+//! f16 matrices in workgroup memory (`R` rows), and every product is a matrix product
+//! with f16 operands and f32 sums: `Z = A · Wᵀ` forward, `δ_in = δ · W` backward (then
+//! `⊙ act'(z)`), and the weight gradient `dW += δᵀ · A` over the chunk's
 //! rows, which the workgroup adds to its own slice of decoder gradients (no atomics).
 //! Adam sums the slices in a fixed order. δ is stored in f16 as [`DELTA_SCALE`] times
 //! the per-sample gradient (loss scaling: the batch mean would underflow f16), and
@@ -60,9 +61,9 @@
 //! gathers of the input matrix, 79.3 M without the latent scatter, 91.6 M without the
 //! matrix products and 165.3 M without all three. Per texel that is about 14.1 ns: gathers
 //! 3.5, products 3.2, scatter 1.5, and 6.1 ns for the rest (sampling, the scalar phases
-//! between the ~40 workgroup barriers, Adam). 256 threads per workgroup ([`TRAIN_THREADS`])
-//! give 94.1 M; batch 16 384 gives 62.4 M and 131 072 gives 73.9 M (per-step costs are
-//! small). Adam updates every latent of the group each step, so a step of a group of
+//! between the ~40 workgroup barriers, Adam). More threads per workgroup spread those
+//! phases: 256 give 93.3 M and 512 ([`TRAIN_THREADS`]) 103.9 M; batch 16 384 gives
+//! 62.4 M and 131 072 gives 73.9 M (with 128 threads; per-step costs are small). Adam updates every latent of the group each step, so a step of a group of
 //! many sets costs more: the 63-set `single` run of `eval` took 3.8 ms per step of 32 768
 //! samples against 0.63 ms for the one-set groups of `baseline`.
 //!
@@ -191,13 +192,14 @@ const ADAM_DECODER_PER_GROUP: u32 = 32;
 /// Workgroups of one `evaluate` dispatch (each thread loops over the mip).
 const EVAL_WORKGROUPS: u32 = 4096;
 
-/// Threads of a `train_step` workgroup (`TRAIN_THREADS` in `train_step.wgsl`): eight
+/// Candidate threads of a `train_step` workgroup (`TRAIN_THREADS` in `train_step.wgsl`),
+/// largest first: the trainer takes the first the device allows. 512 are sixteen
 /// subgroups of 32 on NVIDIA GPUs, each running its share of the matrix products (the
-/// forward and δ products have one 16-row block per subgroup for four of them, the
-/// weight gradients' 16×16 tiles go to all eight) and of the scalar phases between them.
-/// Measured on an H200 (1024² set, batch 65 536, `coop-matrix`): 94.1 M texels/s against
-/// 70.9 M with 128 threads, the same final loss.
-pub const TRAIN_THREADS: u32 = 256;
+/// forward and δ products have one 16-row block per subgroup for four of them, the weight
+/// gradients' 16×16 tiles go to all) and of the scalar phases between them. Measured on
+/// an H200 (1024² set, batch 65 536, `coop-matrix`): 103.9 M texels/s with 512 threads,
+/// 93.3 M with 256 and 70.7 M with 128, to the same final loss.
+pub const TRAIN_THREADS: [u32; 3] = [512, 256, 128];
 
 /// Candidate sample rows per `train_step` chunk (`TRAIN_ROWS`), largest first: the trainer
 /// takes the first whose workgroup memory fits the adapter ([`mixed_workgroup_bytes`]).
@@ -419,13 +421,7 @@ impl TrainKernel {
                 );
             }
         }
-        if TRAIN_THREADS > limits.max_compute_invocations_per_workgroup {
-            return Some(format!(
-                "train_step needs {TRAIN_THREADS} threads per workgroup, the device allows {}",
-                limits.max_compute_invocations_per_workgroup
-            ));
-        }
-        pick_rows(config, &limits).err().map(|e| e.to_string())
+        pick_chunk(config, &limits).err().map(|e| e.to_string())
     }
 
     /// The fastest kernel `ctx` can train `config` with: `coop-matrix` where it runs,
@@ -727,11 +723,12 @@ impl Kernels {
     ) -> Result<Self, GpuTrainError> {
         let layout = group_layout(&ctx.device, Self::LABEL, &GROUP_SLOTS);
         let f32_defines = shader_defines(config, workgroup, fixed_point);
-        let rows = match kernel {
+        let chunk = match kernel {
             TrainKernel::F32 => None,
-            _ => Some(pick_rows(config, &ctx.device.limits())?),
+            _ => Some(pick_chunk(config, &ctx.device.limits())?),
         };
-        let mixed_defines = rows.map(|rows| mixed_defines(config, kernel, rows, fixed_point));
+        let rows = chunk.map(|c| c.rows);
+        let mixed_defines = chunk.map(|c| mixed_defines(config, kernel, c, fixed_point));
         let pipeline = |shader: &str,
                         entry: &str,
                         owned: &[(String, String)]|
@@ -852,14 +849,14 @@ fn shader_defines(config: &NtcConfig, workgroup: u32, fixed_point: bool) -> Vec<
 fn mixed_defines(
     config: &NtcConfig,
     kernel: TrainKernel,
-    rows: u32,
+    chunk: Chunk,
     fixed_point: bool,
 ) -> Vec<(String, String)> {
     let mut defines = shader_defines(config, MAX_WORKGROUP, fixed_point);
     defines.extend([
         ("NTC_MIXED".to_owned(), "1".to_owned()),
-        ("TRAIN_ROWS".to_owned(), rows.to_string()),
-        ("TRAIN_THREADS".to_owned(), TRAIN_THREADS.to_string()),
+        ("TRAIN_ROWS".to_owned(), chunk.rows.to_string()),
+        ("TRAIN_THREADS".to_owned(), chunk.threads.to_string()),
         ("DELTA_SCALE".to_owned(), format!("{DELTA_SCALE:?}")),
     ]);
     if kernel == TrainKernel::CoopMatrix {
@@ -868,24 +865,44 @@ fn mixed_defines(
     defines
 }
 
-/// Bytes of workgroup memory `train_step` needs with chunks of `rows` samples: the f16
-/// activations (`rows × (input + 2 · Σ hidden + 16)`), the f32 stage (`rows × 16`), the
-/// rows' samples (8 bytes each), the loss sums (4 per thread) and the first-chunk flag.
-pub fn mixed_workgroup_bytes(config: &NtcConfig, rows: u32) -> u32 {
+/// Bytes of workgroup memory `train_step` needs with chunks of `rows` samples and
+/// `threads` threads: the f16 activations (`rows × (input + 2 · Σ hidden + 16)`), the f32
+/// stage (`rows × 16`), the rows' samples (8 bytes each), the loss sums (4 per thread) and
+/// the first-chunk flag.
+pub fn mixed_workgroup_bytes(config: &NtcConfig, rows: u32, threads: u32) -> u32 {
     let hidden: u32 = config.hidden.iter().sum();
     let halves = config.input_width() as u32 + 2 * hidden + OUTPUTS as u32;
-    rows * (2 * halves + 4 * 16 + 8) + 4 * TRAIN_THREADS + 4
+    rows * (2 * halves + 4 * 16 + 8) + 4 * threads + 4
 }
 
-/// The largest of [`TRAIN_ROWS`] whose `train_step` fits the adapter's workgroup memory.
-fn pick_rows(config: &NtcConfig, limits: &wgpu::Limits) -> Result<u32, GpuTrainError> {
+/// The shape of a `train_step` workgroup: sample rows per chunk and threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Sample rows per chunk (one of [`TRAIN_ROWS`]).
+    pub rows: u32,
+    /// Threads per workgroup (one of [`TRAIN_THREADS`]).
+    pub threads: u32,
+}
+
+/// The largest of [`TRAIN_THREADS`] the device allows, then the largest of
+/// [`TRAIN_ROWS`] whose `train_step` fits its workgroup memory with them.
+fn pick_chunk(config: &NtcConfig, limits: &wgpu::Limits) -> Result<Chunk, GpuTrainError> {
+    let threads = TRAIN_THREADS
+        .into_iter()
+        .find(|&t| t <= limits.max_compute_invocations_per_workgroup)
+        .ok_or(GpuTrainError::Limit {
+            what: "the mixed-precision trainer's threads per workgroup",
+            needed: u64::from(TRAIN_THREADS[TRAIN_THREADS.len() - 1]),
+            limit: u64::from(limits.max_compute_invocations_per_workgroup),
+        })?;
     let limit = limits.max_compute_workgroup_storage_size;
     TRAIN_ROWS
         .into_iter()
-        .find(|&rows| mixed_workgroup_bytes(config, rows) <= limit)
+        .find(|&rows| mixed_workgroup_bytes(config, rows, threads) <= limit)
+        .map(|rows| Chunk { rows, threads })
         .ok_or(GpuTrainError::Limit {
             what: "the mixed-precision trainer's chunk (bytes of workgroup storage)",
-            needed: u64::from(mixed_workgroup_bytes(config, 16)),
+            needed: u64::from(mixed_workgroup_bytes(config, 16, threads)),
             limit: u64::from(limit),
         })
 }
@@ -2255,8 +2272,9 @@ mod tests {
         };
         for config in [default.clone(), narrow] {
             for kernel in [TrainKernel::F16, TrainKernel::CoopMatrix] {
-                for rows in [16, 64] {
-                    let defines = mixed_defines(&config, kernel, rows, false);
+                for (rows, threads) in [(16, 128), (64, 512)] {
+                    let chunk = Chunk { rows, threads };
+                    let defines = mixed_defines(&config, kernel, chunk, false);
                     let m = ShaderLibrary::embedded()
                         .validate("ntc/train_step.wgsl", &define_refs(&defines))
                         .unwrap_or_else(|e| panic!("{e}"));
@@ -2265,10 +2283,10 @@ mod tests {
                         .iter()
                         .find(|e| e.name == "train_step")
                         .expect("train_step");
-                    assert_eq!(entry.workgroup_size[0], TRAIN_THREADS);
+                    assert_eq!(entry.workgroup_size[0], threads);
                     assert_eq!(
                         workgroup_bytes(&m),
-                        mixed_workgroup_bytes(&config, rows),
+                        mixed_workgroup_bytes(&config, rows, threads),
                         "{kernel} {rows}"
                     );
                 }
@@ -2276,16 +2294,30 @@ mod tests {
         }
         // The default decoder: chunks of 64 in an NVIDIA GPU's 48 KiB, 32 in lavapipe's
         // 32 KiB.
-        let limits = |storage: u32| wgpu::Limits {
+        let limits = |storage: u32, threads: u32| wgpu::Limits {
             max_compute_workgroup_storage_size: storage,
+            max_compute_invocations_per_workgroup: threads,
             ..wgpu::Limits::default()
         };
-        assert_eq!(pick_rows(&default, &limits(49152)).ok(), Some(64));
-        assert_eq!(pick_rows(&default, &limits(32768)).ok(), Some(32));
-        assert!(matches!(
-            pick_rows(&default, &limits(4096)),
-            Err(GpuTrainError::Limit { .. })
-        ));
+        let chunk = |rows, threads| Some(Chunk { rows, threads });
+        assert_eq!(
+            pick_chunk(&default, &limits(49152, 1024)).ok(),
+            chunk(64, 512)
+        );
+        assert_eq!(
+            pick_chunk(&default, &limits(32768, 1024)).ok(),
+            chunk(32, 512)
+        );
+        assert_eq!(
+            pick_chunk(&default, &limits(49152, 256)).ok(),
+            chunk(64, 256)
+        );
+        for (storage, threads) in [(4096, 1024), (49152, 64)] {
+            assert!(matches!(
+                pick_chunk(&default, &limits(storage, threads)),
+                Err(GpuTrainError::Limit { .. })
+            ));
+        }
         // Chunks spread over at most MAX_TRAIN_WORKGROUPS workgroups.
         assert_eq!(chunk_plan(65536, 64), (2, 512));
         assert_eq!(chunk_plan(32768, 64), (1, 512));
