@@ -776,8 +776,13 @@ impl Renderer {
         let frame = &mut frame;
 
         // scene ─► shadow map, G-buffer (visibility: ids + depth ─► resolve ─► G-buffer)
-        p.shadow
-            .record(frame, &scene, settings.lighting.shadows, &t.shadow_map);
+        p.shadow.record(
+            frame,
+            &scene,
+            settings.lighting.shadows,
+            uniform.light_clip_from_world,
+            &t.shadow_map,
+        );
         self.record_gbuffer_passes(frame, &scene);
 
         // G-buffer (+ package) ─► material targets

@@ -255,3 +255,69 @@ fn golden_living_room_albedo() {
     let rgba = render_png(scene, (128, 72), Aov::Albedo, Some(32));
     crate::common::assert_golden("living_room_albedo_128x72", 128, 72, &rgba);
 }
+
+/// The shadow map is drawn when the sun or the setting differs from its last drawing and
+/// reused otherwise; the reused and redrawn maps are the maps a fresh renderer draws.
+#[test]
+fn the_shadow_map_is_drawn_again_only_when_the_sun_or_the_setting_changes() {
+    use neurotex::render::passes::shadow::ShadowPass;
+    let ctx = ctx();
+    let opened = neurotex::scene::open::open(Some(&toyshop(16))).unwrap();
+    let camera = neurotex::scene::open::select_camera(&opened, None).unwrap();
+    let size = (48, 32);
+    let mut settings = FrameSettings {
+        camera,
+        lighting: opened.description.lighting,
+        aov: Aov::Final,
+        mode: neurotex::render::RenderMode::Reference,
+        passes: Default::default(),
+    };
+    settings.lighting.shadows = true;
+    let upload = UploadOptions::default();
+    let mut renderer = crate::common::renderer(&opened.scene, &upload, size);
+    let shadow_map = |r: &neurotex::render::Renderer| {
+        read_texture(ctx, &r.targets().shadow_map.texture, 0, 0)
+            .unwrap()
+            .to_f32()
+            .unwrap()
+    };
+    // What a renderer that has drawn nothing before draws for `s`.
+    let fresh = |s: &FrameSettings| {
+        let mut r = crate::common::renderer(&opened.scene, &upload, size);
+        render_frame(ctx, &mut r, s).unwrap();
+        shadow_map(&r)
+    };
+    let mut frame = |s: &FrameSettings| {
+        let f = render_frame(ctx, &mut renderer, s).unwrap();
+        let timed = !f.timings.is_empty();
+        let drew = f.timings.iter().any(|t| t.label == ShadowPass::LABEL);
+        (timed.then_some(drew), shadow_map(&renderer))
+    };
+    let (drew, first) = frame(&settings);
+    assert_ne!(drew, Some(false), "the first frame draws the map");
+    assert!(
+        first.iter().any(|&d| d < 1.0),
+        "the map holds the scene's depth"
+    );
+    let (drew, again) = frame(&settings);
+    assert_ne!(drew, Some(true), "an unchanged sun reuses the map");
+    assert_eq!(again, first);
+
+    let sun = settings.lighting.sun_direction;
+    settings.lighting.sun_direction = [sun[0] + 0.4, sun[1], sun[2] - 0.3];
+    let (drew, moved) = frame(&settings);
+    assert_ne!(drew, Some(false), "a moved sun draws the map again");
+    assert_ne!(moved, first);
+    assert_eq!(moved, fresh(&settings));
+
+    settings.lighting.shadows = false;
+    let (drew, off) = frame(&settings);
+    assert_ne!(drew, Some(false), "switching shadows off clears the map");
+    assert!(off.iter().all(|&d| d == 1.0));
+
+    settings.lighting.shadows = true;
+    settings.lighting.sun_direction = sun;
+    let (drew, back) = frame(&settings);
+    assert_ne!(drew, Some(false));
+    assert_eq!(back, first);
+}
