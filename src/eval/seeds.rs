@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::runs::Freeze;
-use super::tables::{Cell, FreezingTable, Grid, SweepTable, Table2};
+use super::tables::{Cell, FreezingTable, Grid, SweepTable, Table2, Table2Row};
 use super::{EvalError, prepare_out_dir, write_text};
 use crate::cluster::Strategy;
 
@@ -200,7 +200,9 @@ impl SeedStudy {
     /// The study over `results` (one per seed, in order).
     pub fn new(results: &[SeedResult]) -> SeedStudy {
         let seeds: Vec<u64> = results.iter().map(|r| r.seed).collect();
-        let row = |r: &SeedResult, s: Strategy| r.table2.rows.iter().find(|x| x.strategy == s);
+        fn row<'a>(r: &SeedResult<'a>, s: Strategy) -> Option<&'a Table2Row> {
+            r.table2.rows.iter().find(|x| x.strategy == s)
+        }
         let psnr_of = |s: Strategy| -> Vec<Option<f64>> {
             results
                 .iter()
@@ -579,7 +581,7 @@ fn per_seed(s: Option<&Spread>, n: usize) -> Vec<Cell> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::tables::{SweepRow, Table2Row};
+    use crate::eval::tables::SweepRow;
 
     fn table2(rows: &[(Strategy, usize, f64)]) -> Table2 {
         Table2 {
