@@ -53,7 +53,7 @@ pub fn shadow_params(bounds: &Aabb, enabled: bool) -> [f32; 4] {
 }
 
 /// What a shadow map was drawn from: a map drawn from equal inputs is the same map.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 struct Drawn {
     /// World → the sun's clip space ([`light_clip_from_world`]).
     light_clip_from_world: [[f32; 4]; 4],
@@ -118,21 +118,26 @@ impl ShadowPass {
         light_clip_from_world: [[f32; 4]; 4],
         map: &Target,
     ) -> bool {
-        let inputs_now = Drawn {
-            light_clip_from_world,
-            enabled,
-            materials: inputs.materials.to_vec(),
-            map: map.texture.clone(),
-        };
         {
             let mut drawn = self
                 .drawn
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if drawn.as_ref() == Some(&inputs_now) {
+            let same = drawn.as_ref().is_some_and(|d| {
+                d.light_clip_from_world == light_clip_from_world
+                    && d.enabled == enabled
+                    && d.materials == inputs.materials
+                    && d.map == map.texture
+            });
+            if same {
                 return false;
             }
-            *drawn = Some(inputs_now);
+            *drawn = Some(Drawn {
+                light_clip_from_world,
+                enabled,
+                materials: inputs.materials.to_vec(),
+                map: map.texture.clone(),
+            });
         }
         let bind_group = self.draw.bind_group(frame.device(), inputs);
         let depth =
