@@ -19,7 +19,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
-use crate::gpu::profiler::TraceError;
+use crate::gpu::profiler::{TraceError, distinct_labels, label_ms};
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
 use crate::render::divergence_stats::DivergenceStats;
 use crate::render::passes::ntc_decode::{NtcDecodePass, NtcKernel};
@@ -124,19 +124,10 @@ pub struct PassSpread {
 /// Per label, in first-seen order, the per-frame sums of `frames`' timings (0 in a frame
 /// without the label).
 fn pass_spreads(frames: &[Vec<PassTiming>]) -> Vec<PassSpread> {
-    let mut labels: Vec<&str> = Vec::new();
-    for t in frames.iter().flatten() {
-        if !labels.contains(&t.label.as_str()) {
-            labels.push(&t.label);
-        }
-    }
-    labels
+    distinct_labels(frames.iter().map(Vec::as_slice))
         .into_iter()
         .map(|label| {
-            let per_frame: Vec<f64> = frames
-                .iter()
-                .map(|f| f.iter().filter(|t| t.label == label).map(|t| t.ms).sum())
-                .collect();
+            let per_frame: Vec<f64> = frames.iter().map(|f| label_ms(f, label)).collect();
             PassSpread {
                 label: label.to_owned(),
                 ms: Spread::of(&per_frame),

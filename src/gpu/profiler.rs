@@ -43,6 +43,26 @@ pub struct PassTiming {
     pub ms: f64,
 }
 
+/// The distinct labels of `frames`' timings, in the order first seen.
+pub fn distinct_labels<'a>(frames: impl IntoIterator<Item = &'a [PassTiming]>) -> Vec<&'a str> {
+    let mut labels: Vec<&str> = Vec::new();
+    for t in frames.into_iter().flatten() {
+        if !labels.contains(&t.label.as_str()) {
+            labels.push(&t.label);
+        }
+    }
+    labels
+}
+
+/// The time of the passes labelled `label` in one frame's timings (0 when none is).
+pub fn label_ms(frame: &[PassTiming], label: &str) -> f64 {
+    frame
+        .iter()
+        .filter(|t| t.label == label)
+        .map(|t| t.ms)
+        .sum()
+}
+
 /// The rows of one finished frame: every timed scope, depth first, in the order recorded.
 /// A scope whose end precedes its beginning (a bogus read) gives 0 ms.
 pub fn timings_from_results(results: &[wgpu_profiler::GpuTimerQueryResult]) -> Vec<PassTiming> {

@@ -4,6 +4,7 @@
 //! the history ([`timing_rows`]), so ordering and medians are unit-tested without a GPU.
 
 use crate::gpu::PassTiming;
+use crate::gpu::profiler::{distinct_labels, label_ms};
 
 /// Frames over which the per-pass medians are taken.
 pub const TABLE_FRAMES: usize = 60;
@@ -42,21 +43,13 @@ pub fn median(values: &[f64]) -> f64 {
 /// passes ran in the newest frame, then labels only older frames have (newest first); a
 /// label timed twice in one frame counts once with the sum of both.
 pub fn timing_rows(history: &[Vec<PassTiming>]) -> Vec<TimingRow> {
-    let mut labels: Vec<&str> = Vec::new();
-    for frame in history.iter().rev() {
-        for t in frame {
-            if !labels.contains(&t.label.as_str()) {
-                labels.push(&t.label);
-            }
-        }
-    }
-    labels
+    distinct_labels(history.iter().rev().map(Vec::as_slice))
         .into_iter()
         .map(|label| {
             let per_frame: Vec<f64> = history
                 .iter()
                 .filter(|f| f.iter().any(|t| t.label == label))
-                .map(|f| f.iter().filter(|t| t.label == label).map(|t| t.ms).sum())
+                .map(|f| label_ms(f, label))
                 .collect();
             TimingRow {
                 label: label.to_owned(),
