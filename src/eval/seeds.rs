@@ -426,8 +426,10 @@ impl SeedStudy {
         s
     }
 
-    fn sweep_grid(&self, csv: bool) -> Grid {
-        let mut header: Vec<String> = ["m", "strategy"].map(String::from).to_vec();
+    /// The headers of a PSNR spread's columns: `mean_psnr_db,sd_db,min_db,max_db,
+    /// psnr_db_seed_<s>…` in CSV, `mean PSNR (dB),seed <s>…` in Markdown.
+    fn psnr_headers(&self, csv: bool) -> Vec<String> {
+        let mut header = Vec::new();
         if csv {
             header.extend(["mean_psnr_db", "sd_db", "min_db", "max_db"].map(String::from));
             header.extend(self.seed_headers("psnr_db"));
@@ -435,6 +437,24 @@ impl SeedStudy {
             header.push("mean PSNR (dB)".into());
             header.extend(self.seeds.iter().map(|s| format!("seed {s}")));
         }
+        header
+    }
+
+    /// The cells of a PSNR spread under [`Self::psnr_headers`].
+    fn psnr_cells(&self, psnr: Option<&Spread>, csv: bool) -> Vec<Cell> {
+        let mut row = Vec::new();
+        if csv {
+            row.extend(spread_cells(psnr));
+        } else {
+            row.push(Cell::Text(spread_markdown(psnr)));
+        }
+        row.extend(per_seed(psnr, self.seeds.len()));
+        row
+    }
+
+    fn sweep_grid(&self, csv: bool) -> Grid {
+        let mut header: Vec<String> = ["m", "strategy"].map(String::from).to_vec();
+        header.extend(self.psnr_headers(csv));
         Grid {
             header,
             rows: self
@@ -442,12 +462,7 @@ impl SeedStudy {
                 .iter()
                 .map(|p| {
                     let mut row = vec![Cell::Count(p.m), Cell::Text(p.strategy.to_string())];
-                    if csv {
-                        row.extend(spread_cells(p.psnr.as_ref()));
-                    } else {
-                        row.push(Cell::Text(spread_markdown(p.psnr.as_ref())));
-                    }
-                    row.extend(per_seed(p.psnr.as_ref(), self.seeds.len()));
+                    row.extend(self.psnr_cells(p.psnr.as_ref(), csv));
                     row
                 })
                 .collect(),
@@ -467,15 +482,15 @@ impl SeedStudy {
 
     fn freezing_grid(&self, csv: bool) -> Grid {
         let mut header: Vec<String> = vec!["freeze".into()];
-        if csv {
-            header.extend(["mean_psnr_db", "sd_db", "min_db", "max_db"].map(String::from));
-            header.extend(self.seed_headers("psnr_db"));
-            header.push("final_loss_mean".into());
-        } else {
-            header.push("mean PSNR (dB)".into());
-            header.extend(self.seeds.iter().map(|s| format!("seed {s}")));
-            header.push("final loss (mean)".into());
-        }
+        header.extend(self.psnr_headers(csv));
+        header.push(
+            if csv {
+                "final_loss_mean"
+            } else {
+                "final loss (mean)"
+            }
+            .into(),
+        );
         Grid {
             header,
             rows: self
@@ -483,12 +498,7 @@ impl SeedStudy {
                 .iter()
                 .map(|f| {
                     let mut row = vec![Cell::Text(f.freeze.to_string())];
-                    if csv {
-                        row.extend(spread_cells(f.psnr.as_ref()));
-                    } else {
-                        row.push(Cell::Text(spread_markdown(f.psnr.as_ref())));
-                    }
-                    row.extend(per_seed(f.psnr.as_ref(), self.seeds.len()));
+                    row.extend(self.psnr_cells(f.psnr.as_ref(), csv));
                     row.push(Cell::Sci(f.final_loss.as_ref().map(|l| l.mean)));
                     row
                 })
