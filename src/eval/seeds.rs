@@ -58,7 +58,7 @@ pub fn distinct_seeds(seeds: &[u64]) -> Result<Vec<u64>, EvalError> {
 /// A value over the seeds: each seed's (absent where that seed has none) and, over the
 /// present ones, their mean, sample standard deviation (two or more values) and range.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Spread {
+pub struct SeedSpread {
     /// One value per seed, in the seeds' order.
     pub values: Vec<Option<f64>>,
     /// Mean of the present values.
@@ -71,9 +71,9 @@ pub struct Spread {
     pub max: f64,
 }
 
-impl Spread {
+impl SeedSpread {
     /// The spread of `values`; `None` when no value is present.
-    pub fn of(values: Vec<Option<f64>>) -> Option<Spread> {
+    pub fn of(values: Vec<Option<f64>>) -> Option<SeedSpread> {
         let present: Vec<f64> = values.iter().flatten().copied().collect();
         if present.is_empty() {
             return None;
@@ -82,7 +82,7 @@ impl Spread {
         let mean = present.iter().sum::<f64>() / n;
         let sd = (present.len() > 1)
             .then(|| (present.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
-        Some(Spread {
+        Some(SeedSpread {
             mean,
             sd,
             min: present.iter().copied().fold(f64::INFINITY, f64::min),
@@ -92,13 +92,13 @@ impl Spread {
     }
 
     /// The per-seed differences `a − b` (absent where either is).
-    fn difference(a: &[Option<f64>], b: &[Option<f64>]) -> Option<Spread> {
-        Spread::of(a.iter().zip(b).map(|(a, b)| Some((*a)? - (*b)?)).collect())
+    fn difference(a: &[Option<f64>], b: &[Option<f64>]) -> Option<SeedSpread> {
+        SeedSpread::of(a.iter().zip(b).map(|(a, b)| Some((*a)? - (*b)?)).collect())
     }
 }
 
 /// The cells of a spread: mean, sd, min, max.
-fn spread_cells(s: Option<&Spread>) -> [Cell; 4] {
+fn spread_cells(s: Option<&SeedSpread>) -> [Cell; 4] {
     [
         Cell::Fixed(s.map(|s| s.mean)),
         Cell::Fixed(s.and_then(|s| s.sd)),
@@ -108,7 +108,7 @@ fn spread_cells(s: Option<&Spread>) -> [Cell; 4] {
 }
 
 /// Markdown of a spread: `mean ± sd (min–max)`.
-fn spread_markdown(s: Option<&Spread>) -> String {
+fn spread_markdown(s: Option<&SeedSpread>) -> String {
     match s {
         None => "–".into(),
         Some(s) => match s.sd {
@@ -139,9 +139,9 @@ pub struct StrategySpread {
     /// Its number of decoders in each seed (k-means may leave a group empty).
     pub decoders: Vec<Option<usize>>,
     /// Mean PSNR over all materials (dB).
-    pub psnr: Option<Spread>,
+    pub psnr: Option<SeedSpread>,
     /// Its PSNR minus the baseline's of the same seed (dB), when Table 2 has `baseline`.
-    pub minus_baseline: Option<Spread>,
+    pub minus_baseline: Option<SeedSpread>,
 }
 
 /// One point of the sweep over the seeds.
@@ -152,7 +152,7 @@ pub struct SweepSpread {
     /// The strategy.
     pub strategy: Strategy,
     /// Mean PSNR (dB).
-    pub psnr: Option<Spread>,
+    pub psnr: Option<SeedSpread>,
 }
 
 /// One freezing setting over the seeds.
@@ -161,9 +161,9 @@ pub struct FreezingSpread {
     /// The setting.
     pub freeze: Freeze,
     /// Mean PSNR (dB).
-    pub psnr: Option<Spread>,
+    pub psnr: Option<SeedSpread>,
     /// Mean final loss.
-    pub final_loss: Option<Spread>,
+    pub final_loss: Option<SeedSpread>,
 }
 
 /// How often the paper's ordering held.
@@ -185,7 +185,7 @@ pub struct SeedStudy {
     /// Table 2 over the seeds, in the first seed's row order.
     pub table2: Vec<StrategySpread>,
     /// Clustered minus random of the same seed (dB), when Table 2 has both.
-    pub clustered_minus_random: Option<Spread>,
+    pub clustered_minus_random: Option<SeedSpread>,
     /// The paper's ordering, when Table 2 has all four of its strategies.
     pub ordering: Option<OrderingCheck>,
     /// The sweep over the seeds (points of the first seed that ran it).
@@ -232,13 +232,15 @@ impl SeedStudy {
                     minus_baseline: baseline
                         .as_ref()
                         .filter(|_| s != Strategy::Baseline)
-                        .and_then(|b| Spread::difference(&psnr, b)),
-                    psnr: Spread::of(psnr),
+                        .and_then(|b| SeedSpread::difference(&psnr, b)),
+                    psnr: SeedSpread::of(psnr),
                 }
             })
             .collect();
         let clustered_minus_random = (has(Strategy::Clustered) && has(Strategy::Random))
-            .then(|| Spread::difference(&psnr_of(Strategy::Clustered), &psnr_of(Strategy::Random)))
+            .then(|| {
+                SeedSpread::difference(&psnr_of(Strategy::Clustered), &psnr_of(Strategy::Random))
+            })
             .flatten();
         let ordering = PAPER_ORDER.iter().all(|&s| has(s)).then(|| {
             let (mut held, mut failed) = (Vec::new(), Vec::new());
@@ -268,7 +270,7 @@ impl SeedStudy {
                     .map(|p| SweepSpread {
                         m: p.m,
                         strategy: p.strategy,
-                        psnr: Spread::of(
+                        psnr: SeedSpread::of(
                             results
                                 .iter()
                                 .map(|r| {
@@ -292,7 +294,7 @@ impl SeedStudy {
                     .iter()
                     .map(|f| {
                         let of = |value: fn(&super::FreezingRow) -> Option<f64>| {
-                            Spread::of(
+                            SeedSpread::of(
                                 results
                                     .iter()
                                     .map(|r| {
@@ -441,7 +443,7 @@ impl SeedStudy {
     }
 
     /// The cells of a PSNR spread under [`Self::psnr_headers`].
-    fn psnr_cells(&self, psnr: Option<&Spread>, csv: bool) -> Vec<Cell> {
+    fn psnr_cells(&self, psnr: Option<&SeedSpread>, csv: bool) -> Vec<Cell> {
         let mut row = Vec::new();
         if csv {
             row.extend(spread_cells(psnr));
@@ -581,7 +583,7 @@ fn decoders(counts: &[Option<usize>]) -> Cell {
 }
 
 /// Each seed's value (`n` cells, empty where absent).
-fn per_seed(s: Option<&Spread>, n: usize) -> Vec<Cell> {
+fn per_seed(s: Option<&SeedSpread>, n: usize) -> Vec<Cell> {
     match s {
         Some(s) => s.values.iter().map(|&v| Cell::Fixed(v)).collect(),
         None => vec![Cell::Fixed(None); n],
@@ -632,15 +634,15 @@ mod tests {
 
     #[test]
     fn spread_is_the_mean_the_sample_deviation_and_the_range_of_present_values() {
-        let s = Spread::of(vec![Some(30.0), None, Some(31.0), Some(33.0)]).expect("values");
+        let s = SeedSpread::of(vec![Some(30.0), None, Some(31.0), Some(33.0)]).expect("values");
         assert!((s.mean - 94.0 / 3.0).abs() < 1e-12);
         // ((−4/3)² + (−1/3)² + (5/3)²) / 2 = 7/3.
         assert!((s.sd.expect("three values") - (7.0f64 / 3.0).sqrt()).abs() < 1e-12);
         assert_eq!((s.min, s.max), (30.0, 33.0));
         assert_eq!(s.values.len(), 4);
-        let one = Spread::of(vec![Some(2.0)]).expect("one value");
+        let one = SeedSpread::of(vec![Some(2.0)]).expect("one value");
         assert_eq!((one.mean, one.sd), (2.0, None));
-        assert!(Spread::of(vec![None, None]).is_none());
+        assert!(SeedSpread::of(vec![None, None]).is_none());
     }
 
     #[test]

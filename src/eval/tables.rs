@@ -37,9 +37,8 @@ impl Cell {
         match self {
             Cell::Text(s) => s.clone(),
             Cell::Count(n) => n.to_string(),
-            Cell::Fixed(v) => v.map_or(String::new(), |v| format!("{v:.4}")),
+            Cell::Fixed(v) | Cell::Precise(v) => v.map_or(String::new(), |v| format!("{v:.4}")),
             Cell::Sci(v) => v.map_or(String::new(), |v| format!("{v:.4e}")),
-            Cell::Precise(v) => v.map_or(String::new(), |v| format!("{v:.4}")),
         }
     }
 
