@@ -33,6 +33,20 @@ use crate::scene::open::{OpenedScene, cache_dir};
 use crate::texture::inputs::{InputError, InputSets, InputSource};
 use crate::texture::{SceneTextures, TextureSet, set_constants};
 
+/// How far [`ScenePackages::load_or_compress`] has come.
+#[derive(Clone, Copy, Debug)]
+pub enum PackageProgress<'a> {
+    /// Recording the scene's views for the `divergence-aware` groups: `done` of `views`.
+    Recording {
+        /// Views recorded.
+        done: usize,
+        /// Views to record.
+        views: usize,
+    },
+    /// Training a group.
+    Training(&'a GroupProgress),
+}
+
 /// Errors while finding or making a scene's packages.
 #[derive(Debug, thiserror::Error)]
 pub enum PackageError {
@@ -325,16 +339,16 @@ impl ScenePackages {
     /// The package of `strategy`: read from the cache when fresh, else compressed on
     /// `devices` (one or more, see [`crate::ntc::parallel`]) from `textures` (the scene's
     /// sets as the renderer got them, decoded without
-    /// missing images at the recipe's size limit; `progress(group, groups, progress)` as
-    /// training advances; `cancel` stops it, keeping partial progress for the next call)
-    /// and cached.
+    /// missing images at the recipe's size limit; `progress` after each recorded view and
+    /// as training advances; `cancel` stops training, keeping partial progress for the
+    /// next call) and cached.
     pub fn load_or_compress(
         &self,
         devices: &[GpuContext],
         strategy: Strategy,
         textures: &SceneTextures,
         cancel: &AtomicBool,
-        progress: &mut dyn FnMut(&GroupProgress),
+        progress: &mut dyn FnMut(PackageProgress<'_>),
     ) -> Result<NtcPackage, PackageError> {
         if let Some(prebuilt) = self.prebuilt(strategy) {
             return Ok(NtcPackage::read(&prebuilt)?);
@@ -365,7 +379,7 @@ impl ScenePackages {
                     textures,
                     &views.settings,
                     &file,
-                    &mut |_, _| {},
+                    &mut |done, views| progress(PackageProgress::Recording { done, views }),
                 )?;
                 Some((recorded.record, file))
             }
@@ -421,7 +435,7 @@ impl ScenePackages {
             &self.scene.display().to_string(),
             &path,
             cancel,
-            progress,
+            &mut |p| progress(PackageProgress::Training(p)),
         )?;
         Ok(package)
     }

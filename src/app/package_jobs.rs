@@ -12,7 +12,7 @@ use std::sync::mpsc;
 
 use crate::gpu::GpuContext;
 use crate::ntc::NtcPackage;
-use crate::packages::{PackageRecipe, ScenePackages};
+use crate::packages::{PackageProgress, PackageRecipe, ScenePackages};
 use crate::render::RenderMode;
 use crate::scene::open::OpenedScene;
 use crate::texture::SceneTextures;
@@ -24,6 +24,13 @@ pub enum PackageStatus {
     Queued,
     /// Reading it from the cache.
     Loading,
+    /// Recording the scene's views for its groups (`divergence-aware`): `done` of `views`.
+    Recording {
+        /// Views recorded.
+        done: usize,
+        /// Views to record.
+        views: usize,
+    },
     /// Training: group `group` of `groups` on device `device`, `step` of `total`.
     Compressing {
         /// The device training it (index into the job's devices).
@@ -49,6 +56,7 @@ impl PackageStatus {
         match self {
             PackageStatus::Queued => "queued".into(),
             PackageStatus::Loading => "loading…".into(),
+            PackageStatus::Recording { done, views } => format!("recording views: {done}/{views}"),
             PackageStatus::Compressing {
                 device,
                 group,
@@ -240,16 +248,19 @@ fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
         ));
         let result =
             packages.load_or_compress(&job.devices, strategy, &job.textures, cancel, &mut |p| {
-                let _ = tx.send(Event::Status(
-                    mode,
-                    PackageStatus::Compressing {
+                let status = match p {
+                    PackageProgress::Recording { done, views } => {
+                        PackageStatus::Recording { done, views }
+                    }
+                    PackageProgress::Training(p) => PackageStatus::Compressing {
                         device: p.device,
                         group: p.group,
                         groups: p.groups,
                         step: p.train.step,
                         total: p.train.total,
                     },
-                ));
+                };
+                let _ = tx.send(Event::Status(mode, status));
             });
         let event = result
             .map_err(|e| e.to_string())

@@ -29,7 +29,7 @@ use clap::{Args, Parser, Subcommand};
 use neurotex::gpu::GpuContext;
 use neurotex::ntc;
 use neurotex::outputs::OutputPolicy;
-use neurotex::packages::{PackageRecipe, ScenePackages};
+use neurotex::packages::{PackageProgress, PackageRecipe, ScenePackages};
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{RenderMode, Renderer};
@@ -286,9 +286,19 @@ fn load_package(
             let devices = std::slice::from_ref(ctx);
             let package =
                 packages.load_or_compress(devices, strategy, textures, &cancel, &mut |p| {
-                    bar.set_prefix(format!("{strategy} group {}/{}", p.group + 1, p.groups));
-                    bar.set_length(p.train.total);
-                    bar.set_position(p.train.step);
+                    let (prefix, done, total) = match p {
+                        PackageProgress::Recording { done, views } => {
+                            ("recording views".to_string(), done as u64, views as u64)
+                        }
+                        PackageProgress::Training(p) => (
+                            format!("{strategy} group {}/{}", p.group + 1, p.groups),
+                            p.train.step,
+                            p.train.total,
+                        ),
+                    };
+                    bar.set_prefix(prefix);
+                    bar.set_length(total);
+                    bar.set_position(done);
                 })?;
             bar.finish_and_clear();
             package

@@ -442,7 +442,7 @@ fn cluster_records_the_scene_views_it_needs_and_reuses_them() {
 #[test]
 fn the_divergence_aware_package_needs_the_scene_views() {
     use neurotex::cluster::Strategy;
-    use neurotex::packages::{PackageError, PackageRecipe, ScenePackages};
+    use neurotex::packages::{PackageError, PackageProgress, PackageRecipe, ScenePackages};
     use neurotex::texture::{LoadOptions, SceneTextures};
     let ctx = ctx();
     let dir = crate::common::temp_dir("cooccurrence-package");
@@ -484,6 +484,28 @@ fn the_divergence_aware_package_needs_the_scene_views() {
             .key(Strategy::Clustered)
             .contains("cooccurrence-two_pairs")
     );
+    // Making the package records the views first and reports each one (training is
+    // cancelled before it starts: only the recording is under test here).
+    let cancelled = std::sync::atomic::AtomicBool::new(true);
+    let mut recorded = Vec::new();
+    let _ = packages.load_or_compress(
+        std::slice::from_ref(ctx),
+        Strategy::DivergenceAware,
+        &textures,
+        &cancelled,
+        &mut |p| {
+            if let PackageProgress::Recording { done, views } = p {
+                recorded.push((done, views));
+            }
+        },
+    );
+    assert_eq!(recorded, [(1, 3), (2, 3), (3, 3)]);
+    assert!(
+        packages
+            .key(Strategy::DivergenceAware)
+            .contains("cooccurrence-two_pairs")
+    );
+    assert!(!packages.key(Strategy::DivergenceAware).contains("missing"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
