@@ -4,6 +4,10 @@
 //!
 //! - [`toyshop`]: the toy shop (≥ 24 procedural PBR materials; the default scene).
 //! - [`street`]: a Bistro-style street dressed with every set of a texture-set manifest.
+//! - [`panel`]: one set of a manifest on two triangles filling a 16:9 view (the full-screen,
+//!   one-material frame of the decode benchmarks).
+//! - [`manifest_scene`]: what the two manifest-dressed generators share (materials from
+//!   manifest rows, image URIs, asset folders, errors).
 //! - [`kit`]: the construction kit both build with (parts, shape helpers, an assembly).
 //! - [`gltf_builder`]: a small glTF 2.0 writer and the mesh shapes (box, sphere, …).
 //! - [`procedural`]: hashes, noise, patterns and the platform-independent sine.
@@ -15,6 +19,8 @@
 
 pub mod gltf_builder;
 pub mod kit;
+pub mod manifest_scene;
+pub mod panel;
 pub mod procedural;
 pub mod street;
 pub mod toyshop;

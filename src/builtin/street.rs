@@ -27,78 +27,29 @@
 //! boxes) and, when the walls run out, on a stack of crates, so every set of any manifest
 //! appears at least once. Output is a pure function of the manifest and the seed.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use glam::{Mat4, Quat, Vec3};
 
-use super::gltf_builder::{
-    GltfBuilder, GltfWriteError, MaterialDesc, UvMode, box_mesh, cone, cylinder, plane, torus,
-    uv_sphere,
-};
+use super::gltf_builder::{GltfBuilder, UvMode, box_mesh, cone, cylinder, plane, torus, uv_sphere};
 use super::kit::{Assembly, Mtl, Part, Segments, cuboid, rot, v};
+use super::manifest_scene::{
+    ManifestSceneError, asset_folders, io_error, material_desc, read_entries,
+};
 use super::procedural::{derive_seed, hash_str, hash_u32, hash2, sin_cos_turns};
 use crate::io::write_atomic;
 use crate::scene::Lighting;
 use crate::scene::description::{CameraKey, CameraPath, RenderDefaults, SceneDescription};
-use crate::scene::{AlphaMode, ImageSource, TextureRef};
-use crate::texture::{ManifestEntry, TextureError, read_manifest};
+use crate::texture::ManifestEntry;
 
 /// Options of [`generate`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreetOptions {
-    /// The texture-set manifest (CSV with the columns [`read_manifest`] needs); every row
-    /// is used at least once.
+    /// The texture-set manifest (CSV with the columns [`crate::texture::read_manifest`]
+    /// needs); every row is used at least once.
     pub manifest: PathBuf,
     /// Seed of the layout and of the choice among equally suitable sets.
     pub seed: u64,
-}
-
-/// Errors raised by [`generate`]. Every variant names the file involved.
-#[derive(Debug, thiserror::Error)]
-pub enum StreetError {
-    /// The manifest could not be read or parsed.
-    #[error("cannot use the manifest {path}: {source}")]
-    Manifest {
-        /// The manifest.
-        path: PathBuf,
-        /// The underlying error.
-        source: TextureError,
-    },
-    /// The manifest has a header but no rows.
-    #[error("{path}: the manifest lists no texture sets (zero rows)")]
-    EmptyManifest {
-        /// The manifest.
-        path: PathBuf,
-    },
-    /// An image of the manifest cannot be referenced from the glTF file.
-    #[error("{path}: image {image} cannot be referenced from the glTF: {reason}")]
-    ImagePath {
-        /// The manifest.
-        path: PathBuf,
-        /// The image.
-        image: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A folder or file could not be created or written.
-    #[error("cannot write {path}: {source}")]
-    Io {
-        /// The folder or file.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
-    /// The glTF document or its buffer could not be written.
-    #[error(transparent)]
-    Gltf(#[from] GltfWriteError),
-    /// The scene description could not be serialised.
-    #[error("cannot write {path}: {reason}")]
-    Description {
-        /// The description file.
-        path: PathBuf,
-        /// What went wrong.
-        reason: String,
-    },
 }
 
 /// File stem of the glTF document and its buffer.
@@ -117,17 +68,9 @@ pub const OUTPUT_FILES: [&str; 4] = [
 /// Writes the street into `out_dir` (created if missing): `street.gltf`, `street.bin` and
 /// `street.toml`, each through a temporary file renamed into place. Returns the path of
 /// `street.toml`.
-pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, StreetError> {
+pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, ManifestSceneError> {
     let manifest = &opts.manifest;
-    let entries = read_manifest(manifest).map_err(|source| StreetError::Manifest {
-        path: manifest.clone(),
-        source,
-    })?;
-    if entries.is_empty() {
-        return Err(StreetError::EmptyManifest {
-            path: manifest.clone(),
-        });
-    }
+    let entries = read_entries(manifest)?;
     std::fs::create_dir_all(out_dir).map_err(io_error(out_dir))?;
     let base = std::fs::canonicalize(out_dir).map_err(io_error(out_dir))?;
     let mut builder = GltfBuilder::new();
@@ -143,7 +86,7 @@ pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, StreetE
     let gltf = street.asm.b.write(out_dir, NAME)?;
     let toml_path = out_dir.join(DESCRIPTION_FILE);
     let text = description_text(opts.seed, asset_folders(&entries, &base)).map_err(|reason| {
-        StreetError::Description {
+        ManifestSceneError::Description {
             path: toml_path.clone(),
             reason,
         }
@@ -160,12 +103,6 @@ pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, StreetE
         gltf.display()
     );
     Ok(toml_path)
-}
-
-/// Maps an I/O error on `path` to [`StreetError::Io`].
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> StreetError + use<> {
-    let path = path.to_path_buf();
-    move |source| StreetError::Io { path, source }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -191,108 +128,6 @@ fn categories_csv(entries: &[ManifestEntry]) -> String {
         ));
     }
     s
-}
-
-/// The glTF material of a manifest row; images are referenced relative to `base`.
-fn material_desc(
-    entry: &ManifestEntry,
-    base: &Path,
-    manifest: &Path,
-) -> Result<MaterialDesc, StreetError> {
-    let m = &entry.material;
-    let uri = |slot: &Option<TextureRef>| -> Result<Option<String>, StreetError> {
-        match slot.as_ref().map(|t| &t.image) {
-            // A glTF naming a file that is not there would only fail later, in every
-            // command that opens the street.
-            Some(ImageSource::File(image)) if !image.is_file() => Err(StreetError::ImagePath {
-                path: manifest.to_path_buf(),
-                image: image.clone(),
-                reason: "the manifest names an image that does not exist".into(),
-            }),
-            Some(ImageSource::File(image)) => {
-                image_uri(image, base)
-                    .map(Some)
-                    .map_err(|reason| StreetError::ImagePath {
-                        path: manifest.to_path_buf(),
-                        image: image.clone(),
-                        reason,
-                    })
-            }
-            Some(ImageSource::Embedded { .. }) | None => Ok(None),
-        }
-    };
-    Ok(MaterialDesc {
-        base_color_factor: m.base_color_factor,
-        metallic_factor: m.metallic_factor,
-        roughness_factor: m.roughness_factor,
-        emissive_factor: m.emissive_factor,
-        alpha_mode: m.alpha_mode,
-        // Cut-out sets (letters, labels) are thin decals: show them from both sides.
-        double_sided: m.double_sided || m.alpha_mode != AlphaMode::Opaque,
-        base_color_texture: uri(&m.textures.base_color)?,
-        normal_texture: uri(&m.textures.normal)?,
-        metallic_roughness_texture: uri(&m.textures.metallic_roughness)?,
-        occlusion_texture: uri(&m.textures.occlusion)?,
-        ..MaterialDesc::new(&m.name)
-    })
-}
-
-/// The glTF URI of `image` seen from the canonical folder `base`: a relative path when
-/// both share a root, else the absolute path; every name is percent-encoded.
-fn image_uri(image: &Path, base: &Path) -> Result<String, String> {
-    let target = std::fs::canonicalize(image)
-        .or_else(|_| std::path::absolute(image))
-        .map_err(|e| e.to_string())?;
-    let path = relative_path(base, &target).unwrap_or(target);
-    let utf8 = |s: &std::ffi::OsStr| {
-        s.to_str()
-            .map(str::to_owned)
-            .ok_or_else(|| "the path is not valid UTF-8".to_string())
-    };
-    let mut head = String::new();
-    let mut names = Vec::new();
-    for c in path.components() {
-        match c {
-            Component::Prefix(p) => head.push_str(&utf8(p.as_os_str())?.replace('\\', "/")),
-            Component::RootDir => head.push('/'),
-            Component::CurDir => {}
-            Component::ParentDir => names.push("..".to_string()),
-            Component::Normal(s) => names.push(percent_encode(&utf8(s)?)),
-        }
-    }
-    Ok(format!("{head}{}", names.join("/")))
-}
-
-/// The path of `to` relative to the folder `from_dir` (both absolute and canonical), or
-/// `None` when they share no leading component (different drives).
-fn relative_path(from_dir: &Path, to: &Path) -> Option<PathBuf> {
-    let from: Vec<Component> = from_dir.components().collect();
-    let to: Vec<Component> = to.components().collect();
-    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
-    if common == 0 {
-        return None;
-    }
-    let mut rel = PathBuf::new();
-    for _ in common..from.len() {
-        rel.push("..");
-    }
-    for c in &to[common..] {
-        rel.push(c.as_os_str());
-    }
-    Some(rel)
-}
-
-/// Percent-encodes everything but RFC 3986 unreserved characters.
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2206,30 +2041,6 @@ fn dormer(parts: &mut Vec<Part>, m: &BuildingMats, x: f32, top: f32) {
 // ---------------------------------------------------------------------------------------
 
 /// The text of `street.toml`.
-/// The folders of the manifest's images, relative to `base` (the output folder): the
-/// description lists them in `asset_folders`, so the importer accepts the glTF's URIs.
-fn asset_folders(entries: &[ManifestEntry], base: &Path) -> Vec<PathBuf> {
-    let mut folders: Vec<PathBuf> = Vec::new();
-    for e in entries {
-        let t = &e.material.textures;
-        for r in [&t.base_color, &t.normal].into_iter().flatten() {
-            let crate::scene::ImageSource::File(file) = &r.image else {
-                continue;
-            };
-            let Some(dir) = file.parent() else { continue };
-            let dir = std::fs::canonicalize(dir)
-                .or_else(|_| std::path::absolute(dir))
-                .unwrap_or_else(|_| dir.to_path_buf());
-            let rel = relative_path(base, &dir).unwrap_or(dir);
-            if !folders.iter().any(|f| rel.starts_with(f)) {
-                folders.retain(|f| !f.starts_with(&rel));
-                folders.push(rel);
-            }
-        }
-    }
-    folders
-}
-
 fn description_text(seed: u64, asset_folders: Vec<PathBuf>) -> Result<String, String> {
     let key = |time: f32, position: [f32; 3], target: [f32; 3], fov_deg: f32| CameraKey {
         time,
@@ -2289,6 +2100,7 @@ fn description_text(seed: u64, asset_folders: Vec<PathBuf>) -> Result<String, St
 mod tests {
     use super::*;
     use crate::scene::open::open;
+    use crate::texture::read_manifest;
     use crate::texture::scene_texture_sets;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -2480,30 +2292,18 @@ mod tests {
             seed: 1,
         };
         let err = generate(&dir.join("out"), &opts).expect_err("no rows");
-        assert!(matches!(err, StreetError::EmptyManifest { .. }), "{err}");
+        assert!(
+            matches!(err, ManifestSceneError::EmptyManifest { .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("empty.csv"), "{err}");
         let missing = StreetOptions {
             manifest: dir.join("absent.csv"),
             seed: 1,
         };
         let err = generate(&dir.join("out"), &missing).expect_err("missing");
-        assert!(matches!(err, StreetError::Manifest { .. }), "{err}");
+        assert!(matches!(err, ManifestSceneError::Manifest { .. }), "{err}");
         assert!(err.to_string().contains("absent.csv"), "{err}");
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[test]
-    fn relative_uris() {
-        let rel = relative_path(Path::new("/a/b/c"), Path::new("/a/x/y z.png")).expect("rel");
-        assert_eq!(rel, Path::new("../../x/y z.png"));
-        assert_eq!(percent_encode("y z%.png"), "y%20z%25.png");
-        let dir = temp_dir("uri");
-        let sub = dir.join("img dir");
-        std::fs::create_dir_all(&sub).expect("sub");
-        let img = sub.join("a#b.png");
-        std::fs::write(&img, b"x").expect("file");
-        let base = std::fs::canonicalize(dir.join(".")).expect("canonical");
-        assert_eq!(image_uri(&img, &base).expect("uri"), "img%20dir/a%23b.png");
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use neurotex::builtin::{street, toyshop};
+use neurotex::builtin::{panel, street, toyshop};
 
 use super::output_policy;
 
@@ -15,6 +15,9 @@ enum Generator {
     Toyshop,
     /// A Bistro-style street using every set of a texture-set manifest (`--textures`).
     Street,
+    /// One set of a manifest (`--textures`, `--set`) on two triangles that fill a 16:9
+    /// view: the full-screen, one-material frame for `bench`.
+    Panel,
 }
 
 /// The arguments of `neurotex gen-scene`.
@@ -29,9 +32,16 @@ pub struct GenSceneArgs {
     /// Side of every generated texture (a power of two; toy shop).
     #[arg(long, default_value_t = 512, value_parser = parse_power_of_two)]
     texture_size: u32,
-    /// Texture-set manifest (CSV) whose sets the street uses (street).
-    #[arg(long, required_if_eq("kind", "street"))]
+    /// Texture-set manifest (CSV) whose sets the street (all) or the panel (one) uses.
+    #[arg(long, required_if_eq_any([("kind", "street"), ("kind", "panel")]))]
     textures: Option<PathBuf>,
+    /// The panel's set: its set_id, or the last `/`-separated part of one (default: the
+    /// manifest's first row).
+    #[arg(long)]
+    set: Option<String>,
+    /// How many times the panel's set repeats across and down, ACROSSxDOWN.
+    #[arg(long, default_value = "6x4", value_parser = parse_repeat)]
+    repeat: [f32; 2],
     /// Seed of the procedural content.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -47,12 +57,27 @@ fn parse_power_of_two(s: &str) -> Result<u32, String> {
     }
 }
 
+/// A repeat count pair `AxB` of positive numbers.
+fn parse_repeat(s: &str) -> Result<[f32; 2], String> {
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .ok_or_else(|| format!("`{s}`: expected ACROSSxDOWN, two positive numbers (e.g. 6x4)"))
+    };
+    match s.split_once(['x', 'X']) {
+        Some((a, b)) => Ok([parse(a)?, parse(b)?]),
+        None => Err(format!("`{s}`: expected ACROSSxDOWN (e.g. 6x4)")),
+    }
+}
+
 /// Run `neurotex gen-scene`.
 pub fn run(a: GenSceneArgs) -> Result<()> {
     // Every file the generator writes is checked first: none may replace an input (the
     // street's manifest and images) or, without --force, an existing file.
     let (inputs, outputs): (Vec<PathBuf>, Vec<&str>) = match (&a.kind, &a.textures) {
-        (Generator::Street, Some(manifest)) => {
+        (Generator::Street | Generator::Panel, Some(manifest)) => {
             let mut inputs = vec![manifest.clone()];
             for e in neurotex::texture::read_manifest(manifest)? {
                 let t = &e.material.textures;
@@ -62,7 +87,11 @@ pub fn run(a: GenSceneArgs) -> Result<()> {
                     }
                 }
             }
-            (inputs, street::OUTPUT_FILES.to_vec())
+            let outputs = match a.kind {
+                Generator::Panel => panel::OUTPUT_FILES.to_vec(),
+                _ => street::OUTPUT_FILES.to_vec(),
+            };
+            (inputs, outputs)
         }
         _ => (Vec::new(), vec!["toyshop.gltf", "toyshop.bin"]),
     };
@@ -79,16 +108,26 @@ pub fn run(a: GenSceneArgs) -> Result<()> {
             let path = toyshop::generate(&a.out, &opts)?;
             println!("wrote {}", path.display());
         }
-        Generator::Street => {
+        Generator::Street | Generator::Panel => {
+            let kind = format!("{:?}", a.kind).to_lowercase();
             let manifest = a.textures.ok_or_else(|| {
-                anyhow::anyhow!("gen-scene street needs --textures <manifest.csv>")
+                anyhow::anyhow!("gen-scene {kind} needs --textures <manifest.csv>")
             })?;
-            let opts = street::StreetOptions {
-                manifest,
-                seed: a.seed,
+            let path = if a.kind == Generator::Street {
+                let opts = street::StreetOptions {
+                    manifest,
+                    seed: a.seed,
+                };
+                street::generate(&a.out, &opts)?
+            } else {
+                let opts = panel::PanelOptions {
+                    manifest,
+                    set: a.set,
+                    repeat: a.repeat,
+                };
+                panel::generate(&a.out, &opts)?
             };
-            let path = street::generate(&a.out, &opts)?;
-            println!("wrote {} (and street.gltf beside it)", path.display());
+            println!("wrote {} (and {kind}.gltf beside it)", path.display());
         }
     }
     Ok(())

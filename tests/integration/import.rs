@@ -95,3 +95,42 @@ fn bistro_manifest_loads_as_texture_sets() {
         assert!(entry.material.roughness_factor > 0.0);
     }
 }
+
+#[test]
+fn gen_scene_panel_writes_a_one_set_full_screen_scene() {
+    use crate::common::{expect_error, expect_ok, s};
+    let dir = crate::common::temp_dir("gen-panel");
+    let out = dir.join("panel");
+    let args = |set: &'static str, repeat: &'static str| {
+        vec![
+            "gen-scene",
+            "panel",
+            "--textures",
+            BISTRO,
+            "--set",
+            set,
+            "--repeat",
+            repeat,
+            "--out",
+            s(&out),
+        ]
+    };
+    let printed = expect_ok(&args("MASTER_Concrete1", "6x4"));
+    assert!(printed.contains("panel.toml"), "{printed}");
+    let toml = out.join("panel.toml");
+    let report = expect_ok(&["import", "--scene", s(&toml)]);
+    assert!(
+        report.contains("2 triangles") && report.contains("1 distinct texture sets"),
+        "{report}"
+    );
+    // An existing scene is kept without --force; bad sets and repeats are errors that
+    // name the problem.
+    expect_error(&args("MASTER_Concrete1", "6x4"), &["--force"]);
+    expect_error(
+        &[&args("no_such_set", "6x4")[..], &["--force"]].concat(),
+        &["manifest.csv", "no_such_set"],
+    );
+    expect_error(&args("MASTER_Concrete1", "0x4"), &["0x4"]);
+    expect_error(&["gen-scene", "panel", "--out", s(&out)], &["required"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
