@@ -102,7 +102,7 @@ pub(super) fn material_desc(
     let uri = |slot: &Option<TextureRef>| -> Result<Option<String>, ManifestSceneError> {
         match slot.as_ref().map(|t| &t.image) {
             // A glTF naming a file that is not there would only fail later, in every
-            // command that opens the street.
+            // command that opens the generated scene.
             Some(ImageSource::File(image)) if !image.is_file() => {
                 Err(ManifestSceneError::ImagePath {
                     path: manifest.to_path_buf(),
@@ -203,7 +203,7 @@ pub(super) fn asset_folders(entries: &[ManifestEntry], base: &Path) -> Vec<PathB
     for e in entries {
         let t = &e.material.textures;
         for r in [&t.base_color, &t.normal].into_iter().flatten() {
-            let crate::scene::ImageSource::File(file) = &r.image else {
+            let ImageSource::File(file) = &r.image else {
                 continue;
             };
             let Some(dir) = file.parent() else { continue };

@@ -109,7 +109,10 @@ pub fn run(a: GenSceneArgs) -> Result<()> {
             println!("wrote {}", path.display());
         }
         Generator::Street | Generator::Panel => {
-            let kind = format!("{:?}", a.kind).to_lowercase();
+            let kind = a
+                .kind
+                .to_possible_value()
+                .map_or_else(String::new, |v| v.get_name().to_owned());
             let manifest = a.textures.ok_or_else(|| {
                 anyhow::anyhow!("gen-scene {kind} needs --textures <manifest.csv>")
             })?;
