@@ -63,7 +63,8 @@ pub struct Panel {
     pub series: Vec<Series>,
     /// Horizontal dashed reference lines: `(label, y)`.
     pub references: Vec<(String, f64)>,
-    /// Where to draw a legend of the labels (`None`: no legend).
+    /// Where to draw a legend of the labels (`None`: no legend): this corner unless the
+    /// lines pass through it, else the corner they cross least.
     pub legend: Option<SeriesLabelPosition>,
     /// Mark every point with a dot (for sparse data such as sweeps).
     pub markers: bool,
@@ -161,18 +162,133 @@ fn draw_panel<DB: DrawingBackend>(
     );
     let x = axis_range(&xs, panel.log_x, true);
     let y = axis_range(&ys, panel.log_y, false);
+    let legend = panel
+        .legend
+        .as_ref()
+        .map(|preferred| legend_corner(preferred, &lines, (&x, panel.log_x), (&y, panel.log_y)));
+    // Log axes get their ticks from `log_ticks` (plotters' own repeat labels, such as
+    // two `10`s on an axis from 0.9 to 69).
+    let log = |r: Range<f64>| {
+        let (bold, light) = log_ticks(&r);
+        r.log_scale().with_key_points(bold).with_light_points(light)
+    };
     match (panel.log_x, panel.log_y) {
-        (false, false) => draw_lines(area, panel, &lines, x, y),
-        (false, true) => draw_lines(area, panel, &lines, x, y.log_scale()),
-        (true, false) => draw_lines(area, panel, &lines, x.log_scale(), y),
-        (true, true) => draw_lines(area, panel, &lines, x.log_scale(), y.log_scale()),
+        (false, false) => draw_lines(area, panel, legend, &lines, x, y),
+        (false, true) => draw_lines(area, panel, legend, &lines, x, log(y)),
+        (true, false) => draw_lines(area, panel, legend, &lines, log(x), y),
+        (true, true) => draw_lines(area, panel, legend, &lines, log(x), log(y)),
     }
+}
+
+/// Ticks of a log axis over `range`: labelled ones (1, 2 and 5 times each power of ten;
+/// every integer multiple when the range spans less than a decade, only the powers when it
+/// spans more than five) and grid lines at every integer multiple of each power of ten.
+fn log_ticks(range: &Range<f64>) -> (Vec<f64>, Vec<f64>) {
+    let (lo, hi) = (range.start.min(range.end), range.start.max(range.end));
+    if !(lo > 0.0 && hi.is_finite()) {
+        return (Vec::new(), Vec::new());
+    }
+    let decades = hi.log10() - lo.log10();
+    let labelled: &[u32] = if decades < 1.0 {
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9]
+    } else if decades <= 5.0 {
+        &[1, 2, 5]
+    } else {
+        &[1]
+    };
+    let (mut bold, mut light) = (Vec::new(), Vec::new());
+    for exponent in lo.log10().floor() as i32..=hi.log10().ceil() as i32 {
+        for k in 1..=9u32 {
+            // k × 10^e correctly rounded: a division by an exact power of ten for negative
+            // exponents, so 9 × 10⁻³ is 0.009, not 0.009000000000000001.
+            let k = f64::from(k);
+            let v = if exponent < 0 {
+                k / 10f64.powi(-exponent)
+            } else {
+                k * 10f64.powi(exponent)
+            };
+            if (lo..=hi).contains(&v) {
+                light.push(v);
+                if labelled.contains(&(k as u32)) {
+                    bold.push(v);
+                }
+            }
+        }
+    }
+    (bold, light)
+}
+
+/// The corner for a legend: `preferred` unless the lines pass through it, else the one they
+/// pass through least (ties in the order preferred, upper right, upper left, lower right,
+/// lower left). A corner is the outer third of both axes; lines are sampled along their
+/// segments in the axes' own (log or linear) scale.
+fn legend_corner(
+    preferred: &SeriesLabelPosition,
+    lines: &[Vec<(f64, f64)>],
+    x: (&Range<f64>, bool),
+    y: (&Range<f64>, bool),
+) -> SeriesLabelPosition {
+    use SeriesLabelPosition::{LowerLeft, LowerRight, UpperLeft, UpperRight};
+    let unit = |v: f64, (r, log): (&Range<f64>, bool)| {
+        let f = |v: f64| if log { v.ln() } else { v };
+        let span = f(r.end) - f(r.start);
+        if span == 0.0 {
+            0.5
+        } else {
+            (f(v) - f(r.start)) / span
+        }
+    };
+    let mut samples = Vec::new();
+    for line in lines {
+        let pts: Vec<(f64, f64)> = line
+            .iter()
+            .map(|&(a, b)| (unit(a, x), unit(b, y)))
+            .collect();
+        samples.extend(pts.first().copied());
+        for w in pts.windows(2) {
+            for i in 1..=16 {
+                let t = f64::from(i) / 16.0;
+                samples.push((
+                    w[0].0 + (w[1].0 - w[0].0) * t,
+                    w[0].1 + (w[1].1 - w[0].1) * t,
+                ));
+            }
+        }
+    }
+    let crossings = |corner: &SeriesLabelPosition| {
+        let (right, upper) = match corner {
+            UpperRight => (true, true),
+            UpperLeft => (false, true),
+            LowerRight => (true, false),
+            LowerLeft => (false, false),
+            _ => return usize::MAX,
+        };
+        samples
+            .iter()
+            .filter(|&&(u, v)| {
+                (if right { u > 2.0 / 3.0 } else { u < 1.0 / 3.0 })
+                    && (if upper { v > 2.0 / 3.0 } else { v < 1.0 / 3.0 })
+            })
+            .count()
+    };
+    if crossings(preferred) == 0 {
+        return preferred.clone();
+    }
+    let mut best = (crossings(preferred), preferred.clone());
+    for corner in [UpperRight, UpperLeft, LowerRight, LowerLeft] {
+        let n = crossings(&corner);
+        if n < best.0 {
+            best = (n, corner);
+        }
+    }
+    best.1
 }
 
 /// Draw axes, `lines` (the panel's series, filtered), references and legend.
 fn draw_lines<DB, X, Y>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
+    legend: Option<SeriesLabelPosition>,
     lines: &[Vec<(f64, f64)>],
     x: X,
     y: Y,
@@ -236,10 +352,10 @@ where
             .label(label.as_str())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], grey.stroke_width(2)));
     }
-    if let Some(position) = &panel.legend {
+    if let Some(position) = legend {
         chart
             .configure_series_labels()
-            .position(position.clone())
+            .position(position)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(("sans-serif", 13))
@@ -276,6 +392,51 @@ mod tests {
         // Log axes drop non-positive values; every axis drops non-finite ones.
         let pts = drawable(&[(1.0, 0.0), (2.0, f64::NAN), (3.0, 0.5)], false, true);
         assert_eq!(pts, vec![(3.0, 0.5)]);
+    }
+
+    #[test]
+    fn log_ticks_label_each_value_once() {
+        // The sweep's axis (m from 1 to 63 with the 10 % margins).
+        let (bold, light) = log_ticks(&(1.0 / 1.1..63.0 * 1.1));
+        assert_eq!(bold, vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0]);
+        assert_eq!(light.len(), 9 + 6, "1–9 and 10–60: {light:?}");
+        assert!(light.windows(2).all(|w| w[0] < w[1]), "{light:?}");
+        // Loss values: less than a decade labels every multiple; exact decimals.
+        let (bold, _) = log_ticks(&(2.5e-3..9.5e-3));
+        assert_eq!(bold, vec![3e-3, 4e-3, 5e-3, 6e-3, 7e-3, 8e-3, 9e-3]);
+        // Many decades: the powers only.
+        let (bold, _) = log_ticks(&(1e-6..1.0));
+        assert_eq!(bold, vec![1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]);
+        assert_eq!(log_ticks(&(0.0..1.0)), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn the_legend_moves_off_the_lines() {
+        use SeriesLabelPosition::{LowerRight, UpperLeft, UpperRight};
+        let (x, y) = (0.0..10.0, 0.0..10.0);
+        // A falling line crosses the upper left and the lower right.
+        let falling = vec![vec![(0.0, 10.0), (10.0, 0.0)]];
+        let at = |p: &SeriesLabelPosition, lines: &[Vec<(f64, f64)>]| {
+            legend_corner(p, lines, (&x, false), (&y, false))
+        };
+        assert_eq!(at(&LowerRight, &falling), UpperRight);
+        assert_eq!(at(&UpperRight, &falling), UpperRight);
+        // A rising one leaves the upper left and lower right free: the preference holds.
+        let rising = vec![vec![(0.0, 0.0), (10.0, 10.0)]];
+        assert_eq!(at(&LowerRight, &rising), LowerRight);
+        assert_eq!(at(&UpperRight, &rising), UpperLeft);
+        // On a log x axis the corner is in log units: x = 5 of 1..10 is past two thirds
+        // of the log scale (0.70), not of the linear one (0.44).
+        let log_x = 1.0..10.0;
+        let mid = vec![vec![(5.0, 9.0), (5.0, 9.5)]];
+        assert_eq!(
+            legend_corner(&UpperRight, &mid, (&log_x, true), (&y, false)),
+            UpperLeft
+        );
+        assert_eq!(
+            legend_corner(&UpperRight, &mid, (&log_x, false), (&y, false)),
+            UpperRight
+        );
     }
 
     #[test]
