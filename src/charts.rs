@@ -201,15 +201,14 @@ fn log_ticks(range: &Range<f64>) -> (Vec<f64>, Vec<f64>) {
         for k in 1..=9u32 {
             // k × 10^e correctly rounded: a division by an exact power of ten for negative
             // exponents, so 9 × 10⁻³ is 0.009, not 0.009000000000000001.
-            let k = f64::from(k);
             let v = if exponent < 0 {
-                k / 10f64.powi(-exponent)
+                f64::from(k) / 10f64.powi(-exponent)
             } else {
-                k * 10f64.powi(exponent)
+                f64::from(k) * 10f64.powi(exponent)
             };
             if (lo..=hi).contains(&v) {
                 light.push(v);
-                if labelled.contains(&(k as u32)) {
+                if labelled.contains(&k) {
                     bold.push(v);
                 }
             }
@@ -271,9 +270,6 @@ fn legend_corner(
             })
             .count()
     };
-    if crossings(preferred) == 0 {
-        return preferred.clone();
-    }
     let mut best = (crossings(preferred), preferred.clone());
     for corner in [UpperRight, UpperLeft, LowerRight, LowerLeft] {
         let n = crossings(&corner);
