@@ -24,6 +24,7 @@
 //! measured frame is decoded once more into targets poisoned with NaN and compared with
 //! the CPU decoder (`render::ntc_gpu::NtcCpuReference`) on the same package.
 
+use crate::gpu::Defines;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -696,7 +697,7 @@ pub fn peak_reference(seed_word: u32, iters: u32, half_precision: bool) -> f32 {
 }
 
 /// A peak kernel: name, defines, work (FLOP or bytes), unit, dispatch grid.
-type PeakSpec<'a> = (&'a str, &'a str, f64, &'a str, (u32, u32));
+type PeakSpec<'a> = (&'a str, &'a [&'a str], f64, &'a str, (u32, u32));
 
 /// Measure the adapter's peaks (`shaders/bench_peaks.wgsl`) and check the FMA chains and
 /// the copy against their CPU references.
@@ -732,21 +733,21 @@ fn measure_peaks(
     let mut list: Vec<PeakSpec<'_>> = vec![
         (
             "f32 FMA",
-            "PEAK_F32",
+            &["PEAK_F32"],
             inv * it * 32.0,
             "TFLOP/s",
             (opts.peak_groups, 1),
         ),
         (
             "f16x2 FMA",
-            "PEAK_F16, F16",
+            &["PEAK_F16", "F16"],
             inv * it * 64.0,
             "TFLOP/s",
             (opts.peak_groups, 1),
         ),
         (
             "copy",
-            "PEAK_COPY",
+            &["PEAK_COPY"],
             2.0 * opts.peak_copy_bytes as f64,
             "TB/s",
             copy_grid,
@@ -762,14 +763,14 @@ fn measure_peaks(
         let work = f64::from(opts.peak_groups) * 8.0 * it * 4.0 * 8192.0;
         list.push((
             "coop f16 acc",
-            "PEAK_COOP, F16, COOP",
+            &["PEAK_COOP", "F16", "COOP"],
             work,
             "TFLOP/s",
             (opts.peak_groups, 1),
         ));
         list.push((
             "coop f32 acc",
-            "PEAK_COOP, F16, COOP, PEAK_COOP_F32",
+            &["PEAK_COOP", "F16", "COOP", "PEAK_COOP_F32"],
             work,
             "TFLOP/s",
             (opts.peak_groups, 1),
@@ -777,20 +778,18 @@ fn measure_peaks(
     }
     let mut profiler = GpuProfiler::new(ctx);
     let mut peaks = Vec::new();
-    for (name, defines, work, unit, grid) in list {
-        let mut set: Vec<(String, String)> = defines
-            .split(", ")
-            .map(|d| (d.to_owned(), "1".to_owned()))
-            .collect();
-        set.push(("PEAK_ITERS".to_owned(), opts.peak_iters.to_string()));
-        let refs: Vec<(&str, &str)> = set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    for (name, flags, work, unit, grid) in list {
+        let defines = flags
+            .iter()
+            .fold(Defines::new(), |d, flag| d.flag(flag))
+            .with("PEAK_ITERS", opts.peak_iters);
         let label = format!("bench.peak.{}", name.replace(' ', "_"));
         let kernel = match ComputeKernel::new(
             ctx,
             &KernelDesc {
                 label: &label,
                 shader: "bench_peaks.wgsl",
-                defines: &refs,
+                defines: &defines,
                 entry: "main",
                 groups: &[Group::Slots(&[Slot::Storage, Slot::StorageRw])],
             },

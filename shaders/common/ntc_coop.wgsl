@@ -157,15 +157,15 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
         // operations under an `if` on these uniform widths, not in a loop): one accumulator
         // pair per output tile, each A tile loaded once, each B tile once for both blocks,
         // and no matrix in an indexed array.
-#for N in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/16
+#for N in 0..${NTC_WIDEST}/16
         var c0_${N} = NtcCoopAcc();
         var c1_${N} = NtcCoopAcc();
 #endfor
-#for K in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/16
+#for K in 0..${NTC_WIDEST}/16
         for (var k = 16u * ${K}u; k < n_in; k = n_in) {
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&ntc_coop_stage[src + 16u * ${K}u], n_in);
             let a1 = coopLoadT<coop_mat16x16<f16, A>>(&ntc_coop_stage[src + 16u * n_in + 16u * ${K}u], n_in);
-#for N in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/16
+#for N in 0..${NTC_WIDEST}/16
             for (var n = 16u * ${N}u; n < n_out; n = n_out) {
                 let b = ntc_coop_b(params + 16u * ${N}u * n_in + 16u * ${K}u, n_in);
                 c0_${N} = coopMultiplyAdd(a0, b, c0_${N});
@@ -174,7 +174,7 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
 #endfor
         }
 #endfor
-#for N in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/16
+#for N in 0..${NTC_WIDEST}/16
         for (var n = 16u * ${N}u; n < n_out; n = n_out) {
             // Operands of coopStore* must be values (see ntc_decode.wgsl's coop kernel).
             let r0 = c0_${N};

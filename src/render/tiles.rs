@@ -3,6 +3,7 @@
 //! decoder in a tile once, so the number of distinct decoders per tile is the divergence
 //! the paper measures.
 
+use crate::gpu::Defines;
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 
@@ -60,9 +61,9 @@ impl TileSize {
     }
 
     /// The shader defines `TILE_W` and `TILE_H` (the workgroup size of tiled passes).
-    pub fn defines(self) -> [(&'static str, String); 2] {
+    pub fn defines(self) -> Defines {
         let (w, h) = self.dims();
-        [("TILE_W", w.to_string()), ("TILE_H", h.to_string())]
+        Defines::new().with("TILE_W", w).with("TILE_H", h)
     }
 
     /// The kernel of a tiled pass at this tile size: `desc` with [`Self::defines`] after
@@ -72,9 +73,7 @@ impl TileSize {
         ctx: &GpuContext,
         desc: &KernelDesc<'_>,
     ) -> Result<ComputeKernel, KernelError> {
-        let tile = self.defines();
-        let tile = tile.iter().map(|(name, value)| (*name, value.as_str()));
-        let defines: Vec<(&str, &str)> = desc.defines.iter().copied().chain(tile).collect();
+        let defines = desc.defines.clone().merged(&self.defines());
         ComputeKernel::new(
             ctx,
             &KernelDesc {

@@ -803,9 +803,8 @@ fn material_table_and_params_match_wgsl() {
     let library = ShaderLibrary::embedded();
     let header = library.header("ntc_decode.wgsl").expect("header");
     let set = &header.define_sets()[0];
-    let defines = neurotex::gpu::shader::define_refs(set);
     let module = library
-        .validate("ntc_decode.wgsl", &defines)
+        .validate("ntc_decode.wgsl", set)
         .expect("validates");
     assert_mirrors::<NtcMaterialGpu>(&module, "NtcMaterial");
     assert_mirrors::<NtcMipGpu>(&module, "NtcMip");
@@ -813,7 +812,7 @@ fn material_table_and_params_match_wgsl() {
     let header = library.header("ntc_bake.wgsl").expect("header");
     let set = &header.define_sets()[0];
     let module = library
-        .validate("ntc_bake.wgsl", &neurotex::gpu::shader::define_refs(set))
+        .validate("ntc_bake.wgsl", set)
         .expect("validates");
     assert_mirrors::<BakeParams>(&module, "BakeParams");
 }

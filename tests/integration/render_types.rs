@@ -4,7 +4,8 @@
 //! entries, flags, tile and workgroup sizes) has the same value on both sides.
 
 use neurotex::gpu::mirror::{assert_const, assert_mirrors, workgroup_size};
-use neurotex::gpu::shader::{ShaderLibrary, define_refs};
+use neurotex::gpu::Defines;
+use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::ntc::NtcConfig;
 use neurotex::render::gpu_types::{
     ALPHA_BLEND, ALPHA_MASK, ALPHA_OPAQUE, BITANGENT_NEGATIVE, FrameUniform, InstanceData,
@@ -52,16 +53,16 @@ fn aov_values_match_wgsl_constants() {
 }
 
 /// `path` composed with `defines` and validated, as the passes compose it.
-fn module(path: &str, defines: &[(String, String)]) -> naga::Module {
+fn module(path: &str, defines: &Defines) -> naga::Module {
     ShaderLibrary::embedded()
-        .validate(path, &define_refs(defines))
+        .validate(path, defines)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
 fn host_constants_match_their_wgsl_twins() {
     // The G-buffer word and material constants (common/frame.wgsl, through gbuffer.wgsl).
-    let gbuffer = module("gbuffer.wgsl", &[]);
+    let gbuffer = module("gbuffer.wgsl", &Defines::new());
     assert_const(&gbuffer, "NO_MATERIAL", NO_MATERIAL);
     assert_const(&gbuffer, "MATERIAL_ID_MASK", MATERIAL_ID_MASK);
     assert_const(&gbuffer, "BITANGENT_NEGATIVE", BITANGENT_NEGATIVE);
@@ -89,11 +90,7 @@ fn host_constants_match_their_wgsl_twins() {
             Some([tile.pixels(), 1, 1]),
             "{tile}"
         );
-        let tile_defines: Vec<(String, String)> = tile
-            .defines()
-            .map(|(name, value)| (name.to_owned(), value))
-            .to_vec();
-        let divergence = module("divergence.wgsl", &tile_defines);
+        let divergence = module("divergence.wgsl", &tile.defines());
         assert_const(&divergence, "NO_DECODER", NO_DECODER);
         assert_const(&divergence, "TILE_PIXELS", tile.pixels());
         let (w, h) = tile.dims();

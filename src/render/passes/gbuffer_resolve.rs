@@ -12,6 +12,7 @@
 //!
 //! [`resolve_texel`] is its CPU reference, in f64.
 
+use crate::gpu::Defines;
 use glam::{DMat3, DMat4, DVec2, DVec3, DVec4};
 
 use crate::gpu::GpuContext;
@@ -56,13 +57,12 @@ impl GBufferResolvePass {
 
     /// Build the pipeline.
     pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
-        let floats = VERTEX_FLOATS.to_string();
         let kernel = ComputeKernel::new(
             ctx,
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "gbuffer_resolve.wgsl",
-                defines: &[("VERTEX_FLOATS", &floats)],
+                defines: &Defines::new().with("VERTEX_FLOATS", VERTEX_FLOATS),
                 entry: "resolve",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,

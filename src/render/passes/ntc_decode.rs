@@ -21,6 +21,7 @@
 //! (one decoded texel per pixel and frame, whose average over frames is the trilinear
 //! filter), or the nearest mip and texel ([`DecodeSettings`]).
 
+use crate::gpu::Defines;
 use std::sync::Mutex;
 
 use bytemuck::{Pod, Zeroable};
@@ -28,7 +29,6 @@ use bytemuck::{Pod, Zeroable};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::{Slot, group_layout};
-use crate::gpu::shader::describe_defines;
 use crate::gpu::{CachedBindGroup, GpuContext, GpuError, GrantedFeatures, read_buffer};
 use crate::ntc::model::{NtcConfig, OUTPUTS};
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
@@ -193,21 +193,19 @@ impl NtcKernel {
 
     /// The kernel's shader defines (of `ntc_decode.wgsl`, or `ntc_decode_runs.wgsl` for
     /// the sorted kernels).
-    fn defines(self) -> &'static [&'static str] {
+    fn defines(self) -> Defines {
+        let f16 = |kernel: &str| Defines::new().flag(kernel).flag("NTC_F16");
         match self {
-            NtcKernel::F32 => &["NTC_KERNEL_F32"],
-            NtcKernel::F16 => &["NTC_KERNEL_F16", "NTC_F16"],
-            NtcKernel::CoopMatrix => &["NTC_KERNEL_COOP", "NTC_F16"],
+            NtcKernel::F32 => Defines::new().flag("NTC_KERNEL_F32"),
+            NtcKernel::F16 => f16("NTC_KERNEL_F16"),
+            NtcKernel::CoopMatrix => f16("NTC_KERNEL_COOP"),
             NtcKernel::Fma | NtcKernel::SortedFma => {
-                &["NTC_KERNEL_FMA", "NTC_F16", "NTC_FMA_PIXELS=1"]
+                f16("NTC_KERNEL_FMA").with("NTC_FMA_PIXELS", 1)
             }
-            NtcKernel::Mma => &["NTC_KERNEL_MMA", "NTC_F16"],
-            NtcKernel::SortedMma => &[
-                "NTC_KERNEL_MMA",
-                "NTC_F16",
-                "NTC_DECODERS_F16",
-                "NTC_COOP_STORAGE",
-            ],
+            NtcKernel::Mma => f16("NTC_KERNEL_MMA"),
+            NtcKernel::SortedMma => f16("NTC_KERNEL_MMA")
+                .flag("NTC_DECODERS_F16")
+                .flag("NTC_COOP_STORAGE"),
         }
     }
 
@@ -440,12 +438,8 @@ impl NtcDecodePass {
         let build = |label: &str,
                      shader: &str,
                      entry: &str,
-                     defines: &[(String, String)],
+                     defines: &Defines,
                      group2: Option<&wgpu::BindGroupLayout>| {
-            let define_refs: Vec<(&str, &str)> = defines
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
             let mut groups = vec![Group::Layout(&group0), Group::Layout(&group1)];
             groups.extend(group2.map(Group::Layout));
             // A compiler panic must not take the process down: it makes the kernel
@@ -455,7 +449,7 @@ impl NtcDecodePass {
                 &KernelDesc {
                     label,
                     shader,
-                    defines: &define_refs,
+                    defines,
                     entry,
                     groups: &groups,
                 },
@@ -463,8 +457,7 @@ impl NtcDecodePass {
             .map_err(|e| match e {
                 KernelError::Shader(e) => NtcRenderError::Shader(e),
                 KernelError::CompilerPanic(failure) => unavailable(format!(
-                    "the shader compiler panicked building {shader} with defines [{}]: {}",
-                    describe_defines(&define_refs),
+                    "the shader compiler panicked building {shader} with defines [{defines}]: {}",
                     failure.message
                 )),
                 KernelError::Pipeline(failure) => NtcRenderError::Gpu {
@@ -634,35 +627,30 @@ impl NtcDecodePass {
     /// The defines the decode shader (`ntc_decode.wgsl`, or `ntc_decode_runs.wgsl` for the
     /// sorted kernels) is composed with for decoders of shape `config`, evaluated with
     /// `kernel`, one workgroup per `tile`.
-    pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Vec<(String, String)> {
-        let mut defines = model_defines(config, kernel.threads(tile));
-        match kernel.run_align() {
-            Some(align) => defines.extend(Self::run_defines(align)),
-            None => defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v))),
-        }
-        defines.extend(kernel.defines().iter().map(|k| match k.split_once('=') {
-            Some((name, value)) => (name.to_owned(), value.to_owned()),
-            None => ((*k).to_owned(), "1".to_owned()),
-        }));
-        defines
+    pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Defines {
+        let layout = match kernel.run_align() {
+            Some(align) => Self::run_defines(align),
+            None => tile.defines(),
+        };
+        model_defines(config, kernel.threads(tile))
+            .merged(&layout)
+            .merged(&kernel.defines())
     }
 
     /// The defines of the sort (`ntc_sort.wgsl`) for decoders of shape `config`, making
     /// runs aligned to `align` slots (the sorted kernel's [`NtcKernel::run_align`]).
-    pub fn sort_defines(config: &NtcConfig, align: u32) -> Vec<(String, String)> {
-        let mut defines = model_defines(config, SORT_TILE * SORT_TILE);
-        defines.push(("NTC_SORT_TILE".to_owned(), SORT_TILE.to_string()));
-        defines.extend(Self::run_defines(align));
-        defines
+    pub fn sort_defines(config: &NtcConfig, align: u32) -> Defines {
+        model_defines(config, SORT_TILE * SORT_TILE)
+            .with("NTC_SORT_TILE", SORT_TILE)
+            .merged(&Self::run_defines(align))
     }
 
     /// `NTC_RUN_ALIGN` (runs aligned to `align` slots) and `NTC_RUN_GRID_X`, the same in
     /// the sort and the decode.
-    fn run_defines(align: u32) -> [(String, String); 2] {
-        [
-            ("NTC_RUN_ALIGN".to_owned(), align.to_string()),
-            ("NTC_RUN_GRID_X".to_owned(), RUN_GRID_X.to_string()),
-        ]
+    fn run_defines(align: u32) -> Defines {
+        Defines::new()
+            .with("NTC_RUN_ALIGN", align)
+            .with("NTC_RUN_GRID_X", RUN_GRID_X)
     }
 
     /// The kernel the pipeline evaluates the MLP with.

@@ -47,6 +47,7 @@
 //! encoder that is never submitted desynchronises them, so record once per submitted
 //! frame (the settings also go through `queue.write_buffer`, which needs that anyway).
 
+use crate::gpu::Defines;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytemuck::{Pod, Zeroable};
@@ -227,7 +228,7 @@ impl TemporalPass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "temporal.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "resolve",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,
