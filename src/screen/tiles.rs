@@ -4,8 +4,6 @@
 //! the paper measures.
 
 use crate::gpu::Defines;
-use crate::gpu::GpuContext;
-use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 
 /// The tile shape of the decode and divergence passes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -64,23 +62,6 @@ impl TileSize {
     pub fn defines(self) -> Defines {
         let (w, h) = self.dims();
         Defines::new().with("TILE_W", w).with("TILE_H", h)
-    }
-
-    /// The kernel of a tiled pass at this tile size: `desc` with [`Self::defines`] after
-    /// its own defines.
-    pub fn kernel(
-        self,
-        ctx: &GpuContext,
-        desc: &KernelDesc<'_>,
-    ) -> Result<ComputeKernel, KernelError> {
-        let defines = desc.defines.clone().merged(&self.defines());
-        ComputeKernel::new(
-            ctx,
-            &KernelDesc {
-                defines: &defines,
-                ..*desc
-            },
-        )
     }
 }
 
