@@ -7,8 +7,8 @@
 //! Every compute pass of the renderer and every kernel of the NTC trainer is built here,
 //! so pipeline creation, layouts and error reporting are written once.
 
-use super::shader::{ShaderError, catch_compiler_panic, create_shader_module};
 use super::Defines;
+use super::shader::{ShaderError, catch_compiler_panic, create_shader_module};
 use super::{CachedBindGroup, GpuContext};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout::{Slot, group_layout};

@@ -386,11 +386,7 @@ impl<'s> ShaderLibrary<'s> {
     }
 
     /// Resolves imports and conditionals of `path` under `defines`.
-    pub fn compose(
-        &self,
-        path: &str,
-        defines: &Defines,
-    ) -> Result<ComposedShader, ShaderError> {
+    pub fn compose(&self, path: &str, defines: &Defines) -> Result<ComposedShader, ShaderError> {
         let source = self.source(path).ok_or_else(|| ShaderError::NotFound {
             path: path.to_owned(),
         })?;
@@ -421,11 +417,7 @@ impl<'s> ShaderLibrary<'s> {
     }
 
     /// Composes `path` and validates it with naga (no GPU needed).
-    pub fn validate(
-        &self,
-        path: &str,
-        defines: &Defines,
-    ) -> Result<naga::Module, ShaderError> {
+    pub fn validate(&self, path: &str, defines: &Defines) -> Result<naga::Module, ShaderError> {
         Ok(self.compose(path, defines)?.validate()?.0)
     }
 

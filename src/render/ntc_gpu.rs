@@ -506,7 +506,11 @@ pub(crate) fn model_defines(config: &NtcConfig, threads: u32) -> Defines {
         let width = config.hidden.get(layer).copied().unwrap_or(0);
         defines.set(&format!("NTC_HIDDEN_{layer}"), width);
     }
-    let widest = config.hidden.iter().map(|&w| w as usize).fold(config.input_width(), usize::max);
+    let widest = config
+        .hidden
+        .iter()
+        .map(|&w| w as usize)
+        .fold(config.input_width(), usize::max);
     defines.set("NTC_WIDEST", widest);
     if config.activation == Activation::LeakyRelu {
         defines.set("NTC_LEAKY_RELU", 1);

@@ -6,9 +6,9 @@
 //! Plus the host ↔ WGSL mirrors these passes rely on (no GPU needed), and the tonemap
 //! pass's sRGB encoding against the CPU encoder on a ramp of values.
 
+use neurotex::gpu::Defines;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
-use neurotex::gpu::Defines;
 use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::gpu::{GpuContext, GpuProfiler, layout, read_texture};
 use neurotex::render::passes::divergence::{

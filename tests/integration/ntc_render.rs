@@ -811,9 +811,7 @@ fn material_table_and_params_match_wgsl() {
     assert_mirrors::<DecodeParams>(&module, "DecodeParams");
     let header = library.header("ntc_bake.wgsl").expect("header");
     let set = &header.define_sets()[0];
-    let module = library
-        .validate("ntc_bake.wgsl", set)
-        .expect("validates");
+    let module = library.validate("ntc_bake.wgsl", set).expect("validates");
     assert_mirrors::<BakeParams>(&module, "BakeParams");
 }
 

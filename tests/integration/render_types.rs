@@ -3,8 +3,8 @@
 //! host and the shaders both declare (ids and masks of the G-buffer word, decoder-map
 //! entries, flags, tile and workgroup sizes) has the same value on both sides.
 
-use neurotex::gpu::mirror::{assert_const, assert_mirrors, workgroup_size};
 use neurotex::gpu::Defines;
+use neurotex::gpu::mirror::{assert_const, assert_mirrors, workgroup_size};
 use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::ntc::NtcConfig;
 use neurotex::render::gpu_types::{
@@ -23,7 +23,7 @@ fn struct_sizes_match_wgsl() {
     let lib = ShaderLibrary::embedded();
     // Any entry shader that imports frame.wgsl and uses all three structs.
     let module = lib
-        .validate("gbuffer.wgsl", &[])
+        .validate("gbuffer.wgsl", &Defines::new())
         .expect("gbuffer.wgsl validates");
     assert_mirrors::<FrameUniform>(&module, "Frame");
     assert_mirrors::<InstanceData>(&module, "InstanceData");
@@ -103,16 +103,16 @@ fn host_constants_match_their_wgsl_twins() {
     assert_const(&bake, "NTC_NONE", NO_DECODER);
     assert_const(&bake, "NTC_THREADS", WORKGROUP_SIDE * WORKGROUP_SIDE);
 
-    let image_error_module = module("image_error.wgsl", &[]);
+    let image_error_module = module("image_error.wgsl", &Defines::new());
     let group = image_error::GROUP_W;
     assert_const(&image_error_module, "GROUP_W", group);
     assert_const(&image_error_module, "GROUP_PIXELS", group * group);
 
-    let classify = module("material_classify.wgsl", &[]);
+    let classify = module("material_classify.wgsl", &Defines::new());
     assert_mirrors::<reference::MaterialRect>(&classify, "MaterialRect");
 
     // The square workgroups: (module, entry, side).
-    let temporal_module = module("temporal.wgsl", &[]);
+    let temporal_module = module("temporal.wgsl", &Defines::new());
     for (shader, entry, side) in [
         (&bake, "bake_mip", WORKGROUP_SIDE),
         (&temporal_module, "resolve", temporal::WORKGROUP_SIZE),

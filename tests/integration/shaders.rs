@@ -259,7 +259,10 @@ fn defines_substitute_into_source() {
     );
     assert!(composed.source.contains("@workgroup_size(8, 8)"));
     composed.validate().unwrap_or_else(|e| panic!("{e}"));
-    let err = library.compose("main.wgsl", &Defines::new()).unwrap_err().to_string();
+    let err = library
+        .compose("main.wgsl", &Defines::new())
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("shaders/main.wgsl:1: "), "{err}");
     assert!(err.contains("${TILE}"), "{err}");
 }

@@ -559,7 +559,8 @@ mod tests {
 
     #[test]
     fn params_match_the_shader_struct() {
-        let module = crate::gpu::shader::validate("temporal.wgsl", &crate::gpu::Defines::new()).unwrap();
+        let module =
+            crate::gpu::shader::validate("temporal.wgsl", &crate::gpu::Defines::new()).unwrap();
         let params = crate::gpu::mirror::wgsl_struct(&module, "TemporalParams")
             .expect("temporal.wgsl declares TemporalParams");
         assert_eq!(params.size as usize, std::mem::size_of::<TemporalParams>());
