@@ -878,6 +878,8 @@ mod tests {
                 max: Vec3::ZERO,
             },
             warnings: vec![],
+            buffers: vec![],
+            buffers: vec![],
         }
     }
 

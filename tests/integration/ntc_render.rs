@@ -128,6 +128,8 @@ fn scene(materials: Vec<Material>) -> Scene {
             max: Vec3::ZERO,
         },
         warnings: vec![],
+        buffers: vec![],
+        buffers: vec![],
     }
 }
 
