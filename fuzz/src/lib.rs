@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use neurotex::cluster::{CooccurrenceRecord, Plan};
-use neurotex::eval::shard::EvalPart;
+use neurotex::eval::study_shards::EvalPart;
 use neurotex::ntc::NtcPackage;
 use neurotex::ntc::format::HEADER_LEN;
 use neurotex::ntc::shard::{Part, merge};

@@ -79,7 +79,7 @@ pub fn run(a: ViewArgs) -> Result<()> {
     // The screenshot may not replace any file of the scene (opened here for the list;
     // images are only referenced, not decoded).
     if let Some(shot) = &a.screenshot {
-        let opened = neurotex::scene::open::open(a.scene.scene.as_deref())?;
+        let opened = neurotex::open::open(a.scene.scene.as_deref())?;
         output_policy(scene_files(&opened, a.scene.scene.as_deref())).check(shot)?;
     }
     let max_texture_size = a.upload.limit.max_texture_size;

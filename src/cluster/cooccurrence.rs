@@ -5,7 +5,7 @@
 //! `divergence-aware` strategy consumes), its JSON file (written through a temporary file
 //! and a rename, read with a size cap and checked before use), and the CPU reference
 //! [`ViewCounts::count`] that defines every number of it. It does not render: the views
-//! are recorded by `render::cooccurrence` (G-buffers counted by the co-occurrence pass,
+//! are recorded by `packages::views` (G-buffers counted by the co-occurrence pass,
 //! tested against [`ViewCounts::count`]).
 //!
 //! # What is recorded
@@ -13,7 +13,7 @@
 //! Per view, every screen tile (the decode pass's [`TileSize`], partial edge tiles
 //! included) has a *signature*: the ascending list of distinct texture sets among its
 //! decoded pixels, exactly the per-tile distinct-decoder list of
-//! [`crate::render::divergence_stats::tile_decoders`] under the material → texture-set map.
+//! [`crate::screen::divergence::tile_decoders`] under the material → texture-set map.
 //! A view stores the histogram of its non-empty signatures (signature → number of
 //! tiles); tiles that show no texture set are not stored. From the histograms follow the
 //! per-set tile counts (tiles where a set appears), the pairwise counts (tiles where both
@@ -54,8 +54,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::ClusterError;
-use crate::render::divergence_stats::tile_decoders;
-use crate::render::tiles::TileSize;
+use crate::screen::divergence::tile_decoders;
+use crate::screen::tiles::TileSize;
 
 /// The `format` tag of co-occurrence records.
 pub const COOCCURRENCE_FORMAT: &str = "neurotex-cooccurrence";
@@ -67,6 +67,10 @@ pub const COOCCURRENCE_VERSION: u32 = 1;
 /// every 0.5 s at 1920×1080 (58 views, 8×8 tiles) take 0.31 MB; the cap keeps a damaged
 /// or foreign file from being parsed into memory.
 pub const MAX_RECORD_BYTES: u64 = 256 << 20;
+
+/// Most texture sets a record may name: the pairwise counts ([`CooccurrenceRecord::pair_tiles`])
+/// are sized by their square (4096 sets: 128 MiB).
+pub const MAX_RECORD_SETS: usize = 4096;
 
 /// One recorded view: where its camera came from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -188,7 +192,7 @@ impl ViewCounts {
     /// CPU reference of the co-occurrence count of one view: the signature histogram of a
     /// `size` image of G-buffer material `words` (row-major, top row first) over `tile`,
     /// with `set_of_material` mapping material ids to texture sets (an entry
-    /// [`crate::render::divergence_stats::NO_DECODER`], or an id past the map, marks a material
+    /// [`crate::screen::divergence::NO_DECODER`], or an id past the map, marks a material
     /// without a set). The per-tile lists are [`tile_decoders`]' under that map.
     pub fn count(words: &[u32], size: (u32, u32), tile: TileSize, set_of_material: &[u32]) -> Self {
         let mut histogram: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
@@ -262,8 +266,29 @@ impl CooccurrenceRecord {
         }
         let src = &self.source;
         let n = src.set_names.len();
-        if n == 0 || n > u32::MAX as usize {
-            return Some(format!("{n} texture sets (at least 1 needed)"));
+        if n == 0 || n > MAX_RECORD_SETS {
+            return Some(format!("{n} texture sets (from 1 to {MAX_RECORD_SETS})"));
+        }
+        for (v, view) in src.views.iter().enumerate() {
+            let numbers: Vec<f32> = match view {
+                ViewSpec::PathSample { time, .. } => vec![*time],
+                ViewSpec::Camera {
+                    position,
+                    forward,
+                    yfov,
+                    ..
+                } => position
+                    .iter()
+                    .chain(forward)
+                    .chain([yfov])
+                    .copied()
+                    .collect(),
+            };
+            if numbers.iter().any(|x| !x.is_finite()) {
+                return Some(format!(
+                    "view {v}: {view:?} holds a number that is not finite"
+                ));
+            }
         }
         let mut names: Vec<&str> = src.set_names.iter().map(String::as_str).collect();
         names.sort_unstable();
@@ -351,7 +376,22 @@ impl CooccurrenceRecord {
         file.take(MAX_RECORD_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(io)?;
-        let record: Self = serde_json::from_slice(&bytes).map_err(|e| ClusterError::Json {
+        Self::from_slice(&bytes, path)
+    }
+
+    /// Parse and check a record read from `path` (named in errors): valid JSON of this
+    /// layout, every signature well-formed, at most [`MAX_RECORD_SETS`] sets.
+    pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Self, ClusterError> {
+        if bytes.len() as u64 > MAX_RECORD_BYTES {
+            return Err(invalid(
+                path,
+                format!(
+                    "{} bytes is more than a record may hold ({MAX_RECORD_BYTES})",
+                    bytes.len()
+                ),
+            ));
+        }
+        let record: Self = serde_json::from_slice(bytes).map_err(|e| ClusterError::Json {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
@@ -479,7 +519,7 @@ pub(super) fn invalid(file: impl AsRef<Path>, reason: String) -> ClusterError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::divergence_stats::{NO_DECODER, NO_MATERIAL};
+    use crate::screen::divergence::{NO_DECODER, NO_MATERIAL};
 
     /// Materials 0 → set 2, 1 → set 0, 2 → set 2, 3 → no set, 4 → set 1; id 9 is past
     /// the map.
@@ -547,7 +587,7 @@ mod tests {
         );
         assert_eq!(view.covered_tiles(), 3);
         // The lists are the divergence pass's distinct decoders under the same map.
-        let counts = crate::render::divergence_stats::count_tiles(
+        let counts = crate::screen::divergence::count_tiles(
             &hand_made(),
             (10, 5),
             TileSize::T8x4,

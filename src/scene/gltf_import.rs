@@ -311,27 +311,6 @@ fn import(bytes: &[u8], path: &Path, policy: &UriPolicy) -> Result<Scene> {
     })
 }
 
-/// The external buffer files of the glTF or GLB at `path` (URIs that are neither `data:`
-/// nor the GLB chunk, percent-decoded, relative to its folder), in buffer order: what
-/// besides the file itself its geometry is read from. Only the JSON is parsed.
-pub fn buffer_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let gltf = gltf::Gltf::open(path).map_err(|e| SceneError::Malformed {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    let base_dir = path.parent().unwrap_or(Path::new("."));
-    Ok(gltf
-        .document
-        .buffers()
-        .filter_map(|buffer| match buffer.source() {
-            gltf::buffer::Source::Uri(uri) if uri_scheme(uri).is_none() => {
-                Some(base_dir.join(percent_decode(uri)))
-            }
-            _ => None,
-        })
-        .collect())
-}
-
 /// Resolve every buffer: the GLB binary chunk, a data URI or a file next to the glTF.
 /// Also returns the files read.
 fn load_buffers(

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common::{s, temp_dir};
+use crate::common::{expect_error, failed, run_in, s, succeeded, temp_dir};
 use base64::Engine as _;
 use neurotex::ntc::NtcPackage;
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription, SceneDescription};
@@ -338,7 +338,7 @@ fn uris_stay_in_the_scene_folder() {
         "gltf = \"allowed.gltf\"\nasset_folders = [\"../elsewhere\"]\n",
     )
     .expect("write");
-    neurotex::scene::open::open(Some(&toml)).expect("asset_folders allows it");
+    neurotex::open::open(Some(&toml)).expect("asset_folders allows it");
 }
 
 #[test]
@@ -862,7 +862,7 @@ fn generated_scenes_carry_their_tangents() {
     let toml = neurotex::builtin::street::generate(&dir, &opts).expect("street");
     assert_tangents(&dir.join("street.gltf"));
     // Its images lie in the manifest's folder, which the description lists.
-    neurotex::scene::open::open(Some(&toml)).expect("the street imports");
+    neurotex::open::open(Some(&toml)).expect("the street imports");
 }
 
 #[test]
@@ -1229,18 +1229,13 @@ fn unusable_values_are_refused_not_replaced() {
     // render --package without an NTC mode would ignore the package.
     let package = dir.join("p.ntc");
     std::fs::write(&package, b"not read").expect("write");
+    let rendered = dir.join("r.png");
     for extra in [&[][..], &["--mode", "reference"][..]] {
-        let mut args = vec![
-            "render",
-            "--package",
-            s(&package),
-            "--out",
-            s(&dir.join("r.png")),
-        ];
+        let mut args = vec!["render", "--package", s(&package), "--out", s(&rendered)];
         args.extend_from_slice(extra);
         expect_error(&args, &["--package", "--mode"]);
     }
-    assert!(!out.exists() && !dir.join("r.png").exists());
+    assert!(!out.exists() && !rendered.exists());
 }
 
 #[test]
@@ -1283,7 +1278,7 @@ fn absurd_material_factors_matrices_and_versions() {
     );
     expect_gltf_error(
         "zero_matrix",
-        |d| d["nodes"][0]["matrix"] = serde_json::json!([0.0; 16]),
+        |d| d["nodes"][0]["matrix"] = serde_json::Value::from(vec![0.0; 16]),
         &["nodes[0].matrix", "not an affine transform"],
     );
     expect_gltf_error(
@@ -1396,7 +1391,7 @@ fn stale_cache_progress_never_blocks_a_render() {
 
 #[test]
 fn eval_parts_bound_their_counts_before_sizing_anything() {
-    use neurotex::eval::shard::{EvalPart, PART_FILE, PartRun};
+    use neurotex::eval::study_shards::{EvalPart, PART_FILE, PartRun};
     use neurotex::ntc::shard::Shard;
     let part = |index: u32, count: u32, split: Vec<Vec<usize>>, runs: &[usize]| {
         let mut p = EvalPart {
@@ -1511,6 +1506,7 @@ fn a_record_of_another_scene_is_refused() {
     )
     .expect("write");
     let plan = dir.join("plan.json");
+    let eval_out = dir.join("eval");
     for command in ["cluster", "eval"] {
         let mut args = vec![
             command,
@@ -1526,7 +1522,7 @@ fn a_record_of_another_scene_is_refused() {
         if command == "cluster" {
             args[5] = "--strategy";
         } else {
-            args[8] = s(&dir.join("eval"));
+            args[8] = s(&eval_out);
         }
         expect_error(&args, &["views.cooc.json", "quad.gltf", "record it anew"]);
     }

@@ -6,9 +6,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::set::{Slot, load_parallel, unique_names};
-use super::{ChannelMask, LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
 use crate::scene::{ImageSource, Material};
+use crate::texture::set::{Slot, load_parallel, unique_names};
+use crate::texture::{
+    ChannelMask, LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc,
+};
 
 /// One input of an offline run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +62,9 @@ pub struct InputSets {
     pub materials: Vec<Material>,
     /// Per material: its set (None for constant-only materials).
     pub material_sets: Vec<Option<usize>>,
+    /// The files the scenes were read from besides the arguments: glTF, buffers,
+    /// images ([`Scene::files`](crate::scene::Scene::files)).
+    pub scene_files: Vec<PathBuf>,
 }
 
 impl InputSets {
@@ -67,12 +72,14 @@ impl InputSets {
     pub fn open(sources: &[InputSource]) -> Result<Self, InputError> {
         let mut materials = Vec::new();
         let mut labels: Vec<String> = Vec::new();
+        let mut scene_files = Vec::new();
         for src in sources {
             match src {
                 InputSource::Scene(path) => {
-                    let opened = crate::scene::open::open(Some(path))?;
+                    let opened = crate::open::open(Some(path))?;
                     let csv = path.with_file_name("texture_sets.csv");
-                    let (descs, _) = super::scene_texture_sets(&opened.scene.materials);
+                    scene_files.extend(opened.scene.files());
+                    let (descs, _) = crate::texture::scene_texture_sets(&opened.scene.materials);
                     let names: Vec<String> = descs.iter().map(TextureSetDesc::name).collect();
                     // Rows name a set or, failing that, a material using it (a generated
                     // street names its materials by the manifest's set ids).
@@ -104,14 +111,14 @@ impl InputSets {
                     }
                 }
                 InputSource::Manifest(path) => {
-                    for e in super::read_manifest(path)? {
+                    for e in crate::texture::read_manifest(path)? {
                         materials.push(e.material);
                         labels.push(e.paper_category);
                     }
                 }
             }
         }
-        let (descs, material_sets) = super::scene_texture_sets(&materials);
+        let (descs, material_sets) = crate::texture::scene_texture_sets(&materials);
         if descs.is_empty() {
             return Err(InputError::Empty {
                 inputs: sources
@@ -136,18 +143,24 @@ impl InputSets {
             categories,
             materials,
             material_sets,
+            scene_files,
         })
     }
 
     /// Per set, the channels some material using it needs: the union of
-    /// [`relevant_channels`](super::set::relevant_channels) over those materials (a channel
+    /// [`relevant_channels`](crate::texture::set::relevant_channels) over those materials (a channel
     /// that every one of them zeroes by its constants is irrelevant to the set).
     pub fn relevant_channels(&self) -> Vec<ChannelMask> {
-        super::set::set_relevant_channels(&self.materials, &self.material_sets, self.descs.len())
+        crate::texture::set::set_relevant_channels(
+            &self.materials,
+            &self.material_sets,
+            self.descs.len(),
+        )
     }
 
     /// Every file the sets come from: the inputs themselves, the `texture_sets.csv`
-    /// beside a scene, and every image file, each once, in order of first use.
+    /// beside a scene, each scene's glTF and buffers, and every image file, each once, in
+    /// order of first use.
     pub fn files(&self) -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = Vec::new();
         for s in &self.sources {
@@ -157,13 +170,17 @@ impl InputSets {
                 files.push(labels);
             }
         }
-        for desc in &self.descs {
-            for (_, src) in desc.sources() {
-                if let crate::scene::ImageSource::File(p) = src
-                    && !files.contains(p)
-                {
-                    files.push(p.clone());
-                }
+        let images = self
+            .descs
+            .iter()
+            .flat_map(|d| d.sources())
+            .filter_map(|(_, src)| match src {
+                crate::scene::ImageSource::File(p) => Some(p),
+                crate::scene::ImageSource::Embedded { .. } => None,
+            });
+        for p in self.scene_files.iter().chain(images) {
+            if !files.contains(p) {
+                files.push(p.clone());
             }
         }
         files
@@ -400,6 +417,7 @@ mod tests {
             descs,
             materials,
             material_sets,
+            scene_files: Vec::new(),
         };
         let orm = ChannelMask::OCCLUSION | ChannelMask::ROUGHNESS | ChannelMask::METALLIC;
         let sets = inputs.load_sets(&LoadOptions::default()).unwrap();
