@@ -1115,47 +1115,31 @@ fn every_file_a_command_reads_is_an_input() {
             expect_error(&args, &["refusing to write", "inputs"]);
         }
     }
-    // bench --trace: over an input even with --force, over any existing file without it.
+    // bench --trace: over an input even with --force, over any existing file without it,
+    // over one of bench's own files.
     let report = dir.join("report");
-    expect_error(
-        &[
-            "bench",
-            "--force",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&report),
-            "--trace",
-            s(&png_path),
-        ],
-        &["refusing to write", "inputs"],
-    );
     let existing = dir.join("trace.json");
     std::fs::write(&existing, b"keep").expect("write");
-    expect_error(
-        &[
+    let own = report.join("bench.json");
+    for (force, trace, why) in [
+        (true, &png_path, "inputs"),
+        (false, &existing, "--force"),
+        (false, &own, "two outputs"),
+    ] {
+        let mut args = vec![
             "bench",
             "--scene",
             s(&gltf),
             "--out",
             s(&report),
             "--trace",
-            s(&existing),
-        ],
-        &["refusing to replace", "--force"],
-    );
-    expect_error(
-        &[
-            "bench",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&report),
-            "--trace",
-            s(&report.join("bench.json")),
-        ],
-        &["two outputs"],
-    );
+            s(trace),
+        ];
+        if force {
+            args.push("--force");
+        }
+        expect_error(&args, &[why]);
+    }
     assert_eq!(before(&bin_path), bin);
     assert_eq!(before(&gltf), gltf_bytes);
     assert_eq!(before(&png_path), png);
@@ -1527,4 +1511,39 @@ fn a_record_of_another_scene_is_refused() {
         expect_error(&args, &["views.cooc.json", "quad.gltf", "record it anew"]);
     }
     assert!(!plan.exists());
+}
+
+#[test]
+fn frame_sizes_are_checked_against_the_device_before_allocating() {
+    use neurotex::render::check_frame_size;
+    let small = wgpu::Limits {
+        max_texture_dimension_2d: 8192,
+        ..wgpu::Limits::default()
+    };
+    let e = check_frame_size(&small, (16384, 16384))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("16384x16384") && e.contains("largest texture side is 8192"),
+        "{e}"
+    );
+    let short_buffers = wgpu::Limits {
+        max_texture_dimension_2d: 16384,
+        max_buffer_size: 256 << 20,
+        ..wgpu::Limits::default()
+    };
+    let e = check_frame_size(&short_buffers, (16384, 16384))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("1073741824 bytes") && e.contains("268435456"),
+        "{e}"
+    );
+    assert!(check_frame_size(&short_buffers, (1920, 1080)).is_ok());
+    // The shared adapter renders what it can hold, and says so before allocating what
+    // it cannot.
+    let limits = crate::common::ctx().device.limits();
+    assert!(check_frame_size(&limits, (64, 48)).is_ok());
+    let side = limits.max_texture_dimension_2d.saturating_add(1);
+    assert!(check_frame_size(&limits, (side, 1)).is_err());
 }
