@@ -231,9 +231,8 @@ pub(super) fn asset_folders(entries: &[ManifestEntry], base: &Path) -> Vec<PathB
                 continue;
             };
             let Some(dir) = file.parent() else { continue };
-            let dir = std::fs::canonicalize(dir)
-                .or_else(|_| std::path::absolute(dir))
-                .unwrap_or_else(|_| dir.to_path_buf());
+            // The empty parent of a bare name is the current folder.
+            let dir = crate::outputs::resolve(dir);
             if dir.starts_with(base) {
                 continue;
             }
