@@ -946,7 +946,6 @@ fn uris_stay_in_the_folder_of_a_scene_named_without_one() {
     // climbing to /etc/passwd is refused before anything is read.
     let mut doc = triangle_gltf();
     doc["buffers"][0]["uri"] = "../../../../../../../../../../etc/passwd".into();
-    doc["buffers"][0]["byteLength"] = 1.into();
     let bytes = serde_json::to_vec(&doc).expect("json");
     let e = gltf_import::from_slice(&bytes, Path::new("b.gltf"), &UriPolicy::default())
         .expect_err("passwd")
