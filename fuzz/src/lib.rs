@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use neurotex::cluster::Plan;
+use neurotex::cluster::{CooccurrenceRecord, Plan};
+use neurotex::eval::study_shards::EvalPart;
 use neurotex::ntc::NtcPackage;
 use neurotex::ntc::format::HEADER_LEN;
 use neurotex::ntc::shard::{Part, merge};
@@ -351,4 +352,53 @@ pub fn part_file(data: &[u8]) {
             assert_eq!(merged.is_ok(), alone, "{:?}", merged.err());
         }
     }
+}
+
+/// Evaluation part manifests (`eval-part.json`): an error, or a part whose shard lies in
+/// its split and which writes back to JSON that reads back to the same part. Mutations
+/// also reach the checks behind the checksum: the bytes are read once more with it
+/// repaired when they parse as a part at all.
+pub fn eval_part(data: &[u8]) {
+    let mut inputs = vec![data.to_vec()];
+    if let Ok(mut part) = serde_json::from_slice::<EvalPart>(data) {
+        part.seal();
+        inputs.push(part.to_bytes());
+    }
+    for bytes in inputs {
+        if let Ok(part) = EvalPart::from_slice(&bytes) {
+            assert!(part.shard.index < part.shard.count, "the shard is in range");
+            assert_eq!(
+                part.split.len(),
+                part.shard.count as usize,
+                "one list a shard"
+            );
+            let again = EvalPart::from_slice(&part.to_bytes()).expect("it reads back");
+            assert!(again == part, "writing and reading back changes the part");
+        }
+    }
+}
+
+/// Screen co-occurrence records: an error, or a record whose counts can be taken (pooled,
+/// per set, per pair) and which writes back to JSON that reads back to the same record.
+pub fn cooccurrence_record(data: &[u8]) {
+    let path = nowhere().join("record.json");
+    let Ok(record) = CooccurrenceRecord::from_slice(data, &path) else {
+        return;
+    };
+    let n = record.source.set_names.len();
+    let pooled = record.pooled();
+    assert!(
+        pooled
+            .iter()
+            .all(|s| s.sets.iter().all(|&i| (i as usize) < n))
+    );
+    assert_eq!(record.set_tiles().len(), n);
+    assert_eq!(record.pair_tiles().len(), n * n);
+    let _ = record.covered_tiles();
+    let written = serde_json::to_vec(&record).expect("a record writes back");
+    let again = CooccurrenceRecord::from_slice(&written, &path).expect("it reads back");
+    assert!(
+        again == record,
+        "writing and reading back changes the record"
+    );
 }

@@ -14,7 +14,7 @@ use neurotex::gpu::GpuContext;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::screen::tiles::TileSize;
 
-use super::args::parse_positive_u32;
+use super::args::{parse_frames, parse_positive_u32};
 use super::output_policy;
 
 /// The arguments of `neurotex bench decode`.
@@ -39,7 +39,7 @@ pub struct DecodeArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_positive_u32)]
     mixes: Vec<u32>,
     /// Timed frames per measurement (default 20; --quick: 2).
-    #[arg(long, value_parser = parse_positive_u32)]
+    #[arg(long, value_parser = parse_frames)]
     frames: Option<u32>,
     /// Untimed frames before each measurement (default 5; --quick: 1).
     #[arg(long)]

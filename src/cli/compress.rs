@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 
 use neurotex::{cluster, ntc, texture};
@@ -26,7 +26,7 @@ pub struct CompressArgs {
     preset: ntc::Preset,
     /// Per set, the smallest preset whose PSNR pooled over all present channels (mip 0)
     /// reaches DB; a shared group takes one preset for all its sets.
-    #[arg(long, value_name = "DB", conflicts_with = "match_bcn")]
+    #[arg(long, value_name = "DB", conflicts_with = "match_bcn", value_parser = parse_target_psnr)]
     target_psnr: Option<f64>,
     /// Per set, the smallest preset whose pooled PSNR reaches that of the set's BCn
     /// baseline (bc1: BC1/BC5, bc7: BC7/BC5).
@@ -123,6 +123,15 @@ impl TrainOverrides {
     }
 }
 
+/// Parse `--target-psnr`: dB strictly between 0 and 100 (the PSNR of a texture stored
+/// in 8 or 16 bits; -5, 0 or 1000 are no target).
+fn parse_target_psnr(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(db) if db > 0.0 && db < 100.0 => Ok(db),
+        _ => Err(format!("`{s}`: expected a PSNR in dB between 0 and 100")),
+    }
+}
+
 /// Run `neurotex compress`.
 pub fn run(a: CompressArgs) -> Result<()> {
     let shard = a
@@ -152,7 +161,6 @@ pub fn run(a: CompressArgs) -> Result<()> {
     let devices = a.devices.open(&train, a.overrides.train_kernel)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let rate = match (a.target_psnr, a.match_bcn) {
-        (Some(db), _) if !db.is_finite() => bail!("--target-psnr must be a number of dB"),
         (Some(db), _) => ntc::compress::RateControl::TargetPsnr(db),
         (None, Some(target)) => ntc::compress::RateControl::MatchBcn(target),
         (None, None) => ntc::compress::RateControl::Fixed,
@@ -160,7 +168,16 @@ pub fn run(a: CompressArgs) -> Result<()> {
     let plan = match &a.plan {
         Some(plan_path) => {
             let plan = cluster::Plan::read(plan_path)?;
-            plan.validate(&sets)?;
+            // A plan made for other inputs is named in the error.
+            plan.validate(&sets).map_err(|e| match e {
+                cluster::ClusterError::InvalidPlan { file: None, reason } => {
+                    cluster::ClusterError::InvalidPlan {
+                        file: Some(plan_path.clone()),
+                        reason,
+                    }
+                }
+                other => other,
+            })?;
             plan
         }
         None => {

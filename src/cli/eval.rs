@@ -144,8 +144,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
         .into());
     }
     let inputs = neurotex::inputs::InputSets::open(&sources)?;
-    // The folder is the evaluation's (a non-empty one needs --resume); it may not be
-    // an input.
+    // The folder is the evaluation's (a non-empty one needs --resume): it may neither be
+    // nor hold an input (resumed there, it would replace those named like its outputs).
     let shard = a
         .shard
         .map(|s| s.resolve(|name| std::env::var(name).ok()))
@@ -158,7 +158,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
             .chain(a.cooccurrence.cooccurrence.iter())
             .chain(a.merge.iter()),
     )
-    .check_dir(&a.out)?;
+    .check_own_dir(&a.out)?;
     let recorded = a.cooccurrence.record(&a.inputs, aware)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());

@@ -61,6 +61,7 @@ pub struct RenderArgs {
 
 /// Run `neurotex render`.
 pub fn run(a: RenderArgs) -> Result<()> {
+    a.ntc.check()?;
     let opened = open(a.scene.scene.as_deref())?;
     report_scene(&opened);
     // Every output is checked before the first frame: never over an input, never over

@@ -210,6 +210,22 @@ pub struct EvalInputs<'a> {
 }
 
 impl EvalInputs<'_> {
+    /// BLAKE3 (hex) of what training sees of the inputs: every decoded set (name and
+    /// [`set_digest`](crate::ntc::compress::set_digest)) and its constants. A run record
+    /// carries it, so a record trained on images that changed since is not reused.
+    pub fn digest(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        for set in self.sets {
+            h.update(set.name.as_bytes());
+            h.update(&[0]);
+            h.update(crate::ntc::compress::set_digest(set).as_bytes());
+        }
+        for c in self.constants.iter().flatten() {
+            h.update(&c.to_le_bytes());
+        }
+        h.finalize().to_hex().to_string()
+    }
+
     fn check(&self) -> Result<(), EvalError> {
         let n = self.sets.len();
         let bad = |what: &str, len: usize| EvalError::Inputs {
@@ -711,6 +727,7 @@ fn train_runs(
     progress: &mut dyn FnMut(&EvalEvent),
 ) -> Result<Vec<(RunRecord, bool)>, EvalError> {
     let runs_dir = prepare_outputs(inputs, plan, opts, out)?;
+    let digest = inputs.digest();
     let runs = plan.runs.len();
     let mut records: Vec<(RunRecord, bool)> = Vec::with_capacity(selection.len());
     for &run in selection {
@@ -719,7 +736,7 @@ fn train_runs(
         let train = spec.freeze.apply(&opts.train);
         if opts.resume && path.exists() {
             let record = RunRecord::read(&path)?;
-            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train) {
+            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train, &digest) {
                 return Err(EvalError::RunFile {
                     path,
                     reason: format!(
@@ -783,7 +800,7 @@ fn train_runs(
                 });
             }
         };
-        let record = RunRecord::new(spec, &train, &report);
+        let record = RunRecord::new(spec, &train, &report, &digest);
         record.write(&path)?;
         if !opts.keep_packages {
             std::fs::remove_file(&package).map_err(|source| EvalError::Io {
@@ -1147,6 +1164,7 @@ mod tests {
                             loss: 0.1 / k as f64,
                         })
                         .collect(),
+                    inputs: String::new(),
                 };
                 (record, i == 0)
             })

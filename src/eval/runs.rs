@@ -315,12 +315,23 @@ pub struct RunRecord {
     pub seconds: f64,
     /// Loss curves of every group (finite points only).
     pub curves: Vec<CurvePoint>,
+    /// What it was trained on: [`EvalInputs::digest`](super::EvalInputs::digest) of the
+    /// decoded sets and their constants (empty in records written before it was
+    /// recorded, which are therefore never reused).
+    #[serde(default)]
+    pub inputs: String,
 }
 
 impl RunRecord {
     /// The record of `spec` trained with `train` into `report` (whose materials come in
     /// group order, members in group order).
-    pub fn new(spec: &RunSpec, train: &TrainConfig, report: &CompressReport) -> RunRecord {
+    /// `inputs` is the evaluation's [`EvalInputs::digest`](super::EvalInputs::digest).
+    pub fn new(
+        spec: &RunSpec,
+        train: &TrainConfig,
+        report: &CompressReport,
+        inputs: &str,
+    ) -> RunRecord {
         let order = spec
             .groups
             .iter()
@@ -367,6 +378,7 @@ impl RunRecord {
                 .filter(|c| c.2.is_finite())
                 .map(|&(group, step, loss, _)| CurvePoint { group, step, loss })
                 .collect(),
+            inputs: inputs.to_string(),
         }
     }
 
@@ -381,15 +393,22 @@ impl RunRecord {
     }
 
     /// Why this record cannot stand for `spec` trained for `steps` with `seed` and
-    /// `train`; `None` when it can.
+    /// `train` on the inputs of digest `inputs`; `None` when it can.
     pub fn mismatch(
         &self,
         spec: &RunSpec,
         steps: u64,
         seed: u64,
         train: &TrainConfig,
+        inputs: &str,
     ) -> Option<String> {
-        if self.groups != spec.groups {
+        if self.inputs != inputs {
+            Some(
+                "it was trained on other images (the decoded texture sets or their constants \
+                 differ from this evaluation's)"
+                    .into(),
+            )
+        } else if self.groups != spec.groups {
             Some(format!(
                 "it groups the sets differently ({} groups, this evaluation: {})",
                 self.groups.len(),
@@ -592,6 +611,7 @@ mod tests {
                 step: 10,
                 loss: 0.01,
             }],
+            inputs: "digest".into(),
         }
     }
 
@@ -618,20 +638,25 @@ mod tests {
             groups: r.groups.clone(),
         };
         let train = TrainConfig::default();
-        assert_eq!(r.mismatch(&spec, 100, 1, &train), None);
+        assert_eq!(r.mismatch(&spec, 100, 1, &train, "digest"), None);
         assert!(
-            r.mismatch(&spec, 200, 1, &train)
+            r.mismatch(&spec, 100, 1, &train, "changed")
+                .unwrap()
+                .contains("other images")
+        );
+        assert!(
+            r.mismatch(&spec, 200, 1, &train, "digest")
                 .unwrap()
                 .contains("100 steps")
         );
         assert!(
-            r.mismatch(&spec, 100, 2, &train)
+            r.mismatch(&spec, 100, 2, &train, "digest")
                 .unwrap()
                 .contains("seed 1")
         );
         let other = Freeze::Off.apply(&train);
         assert!(
-            r.mismatch(&spec, 100, 1, &other)
+            r.mismatch(&spec, 100, 1, &other, "digest")
                 .unwrap()
                 .contains("settings")
         );
@@ -640,7 +665,7 @@ mod tests {
             ..spec.clone()
         };
         assert!(
-            r.mismatch(&regrouped, 100, 1, &train)
+            r.mismatch(&regrouped, 100, 1, &train, "digest")
                 .unwrap()
                 .contains("groups")
         );
@@ -650,7 +675,7 @@ mod tests {
         std::fs::write(&path, json.to_string()).unwrap();
         let old = RunRecord::read(&path).unwrap();
         assert!(
-            old.mismatch(&spec, 100, 1, &train)
+            old.mismatch(&spec, 100, 1, &train, "digest")
                 .unwrap()
                 .contains("older convention")
         );

@@ -743,6 +743,7 @@ mod tests {
             groups,
             steps: 20,
             seed: 1,
+            inputs: String::new(),
             train: TrainConfig::default(),
             adapter: "test".into(),
             mean_psnr: mean(psnr.into_iter()),

@@ -17,10 +17,12 @@
 //! set that is a preset per set; a shared group takes one preset for all its sets. Each
 //! try is a full training; the report lists every try.
 //!
-//! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc` and an
-//! interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`; `resume`
-//! continues from there; a finished group or checkpoint that is damaged is an error
-//! naming it and saying what to delete. The package is written (temp file + rename) only
+//! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc`, each with a
+//! seal `group<N>.seal` (a BLAKE3 of the package keyed by the run's manifest and the
+//! group), and an interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`;
+//! `resume` continues from there; a finished group that is damaged or whose seal does not
+//! match (another run's, edited), or a checkpoint that is damaged, is an error naming it
+//! and saying what to delete. The package is written (temp file + rename) only
 //! when every group is done, then the partial folder is removed.
 //!
 //! The partial folder carries a marker, `neurotex-partial.json` ([`PartialManifest`]):
@@ -94,6 +96,28 @@ pub enum CompressError {
         path: PathBuf,
         /// What is wrong with it.
         source: NtcFormatError,
+    },
+    /// A finished group in the partial folder that this run did not write.
+    #[error(
+        "cannot resume from {}: {reason}; delete it to train this group again",
+        path.display()
+    )]
+    ForeignGroup {
+        /// The group's package in the partial folder.
+        path: PathBuf,
+        /// Why it does not belong to the run.
+        reason: String,
+    },
+    /// A partial folder whose marker cannot be read as one.
+    #[error(
+        "{} is damaged ({reason}); delete {partial} to start afresh",
+        partial.join(PARTIAL_MANIFEST).display()
+    )]
+    PartialDamaged {
+        /// The folder.
+        partial: PathBuf,
+        /// What is wrong with the marker.
+        reason: String,
     },
     /// A partial folder without neurotex's marker: it is left alone.
     #[error(
@@ -384,6 +408,21 @@ impl FileIdentity {
     }
 }
 
+/// BLAKE3 (hex) of a decoded set's size, channels and every mip's texels: what training
+/// sees of it (its name aside).
+pub fn set_digest(set: &TextureSet) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(&set.width.to_le_bytes());
+    h.update(&set.height.to_le_bytes());
+    h.update(&set.present.0.to_le_bytes());
+    for mip in &set.mips {
+        h.update(&mip.width.to_le_bytes());
+        h.update(&mip.height.to_le_bytes());
+        h.update(&mip.texels);
+    }
+    h.finalize().to_hex().to_string()
+}
+
 /// What a partial folder was made from (`<out>.partial/neurotex-partial.json`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartialManifest {
@@ -421,18 +460,7 @@ impl PartialManifest {
             .collect::<Result<Vec<_>, _>>()?;
         let sets = sets
             .iter()
-            .map(|set| {
-                let mut h = blake3::Hasher::new();
-                h.update(&set.width.to_le_bytes());
-                h.update(&set.height.to_le_bytes());
-                h.update(&set.present.0.to_le_bytes());
-                for mip in &set.mips {
-                    h.update(&mip.width.to_le_bytes());
-                    h.update(&mip.height.to_le_bytes());
-                    h.update(&mip.texels);
-                }
-                (set.name.clone(), h.finalize().to_hex().to_string())
-            })
+            .map(|set| (set.name.clone(), set_digest(set)))
             .collect();
         // The budgets enter both per set and per group, so a resume under another
         // budget rule is refused too.
@@ -526,11 +554,24 @@ fn prepare_partial(
     let marker = partial.join(PARTIAL_MANIFEST);
     let mut resuming = false;
     if partial.exists() {
-        let found: PartialManifest = std::fs::read(&marker)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or_else(|| CompressError::PartialNotOurs {
+        let bytes = match std::fs::read(&marker) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(CompressError::PartialNotOurs {
+                    partial: partial.to_path_buf(),
+                });
+            }
+            Err(source) => {
+                return Err(CompressError::Io {
+                    path: marker,
+                    source,
+                });
+            }
+        };
+        let found: PartialManifest =
+            serde_json::from_slice(&bytes).map_err(|e| CompressError::PartialDamaged {
                 partial: partial.to_path_buf(),
+                reason: e.to_string(),
             })?;
         if found != *manifest {
             return Err(CompressError::PartialMismatch {
@@ -558,6 +599,17 @@ fn prepare_partial(
         std::fs::rename(&staging, partial).map_err(io)?;
     }
     Ok(resuming)
+}
+
+/// The seal of finished group `g` of the run whose partial manifest hashes to `owner`:
+/// the BLAKE3 of the package bytes keyed with `owner` and `g` (hex). A group package from
+/// another run, another group or edited in place does not match it. It guards against
+/// mix-ups, not forgery: whoever can read the folder's manifest can compute it.
+fn group_seal(owner: &[u8; 32], g: usize, package: &[u8]) -> String {
+    let mut h = blake3::Hasher::new_keyed(owner);
+    h.update(&(g as u64).to_le_bytes());
+    h.update(package);
+    h.finalize().to_hex().to_string()
 }
 
 /// Delete `<out>.partial/` if neurotex made it (it holds the marker), whatever run it
@@ -620,6 +672,9 @@ struct GroupRun<'a> {
     opts: &'a CompressOptions,
     partial: &'a Path,
     resuming: bool,
+    /// BLAKE3 of the partial folder's manifest: the key of every finished group's seal
+    /// ([`group_seal`]).
+    owner: [u8; 32],
     /// Rate control's pooled PSNR target per set.
     targets: &'a [Option<f64>],
     /// Training FLOPs per sample of the recipe's decoder.
@@ -643,11 +698,46 @@ impl GroupRun<'_> {
         let done = self.partial.join(format!("group{g}.ntc"));
         let ckpt = self.partial.join(format!("group{g}.ckpt"));
         let steps = group_main_steps(opts.steps, members.len());
+        let seal = self.partial.join(format!("group{g}.seal"));
+        // The seal is written before the package, so a finished group always has one
+        // (a kill in between leaves a seal alone, and the group is trained again).
         if self.resuming && done.exists() {
-            let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
-                path: done.clone(),
-                source,
-            })?;
+            let io = |path: &Path| {
+                let path = path.to_path_buf();
+                move |source| CompressError::Io { path, source }
+            };
+            let bytes = std::fs::read(&done).map_err(io(&done))?;
+            let sealed = match std::fs::read_to_string(&seal) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => return Err(io(&seal)(e)),
+            };
+            if sealed.trim() != group_seal(&self.owner, g, &bytes) {
+                return Err(CompressError::ForeignGroup {
+                    path: done,
+                    reason: format!(
+                        "it is not group {g} as this run wrote it ({} is missing or does not \
+                         match)",
+                        seal.display()
+                    ),
+                });
+            }
+            let finished =
+                NtcPackage::from_bytes(&bytes).map_err(|source| CompressError::Partial {
+                    path: done.clone(),
+                    source,
+                })?;
+            if finished.decoders.len() != 1 || finished.materials.len() != members.len() {
+                return Err(CompressError::ForeignGroup {
+                    path: done,
+                    reason: format!(
+                        "{} decoders and {} materials for a group of {} sets",
+                        finished.decoders.len(),
+                        finished.materials.len(),
+                        members.len()
+                    ),
+                });
+            }
             let preset = finished
                 .materials
                 .first()
@@ -779,7 +869,15 @@ impl GroupRun<'_> {
         let group_constants: Vec<[f32; CHANNELS]> =
             members.iter().map(|&i| self.constants[i]).collect();
         one.add_group(&kept.trained, &group_constants)?;
-        one.write(&done)?;
+        let bytes = one.to_bytes()?;
+        let write = |path: &Path, bytes: &[u8]| {
+            crate::io::write_atomic(path, bytes).map_err(|source| CompressError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        write(&seal, group_seal(&self.owner, g, &bytes).as_bytes())?;
+        write(&done, &bytes)?;
         let _ = std::fs::remove_file(&ckpt);
         let texels_per_second = if kept.rates.is_empty() {
             0.0
@@ -892,6 +990,11 @@ pub fn compress_selected(
     let partial = partial_dir(out);
     let manifest = PartialManifest::of_run(sets, constants, groups, opts)?;
     let resuming = prepare_partial(&partial, &manifest, opts.resume)?;
+    let owner = *blake3::hash(
+        &serde_json::to_vec(&manifest)
+            .map_err(|e| CompressError::Groups(format!("manifest: {e}")))?,
+    )
+    .as_bytes();
     // BCn baselines: before training when rate control matches them, else for the report.
     let mut bcn: Vec<Option<Vec<BcnResult>>> = vec![None; sets.len()];
     let targets: Vec<Option<f64>> = match opts.rate {
@@ -916,6 +1019,7 @@ pub fn compress_selected(
         opts,
         partial: &partial,
         resuming,
+        owner,
         targets: &targets,
         flops: training_flops_per_sample(&opts.train.model),
     };
@@ -1318,6 +1422,20 @@ mod tests {
         std::fs::write(partial.join("precious.txt"), b"keep").expect("write");
         let e = prepare_partial(&partial, &run_manifest(&input, 10), false).unwrap_err();
         assert!(matches!(e, CompressError::PartialNotOurs { .. }), "{e}");
+        assert!(partial.join("precious.txt").exists());
+        // A damaged marker is reported as damaged, not as missing.
+        std::fs::write(
+            partial.join(PARTIAL_MANIFEST),
+            b"{\"format\": \"neurotex-com",
+        )
+        .expect("w");
+        let e = prepare_partial(&partial, &run_manifest(&input, 10), true).unwrap_err();
+        assert!(matches!(e, CompressError::PartialDamaged { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("is damaged") && msg.contains(PARTIAL_MANIFEST),
+            "{msg}"
+        );
         assert!(partial.join("precious.txt").exists());
         std::fs::remove_dir_all(&partial).expect("clean");
 

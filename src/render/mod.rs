@@ -230,6 +230,45 @@ pub enum RenderError {
     /// An NTC mode was asked for before its package was given.
     #[error("no package is loaded for the {0} mode")]
     MissingPackage(RenderMode),
+    /// A frame size this device cannot render or read back.
+    #[error("a {width}x{height} frame is too large for this GPU: {reason}")]
+    FrameTooLarge {
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        height: u32,
+        /// Which device limit it exceeds.
+        reason: String,
+    },
+}
+
+/// Why a `size` frame cannot be rendered and read back under `limits`, checked before any
+/// target is created: a side past the largest texture side, or the read-back of the
+/// output (4 bytes a pixel, rows padded to 256 bytes) past the largest buffer.
+pub fn check_frame_size(limits: &wgpu::Limits, size: (u32, u32)) -> Result<(), RenderError> {
+    let (width, height) = size;
+    let too_large = |reason: String| RenderError::FrameTooLarge {
+        width,
+        height,
+        reason,
+    };
+    let side = limits.max_texture_dimension_2d;
+    if width > side || height > side {
+        return Err(too_large(format!(
+            "its largest texture side is {side} pixels"
+        )));
+    }
+    let row = u64::from(crate::gpu::readback::padded_bytes_per_row(
+        width.saturating_mul(4),
+    ));
+    let readback = row * u64::from(height);
+    if readback > limits.max_buffer_size {
+        return Err(too_large(format!(
+            "reading it back needs a buffer of {readback} bytes, its largest buffer is {} bytes",
+            limits.max_buffer_size
+        )));
+    }
+    Ok(())
 }
 
 /// Default anisotropy: 16× on hardware; 1× (trilinear) on CPU adapters, where software
@@ -344,6 +383,7 @@ impl Renderer {
         output_format: wgpu::TextureFormat,
     ) -> Result<Self, RenderError> {
         let device = &ctx.device;
+        check_frame_size(&device.limits(), size)?;
         let anisotropy = if ctx.granted.anisotropic_filtering {
             anisotropy
                 .unwrap_or(default_anisotropy(&ctx.info))

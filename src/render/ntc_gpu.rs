@@ -873,6 +873,7 @@ mod tests {
                 max: Vec3::ZERO,
             },
             warnings: vec![],
+            buffers: vec![],
         }
     }
 

@@ -16,7 +16,10 @@
 //!   buffer; sparse indices and values inside their views;
 //! - every image: exactly one of `uri` and `bufferView`, and a `mimeType` with a view;
 //! - every number the importer uses is finite: material factors, alpha cutoff, texture
-//!   transforms, node transforms, camera parameters.
+//!   transforms, node transforms, camera parameters; material factors within glTF's
+//!   ranges (colour factors, metallic, roughness and occlusion strength in 0..=1, an
+//!   emissive strength up to [`MAX_EMISSIVE_STRENGTH`]), node matrices affine;
+//! - `asset.version` (and `minVersion`) of glTF 2.
 //!
 //! Vertex values themselves (NaN positions, …) are checked by the importer after reading.
 
@@ -65,6 +68,7 @@ pub fn check_glb_header(bytes: &[u8]) -> Result<(), Problem> {
 /// Check `root` (parsed without validation). `Err` holds one line: the JSON path and the
 /// problem.
 pub fn validate(root: &json::Root) -> Result<(), Problem> {
+    check_asset(&root.asset)?;
     check_attribute_indices(root)?;
     let mut errors: Vec<(json::Path, json::validation::Error)> = Vec::new();
     root.validate(root, json::Path::new, &mut |path, error| {
@@ -423,6 +427,49 @@ fn check_image(i: usize, image: &json::Image) -> Result<(), Problem> {
     }
 }
 
+/// `asset.version` (and `minVersion`) of glTF 2: `2.<minor>`; a glTF 1.0 file has
+/// another layout, and a later major version may too.
+fn check_asset(asset: &json::Asset) -> Result<(), Problem> {
+    let major = |v: &str| {
+        v.split_once('.')
+            .filter(|(_, minor)| !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit()))
+            .map(|(major, _)| major.to_string())
+    };
+    if major(&asset.version).as_deref() != Some("2") {
+        return Err(format!(
+            "asset.version: `{}` is not a glTF 2 version (2.0 expected)",
+            asset.version
+        ));
+    }
+    if let Some(min) = &asset.min_version
+        && major(min).as_deref() != Some("2")
+    {
+        return Err(format!("asset.minVersion: `{min}` is not a glTF 2 version"));
+    }
+    Ok(())
+}
+
+/// `values` are all finite and within `lo..=hi` (glTF's range for them), else the
+/// problem at `at`.
+fn within(at: &str, values: &[f32], lo: f32, hi: f32) -> Result<(), Problem> {
+    finite(at, values)?;
+    let at_k = |k: usize| {
+        if values.len() == 1 {
+            at.to_string()
+        } else {
+            format!("{at}[{k}]")
+        }
+    };
+    match values.iter().position(|v| !(lo..=hi).contains(v)) {
+        None => Ok(()),
+        Some(k) => Err(format!("{}: {} is outside {lo}..={hi}", at_k(k), values[k])),
+    }
+}
+
+/// Largest `KHR_materials_emissive_strength` accepted: far above any physical light in
+/// a scene's units, far below what overflows the renderer's f16 and f32 targets.
+pub const MAX_EMISSIVE_STRENGTH: f32 = 1.0e4;
+
 /// `values` are all finite, else the problem at `at`.
 fn finite(at: &str, values: &[f32]) -> Result<(), Problem> {
     match values.iter().position(|v| !v.is_finite()) {
@@ -453,36 +500,54 @@ fn info_transform(
 
 fn check_material(at: &str, m: &json::Material) -> Result<(), Problem> {
     let pbr = &m.pbr_metallic_roughness;
-    finite(
+    within(
         &format!("{at}.pbrMetallicRoughness.baseColorFactor"),
         &pbr.base_color_factor.0,
+        0.0,
+        1.0,
     )?;
-    finite(
+    within(
         &format!("{at}.pbrMetallicRoughness.metallicFactor"),
         &[pbr.metallic_factor.0],
+        0.0,
+        1.0,
     )?;
-    finite(
+    within(
         &format!("{at}.pbrMetallicRoughness.roughnessFactor"),
         &[pbr.roughness_factor.0],
+        0.0,
+        1.0,
     )?;
-    finite(&format!("{at}.emissiveFactor"), &m.emissive_factor.0)?;
+    within(
+        &format!("{at}.emissiveFactor"),
+        &m.emissive_factor.0,
+        0.0,
+        1.0,
+    )?;
     if let Some(c) = &m.alpha_cutoff {
-        finite(&format!("{at}.alphaCutoff"), &[c.0])?;
+        within(&format!("{at}.alphaCutoff"), &[c.0], 0.0, f32::MAX)?;
     }
     if let Some(n) = &m.normal_texture {
         finite(&format!("{at}.normalTexture.scale"), &[n.scale])?;
     }
     if let Some(o) = &m.occlusion_texture {
-        finite(&format!("{at}.occlusionTexture.strength"), &[o.strength.0])?;
+        within(
+            &format!("{at}.occlusionTexture.strength"),
+            &[o.strength.0],
+            0.0,
+            1.0,
+        )?;
     }
     if let Some(s) = m
         .extensions
         .as_ref()
         .and_then(|e| e.emissive_strength.as_ref())
     {
-        finite(
+        within(
             &format!("{at}.extensions.KHR_materials_emissive_strength.emissiveStrength"),
             &[s.emissive_strength.0],
+            0.0,
+            MAX_EMISSIVE_STRENGTH,
         )?;
     }
     for (slot, info) in [
@@ -509,6 +574,14 @@ fn check_material(at: &str, m: &json::Material) -> Result<(), Problem> {
 fn check_node(at: &str, n: &json::Node) -> Result<(), Problem> {
     if let Some(m) = &n.matrix {
         finite(&format!("{at}.matrix"), m)?;
+        // Column-major: the last row of an affine transform (what glTF allows, a matrix
+        // that decomposes into translation, rotation and scale) is 0, 0, 0, 1.
+        if [m[3], m[7], m[11], m[15]] != [0.0, 0.0, 0.0, 1.0] {
+            return Err(format!(
+                "{at}.matrix: its last row is {:?}, not [0, 0, 0, 1] (not an affine transform)",
+                [m[3], m[7], m[11], m[15]]
+            ));
+        }
     }
     if let Some(t) = &n.translation {
         finite(&format!("{at}.translation"), t)?;

@@ -923,9 +923,25 @@ fn a_killed_compression_resumes_to_a_valid_package() {
     );
     assert!(!out.exists(), "no package before every group is done");
     assert!(dir.join("k.ntc.partial/neurotex-partial.json").exists());
-    // Resuming reuses group 0 and trains group 1 again from its start.
+    // A finished group that this run did not write (another package in its place, or
+    // one edited) is refused; the group as written resumes.
     let mut resume: Vec<&str> = args.to_vec();
     resume.push("--resume");
+    let group0 = dir.join("k.ntc.partial/group0.ntc");
+    let written = std::fs::read(&group0).unwrap();
+    let mut edited = written.clone();
+    edited.push(0);
+    std::fs::write(&group0, &edited).unwrap();
+    expect_error(
+        &resume,
+        &[
+            "group0.ntc",
+            "not group 0 as this run wrote it",
+            "delete it",
+        ],
+    );
+    std::fs::write(&group0, &written).unwrap();
+    // Resuming reuses group 0 and trains group 1 again from its start.
     let stdout = expect_ok(&resume);
     assert!(stdout.contains("2 materials, 2 decoders"), "{stdout}");
     assert!(

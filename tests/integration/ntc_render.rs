@@ -128,6 +128,7 @@ fn scene(materials: Vec<Material>) -> Scene {
             max: Vec3::ZERO,
         },
         warnings: vec![],
+        buffers: vec![],
     }
 }
 
