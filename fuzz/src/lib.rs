@@ -402,3 +402,47 @@ pub fn cooccurrence_record(data: &[u8]) {
         "writing and reading back changes the record"
     );
 }
+
+/// A DDS or KTX2 container: an error, or levels whose sizes follow level 0's and whose
+/// every level decodes (within the budget) to exactly its texels; the same bytes as an
+/// image source decode to level 0.
+fn check_container(data: &[u8], name: &str) {
+    use neurotex::texture::containers::Container;
+    if let Ok(c) = Container::parse(data, name) {
+        assert!(c.width >= 1 && c.height >= 1, "sides are positive");
+        assert!(!c.levels.is_empty(), "at least one level");
+        for level in 0..c.levels.len() {
+            let (w, h) = c.level_size(level);
+            assert_eq!(
+                c.levels[level].len() as u64,
+                c.encoding.level_bytes(w, h),
+                "level {level} holds its bytes"
+            );
+            if let Ok(img) = c.decode_level(level, name) {
+                let n = w as usize * h as usize * img.channels as usize;
+                let len = match &img.samples {
+                    neurotex::texture::Samples::U8(v) => v.len(),
+                    neurotex::texture::Samples::U16(v) => v.len(),
+                };
+                assert_eq!((img.width, img.height, len), (w, h, n), "level {level}");
+            }
+        }
+    }
+    let source = ImageSource::Embedded {
+        name: name.into(),
+        bytes: Arc::from(data),
+    };
+    if let Ok(img) = decode(&source) {
+        assert!(img.width >= 1 && img.height >= 1);
+    }
+}
+
+/// DDS files (refused arrays, cubemaps and volumes included).
+pub fn dds(data: &[u8]) {
+    check_container(data, "fuzz.dds");
+}
+
+/// KTX2 files (refused supercompression, arrays, cubemaps and volumes included).
+pub fn ktx2(data: &[u8]) {
+    check_container(data, "fuzz.ktx2");
+}

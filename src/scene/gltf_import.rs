@@ -27,8 +27,12 @@ use super::{
 
 /// glTF extensions the importer understands. A file that *requires* any other one is
 /// rejected with [`SceneError::UnsupportedExtension`].
-pub const SUPPORTED_REQUIRED_EXTENSIONS: &[&str] =
-    &["KHR_texture_transform", "KHR_materials_emissive_strength"];
+pub const SUPPORTED_REQUIRED_EXTENSIONS: &[&str] = &[
+    "KHR_texture_transform",
+    "KHR_materials_emissive_strength",
+    "KHR_texture_basisu",
+    "MSFT_texture_dds",
+];
 
 /// Where a glTF's buffer and image URIs may point: relative paths that stay inside the
 /// glTF's folder, or inside one of `extra_roots` (a scene description's `asset_folders`).
@@ -166,6 +170,7 @@ fn import(bytes: &[u8], path: &Path, policy: &UriPolicy) -> Result<Scene> {
     let base_dir = path.parent().unwrap_or(Path::new("."));
     let (buffers, buffer_files) = load_buffers(path, base_dir, &document, blob, policy)?;
     let mut importer = Importer {
+        document: &document,
         path,
         base_dir,
         policy,
@@ -411,6 +416,7 @@ fn percent_decode(s: &str) -> String {
 }
 
 struct Importer<'a> {
+    document: &'a gltf::Document,
     path: &'a Path,
     base_dir: &'a Path,
     policy: &'a UriPolicy,
@@ -483,8 +489,21 @@ impl Importer<'_> {
                 "material {material}: texture uses TEXCOORD_{tex_coord}; only TEXCOORD_0 is imported"
             ));
         }
+        // `gltf_validate` checked that every texture has a source, core or extension,
+        // naming an image that exists.
+        let image = texture
+            .source()
+            .or_else(|| {
+                gltf_validate::IMAGE_SOURCE_EXTENSIONS
+                    .iter()
+                    .find_map(|ext| {
+                        let index = texture.extension_value(ext)?.get("source")?.as_u64()?;
+                        self.document.images().nth(usize::try_from(index).ok()?)
+                    })
+            })
+            .ok_or_else(|| self.malformed(format!("texture {} has no image", texture.index())))?;
         Ok(TextureRef {
-            image: self.image(texture.source())?,
+            image: self.image(image)?,
             tex_coord,
         })
     }

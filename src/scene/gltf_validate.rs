@@ -15,6 +15,8 @@
 //!   the element size, and its last element inside its view; every view inside its
 //!   buffer; sparse indices and values inside their views;
 //! - every image: exactly one of `uri` and `bufferView`, and a `mimeType` with a view;
+//! - every texture: a `source`, or a `KHR_texture_basisu` / `MSFT_texture_dds` `source`,
+//!   naming an image that exists;
 //! - every number the importer uses is finite: material factors, alpha cutoff, texture
 //!   transforms, node transforms, camera parameters; material factors within glTF's
 //!   ranges (colour factors, metallic, roughness and occlusion strength in 0..=1, an
@@ -25,6 +27,11 @@
 
 use gltf::json;
 use gltf::json::validation::{Checked, Validate};
+
+/// Texture extensions whose `source` names a KTX2 or DDS image. A texture reads its core
+/// `source` (a PNG or JPEG, the lossless or higher-quality fallback) when it has one, else
+/// the first of these it carries.
+pub const IMAGE_SOURCE_EXTENSIONS: [&str; 2] = ["KHR_texture_basisu", "MSFT_texture_dds"];
 
 /// Where and what: `meshes[0].primitives[1].indices: ...`.
 pub type Problem = String;
@@ -95,6 +102,9 @@ pub fn validate(root: &json::Root) -> Result<(), Problem> {
     }
     for (i, image) in root.images.iter().enumerate() {
         check_image(i, image)?;
+    }
+    for (i, texture) in root.textures.iter().enumerate() {
+        check_texture_sources(i, texture, root.images.len())?;
     }
     for (i, material) in root.materials.iter().enumerate() {
         check_material(&format!("materials[{i}]"), material)?;
@@ -417,9 +427,9 @@ fn check_image(i: usize, image: &json::Image) -> Result<(), Problem> {
         (Some(_), Some(_)) => Err(format!("{at}: has both uri and bufferView")),
         (None, None) => Err(format!("{at}: has neither uri nor bufferView")),
         (None, Some(_)) => match image.mime_type.as_ref().map(|m| m.0.as_str()) {
-            Some("image/png" | "image/jpeg") => Ok(()),
+            Some("image/png" | "image/jpeg" | "image/ktx2" | "image/vnd-ms.dds") => Ok(()),
             Some(other) => Err(format!(
-                "{at}.mimeType: `{other}` (expected image/png or image/jpeg)"
+                "{at}.mimeType: `{other}` (expected image/png, image/jpeg, image/ktx2 or image/vnd-ms.dds)"
             )),
             None => Err(format!("{at}: a bufferView image needs a mimeType")),
         },
@@ -469,6 +479,41 @@ fn within(at: &str, values: &[f32], lo: f32, hi: f32) -> Result<(), Problem> {
 /// Largest `KHR_materials_emissive_strength` accepted: far above any physical light in
 /// a scene's units, far below what overflows the renderer's f16 and f32 targets.
 pub const MAX_EMISSIVE_STRENGTH: f32 = 1.0e4;
+
+/// A texture's image: its core `source` (the crate checks its range) or an image-source
+/// extension's `source`, an index of one of the `images` images.
+fn check_texture_sources(i: usize, texture: &json::Texture, images: usize) -> Result<(), Problem> {
+    let at = format!("textures[{i}]");
+    let mut has_source = texture.source.value() != u32::MAX as usize;
+    let others = texture.extensions.as_ref().map(|e| &e.others);
+    for ext in IMAGE_SOURCE_EXTENSIONS {
+        let Some(value) = others.and_then(|o| o.get(ext)) else {
+            continue;
+        };
+        let index = value.get("source").and_then(|v| v.as_u64());
+        match index {
+            Some(index) if index < images as u64 => has_source = true,
+            Some(index) => {
+                return Err(format!(
+                    "{at}.extensions.{ext}.source: image {index} does not exist ({images} images)"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "{at}.extensions.{ext}.source: missing or not an image index"
+                ));
+            }
+        }
+    }
+    if has_source {
+        Ok(())
+    } else {
+        Err(format!(
+            "{at}: no image (neither `source` nor a {} source)",
+            IMAGE_SOURCE_EXTENSIONS.join(" or ")
+        ))
+    }
+}
 
 /// `values` are all finite, else the problem at `at`.
 fn finite(at: &str, values: &[f32]) -> Result<(), Problem> {

@@ -8,7 +8,8 @@
 //! - `BC7/BC5` (8 bpp per texture): base colour BC7, normal BC5, ORM BC7, emissive BC7.
 //!
 //! Encoding uses Intel's ISPC texture compressor (`intel_tex_2`), decoding a pure-Rust
-//! decoder (`texture2ddecoder`).
+//! decoder (`texture2ddecoder`); [`encode_rgba`] and [`decode_blocks`] are the two halves,
+//! also behind `decompress --format dds|ktx2` and the GPU encoder's tests.
 
 use super::metrics::{ErrorAccumulator, PsnrReport};
 use super::{CHANNELS, ChannelMask, ImageGroup, SetMip, TextureSet};
@@ -20,6 +21,8 @@ pub enum BlockFormat {
     Bc1,
     /// RGBA (interpolated alpha), 8 bpp.
     Bc3,
+    /// One channel, 4 bpp.
+    Bc4,
     /// Two channels, 8 bpp.
     Bc5,
     /// RGBA, 8 bpp, high quality.
@@ -30,7 +33,7 @@ impl BlockFormat {
     /// Bytes per 4×4 block.
     pub const fn block_bytes(self) -> usize {
         match self {
-            Self::Bc1 => 8,
+            Self::Bc1 | Self::Bc4 => 8,
             _ => 16,
         }
     }
@@ -51,33 +54,48 @@ pub struct BcnResult {
     pub psnr_chain: PsnrReport,
 }
 
-/// The two baselines' formats per group: (name, [base colour, normal, ORM, emissive]).
-fn baselines(has_alpha: bool) -> [(&'static str, [BlockFormat; 4]); 2] {
-    let bc1_base = if has_alpha {
-        BlockFormat::Bc3
-    } else {
-        BlockFormat::Bc1
-    };
-    [
-        (
-            "BC1/BC5",
-            [
-                bc1_base,
+/// A baseline: the block format of each of a set's four images.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Baseline {
+    /// Base colour BC1 (BC3 with alpha), normal BC5, ORM BC1, emissive BC1.
+    Bc1Bc5,
+    /// Base colour BC7, normal BC5, ORM BC7, emissive BC7.
+    Bc7Bc5,
+}
+
+impl Baseline {
+    /// Both, in report order.
+    pub const ALL: [Baseline; 2] = [Self::Bc1Bc5, Self::Bc7Bc5];
+
+    /// The name reports use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Bc1Bc5 => "BC1/BC5",
+            Self::Bc7Bc5 => "BC7/BC5",
+        }
+    }
+
+    /// The format of each image, in [`ImageGroup::ALL`] order.
+    pub const fn formats(self, has_alpha: bool) -> [BlockFormat; 4] {
+        match self {
+            Self::Bc1Bc5 => [
+                if has_alpha {
+                    BlockFormat::Bc3
+                } else {
+                    BlockFormat::Bc1
+                },
                 BlockFormat::Bc5,
                 BlockFormat::Bc1,
                 BlockFormat::Bc1,
             ],
-        ),
-        (
-            "BC7/BC5",
-            [
+            Self::Bc7Bc5 => [
                 BlockFormat::Bc7,
                 BlockFormat::Bc5,
                 BlockFormat::Bc7,
                 BlockFormat::Bc7,
             ],
-        ),
-    ]
+        }
+    }
 }
 
 /// Canonical channels of each image, in the order they go into the block texture.
@@ -90,71 +108,110 @@ fn group_channels(group: ImageGroup) -> &'static [usize] {
     }
 }
 
-/// Encode and decode `channels` of `mip` with `format`; writes the decoded values into
-/// `out` (12 interleaved channels per texel). Returns the compressed byte count.
-fn round_trip(mip: &SetMip, channels: &[usize], format: BlockFormat, out: &mut [u8]) -> usize {
-    let (w, h) = (mip.width as usize, mip.height as usize);
+/// Encode an RGBA8 image (`width × height`, rows unpadded) with `format`: the blocks,
+/// row by row. Partial edge blocks repeat the last row and column. BC4 encodes red, BC5
+/// red and green; BC7 uses ISPC's basic settings, with alpha when any texel is not opaque.
+pub fn encode_rgba(rgba: &[u8], width: u32, height: u32, format: BlockFormat) -> Vec<u8> {
+    let (w, h) = (width.max(1) as usize, height.max(1) as usize);
     let (pw, ph) = (w.div_ceil(4) * 4, h.div_ceil(4) * 4);
-    // Edge-replicated padding to whole blocks.
-    let mut rgba = vec![0u8; pw * ph * 4];
+    let mut padded = vec![255u8; pw * ph * 4];
     for y in 0..ph {
         for x in 0..pw {
-            let src = (y.min(h - 1) * w + x.min(w - 1)) * CHANNELS;
+            let src = (y.min(h - 1) * w + x.min(w - 1)) * 4;
             let dst = (y * pw + x) * 4;
-            rgba[dst + 3] = 255;
-            for (k, &c) in channels.iter().enumerate() {
-                rgba[dst + k] = mip.texels[src + c];
+            if let Some(px) = rgba.get(src..src + 4) {
+                padded[dst..dst + 4].copy_from_slice(px);
             }
         }
     }
     let surface = intel_tex_2::RgbaSurface {
-        data: &rgba,
+        data: &padded,
         width: pw as u32,
         height: ph as u32,
         stride: (pw * 4) as u32,
     };
-    let mut decoded = vec![0u32; pw * ph];
-    // The decoder returns Err only for short buffers, which the encoder's sizes rule out.
-    let blocks = match format {
-        BlockFormat::Bc1 => {
-            let b = intel_tex_2::bc1::compress_blocks(&surface);
-            texture2ddecoder::decode_bc1(&b, pw, ph, &mut decoded).map(|_| b)
-        }
-        BlockFormat::Bc3 => {
-            let b = intel_tex_2::bc3::compress_blocks(&surface);
-            texture2ddecoder::decode_bc3(&b, pw, ph, &mut decoded).map(|_| b)
-        }
+    let channels = |n: usize| -> Vec<u8> {
+        padded
+            .chunks_exact(4)
+            .flat_map(|p| p[..n].to_vec())
+            .collect()
+    };
+    match format {
+        BlockFormat::Bc1 => intel_tex_2::bc1::compress_blocks(&surface),
+        BlockFormat::Bc3 => intel_tex_2::bc3::compress_blocks(&surface),
         BlockFormat::Bc7 => {
-            let settings = if channels.len() == 4 {
-                intel_tex_2::bc7::alpha_basic_settings()
-            } else {
+            let settings = if padded.chunks_exact(4).all(|p| p[3] == 255) {
                 intel_tex_2::bc7::opaque_basic_settings()
+            } else {
+                intel_tex_2::bc7::alpha_basic_settings()
             };
-            let b = intel_tex_2::bc7::compress_blocks(&settings, &surface);
-            texture2ddecoder::decode_bc7(&b, pw, ph, &mut decoded).map(|_| b)
+            intel_tex_2::bc7::compress_blocks(&settings, &surface)
+        }
+        BlockFormat::Bc4 => {
+            let r = channels(1);
+            intel_tex_2::bc4::compress_blocks(&intel_tex_2::RSurface {
+                data: &r,
+                width: pw as u32,
+                height: ph as u32,
+                stride: pw as u32,
+            })
         }
         BlockFormat::Bc5 => {
-            let rg: Vec<u8> = rgba.chunks_exact(4).flat_map(|p| [p[0], p[1]]).collect();
-            let rg_surface = intel_tex_2::RgSurface {
+            let rg = channels(2);
+            intel_tex_2::bc5::compress_blocks(&intel_tex_2::RgSurface {
                 data: &rg,
                 width: pw as u32,
                 height: ph as u32,
                 stride: (pw * 2) as u32,
-            };
-            let b = intel_tex_2::bc5::compress_blocks(&rg_surface);
-            texture2ddecoder::decode_bc5(&b, pw, ph, &mut decoded).map(|_| b)
+            })
         }
     }
-    .expect("decode buffers are sized from the encoder's own output");
-    for y in 0..h {
-        for x in 0..w {
+}
+
+/// Decode `format` blocks of a `width × height` image to RGBA8 texels, row-major: BC4
+/// into red, BC5 into red and green (blue 0), alpha 255 where the format has none. Blocks
+/// missing at the end decode as transparent black.
+pub fn decode_blocks(blocks: &[u8], width: u32, height: u32, format: BlockFormat) -> Vec<[u8; 4]> {
+    let (w, h) = (width as usize, height as usize);
+    let mut packed = vec![0u32; w * h];
+    let needed = w.div_ceil(4) * h.div_ceil(4) * format.block_bytes();
+    let mut data = blocks.to_vec();
+    data.resize(needed.max(data.len()), 0);
+    // Err only for short buffers, which the sizes above rule out.
+    let _ = match format {
+        BlockFormat::Bc1 => texture2ddecoder::decode_bc1(&data, w, h, &mut packed),
+        BlockFormat::Bc3 => texture2ddecoder::decode_bc3(&data, w, h, &mut packed),
+        BlockFormat::Bc4 => texture2ddecoder::decode_bc4(&data, w, h, &mut packed),
+        BlockFormat::Bc5 => texture2ddecoder::decode_bc5(&data, w, h, &mut packed),
+        BlockFormat::Bc7 => texture2ddecoder::decode_bc7(&data, w, h, &mut packed),
+    };
+    packed
+        .iter()
+        .map(|p| {
             // texture2ddecoder packs pixels as little-endian [b, g, r, a].
-            let [b, g, r, a] = decoded[y * pw + x].to_le_bytes();
-            let px = [r, g, b, a];
-            let dst = (y * w + x) * CHANNELS;
-            for (k, &c) in channels.iter().enumerate() {
-                out[dst + c] = px[k];
-            }
+            let [b, g, r, a] = p.to_le_bytes();
+            [r, g, b, a]
+        })
+        .collect()
+}
+
+/// Encode and decode `channels` of `mip` with `format`; writes the decoded values into
+/// `out` (12 interleaved channels per texel). Returns the compressed byte count.
+fn round_trip(mip: &SetMip, channels: &[usize], format: BlockFormat, out: &mut [u8]) -> usize {
+    let mut rgba = vec![255u8; mip.width as usize * mip.height as usize * 4];
+    for (px, texel) in rgba
+        .chunks_exact_mut(4)
+        .zip(mip.texels.chunks_exact(CHANNELS))
+    {
+        for (k, &c) in channels.iter().enumerate() {
+            px[k] = texel[c];
+        }
+    }
+    let blocks = encode_rgba(&rgba, mip.width, mip.height, format);
+    let decoded = decode_blocks(&blocks, mip.width, mip.height, format);
+    for (texel, px) in out.chunks_exact_mut(CHANNELS).zip(&decoded) {
+        for (k, &c) in channels.iter().enumerate() {
+            texel[c] = px[k];
         }
     }
     blocks.len()
@@ -165,9 +222,10 @@ pub fn bcn_baselines(set: &TextureSet) -> Vec<BcnResult> {
     let present = set.present;
     let has_alpha = present.contains(ChannelMask::ALPHA);
     let texels0 = (set.width as f64) * (set.height as f64);
-    baselines(has_alpha)
+    Baseline::ALL
         .into_iter()
-        .map(|(name, formats)| {
+        .map(|baseline| {
+            let formats = baseline.formats(has_alpha);
             let mut bytes = 0u64;
             let mut chain = ErrorAccumulator::default();
             let mut mip0 = ErrorAccumulator::default();
@@ -185,7 +243,7 @@ pub fn bcn_baselines(set: &TextureSet) -> Vec<BcnResult> {
                 }
             }
             BcnResult {
-                name,
+                name: baseline.name(),
                 bytes,
                 bits_per_texel: bytes as f64 * 8.0 / texels0.max(1.0),
                 psnr_mip0: mip0.report(),

@@ -2,6 +2,7 @@
 //! Every pass is named by one label (its `LABEL` constant) that names its wgpu objects,
 //! its timestamp scope and its timing row.
 
+pub mod bcn_encode;
 pub mod divergence;
 pub mod fullscreen;
 pub mod gbuffer;
