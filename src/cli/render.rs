@@ -142,7 +142,9 @@ pub fn run(a: RenderArgs) -> Result<()> {
         };
         let reference = render_frames(&ctx, &mut renderer, &reference_settings, a.accumulate)?;
         let rgb = |rgba: &[u8]| -> Vec<u8> {
-            rgba.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect()
+            rgba.chunks_exact(4)
+                .flat_map(|p| [p[0], p[1], p[2]])
+                .collect()
         };
         let map = texture::flip::flip_rgb8(
             &rgb(&reference.rgba8),

@@ -51,10 +51,10 @@ use super::format::NtcPackage;
 use super::model::{LatentLayout, Preset};
 use super::parallel::{GroupProgress, run_on_devices};
 use super::train::checkpoint::Checkpoint;
+use super::train::cpu::decode_mip;
 use super::train::gpu::{
     GpuTrainError, GpuTrainerOptions, TrainKernel, TrainOptions, TrainProgress, train_gpu,
 };
-use super::train::cpu::decode_mip;
 use super::train::{
     LossWeighting, LossWeights, QUALITY_GROUPS, TrainConfig, TrainedGroup,
     training_flops_per_sample,
@@ -273,7 +273,9 @@ impl MaterialReport {
     /// the tries (or the kept result) and the target; `None` when it was reached or there
     /// was none.
     pub fn missed(&self) -> Option<String> {
-        let target = self.target_psnr.filter(|_| self.target_reached == Some(false))?;
+        let target = self
+            .target_psnr
+            .filter(|_| self.target_reached == Some(false))?;
         // The full trainings, not the probes.
         let full = self.rate_tries.iter().map(|t| t.steps).max().unwrap_or(0);
         let best = self
@@ -782,7 +784,17 @@ impl GroupRun<'_> {
         // targets, so that usually one full training follows (a resumed full try skips
         // them).
         if presets.len() > 1 && resume.is_none() {
-            let at = self.probe(ctx, &group_sets, g, &presets, steps, seed, stop, &targets, &mut tries)?;
+            let at = self.probe(
+                ctx,
+                &group_sets,
+                g,
+                &presets,
+                steps,
+                seed,
+                stop,
+                &targets,
+                &mut tries,
+            )?;
             presets.drain(..at);
         }
         let mut kept = None;
@@ -934,7 +946,16 @@ impl GroupRun<'_> {
                     ..GpuTrainerOptions::default()
                 },
             };
-            match self.train(ctx, sets, g, preset, probe_steps, seed, options, &mut |_| {}) {
+            match self.train(
+                ctx,
+                sets,
+                g,
+                preset,
+                probe_steps,
+                seed,
+                options,
+                &mut |_| {},
+            ) {
                 Ok(t) => Ok(t),
                 Err(GpuTrainError::Cancelled(_)) => Err(CompressError::Interrupted {
                     partial: self.partial.to_path_buf(),
@@ -1097,8 +1118,7 @@ pub fn compress_selected(
     // are balanced against them, else for the report.
     let flip_bcn = opts.flip && !opts.skip_bcn;
     let mut bcn: Vec<Option<Vec<BcnResult>>> = vec![None; sets.len()];
-    if matches!(opts.rate, RateControl::MatchBcn(_))
-        || opts.loss_weights == LossWeighting::Balanced
+    if matches!(opts.rate, RateControl::MatchBcn(_)) || opts.loss_weights == LossWeighting::Balanced
     {
         for (set, slot) in sets.iter().zip(&mut bcn) {
             *slot = Some(bcn_baselines(set, flip_bcn));
@@ -1211,8 +1231,8 @@ pub fn compress_selected(
         .zip(&mut flips)
         .map(|((&(i, g, s), m), flip)| {
             let psnr = m.quality.report();
-            let target_reached = targets[s]
-                .map(|target| psnr.pooled.is_some_and(|p| p.db >= target));
+            let target_reached =
+                targets[s].map(|target| psnr.pooled.is_some_and(|p| p.db >= target));
             MaterialReport {
                 name: m.name.clone(),
                 group: g,
@@ -1238,7 +1258,10 @@ pub fn compress_selected(
             }
         })
         .collect();
-    let warnings = materials.iter().filter_map(MaterialReport::missed).collect();
+    let warnings = materials
+        .iter()
+        .filter_map(MaterialReport::missed)
+        .collect();
     let means: Vec<f64> = materials
         .iter()
         .filter_map(|m| m.psnr.pooled.map(|p| p.db))
@@ -1304,7 +1327,12 @@ fn ntc_flip(
     let mut jobs = Vec::new();
     for d in 0..package.decoders.len() {
         let (model, indices) = package.group_model(d as u32)?;
-        jobs.extend(indices.into_iter().enumerate().map(|(local, i)| (d, local, i)));
+        jobs.extend(
+            indices
+                .into_iter()
+                .enumerate()
+                .map(|(local, i)| (d, local, i)),
+        );
         models.push(model);
     }
     let workers = std::thread::available_parallelism()
@@ -1326,8 +1354,13 @@ fn ntc_flip(
                             .into_iter()
                             .map(quantize_u8)
                             .collect();
-                        let report =
-                            flip_set_mip(&mip0.texels, &decoded, mip0.width, mip0.height, set.present);
+                        let report = flip_set_mip(
+                            &mip0.texels,
+                            &decoded,
+                            mip0.width,
+                            mip0.height,
+                            set.present,
+                        );
                         out.push((i, report));
                     }
                     Ok(out)
@@ -1497,14 +1530,19 @@ impl CompressReport {
             }
         }
         if self.materials.iter().any(|m| m.flip.is_some()) {
-            s.push_str("\nꟻLIP per image (mean, mip 0; lower is better):\n\n| material | image | NTC |");
+            s.push_str(
+                "\nꟻLIP per image (mean, mip 0; lower is better):\n\n| material | image | NTC |",
+            );
             for b in baselines {
                 s.push_str(&format!(" {b} |"));
             }
             s.push_str(&format!("\n|{}\n", "---|".repeat(3 + baselines.len())));
             for m in &self.materials {
                 for image in m.flip.iter().flat_map(|f| &f.images) {
-                    s.push_str(&format!("| {} | {} | {:.4} |", m.name, image.image, image.mean));
+                    s.push_str(&format!(
+                        "| {} | {} | {:.4} |",
+                        m.name, image.image, image.mean
+                    ));
                     for b in baselines {
                         let bc = m.bcn.iter().find(|r| r.name == b);
                         s.push_str(&format!(
@@ -1648,7 +1686,11 @@ mod tests {
                 flip_mip0: None,
             }],
         });
-        r.warnings = r.materials.iter().filter_map(MaterialReport::missed).collect();
+        r.warnings = r
+            .materials
+            .iter()
+            .filter_map(MaterialReport::missed)
+            .collect();
         let md = r.markdown();
         // Pooled NTC: (300 · 1e-3 + 200 · 0) / 500 = 6e-4 → 32.22 dB; pooled BC1/BC5:
         // (300 · 1e-2 + 200 · 1e-4) / 500 = 6.04e-3 → 22.19 dB.
@@ -1666,14 +1708,22 @@ mod tests {
             md.contains("| wood | normal | 99.00 (exact) | 40.00 | – | – |"),
             "{md}"
         );
-        assert!(md.contains("| wood | base_color | 0.0500 | – | – | – |"), "{md}");
+        assert!(
+            md.contains("| wood | base_color | 0.0500 | – | – | – |"),
+            "{md}"
+        );
         // The missed target names the set, its best full try (32.22 dB at high; not the
         // probe) and the target.
         assert_eq!(
             r.warnings,
-            ["set `wood` missed its target: best pooled PSNR 32.22 dB (preset high) < target 33.00 dB"]
+            [
+                "set `wood` missed its target: best pooled PSNR 32.22 dB (preset high) < target 33.00 dB"
+            ]
         );
-        assert!(md.starts_with("**Warnings**\n\n- set `wood` missed"), "{md}");
+        assert!(
+            md.starts_with("**Warnings**\n\n- set `wood` missed"),
+            "{md}"
+        );
         r.materials[0].target_reached = Some(true);
         assert_eq!(r.materials[0].missed(), None);
     }

@@ -260,7 +260,11 @@ impl RdReport {
                 };
                 s.push_str(&format!(
                     "| {} | {} | {:.2} | {} | {} |\n",
-                    set.name, m.bcn, m.bcn_bits_per_texel, f(m.bcn_psnr), ntc
+                    set.name,
+                    m.bcn,
+                    m.bcn_bits_per_texel,
+                    f(m.bcn_psnr),
+                    ntc
                 ));
             }
         }
@@ -399,7 +403,10 @@ mod tests {
             .collect();
         assert!(bits.windows(2).all(|w| w[0] < w[1]), "{bits:?}");
         assert!(bits[0] < 2.01 && *bits.last().unwrap() > 10.0, "{bits:?}");
-        assert!(bits.windows(2).all(|w| w[1] - w[0] <= 1.5 + 1e-9), "{bits:?}");
+        assert!(
+            bits.windows(2).all(|w| w[1] - w[0] <= 1.5 + 1e-9),
+            "{bits:?}"
+        );
         // Preset high at 16 × 4 bits is the default 5.33.
         assert!((bits[4] - 16.0 / 3.0).abs() < 0.01, "{bits:?}");
         assert_eq!(LADDER[4].label(), "high-16x4");

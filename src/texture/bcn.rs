@@ -105,7 +105,11 @@ fn baselines(has_alpha: bool) -> [(&'static str, [Encoding; 4]); 3] {
 }
 
 /// The channels and format `encoding` gives image `group` of a set with `present`.
-fn encode_as(group: ImageGroup, encoding: Encoding, present: ChannelMask) -> (Vec<usize>, BlockFormat) {
+fn encode_as(
+    group: ImageGroup,
+    encoding: Encoding,
+    present: ChannelMask,
+) -> (Vec<usize>, BlockFormat) {
     let all = group_channels(group);
     match encoding {
         Encoding::Whole(format) => (all.to_vec(), format),
@@ -331,7 +335,11 @@ mod tests {
         }
         assert!(db(bc7, "base_color") >= db(bc1, "base_color"));
         // BC4 keeps a smooth single channel to within a code or two.
-        assert!(db(protocol, "roughness").unwrap() > 45.0, "{:?}", protocol.psnr_mip0);
+        assert!(
+            db(protocol, "roughness").unwrap() > 45.0,
+            "{:?}",
+            protocol.psnr_mip0
+        );
         // ꟻLIP of the images the set has (the ORM image too, for its roughness): small
         // for these smooth gradients, and better for BC7 than for BC1 on base colour.
         let flip = |r: &BcnResult, image: &str| r.flip_mip0.as_ref().unwrap().image(image).unwrap();
@@ -341,7 +349,11 @@ mod tests {
             assert!(f.mean.unwrap() < 0.1, "{}: {f:?}", r.name);
         }
         assert!(flip(bc7, "base_color") <= flip(bc1, "base_color"));
-        assert!(bcn_baselines(&set, false).iter().all(|r| r.flip_mip0.is_none()));
+        assert!(
+            bcn_baselines(&set, false)
+                .iter()
+                .all(|r| r.flip_mip0.is_none())
+        );
     }
 
     #[test]

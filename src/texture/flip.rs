@@ -54,7 +54,9 @@ impl FlipMap {
 /// ꟻLIP of two sRGB RGB8 images of `width × height` (3 bytes per pixel, row-major);
 /// `None` when a buffer does not hold exactly that many pixels or the image is empty.
 pub fn flip_rgb8(reference: &[u8], test: &[u8], width: u32, height: u32) -> Option<FlipMap> {
-    let len = (width as usize).checked_mul(height as usize)?.checked_mul(3)?;
+    let len = (width as usize)
+        .checked_mul(height as usize)?
+        .checked_mul(3)?;
     if len == 0 || reference.len() != len || test.len() != len {
         return None;
     }
@@ -95,12 +97,7 @@ impl FlipReport {
 
 /// The RGB8 image `group` of `texels` (12 interleaved channels per texel), with every
 /// channel outside `present` taken from `fallback` (the reference).
-fn image_rgb8(
-    texels: &[u8],
-    fallback: &[u8],
-    group: ImageGroup,
-    present: ChannelMask,
-) -> Vec<u8> {
+fn image_rgb8(texels: &[u8], fallback: &[u8], group: ImageGroup, present: ChannelMask) -> Vec<u8> {
     let channel = |t: &[u8], f: &[u8], c: usize| if present.has(c) { t[c] } else { f[c] };
     texels
         .chunks_exact(CHANNELS)
@@ -154,8 +151,8 @@ pub fn flip_set_mip(
             })
         })
         .collect();
-    let mean =
-        (!images.is_empty()).then(|| images.iter().map(|i| i.mean).sum::<f64>() / images.len() as f64);
+    let mean = (!images.is_empty())
+        .then(|| images.iter().map(|i| i.mean).sum::<f64>() / images.len() as f64);
     FlipReport { mean, images }
 }
 
@@ -195,7 +192,10 @@ mod tests {
         for t in decoded.chunks_exact_mut(CHANNELS) {
             t[7] = t[7].wrapping_add(90);
         }
-        assert_eq!(flip_set_mip(&reference, &decoded, w, h, present).mean, Some(0.0));
+        assert_eq!(
+            flip_set_mip(&reference, &decoded, w, h, present).mean,
+            Some(0.0)
+        );
         // Damage the base colour: its image shows an error, the normal does not.
         for t in decoded.chunks_exact_mut(CHANNELS) {
             t[1] = 255 - t[1];

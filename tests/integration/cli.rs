@@ -273,7 +273,7 @@ fn asset_folders_reach_the_ntc_packages() {
 }
 
 /// `render --psnr` also prints the mean ꟻLIP against the reference and, on request,
-/// writes its error map; the reference against itself reads 0.
+/// writes its error map; the reference against itself reads nearly 0.
 #[test]
 fn render_psnr_measures_flip_and_writes_its_map() {
     let dir = temp_dir("renderflip");
@@ -304,16 +304,25 @@ fn render_psnr_measures_flip_and_writes_its_map() {
             .unwrap_or_else(|| panic!("no ꟻLIP line in {stdout}"));
         line.split_whitespace().nth(4).unwrap().parse().unwrap()
     };
+    // The reference against a second rendering of itself: only the frame-to-frame
+    // dithering differs.
     let stdout = render("reference", &dir.join("flip_reference.png"));
-    assert_eq!(flip(&stdout), 0.0, "{stdout}");
+    let same = flip(&stdout);
+    assert!((0.0..0.02).contains(&same), "{stdout}");
     let map = dir.join("flip.png");
     let stdout = render("baseline", &map);
     // Two training steps leave a visible error.
-    assert!(flip(&stdout) > 0.0, "{stdout}");
+    assert!(flip(&stdout) > same + 0.01, "{stdout}");
     let png = image::open(&map).unwrap();
     assert_eq!((png.width(), png.height()), (24, 16));
     expect_error(
-        &["render", "--out", s(&dir.join("x.png")), "--flip-map", s(&dir.join("y.png"))],
+        &[
+            "render",
+            "--out",
+            s(&dir.join("x.png")),
+            "--flip-map",
+            s(&dir.join("y.png")),
+        ],
         &["required"],
     );
 }
@@ -801,7 +810,11 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
         let stdout = expect_ok(&args);
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-        (json["materials"][0].clone(), json["warnings"].clone(), stdout)
+        (
+            json["materials"][0].clone(),
+            json["warnings"].clone(),
+            stdout,
+        )
     };
     // The tries (preset, main steps, pooled PSNR): the probes of 64 / 16 = 4 steps, then
     // the full trainings of 64.
@@ -825,13 +838,17 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
             .map(|t| (t.0.clone(), t.2))
             .collect()
     };
-    // Any trained checker beats 10 dB: the smallest preset's probe predicts it, one full
-    // training follows, no warning.
-    let (easy, warnings, _) = compress("easy", &["--target-psnr", "10"]);
+    // Even a 4-step probe of the checker beats 5 dB (measured: 9.0 dB): the smallest
+    // preset's probe predicts it, one full training follows, no warning.
+    let (easy, warnings, _) = compress("easy", &["--target-psnr", "5"]);
     assert_eq!(easy["preset"], "low", "{easy}");
     let easy_tries = tries(&easy);
     assert_eq!(easy_tries[0].1, 4, "{easy}");
-    assert_eq!(full(&easy_tries), [("low".to_owned(), easy_tries[1].2)], "{easy}");
+    assert_eq!(
+        full(&easy_tries),
+        [("low".to_owned(), easy_tries[1].2)],
+        "{easy}"
+    );
     assert_eq!(easy["target_reached"], true, "{easy}");
     assert_eq!(warnings, serde_json::json!([]));
     // 99 dB is out of reach: every preset probed in increasing size, the largest trained
@@ -933,7 +950,9 @@ fn rate_distortion_curves_of_a_tiny_set() {
     assert!(rows.iter().any(|r| r.contains(",BC4/BC5/BC7,")), "{csv}");
     // Every NTC row has a PSNR and a ꟻLIP.
     assert!(
-        rows[1..10].iter().all(|r| r.split(',').filter(|v| !v.is_empty()).count() == 5),
+        rows[1..10]
+            .iter()
+            .all(|r| r.split(',').filter(|v| !v.is_empty()).count() == 5),
         "{csv}"
     );
     let json: serde_json::Value =
@@ -942,7 +961,10 @@ fn rate_distortion_curves_of_a_tiny_set() {
     assert_eq!(set["ntc"].as_array().unwrap().len(), 9, "{set}");
     assert_eq!(set["matches"].as_array().unwrap().len(), 3, "{set}");
     let md = std::fs::read_to_string(dir.join("rd.rd.md")).unwrap();
-    assert!(md.contains("| BCn | BCn bpt | BCn PSNR | NTC bpt at that PSNR |"), "{md}");
+    assert!(
+        md.contains("| BCn | BCn bpt | BCn PSNR | NTC bpt at that PSNR |"),
+        "{md}"
+    );
     let png = image::open(dir.join("rd.rd.png")).unwrap();
     assert_eq!((png.width(), png.height()), (1200, 480));
 }

@@ -182,14 +182,26 @@ impl LossWeights {
                 channels += mask.count();
             }
         }
-        let scale = if sum > 0.0 { f64::from(channels) / sum } else { 1.0 };
+        let scale = if sum > 0.0 {
+            f64::from(channels) / sum
+        } else {
+            1.0
+        };
         let mut w = self.by_group();
         for (slot, inv) in w.iter_mut().zip(inverse) {
             if let Some(inv) = inv {
                 *slot = inv * scale;
             }
         }
-        let [base_color, alpha, normal, occlusion, roughness, metallic, emissive] = w;
+        let [
+            base_color,
+            alpha,
+            normal,
+            occlusion,
+            roughness,
+            metallic,
+            emissive,
+        ] = w;
         LossWeights {
             base_color,
             alpha,
@@ -220,7 +232,17 @@ impl LossWeights {
 pub const BALANCE_MSE_FLOOR: f64 = 1.0 / (12.0 * 255.0 * 255.0);
 
 /// How a compression run weighs the channel groups in the loss (`--loss-weights`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LossWeighting {
     /// The recipe's fixed weights ([`TrainConfig::loss_weights`]).
@@ -522,9 +544,17 @@ mod tests {
         let per = w.per_output(ChannelMask::BASE_COLOR | ChannelMask::NORMAL);
         assert!((per.iter().sum::<f64>() - 5.0).abs() < 1e-12);
         // Two sets of a shared decoder: normal MSE (1e-5 · 100 + 3e-5 · 100) / 200 = 2e-5.
-        let shared = fixed.balanced(&[(0, 1e-4, 150), (0, 1e-4, 150), (2, 1e-5, 100), (2, 3e-5, 100)]);
+        let shared = fixed.balanced(&[
+            (0, 1e-4, 150),
+            (0, 1e-4, 150),
+            (2, 1e-5, 100),
+            (2, 3e-5, 100),
+        ]);
         // Inverses 1e4 and 5e4: scale 5 / (3e4 + 1e5) = 5 / 1.3e5.
-        assert!((shared.normal - 5e4 * 5.0 / 1.3e5).abs() < 1e-12, "{shared:?}");
+        assert!(
+            (shared.normal - 5e4 * 5.0 / 1.3e5).abs() < 1e-12,
+            "{shared:?}"
+        );
         // An exact reference normal: 1 / floor = 12 · 255² = 780 300.
         let exact = fixed.balanced(&[(0, 1e-4, 300), (2, 0.0, 200)]);
         let scale = 5.0 / (3e4 + 2.0 * 780_300.0);
