@@ -85,6 +85,13 @@ pub struct EvalArgs {
     /// Keep each run's .ntc package in runs/.
     #[arg(long)]
     keep_packages: bool,
+    /// Also measure every set's ꟻLIP in the run records (decoded on the CPU).
+    #[arg(long)]
+    flip: bool,
+    /// Loss weights per channel group: the recipe's, or balanced per group of sets
+    /// against the BC1/BC5 baseline's error in each channel group.
+    #[arg(long, value_enum, default_value_t = ntc::train::LossWeighting::default())]
+    loss_weights: ntc::train::LossWeighting,
     /// Print the runs the evaluation would train, then stop (`divergence-aware`'s groups
     /// need the co-occurrence record, so a missing or stale cached one is recorded first).
     #[arg(long)]
@@ -195,6 +202,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
         sweep: !a.no_sweep,
         resume: a.resume,
         keep_packages: a.keep_packages,
+        flip: a.flip,
+        loss_weights: a.loss_weights,
         command_line,
     };
     // One evaluation, or one per seed of --seeds (each planned, and printed, first).

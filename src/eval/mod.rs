@@ -47,6 +47,7 @@ use crate::ntc::TrainConfig;
 use crate::ntc::compress::{
     CompressError, CompressOptions, RateControl, compress, group_main_steps,
 };
+use crate::ntc::train::LossWeighting;
 use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
 use crate::ntc::train::schedule::finetune_steps;
 use crate::texture::{CHANNELS, TextureSet};
@@ -287,6 +288,10 @@ pub struct EvalOptions {
     pub resume: bool,
     /// Keep each run's `.ntc` package next to its record.
     pub keep_packages: bool,
+    /// Measure each set's ꟻLIP in the run records (decoded on the CPU).
+    pub flip: bool,
+    /// The loss weights of every run.
+    pub loss_weights: LossWeighting,
     /// The command line, for the summary.
     pub command_line: String,
 }
@@ -766,6 +771,8 @@ fn train_runs(
             rate: RateControl::Fixed,
             kernel: opts.kernel,
             input_files: Vec::new(),
+            loss_weights: opts.loss_weights,
+            flip: opts.flip,
         };
         let result = compress(
             devices,
@@ -988,6 +995,8 @@ mod tests {
             sweep: true,
             resume: false,
             keep_packages: false,
+            flip: false,
+            loss_weights: LossWeighting::Fixed,
             command_line: "neurotex eval".into(),
         }
     }
@@ -1132,6 +1141,7 @@ mod tests {
                         psnr: Some(30.0 + spec.decoders() as f64 + (set % 2) as f64),
                         psnr_exact: false,
                         bits_per_texel: 2.0,
+                        flip: None,
                     })
                     .collect();
                 let record = RunRecord {

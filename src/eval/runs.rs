@@ -250,6 +250,9 @@ pub struct MaterialResult {
     pub psnr_exact: bool,
     /// Latent bits per mip-0 texel.
     pub bits_per_texel: f64,
+    /// Its mean ꟻLIP at mip 0, when measured (`eval --flip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flip: Option<f64>,
 }
 
 /// One group's training in a run.
@@ -346,6 +349,7 @@ impl RunRecord {
                 psnr: m.psnr.pooled.map(|p| p.db),
                 psnr_exact: m.psnr.pooled.is_some_and(|p| p.exact),
                 bits_per_texel: m.bits_per_texel,
+                flip: m.flip.as_ref().and_then(|f| f.mean),
             })
             .collect();
         materials.sort_by_key(|m| m.set);
@@ -588,6 +592,7 @@ mod tests {
                     psnr: Some(if set == 2 { 99.0 } else { 30.0 }),
                     psnr_exact: set == 2,
                     bits_per_texel: 2.0,
+                    flip: None,
                 })
                 .collect(),
             group_results: vec![

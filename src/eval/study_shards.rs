@@ -187,6 +187,8 @@ pub fn eval_identity(
         rate: RateControl::Fixed,
         kernel: opts.kernel,
         input_files: Vec::new(),
+        loss_weights: opts.loss_weights,
+        flip: opts.flip,
     };
     let manifest =
         PartialManifest::of_run(inputs.sets, inputs.constants, &[], &compress).map_err(|e| {

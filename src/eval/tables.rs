@@ -718,6 +718,7 @@ mod tests {
                     psnr: psnr[set],
                     psnr_exact: false,
                     bits_per_texel: 1.5,
+                    flip: None,
                 })
                 .collect(),
             group_results: groups

@@ -27,6 +27,7 @@ use crate::gpu::GpuContext;
 use crate::inputs::{InputError, InputSets, InputSource};
 use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
 use crate::ntc::parallel::GroupProgress;
+use crate::ntc::train::LossWeighting;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::open::{OpenedScene, cache_dir};
 use crate::render::RenderMode;
@@ -414,6 +415,8 @@ impl ScenePackages {
             rate: RateControl::Fixed,
             kernel: None,
             input_files: self.inputs.files(),
+            loss_weights: LossWeighting::default(),
+            flip: false,
         };
         // Progress of another key is stale: the cache owns it and starts afresh.
         if !options.resume {

@@ -2,15 +2,21 @@
 //! game would ship it, decoded again, and measured with the same PSNR as NTC
 //! ([`super::metrics`]: per channel group and pooled over the present channels).
 //!
-//! Two baselines over the full mip chain, only for the channel groups a set has:
+//! Three baselines over the full mip chain, only for the channel groups a set has:
 //! - `BC1/BC5` (≈ 4–8 bpp per texture): base colour BC1 (BC3 when it has alpha),
 //!   normal X/Y BC5, ORM BC1, emissive BC1;
-//! - `BC7/BC5` (8 bpp per texture): base colour BC7, normal BC5, ORM BC7, emissive BC7.
+//! - `BC7/BC5` (8 bpp per texture): base colour BC7, normal BC5, ORM BC7, emissive BC7;
+//! - `BC4/BC5/BC7`, RTXNTC's protocol for comparing NTC with BCn: each image by the
+//!   channels the set has in it, BC4 for one, BC5 for two, BC7 otherwise (an ORM image of
+//!   roughness alone is BC4 at 4 bpp).
+//!
+//! On request each baseline's mip 0 is also measured with ꟻLIP ([`super::flip`]).
 //!
 //! Encoding uses Intel's ISPC texture compressor (`intel_tex_2`), decoding a pure-Rust
 //! decoder (`texture2ddecoder`); [`encode_rgba`] and [`decode_blocks`] are the two halves,
 //! also behind `decompress --format dds|ktx2` and the GPU encoder's tests.
 
+use super::flip::{FlipReport, flip_set_mip};
 use super::metrics::{ErrorAccumulator, PsnrReport};
 use super::{CHANNELS, ChannelMask, ImageGroup, SetMip, TextureSet};
 
@@ -42,7 +48,7 @@ impl BlockFormat {
 /// One baseline's result for one texture set.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct BcnResult {
-    /// Baseline name (`BC1/BC5`, `BC7/BC5`).
+    /// Baseline name (`BC1/BC5`, `BC7/BC5`, `BC4/BC5/BC7`).
     pub name: &'static str,
     /// Compressed bytes over the whole mip chain.
     pub bytes: u64,
@@ -52,6 +58,8 @@ pub struct BcnResult {
     pub psnr_mip0: PsnrReport,
     /// PSNR over every mip level.
     pub psnr_chain: PsnrReport,
+    /// ꟻLIP of mip 0, when asked for.
+    pub flip_mip0: Option<FlipReport>,
 }
 
 /// A baseline: the block format of each of a set's four images.
@@ -94,6 +102,50 @@ impl Baseline {
                 BlockFormat::Bc7,
                 BlockFormat::Bc7,
             ],
+        }
+    }
+}
+
+/// How an image is encoded in a baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Encoding {
+    /// In this format, every channel of the image.
+    Whole(BlockFormat),
+    /// By the channels the set has in the image: BC4 for one, BC5 for two, BC7 otherwise.
+    ByChannels,
+}
+
+/// The name of RTXNTC's per-texture baseline.
+pub const PROTOCOL: &str = "BC4/BC5/BC7";
+
+/// The baselines' encodings per group: (name, [base colour, normal, ORM, emissive]): the
+/// two bundles ([`Baseline`]) and RTXNTC's per-texture protocol.
+fn baselines(has_alpha: bool) -> [(&'static str, [Encoding; 4]); 3] {
+    let whole = |b: Baseline| (b.name(), b.formats(has_alpha).map(Encoding::Whole));
+    [
+        whole(Baseline::Bc1Bc5),
+        whole(Baseline::Bc7Bc5),
+        (PROTOCOL, [Encoding::ByChannels; 4]),
+    ]
+}
+
+/// The channels and format `encoding` gives image `group` of a set with `present`.
+fn encode_as(
+    group: ImageGroup,
+    encoding: Encoding,
+    present: ChannelMask,
+) -> (Vec<usize>, BlockFormat) {
+    let all = group_channels(group);
+    match encoding {
+        Encoding::Whole(format) => (all.to_vec(), format),
+        Encoding::ByChannels => {
+            let channels: Vec<usize> = all.iter().copied().filter(|&c| present.has(c)).collect();
+            let format = match channels.len() {
+                1 => BlockFormat::Bc4,
+                2 => BlockFormat::Bc5,
+                _ => BlockFormat::Bc7,
+            };
+            (channels, format)
         }
     }
 }
@@ -156,6 +208,17 @@ pub fn encode_rgba(rgba: &[u8], width: u32, height: u32, format: BlockFormat) ->
                 stride: pw as u32,
             })
         }
+        BlockFormat::Bc4 => {
+            let r: Vec<u8> = rgba.chunks_exact(4).map(|p| p[0]).collect();
+            let r_surface = intel_tex_2::RSurface {
+                data: &r,
+                width: pw as u32,
+                height: ph as u32,
+                stride: pw as u32,
+            };
+            let b = intel_tex_2::bc4::compress_blocks(&r_surface);
+            texture2ddecoder::decode_bc4(&b, pw, ph, &mut decoded).map(|_| b)
+        }
         BlockFormat::Bc5 => {
             let rg = channels(2);
             intel_tex_2::bc5::compress_blocks(&intel_tex_2::RgSurface {
@@ -217,37 +280,41 @@ fn round_trip(mip: &SetMip, channels: &[usize], format: BlockFormat, out: &mut [
     blocks.len()
 }
 
-/// Encode `set` with both baselines and measure them.
-pub fn bcn_baselines(set: &TextureSet) -> Vec<BcnResult> {
+/// Encode `set` with every baseline and measure them (mip 0 with ꟻLIP too when `flip`).
+pub fn bcn_baselines(set: &TextureSet, flip: bool) -> Vec<BcnResult> {
     let present = set.present;
     let has_alpha = present.contains(ChannelMask::ALPHA);
     let texels0 = (set.width as f64) * (set.height as f64);
-    Baseline::ALL
+    baselines(has_alpha)
         .into_iter()
-        .map(|baseline| {
-            let formats = baseline.formats(has_alpha);
+        .map(|(name, encodings)| {
             let mut bytes = 0u64;
             let mut chain = ErrorAccumulator::default();
             let mut mip0 = ErrorAccumulator::default();
+            let mut flip_mip0 = None;
             for (level, mip) in set.mips.iter().enumerate() {
                 let mut decoded = mip.texels.clone();
-                for (group, format) in ImageGroup::ALL.into_iter().zip(formats) {
+                for (group, encoding) in ImageGroup::ALL.into_iter().zip(encodings) {
                     if present.intersects(group.mask()) {
-                        bytes +=
-                            round_trip(mip, group_channels(group), format, &mut decoded) as u64;
+                        let (channels, format) = encode_as(group, encoding, present);
+                        bytes += round_trip(mip, &channels, format, &mut decoded) as u64;
                     }
                 }
                 chain.add_u8(&mip.texels, &decoded, present);
                 if level == 0 {
                     mip0.add_u8(&mip.texels, &decoded, present);
+                    flip_mip0 = flip.then(|| {
+                        flip_set_mip(&mip.texels, &decoded, mip.width, mip.height, present)
+                    });
                 }
             }
             BcnResult {
-                name: baseline.name(),
+                name,
                 bytes,
                 bits_per_texel: bytes as f64 * 8.0 / texels0.max(1.0),
                 psnr_mip0: mip0.report(),
                 psnr_chain: chain.report(),
+                flip_mip0,
             }
         })
         .collect()
@@ -283,8 +350,8 @@ mod tests {
     #[test]
     fn baselines_have_expected_rates_and_quality() {
         let set = test_set(64, 64);
-        let results = bcn_baselines(&set);
-        assert_eq!(results.len(), 2);
+        let results = bcn_baselines(&set, true);
+        assert_eq!(results.len(), 3);
         // Mip chain of 64²: 1365 texels → 1366 blocks-worth rounded up per level.
         let blocks: u64 = set
             .mips
@@ -296,6 +363,11 @@ mod tests {
         assert_eq!(bc1.bytes, blocks * (8 + 16 + 8));
         let bc7 = &results[1];
         assert_eq!(bc7.bytes, blocks * (16 + 16 + 16));
+        // RTXNTC's protocol: base colour (3 channels) BC7, normal BC5, the ORM image
+        // holding roughness alone BC4.
+        let protocol = &results[2];
+        assert_eq!(protocol.name, PROTOCOL);
+        assert_eq!(protocol.bytes, blocks * (16 + 16 + 8));
         // Smooth gradients compress well: both above 35 dB, and no emissive group.
         let db = |r: &BcnResult, g: &str| r.psnr_mip0.group(g).map(|p| p.db);
         for r in &results {
@@ -326,12 +398,32 @@ mod tests {
             assert!(lo <= pooled && pooled <= hi, "{pooled} outside {lo}..{hi}");
         }
         assert!(db(bc7, "base_color") >= db(bc1, "base_color"));
+        // BC4 keeps a smooth single channel to within a code or two.
+        assert!(
+            db(protocol, "roughness").unwrap() > 45.0,
+            "{:?}",
+            protocol.psnr_mip0
+        );
+        // ꟻLIP of the images the set has (the ORM image too, for its roughness): small
+        // for these smooth gradients, and better for BC7 than for BC1 on base colour.
+        let flip = |r: &BcnResult, image: &str| r.flip_mip0.as_ref().unwrap().image(image).unwrap();
+        for r in &results {
+            let f = r.flip_mip0.as_ref().unwrap();
+            assert_eq!(f.images.len(), 3, "{f:?}");
+            assert!(f.mean.unwrap() < 0.1, "{}: {f:?}", r.name);
+        }
+        assert!(flip(bc7, "base_color") <= flip(bc1, "base_color"));
+        assert!(
+            bcn_baselines(&set, false)
+                .iter()
+                .all(|r| r.flip_mip0.is_none())
+        );
     }
 
     #[test]
     fn odd_sizes_round_trip() {
         let set = test_set(13, 7);
-        let r = bcn_baselines(&set);
+        let r = bcn_baselines(&set, false);
         assert!(r[1].psnr_chain.pooled.unwrap().db > 30.0);
     }
 }

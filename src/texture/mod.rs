@@ -33,11 +33,13 @@
 //! - [`metrics`]: PSNR, the one convention of every report (per channel group and
 //!   pooled, exact matches capped at 99 dB and marked).
 //! - [`bcn`]: BCn baselines measured with it.
+//! - [`flip`]: ꟻLIP beside PSNR, per shipped image of a set and for rendered frames.
 
 pub mod bcn;
 pub mod budget;
 pub mod containers;
 pub mod folder;
+pub mod flip;
 pub mod image_io;
 pub mod manifest;
 pub mod metrics;
