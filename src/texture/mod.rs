@@ -38,8 +38,8 @@
 pub mod bcn;
 pub mod budget;
 pub mod containers;
-pub mod folder;
 pub mod flip;
+pub mod folder;
 pub mod image_io;
 pub mod manifest;
 pub mod metrics;
