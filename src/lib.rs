@@ -41,6 +41,7 @@ pub mod app;
 pub mod bench;
 pub mod bench_decode;
 pub mod bench_output;
+pub mod bench_trust;
 pub mod builtin;
 pub mod charts;
 pub mod cluster;

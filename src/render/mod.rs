@@ -32,6 +32,7 @@ pub mod cooccurrence;
 pub mod divergence_stats;
 pub mod gpu_types;
 pub mod headless;
+pub mod kernel_choice;
 pub mod ntc_gpu;
 pub mod passes;
 pub mod plan;
@@ -786,7 +787,7 @@ impl Renderer {
         self.record_gbuffer_passes(frame, &scene);
 
         // G-buffer (+ package) ─► material targets
-        let decode = match (plan.material, package, &self.decode) {
+        let decode = match (plan.material, package, &mut self.decode) {
             (MaterialPath::Decode(_), Some(package), Some(DecodePath { pass: Ok(pass), .. })) => {
                 Some((package, pass))
             }
@@ -916,7 +917,7 @@ impl Renderer {
 }
 
 /// The decode pass for `config` with `choice`'s kernel and tile. A kernel left to the renderer
-/// (`None`) is [`NtcKernel::best`]; when that one fails to build (the model or the
+/// (`None`) is the fastest measured ([`kernel_choice::best_measured`]); when that one fails to build (the model or the
 /// adapter's matrix configurations rule it out, or the shader compiler fails), the failure
 /// is logged and the pass falls back to f16 where supported, else f32. An explicitly
 /// chosen kernel's failure is the error.
@@ -928,7 +929,7 @@ fn decode_pass(
     if let Some(kernel) = choice.kernel {
         return NtcDecodePass::new(ctx, config, kernel, choice.tile);
     }
-    let mut kernels = vec![NtcKernel::best(&ctx.granted)];
+    let mut kernels = vec![kernel_choice::best_measured(ctx, config)];
     for fallback in [NtcKernel::F16, NtcKernel::F32] {
         if fallback.supported(&ctx.granted) && !kernels.contains(&fallback) {
             kernels.push(fallback);
