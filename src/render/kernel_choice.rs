@@ -1,20 +1,35 @@
 //! Which decode kernel [`NtcKernel::best`] means on this adapter: the fastest by
 //! measurement. On first use per adapter, driver, decoder shape and build, a short
-//! calibration times every candidate kernel the adapter runs on a synthetic frame
-//! ([`crate::bench_decode::calibrate`]) and the fastest is cached in
-//! `<cache dir>/decode-kernels.json` (written atomically); later runs read it. Software
-//! adapters (lavapipe) are not calibrated (their times say nothing about a GPU and their
-//! pipeline builds take minutes): they get [`NtcKernel::best`]'s fixed order, as does a
-//! calibration that fails. A kernel chosen explicitly (`--kernel`) never comes here.
+//! calibration times every candidate kernel the adapter runs on a synthetic frame and the
+//! fastest is cached in `<cache dir>/decode-kernels.json` (written atomically); later runs
+//! read it. The calibration itself is `bench::decode::calibrate`, a layer above this one:
+//! the binary installs it ([`install_calibrator`]). Without one (the library's own
+//! tests), on software adapters (lavapipe: their times say nothing about a GPU and their
+//! pipeline builds take minutes) and when a calibration fails, the choice is
+//! [`NtcKernel::best`]'s fixed order. A kernel chosen explicitly (`--kernel`) never comes
+//! here.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
 use crate::gpu::GpuContext;
 use crate::ntc::model::NtcConfig;
 use crate::render::passes::ntc_decode::NtcKernel;
+
+/// A calibration: each of the given kernels' median ms on a synthetic frame of decoders of
+/// the given shape (`None` where it failed).
+pub type Calibrator = fn(&GpuContext, &NtcConfig, &[NtcKernel]) -> Vec<(NtcKernel, Option<f64>)>;
+
+static CALIBRATOR: OnceLock<Calibrator> = OnceLock::new();
+
+/// Install the calibration [`best_measured`] runs (once per process; later calls are
+/// ignored).
+pub fn install_calibrator(calibrator: Calibrator) {
+    let _ = CALIBRATOR.set(calibrator);
+}
 
 /// The cache file's name in the cache directory.
 pub const CACHE_FILE: &str = "decode-kernels.json";
@@ -117,14 +132,18 @@ pub fn cached_or_calibrate(
 
 /// Where the cache lives.
 pub fn cache_path() -> PathBuf {
-    crate::scene::open::cache_dir().join(CACHE_FILE)
+    crate::open::cache_dir().join(CACHE_FILE)
 }
 
 /// The kernel [`NtcKernel::best`] means for decoders of shape `config` on `ctx`'s adapter:
-/// cached or calibrated on hardware adapters, the fixed order on software ones.
+/// cached or calibrated on hardware adapters, the fixed order on software ones or
+/// without an installed calibration.
 pub fn best_measured(ctx: &GpuContext, config: &NtcConfig) -> NtcKernel {
     let fallback = NtcKernel::best(&ctx.granted);
     let info = ctx.adapter.get_info();
+    let Some(calibrate) = CALIBRATOR.get() else {
+        return fallback;
+    };
     if info.device_type == wgpu::DeviceType::Cpu || !ctx.granted.timestamps {
         return fallback;
     }
@@ -139,7 +158,7 @@ pub fn best_measured(ctx: &GpuContext, config: &NtcConfig) -> NtcKernel {
             candidates.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
             ctx.describe()
         );
-        crate::bench_decode::calibrate(ctx, config, &candidates)
+        calibrate(ctx, config, &candidates)
     })
 }
 

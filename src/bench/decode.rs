@@ -17,7 +17,7 @@
 //! Each kernel × tile builds its pipelines once, on a thread with a time budget (a driver
 //! compile that takes longer is skipped and reported, the run goes on); each case renders
 //! untimed frames until its frame times settle (at least `warmup` frames and
-//! `warmup_time`, `bench_trust`) and `frames` timed frames, each submitted and timed on
+//! `warmup_time`, `bench::trust`) and `frames` timed frames, each submitted and timed on
 //! its own with timestamp queries (every stage of the sorted kernels separately), timed
 //! again once when p90/p10 exceeds 1.25 and flagged unstable in every output if it still
 //! does. With stages on, every kernel is also built with one stage of the decode alone
@@ -36,7 +36,7 @@ use serde::Serialize;
 use wgpu::util::DeviceExt as _;
 
 use crate::bench::{BenchError, Spread};
-use crate::bench_trust::{self, Trusted};
+use crate::bench::trust::{self, Trusted};
 use crate::charts::{Panel, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
@@ -55,8 +55,8 @@ use crate::render::passes::ntc_decode::{
     DecodeInputs, DecodeSettings, DecodeStage, NtcDecodePass, NtcKernel,
 };
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
-use crate::render::tiles::TileSize;
 use crate::scene::Material;
+use crate::screen::tiles::TileSize;
 use crate::texture::{CHANNELS, ChannelMask};
 
 /// The frame index every decode uses (its blue noise).
@@ -229,7 +229,7 @@ pub struct DecodeRow {
     /// Every stage together, per frame.
     pub ms: Spread,
     /// Whether the first measurement's p90/p10 exceeded 1.25 and it was measured again
-    /// (`bench_trust`).
+    /// (`bench::trust`).
     pub remeasured: bool,
     /// Whether `ms` is still unstable after that (p90/p10 > 1.25): not to be trusted.
     pub unstable: bool,
@@ -664,7 +664,7 @@ impl<'a> Timer<'a> {
     }
 }
 
-/// One configuration measured under the trust rules (`bench_trust`).
+/// One configuration measured under the trust rules (`bench::trust`).
 struct Measured {
     /// Every stage together, per frame.
     totals: Spread,
@@ -691,14 +691,14 @@ impl Timer<'_> {
         let total = |stages: &Vec<(String, f64)>| stages.iter().map(|s| s.1).sum::<f64>();
         let warm = Instant::now();
         let mut times = Vec::new();
-        while !bench_trust::warm_enough(&times, warm.elapsed(), opts.warmup, opts.warmup_time) {
+        while !trust::warm_enough(&times, warm.elapsed(), opts.warmup, opts.warmup_time) {
             times.push(total(&self.frame(pass, content, package, frame)?));
         }
         let Trusted {
             samples,
             remeasured,
             unstable,
-        } = bench_trust::measure_trusted(
+        } = trust::measure_trusted(
             || {
                 (0..opts.frames)
                     .map(|_| self.frame(pass, content, package, frame))
@@ -1272,7 +1272,7 @@ pub fn run_decode_bench(
             };
             note(&format!(
                 "{name}: {} ms, {:.2} TFLOP/s{}{}",
-                bench_trust::spread_cell(&ms, row.unstable),
+                trust::spread_cell(&ms, row.unstable),
                 tflops,
                 if row.remeasured { " (re-measured)" } else { "" },
                 row.check.as_ref().map_or(String::new(), |c| format!(
@@ -1300,7 +1300,7 @@ pub fn run_decode_bench(
                     note(&format!(
                         "{name} {} stage: {} ms, {rate:.3} {unit}",
                         stage.name(),
-                        bench_trust::spread_cell(&m.decode, m.unstable),
+                        trust::spread_cell(&m.decode, m.unstable),
                     ));
                     stages.push(StageCost {
                         stage: *stage,
@@ -1493,7 +1493,7 @@ impl DecodeBenchReport {
             format!("Table 5: ms against resolution ({first_mix} material per tile, separate)"),
             self.sizes.iter().map(|s| format!("{s}²")).collect(),
             &|v, c| match self.row(v, self.sizes[c], first_mix, false) {
-                Some(r) => format!(" {} |", bench_trust::spread_cell(&r.ms, r.unstable)),
+                Some(r) => format!(" {} |", trust::spread_cell(&r.ms, r.unstable)),
                 None => " – |".to_owned(),
             },
         );
@@ -1509,8 +1509,8 @@ impl DecodeBenchReport {
                     match (self.row(v, s, k, false), self.row(v, s, k, true)) {
                         (Some(a), Some(b)) => format!(
                             " {} / {} ({:.2}×) |",
-                            bench_trust::spread_cell(&a.ms, a.unstable),
-                            bench_trust::spread_cell(&b.ms, b.unstable),
+                            trust::spread_cell(&a.ms, a.unstable),
+                            trust::spread_cell(&b.ms, b.unstable),
                             a.ms.median / b.ms.median
                         ),
                         _ => " – |".to_owned(),
@@ -1530,13 +1530,13 @@ impl DecodeBenchReport {
                     "| {}² | {} | {} |",
                     r.size,
                     r.variant(),
-                    bench_trust::spread_cell(&r.all, r.all_unstable)
+                    trust::spread_cell(&r.all, r.all_unstable)
                 ));
                 for stage in DecodeStage::SINGLE {
                     match r.stages.iter().find(|c| c.stage == stage) {
                         Some(c) => md.push_str(&format!(
                             " {}, {:.3} {} ({} of {}) |",
-                            bench_trust::spread_cell(&c.ms, c.unstable),
+                            trust::spread_cell(&c.ms, c.unstable),
                             c.rate,
                             c.unit,
                             pct(c.fraction_of_peak),
@@ -1662,7 +1662,7 @@ pub fn write_decode_report(
     dir: &std::path::Path,
     report: &DecodeBenchReport,
 ) -> Result<String, BenchError> {
-    crate::bench_output::write_report_files(
+    super::output::write_report_files(
         dir,
         "decode",
         report,
