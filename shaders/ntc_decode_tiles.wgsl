@@ -131,6 +131,9 @@ fn decode(
         if NTC_DO_MLP {
             ntc_coop_forward(coop);
         }
+        // A pixel's row may lie in another subgroup's slice (the compaction spans the
+        // workgroup), which the chained forward pass syncs only within the subgroup.
+        workgroupBarrier();
         if mine {
             let o = ntc_coop_output(slot / NTC_COOP_ROWS, slot % NTC_COOP_ROWS);
             outputs = array<vec4f, 4>(o[0], o[1], o[2], vec4f(0.0));

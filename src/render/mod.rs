@@ -791,31 +791,31 @@ impl Renderer {
             }
             _ => None,
         };
-        match decode {
-            Some((package, pass))
-                if pass
-                    .record(
-                        frame,
-                        &DecodeInputs {
-                            frame: &self.frame_buffer,
-                            materials: &self.scene.material_buffer,
-                            gbuffer: &t.gbuffer,
-                            blue_noise: &self.blue_noise.view,
-                            package: &package.gpu,
-                            settings: &settings.passes.decode,
-                        },
-                        &t.materials,
-                    )
-                    .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
-                    .is_ok() => {}
-            _ => p.reference.record(
+        let decoded = decode.is_some_and(|(package, pass)| {
+            pass.record(
+                frame,
+                &DecodeInputs {
+                    frame: &self.frame_buffer,
+                    materials: &self.scene.material_buffer,
+                    gbuffer: &t.gbuffer,
+                    blue_noise: &self.blue_noise.view,
+                    package: &package.gpu,
+                    settings: &settings.passes.decode,
+                },
+                &t.materials,
+            )
+            .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
+            .is_ok()
+        });
+        if !decoded {
+            p.reference.record(
                 frame,
                 &ReferenceInputs {
                     scene,
                     gbuffer: &t.gbuffer,
                 },
                 &t.materials,
-            ),
+            );
         }
 
         // depth + materials + shadow map ─► HDR radiance
