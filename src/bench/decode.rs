@@ -35,8 +35,8 @@ use half::f16;
 use serde::Serialize;
 use wgpu::util::DeviceExt as _;
 
-use crate::bench::{BenchError, Spread};
 use crate::bench::trust::{self, Trusted};
+use crate::bench::{BenchError, Spread};
 use crate::charts::{Panel, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
@@ -603,7 +603,9 @@ fn build_pass(
     let (ctx, config) = (ctx.clone(), config.clone());
     let start = Instant::now();
     std::thread::spawn(move || {
-        let _ = send.send(NtcDecodePass::with_stage(&ctx, &config, kernel, tile, stage));
+        let _ = send.send(NtcDecodePass::with_stage(
+            &ctx, &config, kernel, tile, stage,
+        ));
     });
     match receive.recv_timeout(budget) {
         Ok(Ok(pass)) => Ok((pass, start.elapsed())),
@@ -846,16 +848,23 @@ pub fn calibrate(
     kernels
         .iter()
         .map(|&kernel| {
-            let ms = build_pass(ctx, config, kernel, TileSize::T8x8, DecodeStage::All, opts.build_budget)
-                .map_err(|e| log::warn!("decode kernel calibration, {kernel}: {e}"))
-                .ok()
-                .and_then(|(mut pass, _)| {
-                    timer
-                        .measure(&opts, &mut pass, &content, &content.gpu[0], &frame)
-                        .map_err(|e| log::warn!("decode kernel calibration, {kernel}: {e}"))
-                        .ok()
-                })
-                .map(|m| m.totals.median);
+            let ms = build_pass(
+                ctx,
+                config,
+                kernel,
+                TileSize::T8x8,
+                DecodeStage::All,
+                opts.build_budget,
+            )
+            .map_err(|e| log::warn!("decode kernel calibration, {kernel}: {e}"))
+            .ok()
+            .and_then(|(mut pass, _)| {
+                timer
+                    .measure(&opts, &mut pass, &content, &content.gpu[0], &frame)
+                    .map_err(|e| log::warn!("decode kernel calibration, {kernel}: {e}"))
+                    .ok()
+            })
+            .map(|m| m.totals.median);
             if let Some(ms) = ms {
                 log::info!("decode kernel calibration: {kernel} {ms:.3} ms");
             }
@@ -1147,7 +1156,14 @@ pub fn run_decode_bench(
             let name = tile.map_or(kernel.to_string(), |t| format!("{kernel} {t}"));
             let build_tile = tile.unwrap_or(TileSize::T8x8);
             let build = |stage| {
-                build_pass(ctx, &content.config, kernel, build_tile, stage, opts.build_budget)
+                build_pass(
+                    ctx,
+                    &content.config,
+                    kernel,
+                    build_tile,
+                    stage,
+                    opts.build_budget,
+                )
             };
             match build(DecodeStage::All) {
                 Ok((pass, took)) => {

@@ -108,9 +108,13 @@ mod tests {
     #[test]
     fn stability_is_p90_over_p10() {
         assert!(is_stable(&[1.0; 10]));
-        assert!(is_stable(&[1.0, 1.1, 1.2, 1.0, 1.05, 1.1, 1.2, 1.0, 1.1, 1.24]));
+        assert!(is_stable(&[
+            1.0, 1.1, 1.2, 1.0, 1.05, 1.1, 1.2, 1.0, 1.1, 1.24
+        ]));
         // p90 = 1.3 over p10 = 1.0.
-        assert!(!is_stable(&[1.0, 1.0, 1.1, 1.1, 1.2, 1.2, 1.2, 1.3, 1.3, 1.3]));
+        assert!(!is_stable(&[
+            1.0, 1.0, 1.1, 1.1, 1.2, 1.2, 1.2, 1.3, 1.3, 1.3
+        ]));
         assert!(!is_stable(&[]));
         assert!(!is_stable(&[0.0, 0.0]));
     }
@@ -145,7 +149,10 @@ mod tests {
             |t| *t,
         )
         .unwrap();
-        assert_eq!((calls, stable.remeasured, stable.unstable), (1, false, false));
+        assert_eq!(
+            (calls, stable.remeasured, stable.unstable),
+            (1, false, false)
+        );
 
         let mut runs = vec![vec![1.0; 10], vec![1.0, 2.0, 1.0, 2.0, 1.0, 2.0]].into_iter();
         let recovered = measure_trusted(|| Ok::<_, ()>(runs.next_back().unwrap()), |t| *t).unwrap();
@@ -155,6 +162,9 @@ mod tests {
         let still = measure_trusted(|| Ok::<_, ()>(vec![1.0, 3.0, 1.0, 3.0]), |t| *t).unwrap();
         assert_eq!((still.remeasured, still.unstable), (true, true));
         assert!(spread_cell(&Spread::of(&still.samples), still.unstable).ends_with(" UNSTABLE"));
-        assert_eq!(spread_cell(&Spread::of(&[2.0]), false), "2.000 (2.000–2.000)");
+        assert_eq!(
+            spread_cell(&Spread::of(&[2.0]), false),
+            "2.000 (2.000–2.000)"
+        );
     }
 }

@@ -57,7 +57,10 @@ impl KernelCache {
     pub fn load(path: &Path) -> Self {
         match std::fs::read(path) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-                log::warn!("{}: unreadable kernel cache ({e}); recalibrating", path.display());
+                log::warn!(
+                    "{}: unreadable kernel cache ({e}); recalibrating",
+                    path.display()
+                );
                 Self::default()
             }),
             Err(_) => Self::default(),
@@ -97,7 +100,10 @@ pub fn calibration_key(info: &wgpu::AdapterInfo, config: &NtcConfig) -> String {
 pub fn fastest(timings: &[(NtcKernel, Option<f64>)]) -> Option<NtcKernel> {
     timings
         .iter()
-        .filter_map(|&(k, ms)| ms.filter(|ms| ms.is_finite() && *ms > 0.0).map(|ms| (k, ms)))
+        .filter_map(|&(k, ms)| {
+            ms.filter(|ms| ms.is_finite() && *ms > 0.0)
+                .map(|ms| (k, ms))
+        })
         .fold(None, |best: Option<(NtcKernel, f64)>, (k, ms)| match best {
             Some((_, b)) if b <= ms => best,
             _ => Some((k, ms)),
@@ -155,7 +161,11 @@ pub fn best_measured(ctx: &GpuContext, config: &NtcConfig) -> NtcKernel {
             .collect();
         log::info!(
             "calibrating the NTC decode kernels ({}) on {}",
-            candidates.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
+            candidates
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", "),
             ctx.describe()
         );
         calibrate(ctx, config, &candidates)
@@ -177,7 +187,10 @@ mod tests {
         assert_eq!(fastest(&t), Some(NtcKernel::SortedChain));
         assert_eq!(fastest(&t[..1]), Some(NtcKernel::SortedFma));
         // Ties keep the earlier kernel.
-        let tie = [(NtcKernel::SortedFma, Some(1.0)), (NtcKernel::Fma, Some(1.0))];
+        let tie = [
+            (NtcKernel::SortedFma, Some(1.0)),
+            (NtcKernel::Fma, Some(1.0)),
+        ];
         assert_eq!(fastest(&tie), Some(NtcKernel::SortedFma));
         assert_eq!(fastest(&[(NtcKernel::SortedMma, None)]), None);
         assert_eq!(fastest(&[]), None);
@@ -185,13 +198,17 @@ mod tests {
 
     #[test]
     fn a_calibration_is_cached_per_key_and_reused() {
-        let dir = std::env::temp_dir().join(format!("neurotex-kernel-cache-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("neurotex-kernel-cache-{}", std::process::id()));
         let path = dir.join("sub").join(CACHE_FILE);
         let _ = std::fs::remove_dir_all(&dir);
         let mut calls = 0;
         let mut calibrate = |ms: f64| {
             calls += 1;
-            vec![(NtcKernel::SortedFma, Some(1.0)), (NtcKernel::SortedChain, Some(ms))]
+            vec![
+                (NtcKernel::SortedFma, Some(1.0)),
+                (NtcKernel::SortedChain, Some(ms)),
+            ]
         };
         let a = cached_or_calibrate(&path, "gpu a", NtcKernel::F32, || calibrate(0.5));
         assert_eq!(a, NtcKernel::SortedChain);
@@ -204,7 +221,10 @@ mod tests {
         assert_eq!(calls, 2);
         let cache = KernelCache::load(&path);
         assert_eq!(cache.entries.len(), 2);
-        assert_eq!(cache.entries["gpu a"].timings[1], (NtcKernel::SortedChain, Some(0.5)));
+        assert_eq!(
+            cache.entries["gpu a"].timings[1],
+            (NtcKernel::SortedChain, Some(0.5))
+        );
         // Nothing ran: the fallback, not cached.
         let none = cached_or_calibrate(&path, "gpu c", NtcKernel::F16, Vec::new);
         assert_eq!(none, NtcKernel::F16);
@@ -229,7 +249,10 @@ mod tests {
         };
         let config = NtcConfig::default();
         let key = calibration_key(&info, &config);
-        assert!(key.contains("GPU") && key.contains("580.1") && key.contains("10de"), "{key}");
+        assert!(
+            key.contains("GPU") && key.contains("580.1") && key.contains("10de"),
+            "{key}"
+        );
         let newer = wgpu::AdapterInfo {
             driver_info: "581.0".into(),
             ..info.clone()

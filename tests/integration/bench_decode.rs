@@ -75,7 +75,10 @@ fn quick_decode_bench_reports_every_kernel_equal_to_the_cpu_decoder() {
             ms["p90"].as_f64().expect("p90"),
         );
         assert!(p10 > 0.0 && p10 <= median && median <= p90, "{r}");
-        assert!(r["unstable"].is_boolean() && r["remeasured"].is_boolean(), "{r}");
+        assert!(
+            r["unstable"].is_boolean() && r["remeasured"].is_boolean(),
+            "{r}"
+        );
         assert!(r["tflops"].as_f64().expect("tflops") > 0.0, "{r}");
         let shared = r["shared"].as_bool().expect("shared");
         let decoders = r["decoders"].as_u64().expect("decoders");
@@ -122,7 +125,11 @@ fn quick_decode_bench_reports_every_kernel_equal_to_the_cpu_decoder() {
             let ms = c["ms"]["median"].as_f64().expect("median");
             assert!(ms > 0.0 && c["rate"].as_f64().expect("rate") > 0.0, "{c}");
             assert!(c["unstable"].is_boolean(), "{c}");
-            let unit = if c["stage"] == "mlp" { "TFLOP/s" } else { "TB/s" };
+            let unit = if c["stage"] == "mlp" {
+                "TFLOP/s"
+            } else {
+                "TB/s"
+            };
             assert_eq!(c["unit"], unit, "{c}");
             if ms > slowest.1 {
                 slowest = (c["stage"].as_str().expect("stage"), ms);

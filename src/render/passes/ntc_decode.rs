@@ -270,10 +270,7 @@ impl NtcKernel {
             NtcKernel::F32 | NtcKernel::F16 => 1,
             NtcKernel::Fma | NtcKernel::SortedFma => 8,
             NtcKernel::CoopMatrix => 1,
-            NtcKernel::Mma
-            | NtcKernel::SortedMma
-            | NtcKernel::Chain
-            | NtcKernel::SortedChain => 16,
+            NtcKernel::Mma | NtcKernel::SortedMma | NtcKernel::Chain | NtcKernel::SortedChain => 16,
         }
     }
 
@@ -338,7 +335,8 @@ pub enum DecodeStage {
 
 impl DecodeStage {
     /// The three single stages, in a pixel's order.
-    pub const SINGLE: [DecodeStage; 3] = [DecodeStage::Input, DecodeStage::Mlp, DecodeStage::Output];
+    pub const SINGLE: [DecodeStage; 3] =
+        [DecodeStage::Input, DecodeStage::Mlp, DecodeStage::Output];
 
     /// `all`, `input`, `mlp` or `output`.
     pub fn name(self) -> &'static str {
@@ -856,17 +854,21 @@ impl NtcDecodePass {
             })
         };
         let readable = wgpu::BufferUsages::COPY_SRC;
-        Ok(crate::gpu::allocate(device, "the sorted decode's buffers", || {
-            let buffers = SortBuffers {
-                key: (size, decoders),
-                runs: storage("ntc.sort.runs", 8 * (n + 1), readable),
-                slots: storage("ntc.sort.slots", slot_bytes, readable),
-                counts: storage("ntc.sort.counts", 4 * n, wgpu::BufferUsages::empty()),
-                cursors: storage("ntc.sort.cursors", 4 * n, wgpu::BufferUsages::empty()),
-                dispatch: storage("ntc.sort.dispatch", 4 * 3, wgpu::BufferUsages::INDIRECT),
-            };
-            (buffers, slot_bytes + 8 * (n + 1) + 8 * n + 4 * 3)
-        })?)
+        Ok(crate::gpu::allocate(
+            device,
+            "the sorted decode's buffers",
+            || {
+                let buffers = SortBuffers {
+                    key: (size, decoders),
+                    runs: storage("ntc.sort.runs", 8 * (n + 1), readable),
+                    slots: storage("ntc.sort.slots", slot_bytes, readable),
+                    counts: storage("ntc.sort.counts", 4 * n, wgpu::BufferUsages::empty()),
+                    cursors: storage("ntc.sort.cursors", 4 * n, wgpu::BufferUsages::empty()),
+                    dispatch: storage("ntc.sort.dispatch", 4 * 3, wgpu::BufferUsages::INDIRECT),
+                };
+                (buffers, slot_bytes + 8 * (n + 1) + 8 * n + 4 * 3)
+            },
+        )?)
     }
 
     /// The runs and slots of the last sorted frame (submitted and finished), read back;
