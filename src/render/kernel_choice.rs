@@ -202,9 +202,9 @@ mod tests {
             std::env::temp_dir().join(format!("neurotex-kernel-cache-{}", std::process::id()));
         let path = dir.join("sub").join(CACHE_FILE);
         let _ = std::fs::remove_dir_all(&dir);
-        let mut calls = 0;
-        let mut calibrate = |ms: f64| {
-            calls += 1;
+        let calls = std::cell::Cell::new(0);
+        let calibrate = |ms: f64| {
+            calls.set(calls.get() + 1);
             vec![
                 (NtcKernel::SortedFma, Some(1.0)),
                 (NtcKernel::SortedChain, Some(ms)),
@@ -218,7 +218,7 @@ mod tests {
         // Another key (another driver) calibrates anew.
         let b = cached_or_calibrate(&path, "gpu b", NtcKernel::F32, || calibrate(9.0));
         assert_eq!(b, NtcKernel::SortedFma);
-        assert_eq!(calls, 2);
+        assert_eq!(calls.get(), 2);
         let cache = KernelCache::load(&path);
         assert_eq!(cache.entries.len(), 2);
         assert_eq!(
