@@ -63,6 +63,15 @@ fn ntc_fma_values(x: array<vec4f, NTC_INPUT_WIDTH / 4u>) -> NtcFmaValues {
     return v;
 }
 
+// The sum of a pixel's values, as four values (what a cut MLP hands on, ntc_pixel.wgsl).
+fn ntc_fma_fold(v: NtcFmaValues) -> vec4f {
+    var sum = vec2<f16>(0.0);
+#for I in 0..${NTC_WIDEST}/2
+    sum += v[${I}];
+#endfor
+    return vec4f(vec2f(sum), 0.0, 0.0);
+}
+
 // Runs the MLP on the inputs in `batch` (overwritten by the layers' values); returns the
 // outputs. Every thread of a workgroup reads the same weights at the same time. The
 // layers are a loop; within a layer, outputs, inputs and pixels are unrolled (`#for`) to

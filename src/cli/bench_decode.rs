@@ -44,6 +44,10 @@ pub struct DecodeArgs {
     /// Untimed frames before each measurement (default 5; --quick: 1).
     #[arg(long)]
     warmup: Option<u32>,
+    /// Leave out the stage costs (every kernel with the input, the MLP and the output stage
+    /// alone, on the Table 5 cases).
+    #[arg(long)]
+    no_stages: bool,
     /// Seconds allowed to build one kernel's pipelines; slower ones are skipped.
     #[arg(long, default_value_t = 60.0)]
     build_budget: f64,
@@ -86,6 +90,7 @@ pub fn run(a: DecodeArgs) -> Result<()> {
     }
     opts.frames = a.frames.unwrap_or(opts.frames);
     opts.warmup = a.warmup.unwrap_or(opts.warmup);
+    opts.stages = !a.no_stages;
     opts.build_budget = Duration::from_secs_f64(a.build_budget);
     opts.time_budget = Duration::from_secs_f64(a.time_budget);
     let command = std::env::args().collect::<Vec<_>>().join(" ");

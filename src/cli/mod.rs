@@ -142,6 +142,8 @@ pub fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
+    // The renderer picks its default decode kernel by this measurement.
+    neurotex::render::kernel_choice::install_calibrator(neurotex::bench::decode::calibrate);
     let result = match cli.command {
         None => view::default_args().and_then(view::run),
         Some(Command::View(a)) => view::run(a),

@@ -30,6 +30,7 @@
 pub mod blue_noise;
 pub mod gpu_types;
 pub mod headless;
+pub mod kernel_choice;
 pub mod ntc_gpu;
 pub mod passes;
 pub mod plan;
@@ -824,37 +825,37 @@ impl Renderer {
         self.record_gbuffer_passes(frame, &scene);
 
         // G-buffer (+ package) ─► material targets
-        let decode = match (plan.material, package, &self.decode) {
+        let decode = match (plan.material, package, &mut self.decode) {
             (MaterialPath::Decode(_), Some(package), Some(DecodePath { pass: Ok(pass), .. })) => {
                 Some((package, pass))
             }
             _ => None,
         };
-        match decode {
-            Some((package, pass))
-                if pass
-                    .record(
-                        frame,
-                        &DecodeInputs {
-                            frame: &self.frame_buffer,
-                            materials: &self.scene.material_buffer,
-                            gbuffer: &t.gbuffer,
-                            blue_noise: &self.blue_noise.view,
-                            package: &package.gpu,
-                            settings: &settings.passes.decode,
-                        },
-                        &t.materials,
-                    )
-                    .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
-                    .is_ok() => {}
-            _ => p.reference.record(
+        let decoded = decode.is_some_and(|(package, pass)| {
+            pass.record(
+                frame,
+                &DecodeInputs {
+                    frame: &self.frame_buffer,
+                    materials: &self.scene.material_buffer,
+                    gbuffer: &t.gbuffer,
+                    blue_noise: &self.blue_noise.view,
+                    package: &package.gpu,
+                    settings: &settings.passes.decode,
+                },
+                &t.materials,
+            )
+            .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
+            .is_ok()
+        });
+        if !decoded {
+            p.reference.record(
                 frame,
                 &ReferenceInputs {
                     scene,
                     gbuffer: &t.gbuffer,
                 },
                 &t.materials,
-            ),
+            );
         }
 
         // depth + materials + shadow map ─► HDR radiance
@@ -954,7 +955,7 @@ impl Renderer {
 }
 
 /// The decode pass for `config` with `choice`'s kernel and tile. A kernel left to the renderer
-/// (`None`) is [`NtcKernel::best`]; when that one fails to build (the model or the
+/// (`None`) is the fastest measured ([`kernel_choice::best_measured`]); when that one fails to build (the model or the
 /// adapter's matrix configurations rule it out, or the shader compiler fails), the failure
 /// is logged and the pass falls back to f16 where supported, else f32. An explicitly
 /// chosen kernel's failure is the error.
@@ -966,7 +967,7 @@ fn decode_pass(
     if let Some(kernel) = choice.kernel {
         return NtcDecodePass::new(ctx, config, kernel, choice.tile);
     }
-    let mut kernels = vec![NtcKernel::best(&ctx.granted)];
+    let mut kernels = vec![kernel_choice::best_measured(ctx, config)];
     for fallback in [NtcKernel::F16, NtcKernel::F32] {
         if fallback.supported(&ctx.granted) && !kernels.contains(&fallback) {
             kernels.push(fallback);

@@ -208,17 +208,6 @@ pub fn encode_rgba(rgba: &[u8], width: u32, height: u32, format: BlockFormat) ->
                 stride: pw as u32,
             })
         }
-        BlockFormat::Bc4 => {
-            let r: Vec<u8> = rgba.chunks_exact(4).map(|p| p[0]).collect();
-            let r_surface = intel_tex_2::RSurface {
-                data: &r,
-                width: pw as u32,
-                height: ph as u32,
-                stride: pw as u32,
-            };
-            let b = intel_tex_2::bc4::compress_blocks(&r_surface);
-            texture2ddecoder::decode_bc4(&b, pw, ph, &mut decoded).map(|_| b)
-        }
         BlockFormat::Bc5 => {
             let rg = channels(2);
             intel_tex_2::bc5::compress_blocks(&intel_tex_2::RgSurface {

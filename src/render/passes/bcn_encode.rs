@@ -9,6 +9,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::gpu::Defines;
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
@@ -93,7 +94,7 @@ impl BcnEncodePass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "bcn_encode.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "bc1",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,
