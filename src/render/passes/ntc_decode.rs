@@ -581,7 +581,9 @@ impl NtcDecodePass {
             })
         };
         let mut defines = Self::defines(config, kernel, tile);
-        defines.extend(stage.define().map(|d| (d.to_owned(), "1".to_owned())));
+        if let Some(cut) = stage.define() {
+            defines.set(cut, 1);
+        }
         let (pipeline, sort) = if let Some(align) = kernel.run_align() {
             let rw = |b: u32| Slot::StorageRw.entry(b);
             let sort_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
