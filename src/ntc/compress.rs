@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use super::format::NtcPackage;
 use super::model::{LatentLayout, Preset};
 use super::parallel::{GroupProgress, run_on_devices};
-use super::train::checkpoint::Checkpoint;
+use super::train::checkpoint::{Checkpoint, CheckpointError};
 use super::train::gpu::{
     GpuTrainError, GpuTrainerOptions, TrainKernel, TrainOptions, TrainProgress, train_gpu,
 };
@@ -57,6 +57,9 @@ pub enum CompressError {
     /// Training failed (or was cancelled: the checkpoint is saved and named).
     #[error(transparent)]
     Train(#[from] GpuTrainError),
+    /// A checkpoint could not be read, written or resumed.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
     /// The training settings are invalid.
     #[error(transparent)]
     Settings(#[from] TrainError),
@@ -681,7 +684,7 @@ impl GroupRun<'_> {
             let at = presets
                 .iter()
                 .position(|&p| p == checkpoint.config.model.preset)
-                .ok_or_else(|| GpuTrainError::CheckpointFile {
+                .ok_or_else(|| CheckpointError::File {
                     path: ckpt.clone(),
                     reason: format!(
                         "it was trained at preset {:?}, which this run does not try",
@@ -690,12 +693,12 @@ impl GroupRun<'_> {
                 })?;
             let mut train = opts.train.clone();
             train.model.preset = presets[at];
-            checkpoint.fits(&train, steps, seed).map_err(|reason| {
-                GpuTrainError::CheckpointFile {
+            checkpoint
+                .fits(&train, steps, seed)
+                .map_err(|reason| CheckpointError::File {
                     path: ckpt.clone(),
                     reason,
-                }
-            })?;
+                })?;
             presets.drain(..at);
             Some(checkpoint)
         } else {
