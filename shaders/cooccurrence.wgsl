@@ -1,11 +1,11 @@
 // defines: TILE_W=8, TILE_H=8
 // variants: TILE_W=8, TILE_H=8 | TILE_W=8, TILE_H=4 | TILE_W=16, TILE_H=16
 //
-// Screen co-occurrence signatures (render::passes::cooccurrence; the numbers are defined
-// by render::divergence_stats::tile_decoders and cluster::cooccurrence's ViewCounts::count
+// Screen co-occurrence signatures (render::passes::tile_signatures; the numbers are defined
+// by screen::divergence::tile_decoders and cluster::cooccurrence's ViewCounts::count
 // over them, which the tests compare with exactly).
 //
-// One workgroup per TILE_W × TILE_H screen tile (the variants are render::tiles::TileSize)
+// One workgroup per TILE_W × TILE_H screen tile (the variants are screen::tiles::TileSize)
 // lists the distinct texture sets of the tile's pixels with geometry under `set_map`
 // (one set per material id; NO_SET marks a material without a set, and ids past the end
 // of the map are treated the same way), ascending, into the tile's slot of `signatures`:

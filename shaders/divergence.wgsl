@@ -4,7 +4,7 @@
 // Divergence statistics (render::passes::divergence; the CPU reference is
 // render::divergence::count_tiles, which defines every number written here).
 //
-// One workgroup per TILE_W × TILE_H screen tile (the variants are render::tiles::TileSize)
+// One workgroup per TILE_W × TILE_H screen tile (the variants are screen::tiles::TileSize)
 // counts, over the tile's pixels with geometry:
 // - x: distinct material ids,
 // - y: distinct decoders under `current_map` (D, the paper's divergence map),

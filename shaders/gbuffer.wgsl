@@ -16,7 +16,7 @@ enable primitive_index;
 
 #import "common/math.wgsl"
 #import "common/scene_draw.wgsl"
-#import "common/gbuffer.wgsl"
+#import "common/surface.wgsl"
 
 struct VertexIn {
     @location(0) position: vec3f,

@@ -8,14 +8,14 @@
 // at the pixel centre and at its horizontal and vertical neighbours in its 2×2 quad (one
 // pixel right or left, down or up: the UV derivatives are the differences across the
 // quad's row and column that the raster path's fine dpdx/dpdy take), and writes
-// the targets with the raster path's encodings (common/gbuffer.wgsl). Pixels without
+// the targets with the raster path's encodings (common/surface.wgsl). Pixels without
 // geometry get NO_MATERIAL and zero motion, as the raster pass's clears give them.
 //
 // VERTEX_FLOATS: f32 words of one `scene::Vertex` (position 3, normal 3, tangent 4, uv 2).
 
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
-#import "common/gbuffer.wgsl"
+#import "common/surface.wgsl"
 
 @group(0) @binding(0) var<uniform> frame: Frame;
 @group(0) @binding(1) var<storage, read> instances: array<InstanceData>;

@@ -40,7 +40,7 @@ fn sort_pixel(tile: vec2u, li: u32) -> vec2u {
     return tile * ${NTC_SORT_TILE}u + vec2u(li % ${NTC_SORT_TILE}u, li / ${NTC_SORT_TILE}u);
 }
 
-// The decoder loop of the tile (ntc_decode.wgsl's, common/tile_loop.wgsl): per distinct
+// The decoder loop of the tile (ntc_decode_tiles.wgsl's, common/tile_loop.wgsl): per distinct
 // decoder, smallest first, `members` pixels (their ranks in `rank`); `scatter` reserves
 // their range and writes the slots, otherwise their count is added.
 fn sort_tile(li: u32, decoder: u32, pixel: vec2u, scatter: bool) {

@@ -11,46 +11,49 @@
 //!     decoders, stochastic trilinear) ─► lighting ─► temporal ─► tonemap (+ divergence)
 //! ```
 //!
-//! Module map:
+//! Module map, in layer order (lowest first; `docs/ARCHITECTURE.md` "Layers", checked by
+//! `tests/integration/layers.rs`: a module imports only modules on its own line or below):
+//! - [`io`]: atomic file output; [`outputs`]: the output policy (never over an input,
+//!   never over a file without `--force`).
 //! - [`gpu`]: adapter/device creation, feature negotiation, pass timing (`wgpu-profiler`),
 //!   readback, shader loading with `#import`, compute kernels, layouts, cached bind groups,
 //!   Rust ↔ WGSL mirror checks.
-//! - [`scene`]: glTF import, tangents, cameras, scene description files, opening scenes.
-//! - [`builtin`]: the procedural scenes (toy shop, street) and their construction kit.
-//! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, inputs,
-//!   sRGB, PSNR (the one convention of every report) and the BCn baselines.
-//! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans.
+//! - [`scene`]: glTF import, tangents, cameras, scene description files.
+//! - [`texture`]: image decoding, canonical texture sets, mip chains, manifests, sRGB,
+//!   PSNR (the one convention of every report) and the BCn baselines.
+//! - [`screen`]: the CPU facts that clustering and rendering both count by: screen tiles,
+//!   the divergence definitions and the G-buffer's material word.
+//! - [`charts`]: the reports' charts.
+//! - [`builtin`]: the procedural scenes (toy shop, street, panel) and their kit.
+//! - [`open`]: any scene argument opened (files, descriptions, built-ins in the cache).
+//! - [`inputs`]: the offline tools' texture sets across scenes and manifests.
 //! - [`ntc`]: the codec: model, quantisation, `.ntc` format, trainers, compression.
-//! - [`packages`]: a scene's package per strategy, compressed on demand and cached.
-//! - [`outputs`]: the output policy (never over an input, never over a file without
-//!   `--force`).
+//! - [`cluster`]: texture embeddings, k-means, decoder-sharing strategies and plans, the
+//!   screen co-occurrence record.
 //! - [`render`]: the deferred renderer: the frame plan, the frame's targets, one struct per
-//!   pass with explicit inputs and outputs, NTC decoding and divergence, and the screen
-//!   co-occurrence recorded from a scene's views (`render::cooccurrence`).
-//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings,
-//!   [`bench_output`]: the benchmark's off-screen target and report folder, and
-//!   [`bench_decode`]: the decode kernels alone on synthetic frames against the adapter's
-//!   peaks (`neurotex bench decode`).
-//! - [`io`]: atomic file output, used by every writer; [`charts`]: the reports' charts.
-//!
-//! Each module imports only modules below it in the layer order of `docs/ARCHITECTURE.md`
-//! (checked by `tests/integration/layers.rs`).
-//! - [`app`], [`ui`]: the interactive viewer and its overlay.
+//!   pass with explicit inputs and outputs, NTC decoding and divergence.
+//! - [`packages`]: a scene's package per strategy, compressed on demand and cached, and
+//!   the scene's views recorded for the co-occurrence record (`packages::views`).
+//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings of the
+//!   frame (`neurotex bench`), its report folder (`bench::output`) and the decode kernels
+//!   alone against the adapter's peaks (`bench::decode`, `neurotex bench decode`).
+//! - [`ui`], [`app`]: the interactive viewer's overlay and the viewer.
 
 pub mod app;
 pub mod bench;
-pub mod bench_decode;
-pub mod bench_output;
 pub mod builtin;
 pub mod charts;
 pub mod cluster;
 pub mod eval;
 pub mod gpu;
+pub mod inputs;
 pub mod io;
 pub mod ntc;
+pub mod open;
 pub mod outputs;
 pub mod packages;
 pub mod render;
 pub mod scene;
+pub mod screen;
 pub mod texture;
 pub mod ui;

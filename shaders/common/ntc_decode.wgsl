@@ -1,4 +1,4 @@
-// NTC decoding shared by the real-time decode pass (ntc_decode.wgsl) and the bake on load
+// NTC decoding shared by the real-time decode pass (ntc_decode_tiles.wgsl, ntc_decode_runs.wgsl) and the bake on load
 // (ntc_bake.wgsl): the scene's NTC data (group 1), latent fetch and dequantisation, the
 // decoder's input vector for texel (x, y) of a mip (cpu::forward's, texel centre), the
 // decoder weights in workgroup memory, and the MLP evaluation of the chosen kernel. The

@@ -4,8 +4,7 @@
 // local memory), weights read eight at a time (one mat4x2<f16>: four f16 pairs, 16 bytes,
 // uniform across the workgroup) and applied as packed pairs (no conversion): each
 // output's sum runs as two interleaved partial sums over even and odd inputs (two HFMA2
-// lanes), added with the bias at the end. f16 products and sums, as the f16 kernel of
-// ntc_decode.wgsl; the activation as ntc_mlp.wgsl's in f16 (ntc_activation_pair).
+// lanes), added with the bias at the end. f16 products and sums, as the f16 kernel of// ntc_decode_tiles.wgsl; the activation as ntc_mlp.wgsl's in f16 (ntc_activation_pair).
 //
 // Needs every layer width a multiple of 8 (so every layer's weights start at a multiple
 // of 8 parameters); the host checks.

@@ -1,5 +1,5 @@
 // The per-pixel ends of the real-time NTC decode, shared by the per-tile decode
-// (ntc_decode.wgsl) and the sorted decode (ntc_sort.wgsl, ntc_decode_runs.wgsl): the
+// (ntc_decode_tiles.wgsl) and the sorted decode (ntc_sort.wgsl, ntc_decode_runs.wgsl): the
 // pass's group-0 bindings (render::passes::ntc_decode), what a pixel decodes (material,
 // decoder), its mip and texel (render::ntc_gpu::choose_texel) and the material-target
 // values written from its decoded channels (render::ntc_gpu::material_outputs).

@@ -1,6 +1,6 @@
 // The loop over the distinct values held by a workgroup's threads (the materials or the
 // decoders of a screen tile), smallest first, shared by material_classify.wgsl,
-// ntc_decode.wgsl, ntc_sort.wgsl and cooccurrence.wgsl: each iteration elects the smallest value of the
+// ntc_decode_tiles.wgsl, ntc_sort.wgsl and cooccurrence.wgsl: each iteration elects the smallest value of the
 // threads still pending with one atomic min in workgroup memory, so the loop runs once per
 // distinct value, not once per thread.
 

@@ -223,7 +223,7 @@ fn product_${ROW_MAJOR}(m: u32, k_len: u32, b: u32, b_step: u32, n_in: u32, ids:
             }
             acc = coopMultiplyAdd(a, w, acc);
         }
-        // coopStore operands must be values (naga 30; see ntc_decode.wgsl).
+        // coopStore operands must be values (naga 30; see common/ntc_decode.wgsl).
         let result = acc;
         let at = rb * 16u * COLS;
         coopStoreT(result, &stage[at], COLS);

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use super::{LoadedScene, Viewer, scaled_size};
 use crate::gpu::GpuContext;
+use crate::open::{open, select_camera};
 use crate::render::Renderer;
 use crate::render::scene_gpu::UploadOptions;
 use crate::scene::camera_control::{self, CameraState, PathPlayer};
-use crate::scene::open::{open, select_camera};
 use crate::texture::SceneTextures;
 use crate::ui::{self, SceneStats};
 

@@ -48,6 +48,7 @@ use winit::event_loop::{ActiveEventLoop, EventLoop};
 use winit::window::{Window, WindowId};
 
 use crate::gpu::{GpuContext, GpuError, GpuProfiler};
+use crate::open::OpenedScene;
 use crate::packages::PackageRecipe;
 use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
 use crate::render::passes::ntc_decode::NtcKernel;
@@ -55,7 +56,6 @@ use crate::render::scene_gpu::UploadOptions;
 use crate::render::{Aov, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer};
 use crate::scene::camera_control::{CameraState, InputState, PathPlayer, PathRecorder};
 use crate::scene::description::CameraPath;
-use crate::scene::open::OpenedScene;
 use crate::scene::{Aabb, Camera};
 use crate::texture::SceneTextures;
 use crate::ui::keys::{Action, keys_of};

@@ -12,9 +12,9 @@ use std::sync::mpsc;
 
 use crate::gpu::GpuContext;
 use crate::ntc::NtcPackage;
+use crate::open::OpenedScene;
 use crate::packages::{PackageProgress, PackageRecipe, ScenePackages};
 use crate::render::RenderMode;
-use crate::scene::open::OpenedScene;
 use crate::texture::SceneTextures;
 
 /// Where one mode's package stands.

@@ -15,7 +15,7 @@
 //! Output is a pure function of the options: the same options give the same bytes on
 //! every platform. Generators read scene types (`scene`) and manifests (`texture`), and
 //! must not load scenes, decode images or touch the GPU; opening a scene argument, which
-//! generates the built-in scene into a cache, is `scene::open`.
+//! generates the built-in scene into a cache, is `open`.
 
 pub mod gltf_builder;
 pub mod kit;

@@ -157,7 +157,7 @@ pub fn generate(out_dir: &Path, opts: &PanelOptions) -> Result<PathBuf, Manifest
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::open::open;
+    use crate::open::open;
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
 

@@ -2099,7 +2099,7 @@ fn description_text(seed: u64, asset_folders: Vec<PathBuf>) -> Result<String, St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::open::open;
+    use crate::open::open;
     use crate::texture::read_manifest;
     use crate::texture::scene_texture_sets;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -2142,11 +2142,7 @@ mod tests {
     }
 
     /// Generates, opens the description and returns the scene and the number of sets.
-    fn generate_and_open(
-        out: &Path,
-        manifest: &Path,
-        seed: u64,
-    ) -> crate::scene::open::OpenedScene {
+    fn generate_and_open(out: &Path, manifest: &Path, seed: u64) -> crate::open::OpenedScene {
         let opts = StreetOptions {
             manifest: manifest.to_path_buf(),
             seed,
@@ -2172,11 +2168,10 @@ mod tests {
             .collect();
         assert_eq!(used.len(), 36, "every material is drawn");
         // The manifest's categories travel with the scene for the `category` strategy.
-        let inputs =
-            crate::texture::inputs::InputSets::open(&[crate::texture::inputs::InputSource::Scene(
-                dir.join("street.toml"),
-            )])
-            .expect("inputs open");
+        let inputs = crate::inputs::InputSets::open(&[crate::inputs::InputSource::Scene(
+            dir.join("street.toml"),
+        )])
+        .expect("inputs open");
         let labelled = inputs.categories.iter().filter(|c| !c.is_empty()).count();
         assert_eq!(labelled, 36, "categories: {:?}", inputs.categories);
         let triangles = scene.triangle_count();

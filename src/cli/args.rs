@@ -12,8 +12,8 @@ use clap::Args;
 use neurotex::packages::PackageRecipe;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::tiles::TileSize;
 use neurotex::render::{GBufferMode, KernelChoice, PassSettings, RenderMode};
+use neurotex::screen::tiles::TileSize;
 use neurotex::texture;
 
 /// Scenes and manifests whose texture sets an offline command reads (at least one).
@@ -31,8 +31,8 @@ pub struct InputsArg {
 
 impl InputsArg {
     /// The inputs in order: scenes, then manifests; an error when there are none.
-    pub fn sources(&self) -> Result<Vec<texture::inputs::InputSource>> {
-        use texture::inputs::InputSource;
+    pub fn sources(&self) -> Result<Vec<neurotex::inputs::InputSource>> {
+        use neurotex::inputs::InputSource;
         let mut v: Vec<InputSource> = self
             .scenes
             .iter()
@@ -53,7 +53,7 @@ impl InputsArg {
 }
 
 /// The inputs' files joined with ` + `, as reports name them.
-pub fn describe_sources(sources: &[texture::inputs::InputSource]) -> String {
+pub fn describe_sources(sources: &[neurotex::inputs::InputSource]) -> String {
     sources
         .iter()
         .map(|s| s.path().display().to_string())

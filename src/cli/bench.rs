@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
+use neurotex::bench::output::{offscreen_target, write_report};
 use neurotex::bench::{BenchOptions, BenchReport, run_bench};
-use neurotex::bench_output::{offscreen_target, write_report};
 use neurotex::gpu::GpuContext;
+use neurotex::open::{open, path_cameras};
 use neurotex::render::RenderMode;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::tiles::TileSize;
-use neurotex::scene::open::{open, path_cameras};
+use neurotex::screen::tiles::TileSize;
 
 use super::args::{
     GBufferArg, PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size,
@@ -96,7 +96,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     let policy = output_policy(scene_files(&opened, a.scene.scene.as_deref()));
     policy.check_dir(&out)?;
     policy.check_all(
-        neurotex::bench_output::REPORT_FILES
+        neurotex::bench::output::REPORT_FILES
             .iter()
             .map(|f| out.join(f))
             .collect::<Vec<_>>()

@@ -1,5 +1,5 @@
 //! `neurotex bench decode`: the decode kernels alone on synthetic frames against the
-//! adapter's peaks (`neurotex::bench_decode`), written as a report folder.
+//! adapter's peaks (`neurotex::bench::decode`), written as a report folder.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,12 +7,12 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 
-use neurotex::bench_decode::{
+use neurotex::bench::decode::{
     DECODE_REPORT_FILES, DecodeBenchOptions, run_decode_bench, write_decode_report,
 };
 use neurotex::gpu::GpuContext;
 use neurotex::render::passes::ntc_decode::NtcKernel;
-use neurotex::render::tiles::TileSize;
+use neurotex::screen::tiles::TileSize;
 
 use super::args::parse_positive_u32;
 use super::output_policy;

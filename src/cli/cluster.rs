@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use neurotex::{cluster, texture};
+use neurotex::cluster;
 
 use super::args::{InputsArg, describe_sources, parse_image_path, parse_positive_usize};
-use super::cooccurrence::CooccurrenceArgs;
+use super::record_args::CooccurrenceArgs;
 use super::{distinct_outputs, output_policy};
 
 /// The arguments of `neurotex cluster`.
@@ -45,7 +45,7 @@ pub struct ClusterArgs {
 /// Run `neurotex cluster`.
 pub fn run(a: ClusterArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
-    let inputs = texture::inputs::InputSets::open(&sources)?;
+    let inputs = neurotex::inputs::InputSets::open(&sources)?;
     // The plan and its contact sheet (also the derived `<plan>.png`) are checked before
     // anything is decoded: neither may replace an input or, without --force, a file.
     let sheet = a

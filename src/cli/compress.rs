@@ -130,7 +130,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
         .map(|s| s.resolve(|name| std::env::var(name).ok()))
         .transpose()?;
     let sources = a.inputs.sources()?;
-    let inputs = texture::inputs::InputSets::open(&sources)?;
+    let inputs = neurotex::inputs::InputSets::open(&sources)?;
     // The package and every report file are checked before training starts.
     let policy = output_policy(inputs.files().iter().chain(a.plan.iter()));
     let mut outputs: Vec<std::path::PathBuf> = vec![a.out.clone()];

@@ -12,8 +12,8 @@ use neurotex::{cluster, ntc, texture};
 
 use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
 use super::compress::{TrainOverrides, parse_shard};
-use super::cooccurrence::CooccurrenceArgs;
 use super::devices::{DeviceBars, DevicesArg};
+use super::record_args::CooccurrenceArgs;
 use super::{cancel_on_ctrl_c, output_policy};
 
 /// The arguments of `neurotex eval`.
@@ -160,7 +160,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         }
         .into());
     }
-    let inputs = texture::inputs::InputSets::open(&sources)?;
+    let inputs = neurotex::inputs::InputSets::open(&sources)?;
     // The folder is the evaluation's (a non-empty one needs --resume); it may not be
     // an input.
     let shard = a
@@ -266,7 +266,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
     }
     let (options, plan) = evaluations[0].clone();
     if !a.merge.is_empty() {
-        let report = eval::shard::merge_parts(&eval_inputs, &plan, &options, &a.merge, &a.out)?;
+        let report =
+            eval::study_shards::merge_parts(&eval_inputs, &plan, &options, &a.merge, &a.out)?;
         print!("{}", report.table2.markdown());
         println!(
             "merged {} shards into the evaluation in {}",
@@ -350,7 +351,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         }),
     };
     if let Some(shard) = shard {
-        let part = eval::shard::evaluate_shard(
+        let part = eval::study_shards::evaluate_shard(
             &devices.devices,
             &eval_inputs,
             &plan,
@@ -368,7 +369,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
             shard.count,
             names.join(", "),
             plan.runs.len(),
-            a.out.join(eval::shard::PART_FILE).display()
+            a.out.join(eval::study_shards::PART_FILE).display()
         );
         return Ok(());
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use neurotex::scene::open::open;
+use neurotex::open::open;
 use neurotex::texture;
 
 use super::args::{SceneArg, TextureLimitArg};
@@ -31,7 +31,7 @@ pub struct ImportArgs {
 
 /// Run `neurotex import`.
 pub fn run(a: ImportArgs) -> Result<()> {
-    use texture::inputs::{InputSets, InputSource};
+    use neurotex::inputs::{InputSets, InputSource};
     if let Some(manifest) = &a.manifest {
         let entries = texture::manifest::read_manifest(manifest)?;
         let inputs = InputSets::open(&[InputSource::Manifest(manifest.clone())])?;
@@ -69,7 +69,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
             );
         }
         if let Some(csv) = &a.csv {
-            texture::inputs::write_texture_sets_csv(csv, &inputs)?;
+            neurotex::inputs::write_texture_sets_csv(csv, &inputs)?;
             println!("wrote {}", csv.display());
         }
         return Ok(());
@@ -87,7 +87,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
         let mut files = inputs.files();
         files.extend(scene_files(&opened, a.scene.scene.as_deref()));
         output_policy(files).check(csv)?;
-        texture::inputs::write_texture_sets_csv(csv, &inputs)?;
+        neurotex::inputs::write_texture_sets_csv(csv, &inputs)?;
         println!("wrote {}", csv.display());
     }
     Ok(())

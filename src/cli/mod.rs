@@ -8,7 +8,6 @@ mod bench;
 mod bench_decode;
 mod cluster;
 mod compress;
-mod cooccurrence;
 mod decompress;
 mod devices;
 mod eval;
@@ -16,6 +15,7 @@ mod gen_scene;
 mod import;
 mod inspect;
 mod merge;
+mod record_args;
 mod render;
 mod view;
 
@@ -28,12 +28,12 @@ use clap::{Args, Parser, Subcommand};
 
 use neurotex::gpu::GpuContext;
 use neurotex::ntc;
+use neurotex::open::OpenedScene;
 use neurotex::outputs::OutputPolicy;
 use neurotex::packages::{PackageProgress, PackageRecipe, ScenePackages};
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{RenderMode, Renderer};
-use neurotex::scene::open::OpenedScene;
 use neurotex::texture;
 
 /// Neural texture compression with shared decoders, rendered in real time.

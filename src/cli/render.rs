@@ -7,10 +7,10 @@ use anyhow::Result;
 use clap::Args;
 
 use neurotex::gpu::GpuContext;
+use neurotex::open::{open, select_camera};
 use neurotex::render::headless::render_frames;
 use neurotex::render::passes::heatmap::HeatmapSettings;
 use neurotex::render::{Aov, FrameSettings, PassSettings, RenderMode};
-use neurotex::scene::open::{open, select_camera};
 use neurotex::texture;
 
 use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_image_path, parse_size};

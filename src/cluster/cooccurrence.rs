@@ -5,7 +5,7 @@
 //! `divergence-aware` strategy consumes), its JSON file (written through a temporary file
 //! and a rename, read with a size cap and checked before use), and the CPU reference
 //! [`ViewCounts::count`] that defines every number of it. It does not render: the views
-//! are recorded by `render::cooccurrence` (G-buffers counted by the co-occurrence pass,
+//! are recorded by `packages::views` (G-buffers counted by the co-occurrence pass,
 //! tested against [`ViewCounts::count`]).
 //!
 //! # What is recorded
@@ -13,7 +13,7 @@
 //! Per view, every screen tile (the decode pass's [`TileSize`], partial edge tiles
 //! included) has a *signature*: the ascending list of distinct texture sets among its
 //! decoded pixels, exactly the per-tile distinct-decoder list of
-//! [`crate::render::divergence_stats::tile_decoders`] under the material → texture-set map.
+//! [`crate::screen::divergence::tile_decoders`] under the material → texture-set map.
 //! A view stores the histogram of its non-empty signatures (signature → number of
 //! tiles); tiles that show no texture set are not stored. From the histograms follow the
 //! per-set tile counts (tiles where a set appears), the pairwise counts (tiles where both
@@ -54,8 +54,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::ClusterError;
-use crate::render::divergence_stats::tile_decoders;
-use crate::render::tiles::TileSize;
+use crate::screen::divergence::tile_decoders;
+use crate::screen::tiles::TileSize;
 
 /// The `format` tag of co-occurrence records.
 pub const COOCCURRENCE_FORMAT: &str = "neurotex-cooccurrence";
@@ -188,7 +188,7 @@ impl ViewCounts {
     /// CPU reference of the co-occurrence count of one view: the signature histogram of a
     /// `size` image of G-buffer material `words` (row-major, top row first) over `tile`,
     /// with `set_of_material` mapping material ids to texture sets (an entry
-    /// [`crate::render::divergence_stats::NO_DECODER`], or an id past the map, marks a material
+    /// [`crate::screen::divergence::NO_DECODER`], or an id past the map, marks a material
     /// without a set). The per-tile lists are [`tile_decoders`]' under that map.
     pub fn count(words: &[u32], size: (u32, u32), tile: TileSize, set_of_material: &[u32]) -> Self {
         let mut histogram: BTreeMap<Vec<u32>, u64> = BTreeMap::new();
@@ -479,7 +479,7 @@ pub(super) fn invalid(file: impl AsRef<Path>, reason: String) -> ClusterError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::divergence_stats::{NO_DECODER, NO_MATERIAL};
+    use crate::screen::divergence::{NO_DECODER, NO_MATERIAL};
 
     /// Materials 0 → set 2, 1 → set 0, 2 → set 2, 3 → no set, 4 → set 1; id 9 is past
     /// the map.
@@ -547,7 +547,7 @@ mod tests {
         );
         assert_eq!(view.covered_tiles(), 3);
         // The lists are the divergence pass's distinct decoders under the same map.
-        let counts = crate::render::divergence_stats::count_tiles(
+        let counts = crate::screen::divergence::count_tiles(
             &hand_made(),
             (10, 5),
             TileSize::T8x4,

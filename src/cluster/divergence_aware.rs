@@ -652,7 +652,7 @@ mod tests {
     use super::*;
     use crate::cluster::cooccurrence::{RecordSource, ViewCounts, ViewSpec};
     use crate::ntc::model::SplitMix64;
-    use crate::render::tiles::TileSize;
+    use crate::screen::tiles::TileSize;
 
     fn names(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("set{i}")).collect()

@@ -44,7 +44,7 @@ use std::path::PathBuf;
 
 use crate::texture::TextureError;
 
-pub use crate::texture::inputs::categories_from_csv;
+pub use crate::inputs::categories_from_csv;
 pub use clip::{CLIP_MEAN, CLIP_STD, ClipArch, ClipOptions, clip_pixels};
 pub use contact_sheet::{ContactSheet, render_contact_sheet, write_contact_sheet};
 pub use cooccurrence::{
@@ -630,7 +630,7 @@ mod tests {
             scene: "synthetic".into(),
             scene_files: Vec::new(),
             set_names: names.to_vec(),
-            tile: crate::render::tiles::TileSize::T8x8,
+            tile: crate::screen::tiles::TileSize::T8x8,
             size: [1920, 1080],
             views: vec![ViewSpec::PathSample {
                 path: "walk".into(),

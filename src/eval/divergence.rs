@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::EvalError;
 use super::runs::RunSpec;
 use crate::cluster::{CooccurrenceInput, DivergencePrediction, DivergenceTable};
-use crate::render::tiles::TileSize;
+use crate::screen::tiles::TileSize;
 use crate::texture::TextureSet;
 
 /// Set names listed in a mismatch error, per side.

@@ -34,7 +34,7 @@ mod divergence;
 mod figures;
 mod runs;
 pub mod seeds;
-pub mod shard;
+pub mod study_shards;
 mod tables;
 
 use std::path::{Path, PathBuf};
@@ -1238,7 +1238,7 @@ mod tests {
             scene: "fixture.toml".into(),
             scene_files: Vec::new(),
             set_names: names.iter().map(|n| n.to_string()).collect(),
-            tile: crate::render::tiles::TileSize::T8x8,
+            tile: crate::screen::tiles::TileSize::T8x8,
             size: [64, 64],
             views,
         };
@@ -1370,7 +1370,7 @@ mod tests {
 
         // The shards' identity covers the record's predictions and weight.
         let id = |inputs: &EvalInputs, plan: &EvalPlan| {
-            shard::eval_identity(inputs, plan, &opts).unwrap()
+            study_shards::eval_identity(inputs, plan, &opts).unwrap()
         };
         let mut other = plan.clone();
         other.divergence.as_mut().unwrap().views.weight = 0.5;

@@ -1,30 +1,11 @@
-//! Host mirrors of the WGSL structs in `shaders/common/frame.wgsl`, and the constants of
-//! the G-buffer's material word and the decoder maps that shaders declare too.
+//! Host mirrors of the WGSL structs in `shaders/common/frame.wgsl` and the materials'
+//! alpha modes (the material word's constants are `crate::screen::material_word`'s).
 //!
 //! `#[repr(C)]` + bytemuck with explicit padding; the same field docs on both sides.
 //! `tests/integration/render_types.rs` checks every size against naga's layout of the WGSL struct and
 //! every constant against its WGSL twin.
 
 use bytemuck::{Pod, Zeroable};
-
-use super::scene_gpu::MAX_MATERIALS;
-
-/// The G-buffer material word where no geometry was drawn (WGSL `NO_MATERIAL`,
-/// `shaders/common/frame.wgsl`).
-pub const NO_MATERIAL: u32 = u32::MAX;
-
-/// Bits of the G-buffer material word that hold the material id (WGSL `MATERIAL_ID_MASK`):
-/// every id below [`MAX_MATERIALS`].
-pub const MATERIAL_ID_MASK: u32 = (MAX_MATERIALS - 1) as u32;
-
-/// The material word's bitangent sign bit, set for a negative sign (WGSL
-/// `BITANGENT_NEGATIVE`).
-pub const BITANGENT_NEGATIVE: u32 = 0x8000_0000;
-
-/// Decoder of a material that runs none (no texture set in the package, constants only):
-/// the decoder maps' and [`super::ntc_gpu::NtcMaterialGpu::decoder`]'s entry (WGSL
-/// `NO_DECODER` in `shaders/divergence.wgsl`, `NTC_NONE` in `shaders/common/ntc_decode.wgsl`).
-pub const NO_DECODER: u32 = u32::MAX;
 
 /// [`MaterialData::alpha_mode`] of an opaque material (WGSL `ALPHA_OPAQUE`).
 pub const ALPHA_OPAQUE: u32 = 0;

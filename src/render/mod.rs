@@ -28,8 +28,6 @@
 //! [`scene_gpu`]) and packages.
 
 pub mod blue_noise;
-pub mod cooccurrence;
-pub mod divergence_stats;
 pub mod gpu_types;
 pub mod headless;
 pub mod ntc_gpu;
@@ -37,7 +35,6 @@ pub mod passes;
 pub mod plan;
 pub mod scene_gpu;
 pub mod targets;
-pub mod tiles;
 
 use std::collections::HashMap;
 
@@ -47,10 +44,12 @@ use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, KernelError, ShaderError};
 use crate::ntc::{NtcConfig, NtcPackage};
 use crate::scene::{Camera, Lighting, Scene};
+use crate::screen::divergence::DivergenceStats;
+use crate::screen::material_word::NO_DECODER;
+use crate::screen::tiles::TileSize;
 use crate::texture::SceneTextures;
 use blue_noise::BlueNoise;
-use divergence_stats::DivergenceStats;
-use gpu_types::{FrameUniform, NO_DECODER};
+use gpu_types::FrameUniform;
 use ntc_gpu::{NtcRenderError, NtcSceneGpu};
 use passes::{
     divergence::{DecoderMap, DivergenceInputs, DivergencePass},
@@ -71,7 +70,6 @@ pub use plan::{Fallback, FramePlan, MaterialPath};
 use scene_gpu::{SceneGpu, UploadError};
 use targets::FrameTargets;
 pub use targets::{GBufferMode, VisibilityUnsupported};
-use tiles::TileSize;
 
 /// Which image the renderer outputs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -39,8 +39,8 @@ use crate::scene::Scene;
 use crate::texture::srgb::srgb_to_linear;
 use crate::texture::{self, CHANNELS, Channel, ChannelMask, quantize_u8};
 
-pub use crate::render::gpu_types::NO_DECODER;
-use crate::render::gpu_types::{BITANGENT_NEGATIVE, MATERIAL_ID_MASK, NO_MATERIAL};
+pub use crate::screen::material_word::NO_DECODER;
+use crate::screen::material_word::{BITANGENT_NEGATIVE, MATERIAL_ID_MASK, NO_MATERIAL};
 
 /// Why NTC data cannot be uploaded or a pass cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -538,7 +538,7 @@ pub struct TexelChoice {
     pub margin: f32,
 }
 
-/// The decode pass's mip and texel choice (`shaders/ntc_decode.wgsl`, in f32):
+/// The decode pass's mip and texel choice (`shaders/ntc_decode_tiles.wgsl`, in f32):
 /// `lod = log2(max(|dx · size0|, |dy · size0|)) + lod_bias` clamped to `[0, mips − 1]`
 /// (`uv_grad` = (dx.u, dx.v, dy.u, dy.v)); stochastic: mip `⌊lod⌋ + (ξ0 < frac(lod))`,
 /// texel `⌊uv · size − ½ + (ξ1, ξ2)⌋`; otherwise mip `round(lod)` (ties to even, as

@@ -13,6 +13,7 @@ use wgpu::util::DeviceExt as _;
 use super::gpu_types::{InstanceData, MaterialData};
 use super::targets::GBufferMode;
 use crate::scene::{AlphaMode, Scene, Vertex};
+use crate::screen::material_word::MAX_MATERIALS;
 use crate::texture::{LoadOptions, SceneTextures, TextureSet, TextureSetDesc};
 
 /// One indexed draw of the G-buffer pass.
@@ -130,9 +131,6 @@ pub enum UploadError {
     #[error(transparent)]
     OutOfMemory(#[from] crate::gpu::OutOfMemory),
 }
-
-/// Largest material id the G-buffer's 20-bit id field (and the material depth) can hold.
-pub const MAX_MATERIALS: usize = 1 << 20;
 
 /// The scene's geometry as the GPU holds it: every primitive's vertices and indices
 /// concatenated, one [`InstanceData`] per drawn (instance, primitive) pair, and the

@@ -13,7 +13,7 @@ use crate::gpu::layout;
 use crate::render::passes::divergence::DivergencePass;
 use crate::render::passes::image_error::ErrorTargets;
 use crate::render::passes::shadow::SHADOW_MAP_SIZE;
-use crate::render::tiles::TileSize;
+use crate::screen::tiles::TileSize;
 
 /// G-buffer formats. Together 32 bytes per sample, wgpu's default
 /// `max_color_attachment_bytes_per_sample`, so every adapter can bind them at once.

@@ -13,7 +13,6 @@ pub mod description;
 pub mod gltf_import;
 pub mod gltf_validate;
 pub mod lighting;
-pub mod open;
 pub mod tangents;
 
 use std::path::{Path, PathBuf};

@@ -310,9 +310,7 @@ mod tests {
 
     #[test]
     fn writes_the_texture_sets_report_in_the_loaders_schema() {
-        use crate::texture::inputs::{
-            InputSets, InputSource, categories_from_csv, write_texture_sets_csv,
-        };
+        use crate::inputs::{InputSets, InputSource, categories_from_csv, write_texture_sets_csv};
         let inputs = InputSets::open(&[InputSource::Manifest(BISTRO.into())]).expect("inputs");
         let dir = tmp_dir("report");
         let p = dir.join("texture_sets.csv");

@@ -33,7 +33,6 @@
 pub mod bcn;
 pub mod budget;
 pub mod image_io;
-pub mod inputs;
 pub mod manifest;
 pub mod metrics;
 pub mod mips;

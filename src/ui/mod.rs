@@ -22,16 +22,16 @@ use std::ops::RangeInclusive;
 use egui::{Align2, Color32, CornerRadius, FontId, RichText, Stroke, Vec2, pos2, vec2};
 
 use crate::gpu::GrantedFeatures;
-use crate::render::divergence_stats::DivergenceStats;
 use crate::render::passes::heatmap::{HeatmapSource, PixelRect};
 use crate::render::passes::ntc_decode::NtcKernel;
-use crate::render::tiles::TileSize;
 use crate::render::{Aov, KernelChoice, PassSettings, RenderMode};
 use crate::scene::Lighting;
 use crate::scene::Scene;
 use crate::scene::camera_control::{
     CameraMode, CameraState, PATH_SPEED_RANGE, PathPlayer, PathRecorder, SPEED_RANGE,
 };
+use crate::screen::divergence::DivergenceStats;
+use crate::screen::tiles::TileSize;
 use keys::{Action, hint, keys_of};
 use timings::PerfHistory;
 

@@ -5,13 +5,13 @@
 use neurotex::cluster::ViewCounts;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::{GpuContext, GpuProfiler};
-use neurotex::render::divergence_stats::{NO_DECODER, NO_MATERIAL};
-use neurotex::render::passes::cooccurrence::{
+use neurotex::render::passes::divergence::DecoderMap;
+use neurotex::render::passes::tile_signatures::{
     CooccurrenceInputs, CooccurrencePass, SignatureBuffer,
 };
-use neurotex::render::passes::divergence::DecoderMap;
 use neurotex::render::targets::Target;
-use neurotex::render::tiles::TileSize;
+use neurotex::screen::divergence::{NO_DECODER, NO_MATERIAL};
+use neurotex::screen::tiles::TileSize;
 
 use crate::common::ctx;
 
@@ -234,8 +234,8 @@ fn recorded_views_pull_co_occurring_sets_together_and_are_reused_until_the_scene
         CooccurrenceInput, EmbedderChoice, Plan, PlanInputs, Strategy, TileSignature, embed_sets,
         make_plan_with,
     };
-    use neurotex::render::cooccurrence::{RecordSettings, load_or_record};
-    use neurotex::texture::inputs::{InputSets, InputSource};
+    use neurotex::inputs::{InputSets, InputSource};
+    use neurotex::packages::views::{RecordSettings, load_or_record};
     use neurotex::texture::{LoadOptions, SceneTextures};
 
     let ctx = ctx();
@@ -252,7 +252,7 @@ fn recorded_views_pull_co_occurring_sets_together_and_are_reused_until_the_scene
     };
     let file = dir.join("cache").join("record.json");
     let record_now = || {
-        let opened = neurotex::scene::open::open(Some(&scene)).expect("open scene");
+        let opened = neurotex::open::open(Some(&scene)).expect("open scene");
         let textures = SceneTextures::load(&opened.scene.materials, &load).expect("textures");
         load_or_record(
             ctx,
@@ -447,7 +447,7 @@ fn the_divergence_aware_package_needs_the_scene_views() {
     let ctx = ctx();
     let dir = crate::common::temp_dir("cooccurrence-package");
     let scene = two_pairs_scene(&dir);
-    let opened = neurotex::scene::open::open(Some(&scene)).expect("open scene");
+    let opened = neurotex::open::open(Some(&scene)).expect("open scene");
     let textures = SceneTextures::load(
         &opened.scene.materials,
         &LoadOptions {
@@ -694,7 +694,7 @@ fn record_identity_covers_the_images_whose_alpha_decides_coverage() {
     use neurotex::builtin::gltf_builder::{
         GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane,
     };
-    use neurotex::render::cooccurrence::scene_files;
+    use neurotex::packages::views::scene_files;
     use neurotex::scene::AlphaMode;
     let dir = crate::common::temp_dir("coverage-images");
     let mut b = GltfBuilder::new();
@@ -715,7 +715,7 @@ fn record_identity_covers_the_images_whose_alpha_decides_coverage() {
         );
     }
     let gltf = b.write(&dir, "scene").expect("write fixture");
-    let opened = neurotex::scene::open::open(Some(&gltf)).expect("open");
+    let opened = neurotex::open::open(Some(&gltf)).expect("open");
     let before = scene_files(&opened, &gltf).expect("digests");
     let names: Vec<&str> = before.iter().map(|d| d.file.as_str()).collect();
     assert!(names.iter().any(|n| n.ends_with("cut.png")), "{names:?}");

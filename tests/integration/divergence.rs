@@ -10,10 +10,6 @@ use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};
 use neurotex::gpu::{GpuContext, GpuProfiler, layout, read_texture};
-use neurotex::render::divergence_stats::{
-    DivergenceStats, NO_DECODER, NO_MATERIAL, TileCounts, count_tiles,
-};
-use neurotex::render::gpu_types::MATERIAL_ID_MASK;
 use neurotex::render::passes::divergence::{
     DecoderMap, DivergenceInputs, DivergencePass, STATS_RING,
 };
@@ -28,7 +24,11 @@ use neurotex::render::passes::reference::{
     MaterialClassify, MaterialRect, classify_reference, dispatch_args_reference,
 };
 use neurotex::render::targets::{GBuffer, GBufferMode, MaterialTargets, Target};
-use neurotex::render::tiles::TileSize;
+use neurotex::screen::divergence::{
+    DivergenceStats, NO_DECODER, NO_MATERIAL, TileCounts, count_tiles,
+};
+use neurotex::screen::material_word::MATERIAL_ID_MASK;
+use neurotex::screen::tiles::TileSize;
 
 use crate::common::ctx;
 

@@ -8,14 +8,15 @@
 
 use glam::{DVec3, DVec4, Vec3};
 use neurotex::gpu::read_texture;
-use neurotex::render::gpu_types::{MATERIAL_ID_MASK, MaterialData, NO_MATERIAL};
+use neurotex::open::{OpenedScene, open, select_camera};
+use neurotex::render::gpu_types::MaterialData;
 use neurotex::render::headless::render_frame;
 use neurotex::render::passes::gbuffer_resolve::{ResolvedTexel, TexelInputs, resolve_texel};
 use neurotex::render::scene_gpu::{SceneGeometry, UploadOptions};
 use neurotex::render::{
     Aov, FrameSettings, GBufferMode, RenderError, RenderMode, Renderer, VisibilityUnsupported,
 };
-use neurotex::scene::open::{OpenedScene, open, select_camera};
+use neurotex::screen::material_word::{MATERIAL_ID_MASK, NO_MATERIAL};
 
 use crate::common::{ctx, read_motion};
 

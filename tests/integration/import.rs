@@ -61,11 +61,11 @@ fn living_room_import_facts() {
     let dir = std::env::temp_dir().join(format!("neurotex-import-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let csv = dir.join("texture_sets.csv");
-    let inputs = texture::inputs::InputSets::open(&[texture::inputs::InputSource::Scene(
+    let inputs = neurotex::inputs::InputSets::open(&[neurotex::inputs::InputSource::Scene(
         LIVING_ROOM.into(),
     )])
     .unwrap();
-    texture::inputs::write_texture_sets_csv(&csv, &inputs).unwrap();
+    neurotex::inputs::write_texture_sets_csv(&csv, &inputs).unwrap();
     let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
     assert_eq!(rows, 28, "header + 27 sets");
 }

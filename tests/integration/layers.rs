@@ -2,17 +2,18 @@
 //! every `crate::`, `super::` and `self::` path (and every `use` of a child module) in
 //! `src/**/*.rs` outside `#[cfg(test)]` items must name a module on the same line of the
 //! order as the file's own module, or on an earlier line. Entries on one line are
-//! independent of each other. The order is read from the document, so the two cannot
-//! drift apart; a top-level module that `src/lib.rs` declares but the order lacks is an
-//! error too. The binary (`src/main.rs`, `src/cli/`) sits above every layer and is not
-//! checked.
+//! independent of each other. Every entry is a top-level module (a folder or a file of
+//! `src/`): a floor is a folder, never a module inside one. The order is read from the
+//! document, so the two cannot drift apart; a top-level module that `src/lib.rs` declares
+//! but the order lacks is an error too. The binary (`src/main.rs`, `src/cli/`) sits above
+//! every layer and is not checked.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The layer order: per line (lowest first), its entries as module paths.
+/// The layer order: per line (lowest first), its entries (top-level modules).
 struct Layers {
-    lines: Vec<Vec<Vec<String>>>,
+    lines: Vec<Vec<String>>,
 }
 
 impl Layers {
@@ -31,44 +32,40 @@ impl Layers {
         Layers::parse(block)
     }
 
+    /// The lines of `block`, one layer each, entries separated by `|`; an entry that is
+    /// not a top-level module (a path such as `scene::open`) is an error.
     fn parse(block: &str) -> Layers {
-        let lines = block
+        let lines: Vec<Vec<String>> = block
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty())
-            .map(|l| {
-                l.split('|')
-                    .map(|e| e.trim().split("::").map(str::to_string).collect())
-                    .collect()
-            })
+            .map(|l| l.split('|').map(|e| e.trim().to_string()).collect())
             .collect();
+        for entry in lines.iter().flatten() {
+            assert!(
+                !entry.is_empty() && entry.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "the Layers order names `{entry}`: every entry must be a top-level module \
+                 (no sub-layers inside a folder)"
+            );
+        }
         Layers { lines }
     }
 
-    /// The entry (line, index on the line) that `module` belongs to: the longest entry
-    /// that is a prefix of it.
+    /// The entry (line, index on the line) of `module`'s top-level module.
     fn entry_of(&self, module: &[String]) -> Option<(usize, usize)> {
-        let mut best: Option<((usize, usize), usize)> = None;
-        for (l, line) in self.lines.iter().enumerate() {
-            for (e, entry) in line.iter().enumerate() {
-                if module.starts_with(entry) && best.is_none_or(|(_, len)| entry.len() > len) {
-                    best = Some(((l, e), entry.len()));
-                }
-            }
-        }
-        best.map(|b| b.0)
+        let top = module.first()?;
+        self.lines
+            .iter()
+            .enumerate()
+            .find_map(|(l, line)| line.iter().position(|entry| entry == top).map(|e| (l, e)))
     }
 
     fn name(&self, (l, e): (usize, usize)) -> String {
-        self.lines[l][e].join("::")
+        self.lines[l][e].clone()
     }
 
     fn top_level(&self) -> BTreeSet<String> {
-        self.lines
-            .iter()
-            .flatten()
-            .map(|entry| entry[0].clone())
-            .collect()
+        self.lines.iter().flatten().cloned().collect()
     }
 }
 
@@ -324,7 +321,7 @@ fn references(text: &str) -> Vec<Reference> {
     refs
 }
 
-/// The module path of a file below `src/` (`scene/open.rs` → `scene::open`,
+/// The module path of a file below `src/` (`scene/open.rs` → `open`,
 /// `scene/mod.rs` → `scene`).
 fn module_of(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> = rel
@@ -514,7 +511,7 @@ const ORDER: &str = "
 io
 scene
 texture
-scene::open
+open
 render | cluster
 app
 ";
@@ -525,7 +522,7 @@ fn a_lower_layer_importing_a_higher_one_is_flagged() {
     let src = r#"
 //! Docs naming crate::app::run are not imports.
 use crate::{io, texture::{self, Texel}};
-use super::open::open;
+use crate::open::open;
 fn f() { let s = "crate::app::x"; crate::render::draw(); }
 #[cfg(test)]
 mod tests {
@@ -548,37 +545,36 @@ mod tests {
         vec![
             (3, "crate::texture", "texture"),
             (3, "crate::texture::Texel", "texture"),
-            (4, "super::open::open", "scene::open"),
+            (4, "crate::open::open", "open"),
             (5, "crate::render::draw", "render"),
         ]
     );
 }
 
 #[test]
-fn siblings_are_independent_and_sublayers_sit_above_their_parent() {
+fn siblings_are_independent_and_a_folder_is_one_floor() {
     let layers = Layers::parse(ORDER);
-    let render =
-        "use crate::cluster::Strategy;\nuse crate::scene::open::open;\nuse crate::io::x;\n";
+    let render = "use crate::cluster::Strategy;\nuse crate::open::open;\nuse crate::io::x;\n";
     let v = check_file(&layers, "render/mod.rs", &s(&["render"]), &[], render);
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!(
         (v[0].from.as_str(), v[0].to.as_str()),
         ("render", "cluster")
     );
-    // The sub-layer may use its parent and lower layers, and its parent's own children.
-    let open = "use super::Scene;\nuse crate::texture::Set;\nuse self::helper::x;\n";
-    assert!(check_file(&layers, "scene/open.rs", &s(&["scene", "open"]), &[], open).is_empty());
-    // A child module named by a bare `use` resolves below the file's module.
-    let parent = "use open::open;\nuse gltf::Gltf;\n";
-    let v = check_file(
-        &layers,
-        "scene/mod.rs",
-        &s(&["scene"]),
-        &s(&["open"]),
-        parent,
-    );
+    // A file inside a folder stands on its folder's floor: it may use its siblings and
+    // lower floors, and nothing above.
+    let inner = "use super::Scene;\nuse crate::io::write;\nuse self::helper::x;\n";
+    assert!(check_file(&layers, "scene/gltf.rs", &s(&["scene", "gltf"]), &[], inner).is_empty());
+    let up = "use crate::open::open;\n";
+    let v = check_file(&layers, "scene/gltf.rs", &s(&["scene", "gltf"]), &[], up);
     assert_eq!(v.len(), 1, "{v:?}");
-    assert_eq!(v[0].to, "scene::open");
+    assert_eq!((v[0].from.as_str(), v[0].to.as_str()), ("scene", "open"));
+}
+
+#[test]
+#[should_panic(expected = "no sub-layers inside a folder")]
+fn a_sub_layer_entry_is_refused() {
+    Layers::parse("io\nscene\nscene::open\n");
 }
 
 #[test]

@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 use glam::Vec3;
 use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::gpu::read_texture;
+use neurotex::inputs::{InputSets, InputSource};
 use neurotex::ntc::{NtcConfig, NtcPackage, Preset, TrainConfig, train_cpu};
 use neurotex::packages;
 use neurotex::render::headless::render_frames;
@@ -31,13 +32,12 @@ use neurotex::render::ntc_gpu::map_scene_materials;
 use neurotex::render::passes::heatmap::{HeatmapPass, HeatmapSettings};
 use neurotex::render::passes::ntc_decode::{DecodeSettings, NtcKernel};
 use neurotex::render::scene_gpu::UploadOptions;
-use neurotex::render::tiles::TileSize;
 use neurotex::render::{
     Aov, Fallback, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer,
 };
 use neurotex::scene::{Camera, Lighting, Scene};
+use neurotex::screen::tiles::TileSize;
 use neurotex::texture::LoadOptions;
-use neurotex::texture::inputs::{InputSets, InputSource};
 use neurotex::texture::set_constants;
 
 use crate::common::ctx;
@@ -140,7 +140,7 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let gltf = write_scene();
-        let opened = neurotex::scene::open::open(Some(&gltf)).expect("open scene");
+        let opened = neurotex::open::open(Some(&gltf)).expect("open scene");
         let inputs = InputSets::open(&[InputSource::Scene(gltf.clone())]).expect("inputs");
         assert_eq!(inputs.names, ["checker", "stripes"], "texture set names");
         let sets = inputs

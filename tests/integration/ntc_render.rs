@@ -27,8 +27,8 @@ use neurotex::render::passes::ntc_decode::{
 };
 use neurotex::render::scene_gpu::{SceneGpu, UploadOptions};
 use neurotex::render::targets::{GBuffer, MaterialTargets, Target, format};
-use neurotex::render::tiles::TileSize;
 use neurotex::scene::{Aabb, Material, Scene};
+use neurotex::screen::tiles::TileSize;
 use neurotex::texture::{CHANNELS, ChannelMask, SceneTextures};
 use wgpu::util::DeviceExt as _;
 
@@ -801,11 +801,11 @@ fn unavailable_kernels_say_why() {
 #[test]
 fn material_table_and_params_match_wgsl() {
     let library = ShaderLibrary::embedded();
-    let header = library.header("ntc_decode.wgsl").expect("header");
+    let header = library.header("ntc_decode_tiles.wgsl").expect("header");
     let set = &header.define_sets()[0];
     let defines = neurotex::gpu::shader::define_refs(set);
     let module = library
-        .validate("ntc_decode.wgsl", &defines)
+        .validate("ntc_decode_tiles.wgsl", &defines)
         .expect("validates");
     assert_mirrors::<NtcMaterialGpu>(&module, "NtcMaterial");
     assert_mirrors::<NtcMipGpu>(&module, "NtcMip");
@@ -830,8 +830,8 @@ fn baked_textures_replace_the_scene_set() {
     let dir = crate::common::temp_dir("ntc_bake_scene");
     crate::common::write_checker_png(&dir.join("checker.png"), 16);
     let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
-    let opened = neurotex::scene::open::open(Some(&gltf)).expect("open");
-    let camera = neurotex::scene::open::select_camera(&opened, None).expect("camera");
+    let opened = neurotex::open::open(Some(&gltf)).expect("open");
+    let camera = neurotex::open::select_camera(&opened, None).expect("camera");
     let mut package = package();
     package.materials[0].name = "checker".into();
     let map = neurotex::render::ntc_gpu::map_scene_materials(&package, &opened.scene).expect("map");

@@ -224,8 +224,8 @@ fn render_png(
     max_texture_size: Option<u32>,
 ) -> Vec<u8> {
     let ctx = ctx();
-    let opened = neurotex::scene::open::open(Some(scene_path)).unwrap();
-    let camera = neurotex::scene::open::select_camera(&opened, None).unwrap();
+    let opened = neurotex::open::open(Some(scene_path)).unwrap();
+    let camera = neurotex::open::select_camera(&opened, None).unwrap();
     let upload = UploadOptions {
         allow_missing_textures: false,
         max_texture_size,
@@ -262,8 +262,8 @@ fn golden_living_room_albedo() {
 fn the_shadow_map_is_drawn_again_only_when_the_sun_or_the_setting_changes() {
     use neurotex::render::passes::shadow::ShadowPass;
     let ctx = ctx();
-    let opened = neurotex::scene::open::open(Some(&toyshop(16))).unwrap();
-    let camera = neurotex::scene::open::select_camera(&opened, None).unwrap();
+    let opened = neurotex::open::open(Some(&toyshop(16))).unwrap();
+    let camera = neurotex::open::select_camera(&opened, None).unwrap();
     let size = (48, 32);
     let mut settings = FrameSettings {
         camera,

@@ -7,13 +7,15 @@ use neurotex::gpu::mirror::{assert_const, assert_mirrors, workgroup_size};
 use neurotex::gpu::shader::{ShaderLibrary, define_refs};
 use neurotex::ntc::NtcConfig;
 use neurotex::render::gpu_types::{
-    ALPHA_BLEND, ALPHA_MASK, ALPHA_OPAQUE, BITANGENT_NEGATIVE, FrameUniform, InstanceData,
-    MATERIAL_ID_MASK, MaterialData, NO_DECODER, NO_MATERIAL,
+    ALPHA_BLEND, ALPHA_MASK, ALPHA_OPAQUE, FrameUniform, InstanceData, MaterialData,
 };
 use neurotex::render::passes::ntc_bake::{NtcBakePass, WORKGROUP_SIDE};
 use neurotex::render::passes::ntc_decode::{DECODE_STOCHASTIC, NtcDecodePass, NtcKernel};
 use neurotex::render::passes::{image_error, reference, temporal};
-use neurotex::render::tiles::TileSize;
+use neurotex::screen::material_word::{
+    BITANGENT_NEGATIVE, MATERIAL_ID_MASK, NO_DECODER, NO_MATERIAL,
+};
+use neurotex::screen::tiles::TileSize;
 
 #[test]
 fn struct_sizes_match_wgsl() {
@@ -44,7 +46,7 @@ fn aov_values_match_wgsl_constants() {
         let decl = format!("const {name}: u32 = {}u;", aov as u32);
         assert!(src.contains(&decl), "frame.wgsl lacks `{decl}`");
     }
-    let max = format!("{:#X}u", neurotex::render::scene_gpu::MAX_MATERIALS - 1);
+    let max = format!("{:#X}u", neurotex::screen::material_word::MAX_MATERIALS - 1);
     assert!(
         src.contains(&format!("const MATERIAL_ID_MASK: u32 = {max};")),
         "MATERIAL_ID_MASK ≠ MAX_MATERIALS − 1"
@@ -73,7 +75,7 @@ fn host_constants_match_their_wgsl_twins() {
     let config = NtcConfig::default();
     for tile in TileSize::ALL {
         let defines = NtcDecodePass::defines(&config, NtcKernel::F32, tile);
-        let decode = module("ntc_decode.wgsl", &defines);
+        let decode = module("ntc_decode_tiles.wgsl", &defines);
         assert_const(&decode, "NTC_NONE", NO_DECODER);
         assert_const(&decode, "NTC_THREADS", tile.pixels());
         assert_const(&decode, "DECODE_STOCHASTIC", DECODE_STOCHASTIC);

@@ -338,7 +338,7 @@ fn uris_stay_in_the_scene_folder() {
         "gltf = \"allowed.gltf\"\nasset_folders = [\"../elsewhere\"]\n",
     )
     .expect("write");
-    neurotex::scene::open::open(Some(&toml)).expect("asset_folders allows it");
+    neurotex::open::open(Some(&toml)).expect("asset_folders allows it");
 }
 
 #[test]
@@ -862,7 +862,7 @@ fn generated_scenes_carry_their_tangents() {
     let toml = neurotex::builtin::street::generate(&dir, &opts).expect("street");
     assert_tangents(&dir.join("street.gltf"));
     // Its images lie in the manifest's folder, which the description lists.
-    neurotex::scene::open::open(Some(&toml)).expect("the street imports");
+    neurotex::open::open(Some(&toml)).expect("the street imports");
 }
 
 #[test]

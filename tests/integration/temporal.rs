@@ -12,7 +12,7 @@ use neurotex::render::passes::temporal::{
     TemporalSettings,
 };
 use neurotex::render::targets::{FrameTargets, GBuffer, GBufferMode, Target, format};
-use neurotex::render::tiles::TileSize;
+use neurotex::screen::tiles::TileSize;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 

@@ -343,7 +343,7 @@ fn recorded_path_saves_next_to_the_description_and_loads_back() {
     let back = LoadedDescription::load(&written).unwrap();
     assert_eq!(back.gltf_path().unwrap(), gltf);
     assert_eq!(back.description.camera_paths, vec![path]);
-    let opened = neurotex::scene::open::open(Some(&written)).unwrap();
+    let opened = neurotex::open::open(Some(&written)).unwrap();
     assert_eq!(opened.scene.meshes.len(), 1);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -3,7 +3,7 @@
 //! written to a tile-resolution texture (for the heatmap) and reduced into the two `D`
 //! histograms (for [`DivergenceStats`]).
 //!
-//! The definitions and the CPU reference live in [`crate::render::divergence_stats`]; this pass
+//! The definitions and the CPU reference live in [`crate::screen::divergence`]; this pass
 //! owns only the GPU side: the pipeline for one [`TileSize`], the histogram buffer and a
 //! small ring of staging buffers. It reads the G-buffer's material ids and two
 //! [`DecoderMap`]s and writes the tile texture it is handed.
@@ -30,9 +30,9 @@ use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot as Binding;
 use crate::gpu::{GpuContext, GpuError, read_texture};
-use crate::render::divergence_stats::{DivergenceStats, NO_DECODER, TileCounts};
 use crate::render::targets::Target;
-use crate::render::tiles::TileSize;
+use crate::screen::divergence::{DivergenceStats, NO_DECODER, TileCounts};
+use crate::screen::tiles::TileSize;
 
 /// Format of the tile texture: one texel per tile, the [`TileCounts`] fields in order
 /// (r materials, g decoders, b baseline decoders, a pixels with geometry).
@@ -118,8 +118,9 @@ impl DivergencePass {
     /// Build the pipeline for `tile`.
     pub fn new(ctx: &GpuContext, tile: TileSize) -> Result<Self, KernelError> {
         let device = &ctx.device;
-        let kernel = tile.kernel(
+        let kernel = super::tiled_kernel(
             ctx,
+            tile,
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "divergence.wgsl",
@@ -246,7 +247,7 @@ impl DivergencePass {
 
     /// Blocking: the per-tile counts in `tiles` (a tile texture this pass wrote, after
     /// its frame was submitted), tiles in row-major order (as
-    /// [`crate::render::divergence_stats::count_tiles`] returns them).
+    /// [`crate::screen::divergence::count_tiles`] returns them).
     pub fn read_tiles(ctx: &GpuContext, tiles: &Target) -> Result<Vec<TileCounts>, GpuError> {
         let texels = read_texture(ctx, &tiles.texture, 0, 0)?.to_u32()?;
         Ok(texels

@@ -8,7 +8,7 @@
 //! derivatives are the differences across the quad's row and column, as the raster
 //! path's (fine) `dpdx`/`dpdy` take them, so both modes agree to rounding where the raster
 //! derivatives are fine ones. The encodings are the raster path's, from the shared
-//! `shaders/common/gbuffer.wgsl`.
+//! `shaders/common/surface.wgsl`.
 //!
 //! [`resolve_texel`] is its CPU reference, in f64.
 
@@ -18,12 +18,11 @@ use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
-use crate::render::gpu_types::{
-    BITANGENT_NEGATIVE, FrameUniform, InstanceData, MaterialData, NO_MATERIAL,
-};
+use crate::render::gpu_types::{FrameUniform, InstanceData, MaterialData};
 use crate::render::scene_gpu::SceneGpu;
 use crate::render::targets::{GBuffer, Target, format};
 use crate::scene::Vertex;
+use crate::screen::material_word::{BITANGENT_NEGATIVE, NO_MATERIAL};
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
 pub const WORKGROUP_SIZE: u32 = 8;

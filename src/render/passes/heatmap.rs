@@ -21,7 +21,7 @@ use crate::gpu::layout;
 use crate::gpu::{GpuContext, ShaderError};
 use crate::render::passes::fullscreen::{ScreenPipeline, ScreenPipelineDesc};
 use crate::render::targets::Target;
-use crate::render::tiles::TileSize;
+use crate::screen::tiles::TileSize;
 
 /// Margin between the colour bar and the output's right and bottom edges, in pixels.
 pub const COLOR_BAR_MARGIN: u32 = 16;

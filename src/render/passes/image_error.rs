@@ -28,8 +28,8 @@ use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
 use crate::gpu::{GpuContext, GpuError, read_buffer};
-use crate::render::divergence_stats::NO_MATERIAL;
 use crate::render::targets::Target;
+use crate::screen::divergence::NO_MATERIAL;
 use crate::texture::metrics::psnr_from_mse;
 use crate::texture::srgb::linear_to_srgb;
 

@@ -2,7 +2,6 @@
 //! Every pass is named by one label (its `LABEL` constant) that names its wgpu objects,
 //! its timestamp scope and its timing row.
 
-pub mod cooccurrence;
 pub mod divergence;
 pub mod fullscreen;
 pub mod gbuffer;
@@ -16,10 +15,33 @@ pub mod reference;
 pub mod scene_draw;
 pub mod shadow;
 pub mod temporal;
+pub mod tile_signatures;
 pub mod tonemap;
 
+use crate::gpu::GpuContext;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
 use crate::render::targets::format;
+use crate::screen::tiles::TileSize;
+
+/// The kernel of a tiled pass at `tile`'s size: `desc` with the tile's defines
+/// ([`TileSize::defines`]: the workgroup size) after its own.
+pub fn tiled_kernel(
+    ctx: &GpuContext,
+    tile: TileSize,
+    desc: &KernelDesc<'_>,
+) -> Result<ComputeKernel, KernelError> {
+    let tile = tile.defines();
+    let tile = tile.iter().map(|(name, value)| (*name, value.as_str()));
+    let defines: Vec<(&str, &str)> = desc.defines.iter().copied().chain(tile).collect();
+    ComputeKernel::new(
+        ctx,
+        &KernelDesc {
+            defines: &defines,
+            ..*desc
+        },
+    )
+}
 
 /// Group 0 of both material passes (reference and NTC decode), as
 /// `shaders/common/material.wgsl` declares it, with each pass's own bindings 6 and 7:

@@ -1,4 +1,4 @@
-//! Real-time NTC decode pass (`shaders/ntc_decode.wgsl`, or `shaders/ntc_sort.wgsl` and
+//! Real-time NTC decode pass (`shaders/ntc_decode_tiles.wgsl`, or `shaders/ntc_sort.wgsl` and
 //! `shaders/ntc_decode_runs.wgsl` for the sorted kernels): a compute pass after the
 //! G-buffer that decodes every pixel's material from the package's latents and writes the
 //! same [`MaterialTargets`] as the reference pass.
@@ -33,7 +33,7 @@ use crate::gpu::{CachedBindGroup, GpuContext, GpuError, GrantedFeatures, read_bu
 use crate::ntc::model::{NtcConfig, OUTPUTS};
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
 use crate::render::targets::{GBuffer, MaterialTargets};
-use crate::render::tiles::TileSize;
+use crate::screen::tiles::TileSize;
 
 /// How the decoder MLP is evaluated, and how the frame's pixels reach it.
 ///
@@ -191,7 +191,7 @@ impl NtcKernel {
             .collect()
     }
 
-    /// The kernel's shader defines (of `ntc_decode.wgsl`, or `ntc_decode_runs.wgsl` for
+    /// The kernel's shader defines (of `ntc_decode_tiles.wgsl`, or `ntc_decode_runs.wgsl` for
     /// the sorted kernels).
     fn defines(self) -> &'static [&'static str] {
         match self {
@@ -228,7 +228,7 @@ impl NtcKernel {
 
     /// Bytes of workgroup memory for `config` and `tile` (as declared in
     /// `common/ntc_decode.wgsl`, `common/ntc_fma.wgsl`, `common/ntc_coop.wgsl`,
-    /// `ntc_decode.wgsl` and `ntc_decode_runs.wgsl`).
+    /// `ntc_decode_tiles.wgsl` and `ntc_decode_runs.wgsl`).
     pub fn workgroup_bytes(self, config: &NtcConfig, tile: TileSize) -> u64 {
         // Weights as f16 (or f16 pairs), plus the decoder loop's two words.
         let weights = config.decoder_param_count() as u64 * 2 + 8;
@@ -283,7 +283,7 @@ impl Default for DecodeSettings {
     }
 }
 
-/// WGSL `DecodeParams` (`shaders/ntc_decode.wgsl`): the pass's uniform.
+/// WGSL `DecodeParams` (`shaders/ntc_decode_tiles.wgsl`): the pass's uniform.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct DecodeParams {
@@ -524,7 +524,13 @@ impl NtcDecodePass {
             };
             (decode, Some(stages))
         } else {
-            let decode = build(Self::LABEL, "ntc_decode.wgsl", "decode", &defines, None)?;
+            let decode = build(
+                Self::LABEL,
+                "ntc_decode_tiles.wgsl",
+                "decode",
+                &defines,
+                None,
+            )?;
             (decode, None)
         };
         let params = device.create_buffer(&wgpu::BufferDescriptor {
@@ -631,7 +637,7 @@ impl NtcDecodePass {
         Ok(())
     }
 
-    /// The defines the decode shader (`ntc_decode.wgsl`, or `ntc_decode_runs.wgsl` for the
+    /// The defines the decode shader (`ntc_decode_tiles.wgsl`, or `ntc_decode_runs.wgsl` for the
     /// sorted kernels) is composed with for decoders of shape `config`, evaluated with
     /// `kernel`, one workgroup per `tile`.
     pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Vec<(String, String)> {

@@ -23,9 +23,9 @@ use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
 use crate::gpu::{CachedBindGroup, GpuContext};
-use crate::render::gpu_types::{MATERIAL_ID_MASK, NO_MATERIAL};
 use crate::render::passes::scene_draw::SceneInputs;
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
+use crate::screen::material_word::{MATERIAL_ID_MASK, NO_MATERIAL};
 
 /// Side of the classify pass's square tile in pixels (`@workgroup_size(8, 8)` in
 /// `shaders/material_classify.wgsl`).

@@ -48,8 +48,8 @@ use crate::render::gpu_types::{FrameUniform, MaterialData};
 use crate::render::ntc_gpu::{NtcCpuReference, NtcSceneGpu, PixelInput};
 use crate::render::passes::ntc_decode::{DecodeInputs, DecodeSettings, NtcDecodePass, NtcKernel};
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
-use crate::render::tiles::TileSize;
 use crate::scene::Material;
+use crate::screen::tiles::TileSize;
 use crate::texture::{CHANNELS, ChannelMask};
 
 /// The frame index every decode uses (its blue noise).
@@ -1369,7 +1369,7 @@ pub fn write_decode_report(
     dir: &std::path::Path,
     report: &DecodeBenchReport,
 ) -> Result<String, BenchError> {
-    crate::bench_output::write_report_files(
+    super::output::write_report_files(
         dir,
         "decode",
         report,

@@ -3,7 +3,7 @@
 //! (`bench.json`, `bench.csv`, `bench.md`, `bench.png`; `bench decode` writes its report
 //! through the same [`write_report_files`]). The measuring itself is
 //! [`crate::bench`]; the cameras along a path come from
-//! [`crate::scene::open::path_cameras`].
+//! [`crate::open::path_cameras`].
 
 use std::path::Path;
 

@@ -10,9 +10,9 @@ use clap::Args;
 
 use neurotex::cluster;
 use neurotex::gpu::GpuContext;
+use neurotex::packages::views::{self as record, RecordSettings};
 use neurotex::packages::{PackageRecipe, ScenePackages};
-use neurotex::render::cooccurrence::{self as record, RecordSettings};
-use neurotex::render::tiles::TileSize;
+use neurotex::screen::tiles::TileSize;
 use neurotex::texture;
 
 use super::args::{InputsArg, TextureLimitArg, parse_size};
@@ -86,7 +86,7 @@ fn record_scene(
             inputs.scenes.len()
         );
     };
-    let opened = neurotex::scene::open::open(Some(scene))?;
+    let opened = neurotex::open::open(Some(scene))?;
     let defaults = RecordSettings::for_scene(&opened);
     let settings = RecordSettings {
         size: c.record_size.unwrap_or(defaults.size),

@@ -3,7 +3,7 @@
 //! builds a view's signature histogram for the co-occurrence record of `cluster`.
 //!
 //! The definition is the divergence statistics' per-tile distinct-decoder list
-//! ([`crate::render::divergence_stats::tile_decoders`]) under a material → texture-set
+//! ([`crate::screen::divergence::tile_decoders`]) under a material → texture-set
 //! map, which is what the record's CPU reference (`ViewCounts::count` in
 //! `cluster::cooccurrence`) counts; the tests compare the two exactly. The pass reads the
 //! G-buffer's material ids and the map (a [`DecoderMap`] whose entries are set indices)
@@ -28,14 +28,14 @@ use crate::gpu::layout::Slot;
 use crate::gpu::{GpuContext, GpuError, read_buffer};
 use crate::render::passes::divergence::DecoderMap;
 use crate::render::targets::Target;
-use crate::render::tiles::TileSize;
+use crate::screen::tiles::TileSize;
 
 /// What the co-occurrence pass reads.
 #[derive(Clone, Copy, Debug)]
 pub struct CooccurrenceInputs<'a> {
     /// The G-buffer's material words.
     pub material_ids: &'a Target,
-    /// Material id → texture-set index ([`crate::render::divergence_stats::NO_DECODER`]:
+    /// Material id → texture-set index ([`crate::screen::divergence::NO_DECODER`]:
     /// no set; ids past the map have none either).
     pub set_map: &'a DecoderMap,
 }
@@ -119,8 +119,9 @@ impl CooccurrencePass {
 
     /// Build the pipeline for `tile`.
     pub fn new(ctx: &GpuContext, tile: TileSize) -> Result<Self, KernelError> {
-        let kernel = tile.kernel(
+        let kernel = super::tiled_kernel(
             ctx,
+            tile,
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "cooccurrence.wgsl",

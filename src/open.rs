@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::description::{Builtin, CameraPath, LoadedDescription, SceneDescription};
-use super::gltf_import::{self, UriPolicy};
-use super::{Camera, Scene, SceneError};
+use crate::scene::description::{Builtin, CameraPath, LoadedDescription, SceneDescription};
+use crate::scene::gltf_import::{self, UriPolicy};
+use crate::scene::{Camera, Scene, SceneError};
 
 /// Texture size of the built-in toy shop when the description does not say.
 pub const DEFAULT_TOYSHOP_TEXTURE_SIZE: u32 = 512;

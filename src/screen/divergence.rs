@@ -4,7 +4,7 @@
 //!
 //! This module owns the host-side types and the CPU reference ([`count_tiles`],
 //! [`DivergenceStats::from_counts`]) that defines every number the GPU pass
-//! ([`super::passes::divergence`], `shaders/divergence.wgsl`) computes; the tests compare
+//! (`render::passes::divergence`, `shaders/divergence.wgsl`) computes; the tests compare
 //! the two exactly. [`tile_decoders`] hands out each tile's distinct-decoder list itself
 //! (the co-occurrence record of `cluster` is counted from it). It does not touch the GPU.
 //!
@@ -32,9 +32,9 @@
 //! decoder. Each map is scored over its own decoded tiles; the two sets coincide when
 //! both maps agree on which materials decode nothing, as one package's maps do.
 
-use crate::render::gpu_types::MATERIAL_ID_MASK;
-pub use crate::render::gpu_types::{NO_DECODER, NO_MATERIAL};
-use crate::render::tiles::TileSize;
+use crate::screen::material_word::MATERIAL_ID_MASK;
+pub use crate::screen::material_word::{NO_DECODER, NO_MATERIAL};
+use crate::screen::tiles::TileSize;
 
 /// What one screen tile holds. Stored by the GPU pass as one `Rgba32Uint` texel per tile,
 /// in this field order.

@@ -14,6 +14,9 @@
 //! file every frame of every configuration (warm-up included) is also written as a Chrome
 //! trace.
 
+pub mod decode;
+pub mod output;
+
 use std::path::Path;
 
 use serde::Serialize;
@@ -21,13 +24,13 @@ use serde::Serialize;
 use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::profiler::{TraceError, distinct_labels, label_ms};
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
-use crate::render::divergence_stats::DivergenceStats;
 use crate::render::passes::ntc_decode::{NtcDecodePass, NtcKernel};
-use crate::render::tiles::TileSize;
 use crate::render::{
     FrameSettings, GBufferMode, KernelChoice, PassSettings, RenderError, RenderMode, Renderer,
 };
 use crate::scene::{Camera, Lighting};
+use crate::screen::divergence::DivergenceStats;
+use crate::screen::tiles::TileSize;
 
 /// Errors of a benchmark run.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! Recording a scene's screen co-occurrence: the views of its camera paths (sampled every
 //! Δt) or, without paths, its cameras, each rendered as a G-buffer by the [`Renderer`]
-//! and counted by the co-occurrence pass ([`super::passes::cooccurrence`]) into a
+//! and counted by the co-occurrence pass ([`crate::render::passes::tile_signatures`]) into a
 //! [`CooccurrenceRecord`] that carries its [`RecordSource`].
 //!
 //! Owns which views a scene has ([`scene_views`]), the identity of a record made from
@@ -17,13 +17,15 @@ use crate::cluster::{
     ClusterError, CooccurrenceRecord, FileDigest, RecordSource, ViewCounts, ViewSpec,
 };
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, KernelError};
-use crate::render::divergence_stats::NO_DECODER;
-use crate::render::passes::cooccurrence::{CooccurrenceInputs, CooccurrencePass, SignatureBuffer};
+use crate::open::{OpenedScene, select_camera};
 use crate::render::passes::divergence::DecoderMap;
-use crate::render::tiles::TileSize;
+use crate::render::passes::tile_signatures::{
+    CooccurrenceInputs, CooccurrencePass, SignatureBuffer,
+};
 use crate::render::{RenderError, Renderer};
-use crate::scene::open::{OpenedScene, select_camera};
 use crate::scene::{Camera, SceneError};
+use crate::screen::divergence::NO_DECODER;
+use crate::screen::tiles::TileSize;
 use crate::texture::SceneTextures;
 
 /// The default sampling interval of camera paths (seconds).
@@ -312,7 +314,7 @@ pub fn load_or_record(
         textures,
         Some(1),
         settings.size,
-        super::headless::OUTPUT_FORMAT,
+        crate::render::headless::OUTPUT_FORMAT,
     )?;
     let record = record_views(ctx, &mut renderer, source, &cameras, progress)?;
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {

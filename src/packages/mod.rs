@@ -11,9 +11,11 @@
 //!
 //! The `divergence-aware` package also depends on the scene's screen co-occurrence: its
 //! record (`cooccurrence-<scene>-<tile>-<W>x<H>.json`, from
-//! [`crate::render::cooccurrence`], which renders the G-buffers of the scene's views) sits
+//! [`views`], which renders the G-buffers of the scene's views) sits
 //! in the same folder, is recorded when missing or stale ([`ScenePackages::with_views`]
 //! hands over the scene with its camera paths), and its length and CRC-32 enter the key.
+
+pub mod views;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -22,16 +24,16 @@ use std::sync::Arc;
 
 use crate::cluster::{self, ClusterError, FileDigest, Plan, Strategy};
 use crate::gpu::GpuContext;
+use crate::inputs::{InputError, InputSets, InputSource};
 use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
 use crate::ntc::parallel::GroupProgress;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
+use crate::open::{OpenedScene, cache_dir};
 use crate::render::RenderMode;
-use crate::render::cooccurrence::{RecordError, RecordSettings, load_or_record};
 use crate::render::ntc_gpu::{NtcRenderError, map_materials};
 use crate::scene::ImageSource;
-use crate::scene::open::{OpenedScene, cache_dir};
-use crate::texture::inputs::{InputError, InputSets, InputSource};
 use crate::texture::{SceneTextures, TextureSet, set_constants};
+use views::{RecordError, RecordSettings, load_or_record};
 
 /// How far [`ScenePackages::load_or_compress`] has come.
 #[derive(Clone, Copy, Debug)]
@@ -330,9 +332,9 @@ impl ScenePackages {
         let (Some(views), Some(file)) = (&self.views, self.record_path()) else {
             return false;
         };
-        crate::render::cooccurrence::expected_source(&views.opened, &views.scene, &views.settings)
+        views::expected_source(&views.opened, &views.scene, &views.settings)
             .ok()
-            .and_then(|(source, _)| crate::render::cooccurrence::reusable(&file, &source))
+            .and_then(|(source, _)| views::reusable(&file, &source))
             .is_some()
     }
 

@@ -6,9 +6,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::set::{Slot, load_parallel, unique_names};
-use super::{ChannelMask, LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc};
 use crate::scene::{ImageSource, Material};
+use crate::texture::set::{Slot, load_parallel, unique_names};
+use crate::texture::{
+    ChannelMask, LoadOptions, LoadedSet, TextureError, TextureSet, TextureSetDesc,
+};
 
 /// One input of an offline run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,9 +72,9 @@ impl InputSets {
         for src in sources {
             match src {
                 InputSource::Scene(path) => {
-                    let opened = crate::scene::open::open(Some(path))?;
+                    let opened = crate::open::open(Some(path))?;
                     let csv = path.with_file_name("texture_sets.csv");
-                    let (descs, _) = super::scene_texture_sets(&opened.scene.materials);
+                    let (descs, _) = crate::texture::scene_texture_sets(&opened.scene.materials);
                     let names: Vec<String> = descs.iter().map(TextureSetDesc::name).collect();
                     // Rows name a set or, failing that, a material using it (a generated
                     // street names its materials by the manifest's set ids).
@@ -104,14 +106,14 @@ impl InputSets {
                     }
                 }
                 InputSource::Manifest(path) => {
-                    for e in super::read_manifest(path)? {
+                    for e in crate::texture::read_manifest(path)? {
                         materials.push(e.material);
                         labels.push(e.paper_category);
                     }
                 }
             }
         }
-        let (descs, material_sets) = super::scene_texture_sets(&materials);
+        let (descs, material_sets) = crate::texture::scene_texture_sets(&materials);
         if descs.is_empty() {
             return Err(InputError::Empty {
                 inputs: sources
@@ -140,10 +142,14 @@ impl InputSets {
     }
 
     /// Per set, the channels some material using it needs: the union of
-    /// [`relevant_channels`](super::set::relevant_channels) over those materials (a channel
+    /// [`relevant_channels`](crate::texture::set::relevant_channels) over those materials (a channel
     /// that every one of them zeroes by its constants is irrelevant to the set).
     pub fn relevant_channels(&self) -> Vec<ChannelMask> {
-        super::set::set_relevant_channels(&self.materials, &self.material_sets, self.descs.len())
+        crate::texture::set::set_relevant_channels(
+            &self.materials,
+            &self.material_sets,
+            self.descs.len(),
+        )
     }
 
     /// Every file the sets come from: the inputs themselves, the `texture_sets.csv`

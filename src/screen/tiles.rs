@@ -3,9 +3,6 @@
 //! decoder in a tile once, so the number of distinct decoders per tile is the divergence
 //! the paper measures.
 
-use crate::gpu::GpuContext;
-use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
-
 /// The tile shape of the decode and divergence passes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -63,25 +60,6 @@ impl TileSize {
     pub fn defines(self) -> [(&'static str, String); 2] {
         let (w, h) = self.dims();
         [("TILE_W", w.to_string()), ("TILE_H", h.to_string())]
-    }
-
-    /// The kernel of a tiled pass at this tile size: `desc` with [`Self::defines`] after
-    /// its own defines.
-    pub fn kernel(
-        self,
-        ctx: &GpuContext,
-        desc: &KernelDesc<'_>,
-    ) -> Result<ComputeKernel, KernelError> {
-        let tile = self.defines();
-        let tile = tile.iter().map(|(name, value)| (*name, value.as_str()));
-        let defines: Vec<(&str, &str)> = desc.defines.iter().copied().chain(tile).collect();
-        ComputeKernel::new(
-            ctx,
-            &KernelDesc {
-                defines: &defines,
-                ..*desc
-            },
-        )
     }
 }
 
