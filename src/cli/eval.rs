@@ -102,6 +102,13 @@ pub struct EvalArgs {
     /// Keep each run's .ntc package in runs/.
     #[arg(long)]
     keep_packages: bool,
+    /// Also measure every set's ꟻLIP in the run records (decoded on the CPU).
+    #[arg(long)]
+    flip: bool,
+    /// Loss weights per channel group: the recipe's, or balanced per group of sets
+    /// against the BC1/BC5 baseline's error in each channel group.
+    #[arg(long, value_enum, default_value_t = ntc::train::LossWeighting::default())]
+    loss_weights: ntc::train::LossWeighting,
     /// Print the runs the evaluation would train, then stop (`divergence-aware`'s groups
     /// need the co-occurrence record, so a missing or stale cached one is recorded first).
     #[arg(long)]
@@ -161,8 +168,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
         .into());
     }
     let inputs = neurotex::inputs::InputSets::open(&sources)?;
-    // The folder is the evaluation's (a non-empty one needs --resume); it may not be
-    // an input.
+    // The folder is the evaluation's (a non-empty one needs --resume): it may neither be
+    // nor hold an input (resumed there, it would replace those named like its outputs).
     let shard = a
         .shard
         .map(|s| s.resolve(|name| std::env::var(name).ok()))
@@ -175,7 +182,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
             .chain(a.cooccurrence.cooccurrence.iter())
             .chain(a.merge.iter()),
     )
-    .check_dir(&a.out)?;
+    .check_own_dir(&a.out)?;
     let recorded = a.cooccurrence.record(&a.inputs, aware)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
@@ -216,6 +223,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
         sweep: !a.no_sweep,
         resume: a.resume,
         keep_packages: a.keep_packages,
+        flip: a.flip,
+        loss_weights: a.loss_weights,
         command_line,
     };
     // One evaluation, or one per seed of --seeds or per budget of --budgets (each

@@ -50,6 +50,7 @@ use crate::ntc::TrainConfig;
 use crate::ntc::compress::{
     CompressError, CompressOptions, RateControl, compress, group_main_steps,
 };
+use crate::ntc::train::LossWeighting;
 use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
 use crate::ntc::train::schedule::finetune_steps;
 use crate::texture::{CHANNELS, TextureSet};
@@ -214,6 +215,22 @@ pub struct EvalInputs<'a> {
 }
 
 impl EvalInputs<'_> {
+    /// BLAKE3 (hex) of what training sees of the inputs: every decoded set (name and
+    /// [`set_digest`](crate::ntc::compress::set_digest)) and its constants. A run record
+    /// carries it, so a record trained on images that changed since is not reused.
+    pub fn digest(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        for set in self.sets {
+            h.update(set.name.as_bytes());
+            h.update(&[0]);
+            h.update(crate::ntc::compress::set_digest(set).as_bytes());
+        }
+        for c in self.constants.iter().flatten() {
+            h.update(&c.to_le_bytes());
+        }
+        h.finalize().to_hex().to_string()
+    }
+
     fn check(&self) -> Result<(), EvalError> {
         let n = self.sets.len();
         let bad = |what: &str, len: usize| EvalError::Inputs {
@@ -275,6 +292,10 @@ pub struct EvalOptions {
     pub resume: bool,
     /// Keep each run's `.ntc` package next to its record.
     pub keep_packages: bool,
+    /// Measure each set's ꟻLIP in the run records (decoded on the CPU).
+    pub flip: bool,
+    /// The loss weights of every run.
+    pub loss_weights: LossWeighting,
     /// The command line, for the summary.
     pub command_line: String,
 }
@@ -715,6 +736,7 @@ fn train_runs(
     progress: &mut dyn FnMut(&EvalEvent),
 ) -> Result<Vec<(RunRecord, bool)>, EvalError> {
     let runs_dir = prepare_outputs(inputs, plan, opts, out)?;
+    let digest = inputs.digest();
     let runs = plan.runs.len();
     let mut records: Vec<(RunRecord, bool)> = Vec::with_capacity(selection.len());
     for &run in selection {
@@ -723,7 +745,7 @@ fn train_runs(
         let train = spec.freeze.apply(&opts.train);
         if opts.resume && path.exists() {
             let record = RunRecord::read(&path)?;
-            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train) {
+            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train, &digest) {
                 return Err(EvalError::RunFile {
                     path,
                     reason: format!(
@@ -753,6 +775,8 @@ fn train_runs(
             rate: RateControl::Fixed,
             kernel: opts.kernel,
             input_files: Vec::new(),
+            loss_weights: opts.loss_weights,
+            flip: opts.flip,
         };
         let result = compress(
             devices,
@@ -787,7 +811,7 @@ fn train_runs(
                 });
             }
         };
-        let record = RunRecord::new(spec, &train, &report);
+        let record = RunRecord::new(spec, &train, &report, &digest);
         record.write(&path)?;
         if !opts.keep_packages {
             std::fs::remove_file(&package).map_err(|source| EvalError::Io {
@@ -976,6 +1000,8 @@ mod tests {
             sweep: true,
             resume: false,
             keep_packages: false,
+            flip: false,
+            loss_weights: LossWeighting::Fixed,
             command_line: "neurotex eval".into(),
         }
     }
@@ -1120,6 +1146,7 @@ mod tests {
                         psnr: Some(30.0 + spec.decoders() as f64 + (set % 2) as f64),
                         psnr_exact: false,
                         bits_per_texel: 2.0,
+                        flip: None,
                     })
                     .collect();
                 let record = RunRecord {
@@ -1152,6 +1179,7 @@ mod tests {
                             loss: 0.1 / k as f64,
                         })
                         .collect(),
+                    inputs: String::new(),
                 };
                 (record, i == 0)
             })

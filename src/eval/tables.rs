@@ -728,6 +728,7 @@ mod tests {
                     psnr: psnr[set],
                     psnr_exact: false,
                     bits_per_texel: 1.5,
+                    flip: None,
                 })
                 .collect(),
             group_results: groups
@@ -753,6 +754,7 @@ mod tests {
             groups,
             steps: 20,
             seed: 1,
+            inputs: String::new(),
             train: TrainConfig::default(),
             adapter: "test".into(),
             mean_psnr: mean(psnr.into_iter()),

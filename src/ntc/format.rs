@@ -17,7 +17,7 @@
 //! sections, in this order, each:
 //!       tag [u8; 4], length u64 (= the header's), crc u32 (CRC-32 of the payload),
 //!       payload [length]
-//!   "CONF" config:    features, latent_bits, preset (0 low … 3 very-high; the one
+//!   "CONF" config:    features, latent_bits, preset (0 low … 3 very-high, 4 medium-high; the one
 //!                     requested: each material's grids below are its own, so groups
 //!                     compressed at other presets by rate control share the package),
 //!                     activation (0 hard-gelu, 1 leaky-relu), pe_waves,

@@ -30,6 +30,7 @@
 pub mod blue_noise;
 pub mod gpu_types;
 pub mod headless;
+pub mod kernel_choice;
 pub mod ntc_gpu;
 pub mod passes;
 pub mod plan;
@@ -230,6 +231,45 @@ pub enum RenderError {
     /// An NTC mode was asked for before its package was given.
     #[error("no package is loaded for the {0} mode")]
     MissingPackage(RenderMode),
+    /// A frame size this device cannot render or read back.
+    #[error("a {width}x{height} frame is too large for this GPU: {reason}")]
+    FrameTooLarge {
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        height: u32,
+        /// Which device limit it exceeds.
+        reason: String,
+    },
+}
+
+/// Why a `size` frame cannot be rendered and read back under `limits`, checked before any
+/// target is created: a side past the largest texture side, or the read-back of the
+/// output (4 bytes a pixel, rows padded to 256 bytes) past the largest buffer.
+pub fn check_frame_size(limits: &wgpu::Limits, size: (u32, u32)) -> Result<(), RenderError> {
+    let (width, height) = size;
+    let too_large = |reason: String| RenderError::FrameTooLarge {
+        width,
+        height,
+        reason,
+    };
+    let side = limits.max_texture_dimension_2d;
+    if width > side || height > side {
+        return Err(too_large(format!(
+            "its largest texture side is {side} pixels"
+        )));
+    }
+    let row = u64::from(crate::gpu::readback::padded_bytes_per_row(
+        width.saturating_mul(4),
+    ));
+    let readback = row * u64::from(height);
+    if readback > limits.max_buffer_size {
+        return Err(too_large(format!(
+            "reading it back needs a buffer of {readback} bytes, its largest buffer is {} bytes",
+            limits.max_buffer_size
+        )));
+    }
+    Ok(())
 }
 
 /// Default anisotropy: 16× on hardware; 1× (trilinear) on CPU adapters, where software
@@ -344,6 +384,7 @@ impl Renderer {
         output_format: wgpu::TextureFormat,
     ) -> Result<Self, RenderError> {
         let device = &ctx.device;
+        check_frame_size(&device.limits(), size)?;
         let anisotropy = if ctx.granted.anisotropic_filtering {
             anisotropy
                 .unwrap_or(default_anisotropy(&ctx.info))
@@ -784,37 +825,37 @@ impl Renderer {
         self.record_gbuffer_passes(frame, &scene);
 
         // G-buffer (+ package) ─► material targets
-        let decode = match (plan.material, package, &self.decode) {
+        let decode = match (plan.material, package, &mut self.decode) {
             (MaterialPath::Decode(_), Some(package), Some(DecodePath { pass: Ok(pass), .. })) => {
                 Some((package, pass))
             }
             _ => None,
         };
-        match decode {
-            Some((package, pass))
-                if pass
-                    .record(
-                        frame,
-                        &DecodeInputs {
-                            frame: &self.frame_buffer,
-                            materials: &self.scene.material_buffer,
-                            gbuffer: &t.gbuffer,
-                            blue_noise: &self.blue_noise.view,
-                            package: &package.gpu,
-                            settings: &settings.passes.decode,
-                        },
-                        &t.materials,
-                    )
-                    .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
-                    .is_ok() => {}
-            _ => p.reference.record(
+        let decoded = decode.is_some_and(|(package, pass)| {
+            pass.record(
+                frame,
+                &DecodeInputs {
+                    frame: &self.frame_buffer,
+                    materials: &self.scene.material_buffer,
+                    gbuffer: &t.gbuffer,
+                    blue_noise: &self.blue_noise.view,
+                    package: &package.gpu,
+                    settings: &settings.passes.decode,
+                },
+                &t.materials,
+            )
+            .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
+            .is_ok()
+        });
+        if !decoded {
+            p.reference.record(
                 frame,
                 &ReferenceInputs {
                     scene,
                     gbuffer: &t.gbuffer,
                 },
                 &t.materials,
-            ),
+            );
         }
 
         // depth + materials + shadow map ─► HDR radiance
@@ -914,7 +955,7 @@ impl Renderer {
 }
 
 /// The decode pass for `config` with `choice`'s kernel and tile. A kernel left to the renderer
-/// (`None`) is [`NtcKernel::best`]; when that one fails to build (the model or the
+/// (`None`) is the fastest measured ([`kernel_choice::best_measured`]); when that one fails to build (the model or the
 /// adapter's matrix configurations rule it out, or the shader compiler fails), the failure
 /// is logged and the pass falls back to f16 where supported, else f32. An explicitly
 /// chosen kernel's failure is the error.
@@ -926,7 +967,7 @@ fn decode_pass(
     if let Some(kernel) = choice.kernel {
         return NtcDecodePass::new(ctx, config, kernel, choice.tile);
     }
-    let mut kernels = vec![NtcKernel::best(&ctx.granted)];
+    let mut kernels = vec![kernel_choice::best_measured(ctx, config)];
     for fallback in [NtcKernel::F16, NtcKernel::F32] {
         if fallback.supported(&ctx.granted) && !kernels.contains(&fallback) {
             kernels.push(fallback);

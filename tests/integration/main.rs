@@ -7,6 +7,7 @@
 mod bench_decode;
 mod cli;
 mod common;
+mod containers;
 mod cooccurrence;
 mod devices;
 mod divergence;
@@ -24,4 +25,5 @@ mod robustness;
 mod shaders;
 mod shard;
 mod temporal;
+mod transcode;
 mod viewer;

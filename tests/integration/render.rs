@@ -62,6 +62,7 @@ fn two_material_quad() -> Scene {
             max: Vec3::new(1.0, 1.0, 0.0),
         },
         warnings: vec![],
+        buffers: vec![],
     }
 }
 

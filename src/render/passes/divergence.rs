@@ -21,6 +21,7 @@
 //! dropped rather than waited for. A staging buffer whose encoder was dropped without
 //! being submitted is noticed (its map callback is gone) and reused.
 
+use crate::gpu::Defines;
 use std::sync::atomic::{AtomicU8, Ordering, fence};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -124,7 +125,7 @@ impl DivergencePass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "divergence.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "count",
                 groups: &[Group::Slots(&[
                     Binding::UintTexture,

@@ -14,6 +14,7 @@
 //! ≈ 1 ms of raster work the street's map takes at 2048² (a frame without a drawing has
 //! no `shadow` timing).
 
+use crate::gpu::Defines;
 use glam::{Mat4, Vec3};
 
 use crate::gpu::encoder::FrameEncoder;
@@ -85,7 +86,7 @@ impl ShadowPass {
         let desc = SceneDrawDesc {
             label: Self::LABEL,
             shader: "shadow.wgsl",
-            defines: &[],
+            defines: &Defines::new(),
             targets: &[],
             depth: wgpu::DepthStencilState {
                 bias: wgpu::DepthBiasState {

@@ -47,6 +47,7 @@
 //! encoder that is never submitted desynchronises them, so record once per submitted
 //! frame (the settings also go through `queue.write_buffer`, which needs that anyway).
 
+use crate::gpu::Defines;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytemuck::{Pod, Zeroable};
@@ -227,7 +228,7 @@ impl TemporalPass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "temporal.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "resolve",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,
@@ -558,7 +559,8 @@ mod tests {
 
     #[test]
     fn params_match_the_shader_struct() {
-        let module = crate::gpu::shader::validate("temporal.wgsl", &[]).unwrap();
+        let module =
+            crate::gpu::shader::validate("temporal.wgsl", &crate::gpu::Defines::new()).unwrap();
         let params = crate::gpu::mirror::wgsl_struct(&module, "TemporalParams")
             .expect("temporal.wgsl declares TemporalParams");
         assert_eq!(params.size as usize, std::mem::size_of::<TemporalParams>());

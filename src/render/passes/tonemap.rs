@@ -13,6 +13,7 @@
 //! full-screen copy or blit, which costs about what the raster pass does. Both entry points
 //! share the shader's `tonemapped` function, so the two differ only in who encodes.
 
+use crate::gpu::Defines;
 use std::sync::{Mutex, PoisonError};
 
 use crate::gpu::GpuContext;
@@ -75,7 +76,7 @@ impl TonemapPass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "tonemap.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "encode",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::GpuTrainError;
 use super::{GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS};
-use crate::gpu::GpuContext;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::{Defines, GpuContext};
 use crate::ntc::model::{Activation, LEAKY_SLOPE, MAX_HIDDEN_LAYERS, NtcConfig, OUTPUTS};
 
 /// Largest workgroup of `forward_backward` and `evaluate`.
@@ -200,18 +200,14 @@ impl Kernels {
         let mixed_defines = chunk.map(|c| mixed_defines(config, kernel, c, fixed_point));
         let pipeline = |shader: &str,
                         entry: &str,
-                        owned: &[(String, String)]|
+                        defines: &Defines|
          -> Result<wgpu::ComputePipeline, GpuTrainError> {
-            let defines: Vec<(&str, &str)> = owned
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str()))
-                .collect();
             let built = ComputeKernel::new(
                 ctx,
                 &KernelDesc {
                     label: entry,
                     shader,
-                    defines: &defines,
+                    defines,
                     entry,
                     groups: &[Group::Layout(&layout)],
                 },
@@ -275,43 +271,26 @@ impl Kernels {
 
 /// The defines every training shader is composed with (documented in
 /// `shaders/common/ntc_mlp.wgsl` and `ntc_train.wgsl`).
-pub(super) fn shader_defines(
-    config: &NtcConfig,
-    workgroup: u32,
-    fixed_point: bool,
-) -> Vec<(String, String)> {
-    let mut defines = vec![
-        ("WORKGROUP_SIZE".to_owned(), workgroup.to_string()),
-        ("NTC_FEATURES".to_owned(), config.features.to_string()),
-        ("NTC_PE_WAVES".to_owned(), config.pe_waves.to_string()),
-        (
-            "NTC_INPUT_WIDTH".to_owned(),
-            config.input_width().to_string(),
-        ),
-        (
-            "NTC_LAYERS".to_owned(),
-            (config.hidden.len() + 1).to_string(),
-        ),
-        ("NTC_LEAKY_SLOPE".to_owned(), format!("{LEAKY_SLOPE:?}")),
-        ("NTC_TRAINING".to_owned(), "1".to_owned()),
-        (
-            "GRAD_SCALE_DECODER".to_owned(),
-            format!("{GRAD_SCALE_DECODER:?}"),
-        ),
-        (
-            "GRAD_SCALE_LATENTS".to_owned(),
-            format!("{GRAD_SCALE_LATENTS:?}"),
-        ),
-    ];
+pub(super) fn shader_defines(config: &NtcConfig, workgroup: u32, fixed_point: bool) -> Defines {
+    let mut defines = Defines::new()
+        .with("WORKGROUP_SIZE", workgroup)
+        .with("NTC_FEATURES", config.features)
+        .with("NTC_PE_WAVES", config.pe_waves)
+        .with("NTC_INPUT_WIDTH", config.input_width())
+        .with("NTC_LAYERS", config.hidden.len() + 1)
+        .with("NTC_LEAKY_SLOPE", format!("{LEAKY_SLOPE:?}"))
+        .flag("NTC_TRAINING")
+        .with("GRAD_SCALE_DECODER", format!("{GRAD_SCALE_DECODER:?}"))
+        .with("GRAD_SCALE_LATENTS", format!("{GRAD_SCALE_LATENTS:?}"));
     for layer in 0..MAX_HIDDEN_LAYERS {
         let width = config.hidden.get(layer).copied().unwrap_or(0);
-        defines.push((format!("NTC_HIDDEN_{layer}"), width.to_string()));
+        defines.set(&format!("NTC_HIDDEN_{layer}"), width);
     }
     if config.activation == Activation::LeakyRelu {
-        defines.push(("NTC_LEAKY_RELU".to_owned(), "1".to_owned()));
+        defines.set("NTC_LEAKY_RELU", 1);
     }
     if fixed_point {
-        defines.push(("FIXED_POINT_GRADIENTS".to_owned(), "1".to_owned()));
+        defines.set("FIXED_POINT_GRADIENTS", 1);
     }
     defines
 }
@@ -324,18 +303,17 @@ pub(super) fn mixed_defines(
     kernel: TrainKernel,
     chunk: Chunk,
     fixed_point: bool,
-) -> Vec<(String, String)> {
-    let mut defines = shader_defines(config, MAX_WORKGROUP, fixed_point);
-    defines.extend([
-        ("NTC_MIXED".to_owned(), "1".to_owned()),
-        ("TRAIN_ROWS".to_owned(), chunk.rows.to_string()),
-        ("TRAIN_THREADS".to_owned(), chunk.threads.to_string()),
-        ("DELTA_SCALE".to_owned(), format!("{DELTA_SCALE:?}")),
-    ]);
+) -> Defines {
+    let defines = shader_defines(config, MAX_WORKGROUP, fixed_point)
+        .flag("NTC_MIXED")
+        .with("TRAIN_ROWS", chunk.rows)
+        .with("TRAIN_THREADS", chunk.threads)
+        .with("DELTA_SCALE", format!("{DELTA_SCALE:?}"));
     if kernel == TrainKernel::CoopMatrix {
-        defines.push(("TRAIN_COOP".to_owned(), "1".to_owned()));
+        defines.flag("TRAIN_COOP")
+    } else {
+        defines
     }
-    defines
 }
 
 /// Bytes of workgroup memory `train_step` needs with chunks of `rows` samples and
@@ -431,14 +409,14 @@ pub(super) fn pick_workgroup(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::shader::{ShaderLibrary, define_refs};
+    use crate::gpu::shader::ShaderLibrary;
     use crate::ntc::train::gpu::layout::{MipEntry, StepParams};
 
     /// A training shader composed with `config`'s defines, as the trainer composes it.
     fn module(path: &str, config: &NtcConfig, workgroup: u32) -> naga::Module {
         let defines = shader_defines(config, workgroup, false);
         ShaderLibrary::embedded()
-            .validate(path, &define_refs(&defines))
+            .validate(path, &defines)
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
@@ -517,7 +495,7 @@ mod tests {
                     let chunk = Chunk { rows, threads };
                     let defines = mixed_defines(&config, kernel, chunk, false);
                     let m = ShaderLibrary::embedded()
-                        .validate("ntc/train_step.wgsl", &define_refs(&defines))
+                        .validate("ntc/train_step.wgsl", &defines)
                         .unwrap_or_else(|e| panic!("{e}"));
                     let entry = m
                         .entry_points
