@@ -24,9 +24,12 @@
 //! (the co-occurrence record checked against the sets, each run's predicted 𝒟),
 //! `tables` (the tables and the report), `figures` (the charts' panels), [`shard`]
 //! (`eval --shard I/N` and `eval --merge`) and [`seeds`] (`eval --seeds`: one evaluation
-//! per seed in `seed-<s>/`, every cell as mean, deviation and range over the seeds). This module trains only through
+//! per seed in `seed-<s>/`, every cell as mean, deviation and range over the seeds) and
+//! [`budgets`] (the budget in epochs and samples, `eval --epochs`; `eval --budgets`: one
+//! evaluation per budget in `budget-<b>/`, PSNR against budget). This module trains only through
 //! [`ntc::compress`](crate::ntc::compress::compress) and renders nothing.
 
+pub mod budgets;
 mod divergence;
 mod figures;
 mod runs;
@@ -52,6 +55,7 @@ use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
 use crate::ntc::train::schedule::finetune_steps;
 use crate::texture::{CHANNELS, TextureSet};
 
+pub use budgets::TrainingBudget;
 pub use divergence::{RecordedViews, RunDivergence};
 pub use figures::{CHART_SIZE, freezing_panel, sweep_panel};
 pub use runs::{
@@ -863,6 +867,7 @@ pub fn build_report(
         seed: opts.seed,
         recipe: opts.recipe.clone(),
         steps: opts.steps,
+        budget: TrainingBudget::new(inputs.sets, &opts.train, opts.steps),
         train: opts.train.clone(),
         table2: Table2::new(&table2, inputs.categories),
         freezing: (!freezing.is_empty()).then(|| {

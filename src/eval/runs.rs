@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::EvalError;
 use crate::cluster::Strategy;
 use crate::ntc::TrainConfig;
-use crate::ntc::compress::CompressReport;
+use crate::ntc::compress::{CompressReport, group_main_steps};
+use crate::ntc::train::schedule::finetune_steps;
 
 /// Gradual decoder freezing of a run, as given to `--freeze`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -394,6 +395,16 @@ impl RunRecord {
             .filter_map(|g| g.final_loss)
             .collect();
         (!losses.is_empty()).then(|| losses.iter().sum::<f64>() / losses.len() as f64)
+    }
+
+    /// Optimiser steps per decoder (its group's main steps and fine-tuning), fewest and
+    /// most over the groups.
+    pub fn decoder_steps(&self) -> [u64; 2] {
+        let steps = self.groups.iter().map(|g| {
+            let main = group_main_steps(self.steps, g.len());
+            main + finetune_steps(main, self.train.finetune_fraction)
+        });
+        [steps.clone().min().unwrap_or(0), steps.max().unwrap_or(0)]
     }
 
     /// Why this record cannot stand for `spec` trained for `steps` with `seed` and

@@ -52,7 +52,7 @@ use serde::{Deserialize, Serialize};
 use super::format::NtcPackage;
 use super::model::{LatentLayout, Preset};
 use super::parallel::{GroupProgress, run_on_devices};
-use super::train::checkpoint::Checkpoint;
+use super::train::checkpoint::{Checkpoint, CheckpointError};
 use super::train::cpu::decode_mip;
 use super::train::gpu::{
     GpuTrainError, GpuTrainerOptions, TrainKernel, TrainOptions, TrainProgress, train_gpu,
@@ -75,6 +75,9 @@ pub enum CompressError {
     /// Training failed (or was cancelled: the checkpoint is saved and named).
     #[error(transparent)]
     Train(#[from] GpuTrainError),
+    /// A checkpoint could not be read, written or resumed.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
     /// The training settings are invalid.
     #[error(transparent)]
     Settings(#[from] TrainError),
@@ -846,7 +849,7 @@ impl GroupRun<'_> {
             let at = presets
                 .iter()
                 .position(|&p| p == checkpoint.config.model.preset)
-                .ok_or_else(|| GpuTrainError::CheckpointFile {
+                .ok_or_else(|| CheckpointError::File {
                     path: ckpt.clone(),
                     reason: format!(
                         "it was trained at preset {:?}, which this run does not try",
@@ -856,12 +859,12 @@ impl GroupRun<'_> {
             let mut train = opts.train.clone();
             train.model.preset = presets[at];
             train.loss_weights = self.weights[g];
-            checkpoint.fits(&train, steps, seed).map_err(|reason| {
-                GpuTrainError::CheckpointFile {
+            checkpoint
+                .fits(&train, steps, seed)
+                .map_err(|reason| CheckpointError::File {
                     path: ckpt.clone(),
                     reason,
-                }
-            })?;
+                })?;
             presets.drain(..at);
             Some(checkpoint)
         } else {
