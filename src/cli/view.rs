@@ -1,6 +1,6 @@
 //! `neurotex view` (and `neurotex` alone): the interactive viewer.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
@@ -77,10 +77,15 @@ pub fn run(a: ViewArgs) -> Result<()> {
         );
     }
     // The screenshot may not replace any file of the scene (opened here for the list;
-    // images are only referenced, not decoded).
+    // images are only referenced, not decoded). A scene that does not open is the
+    // viewer's to report, in its window; the screenshot still may not replace it.
     if let Some(shot) = &a.screenshot {
-        let opened = neurotex::open::open(a.scene.scene.as_deref())?;
-        output_policy(scene_files(&opened, a.scene.scene.as_deref())).check(shot)?;
+        let scene = a.scene.scene.as_deref();
+        let files = match neurotex::open::open(scene) {
+            Ok(opened) => scene_files(&opened, scene),
+            Err(_) => scene.map(Path::to_path_buf).into_iter().collect(),
+        };
+        output_policy(files).check(shot)?;
     }
     let max_texture_size = a.upload.limit.max_texture_size;
     let recipe = a.ntc.recipe.recipe(max_texture_size);
