@@ -811,7 +811,11 @@ impl GroupRun<'_> {
 /// Compress `sets` in `groups` (indices into `sets`) on `devices` (one or more; see
 /// [`super::parallel`]), writing the package to `out`. `progress` hears every group's
 /// training progress, naming its device.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "what a compression trains, how, on which devices, where it writes, its cancel \
+              flag and progress"
+)]
 pub fn compress(
     devices: &[GpuContext],
     sets: &[TextureSet],
@@ -845,7 +849,10 @@ pub fn compress(
 /// is free (largest groups first when there are several); the result holds the selected
 /// groups' decoders in `selection` order, and `finish` writes it to `out` before the
 /// partial folder is removed.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "`compress`'s arguments plus the selection and how the result is written"
+)]
 pub fn compress_selected(
     devices: &[GpuContext],
     sets: &[TextureSet],
