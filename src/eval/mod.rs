@@ -724,7 +724,11 @@ fn prepare_outputs(
 /// `out` ([`prepare_outputs`]): each trained into `runs/<name>.json`, or with `resume`
 /// loaded from there when its record matches. Returns each selected run's record and
 /// whether it was loaded, in `selection` order.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the evaluation's inputs, plan, options and selection, and the run's output, \
+              cancel flag and progress, as `evaluate` and `evaluate_shard` hand them over"
+)]
 fn train_runs(
     devices: &[GpuContext],
     inputs: &EvalInputs,

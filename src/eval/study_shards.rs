@@ -230,7 +230,11 @@ pub fn eval_identity(
 
 /// Evaluate shard `shard` of `plan` into `out` (see the module docs) and write its part
 /// manifest there; `devices`, `cancel` and `progress` as for [`super::evaluate`].
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the evaluation's inputs, plan and options, the shard, its output folder, cancel \
+              flag and progress"
+)]
 pub fn evaluate_shard(
     devices: &[GpuContext],
     inputs: &EvalInputs,

@@ -259,7 +259,7 @@ impl GpuContext {
             .features
             .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
         {
-            #[allow(unsafe_code)]
+            #[expect(unsafe_code, reason = "wgpu's opt-in token for experimental features")]
             // SAFETY: wgpu requires this opt-in token for any EXPERIMENTAL_* feature; it
             // is only taken when the adapter reports cooperative-matrix support, and the
             // only experimental feature requested is cooperative matrix, which shaders

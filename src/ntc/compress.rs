@@ -997,7 +997,10 @@ impl GroupRun<'_> {
 impl GroupRun<'_> {
     /// Train group `g` (`sets`) at `preset` for `steps` main steps with the run's recipe
     /// and the group's loss weights.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the trainer's own arguments plus the group, preset and budget it trains at"
+    )]
     fn train(
         &self,
         ctx: &GpuContext,
@@ -1022,7 +1025,10 @@ impl GroupRun<'_> {
     /// budget). Returns the index of the first preset at which every member's predicted
     /// PSNR reaches its target (the last when none does); probing stops there. An
     /// interrupted probe is not kept: a resumed run probes again.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one probe's group, presets, budget and targets, each a separate input"
+    )]
     fn probe(
         &self,
         ctx: &GpuContext,
@@ -1134,7 +1140,11 @@ fn record_tries(
 /// Compress `sets` in `groups` (indices into `sets`) on `devices` (one or more; see
 /// [`super::parallel`]), writing the package to `out`. `progress` hears every group's
 /// training progress, naming its device.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "what a compression trains, how, on which devices, where it writes, its cancel \
+              flag and progress"
+)]
 pub fn compress(
     devices: &[GpuContext],
     sets: &[TextureSet],
@@ -1168,7 +1178,10 @@ pub fn compress(
 /// is free (largest groups first when there are several); the result holds the selected
 /// groups' decoders in `selection` order, and `finish` writes it to `out` before the
 /// partial folder is removed.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "`compress`'s arguments plus the selection and how the result is written"
+)]
 pub fn compress_selected(
     devices: &[GpuContext],
     sets: &[TextureSet],

@@ -609,7 +609,10 @@ pub fn merge(parts: &[(PathBuf, Part)]) -> Result<NtcPackage, ShardError> {
 /// Train shard `shard` of the plan `groups` on `devices` and write its part to `out`
 /// (see [`compress_selected`] for the training, the partial folder and resuming). Returns the
 /// part and the report of its groups.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "`compress`'s arguments plus the shard"
+)]
 pub fn compress_shard(
     devices: &[GpuContext],
     sets: &[TextureSet],

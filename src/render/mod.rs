@@ -38,6 +38,7 @@ pub mod scene_gpu;
 pub mod targets;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use glam::{Mat4, Vec3};
 
@@ -67,7 +68,7 @@ use passes::{
     temporal::{TemporalInputs, TemporalPass, TemporalSettings},
     tonemap::{TonemapInputs, TonemapPass},
 };
-pub use plan::{Fallback, FramePlan, MaterialPath};
+pub use plan::{Fallback, FramePlan, MaterialPath, Unusable};
 use scene_gpu::{SceneGpu, UploadError};
 use targets::FrameTargets;
 pub use targets::{GBufferMode, VisibilityUnsupported};
@@ -241,6 +242,9 @@ pub enum RenderError {
         /// Which device limit it exceeds.
         reason: String,
     },
+    /// An NTC mode's path cannot run (the failure the renderer keeps).
+    #[error(transparent)]
+    Unusable(Arc<Unusable>),
 }
 
 /// Why a `size` frame cannot be rendered and read back under `limits`, checked before any
@@ -302,7 +306,7 @@ struct LoadedPackage {
     decoders: DecoderMap,
     /// Inference on load: the package baked into textures on first use, or why baking
     /// failed.
-    baked: Option<Result<BakedMaterials, String>>,
+    baked: Option<Result<BakedMaterials, Arc<Unusable>>>,
 }
 
 /// The per-pixel decode pass for one decoder shape (the first package's, then whichever
@@ -310,7 +314,10 @@ struct LoadedPackage {
 #[derive(Debug)]
 struct DecodePath {
     config: NtcConfig,
-    pass: Result<NtcDecodePass, String>,
+    pass: Result<NtcDecodePass, Arc<Unusable>>,
+    /// Why the last frame could not record the pass ([`Unusable::Record`]), so that a
+    /// failure repeated frame after frame is logged once.
+    record_failure: Option<Arc<Unusable>>,
 }
 
 /// The passes of a frame, one struct each.
@@ -332,13 +339,13 @@ struct Passes {
     image_error: ImageErrorPass,
 }
 
-/// State a frame carries over to the next: what the temporal history was accumulated
-/// from, and what the next frame's motion and blue noise continue from.
+/// State a frame carries over to the next: which material path the temporal history was
+/// accumulated with, and what the next frame's motion and blue noise continue from.
+/// Whether there is a history at all is the temporal pass's to say
+/// ([`TemporalPass::has_history`]): it owns the history.
 #[derive(Debug, Default)]
 struct History {
-    /// The history holds frames of `path` (false after new targets or a reset).
-    valid: bool,
-    /// The material path the history was accumulated with.
+    /// The material path of the last recorded frame.
     path: Option<MaterialPath>,
     /// The previous frame's camera (motion vectors), `None` after a restart.
     prev_clip_from_world: Option<Mat4>,
@@ -445,6 +452,11 @@ impl Renderer {
         &self.targets
     }
 
+    /// The sun's shadow map (the shadow pass's, as the last recorded frame left it).
+    pub fn shadow_map(&self) -> &targets::Target {
+        self.passes.shadow.map()
+    }
+
     /// Reallocate the frame's targets and the temporal history for `size`; the history
     /// restarts.
     pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
@@ -454,7 +466,6 @@ impl Renderer {
         }
         self.targets.resize(device, size);
         self.passes.temporal.resize(device, size);
-        self.reset_history();
     }
 
     /// How the G-buffer is made (by default [`GBufferMode::default_for`] the device).
@@ -482,10 +493,10 @@ impl Renderer {
         Ok(())
     }
 
-    /// Forget the previous frame (camera cut, resize, mode switch): the next frame
+    /// Forget the previous frame (camera cut, lighting edit, mode switch): the next frame
     /// restarts the history.
     pub fn reset_history(&mut self) {
-        self.history.restart();
+        self.passes.temporal.reset();
     }
 
     /// Make `package` the material source of `mode` (an NTC mode); scene material `i`
@@ -534,11 +545,7 @@ impl Renderer {
         let config = loaded.gpu.config().clone();
         match &self.decode_path(ctx, &config).pass {
             Ok(_) => Ok(()),
-            Err(_) => {
-                // Build it again to hand back the typed error.
-                decode_pass(ctx, &config, &self.kernel_choice)?;
-                Ok(())
-            }
+            Err(e) => Err(RenderError::Unusable(Arc::clone(e))),
         }
     }
 
@@ -563,6 +570,7 @@ impl Renderer {
             self.decode = Some(DecodePath {
                 config: decode.config.clone(),
                 pass: Ok(pass),
+                record_failure: None,
             });
         }
         if choice.tile != self.kernel_choice.tile {
@@ -660,12 +668,14 @@ impl Renderer {
             .is_some_and(|d| same_decoder_shape(&d.config, config));
         if !current {
             let pass = decode_pass(ctx, config, &self.kernel_choice).map_err(|e| {
-                log::error!("cannot decode NTC packages of this model: {e}");
-                e.to_string()
+                let failure = Arc::new(Unusable::DecodePass(e));
+                log::error!("{failure}");
+                failure
             });
             self.decode = Some(DecodePath {
                 config: config.clone(),
                 pass,
+                record_failure: None,
             });
         }
         self.decode.as_ref().expect("set above")
@@ -686,8 +696,9 @@ impl Renderer {
                         bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
                     })
                     .map_err(|e| {
-                        log::error!("inference on load failed for {mode}: {e}");
-                        e.to_string()
+                        let failure = Arc::new(Unusable::Bake(e));
+                        log::error!("{mode}: {failure}");
+                        failure
                     });
                 loaded.baked = Some(baked);
             }
@@ -708,20 +719,26 @@ impl Renderer {
             None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
             None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
             Some(loaded) if passes.inference_on_load => match &loaded.baked {
-                Some(Err(e)) => (MaterialPath::Reference, Some(Fallback::Unusable(e.clone()))),
+                Some(Err(e)) => (
+                    MaterialPath::Reference,
+                    Some(Fallback::Unusable(Arc::clone(e))),
+                ),
                 _ => (MaterialPath::Baked(mode), None),
             },
             Some(loaded) => match &self.decode {
                 Some(DecodePath {
                     config,
                     pass: Err(e),
-                }) if same_decoder_shape(config, loaded.gpu.config()) => {
-                    (MaterialPath::Reference, Some(Fallback::Unusable(e.clone())))
-                }
+                    ..
+                }) if same_decoder_shape(config, loaded.gpu.config()) => (
+                    MaterialPath::Reference,
+                    Some(Fallback::Unusable(Arc::clone(e))),
+                ),
                 _ => (MaterialPath::Decode(mode), None),
             },
         };
-        let restart_history = !self.history.valid || self.history.path != Some(material);
+        let restart_history =
+            !self.passes.temporal.has_history() || self.history.path != Some(material);
         FramePlan {
             requested: mode,
             material,
@@ -756,31 +773,13 @@ impl Renderer {
             materials: &self.scene.material_bind_groups,
         };
         let mut frame = FrameEncoder::new(ctx, encoder, profiler);
-        self.record_gbuffer_passes(&mut frame, &scene);
-    }
-
-    /// Record the G-buffer passes of the current mode into [`Self::targets`]' `gbuffer`:
-    /// the raster pass, and in [`GBufferMode::Visibility`] the resolve after it.
-    fn record_gbuffer_passes(&self, frame: &mut FrameEncoder<'_>, scene: &SceneInputs<'_>) {
-        let g = &self.targets.gbuffer;
-        if let Err(e) = self.passes.gbuffer.record(frame, scene, g) {
-            log::error!("{e}");
-            return;
-        }
-        if let (Some(resolve), Some(ids)) = (&self.passes.gbuffer_resolve, &g.ids) {
-            let inputs = ResolveInputs {
-                frame: scene.frame,
-                scene: scene.scene,
-                ids,
-                depth: &g.depth,
-            };
-            resolve.record(frame, &inputs, g);
-        }
+        record_gbuffer_passes(&self.passes, &self.targets.gbuffer, &mut frame, &scene);
     }
 
     /// Record one frame of `settings` into `output` (a view of a texture in the output
     /// format) and return its plan. A package or kernel that cannot be used is logged
-    /// and the frame shows the reference ([`FramePlan::fallback`] says why).
+    /// once and the frame shows the reference ([`FramePlan::fallback`] says why), also
+    /// when the decode pass fails to record this frame ([`Unusable::Record`]).
     pub fn record(
         &mut self,
         ctx: &GpuContext,
@@ -790,7 +789,7 @@ impl Renderer {
         profiler: &GpuProfiler,
     ) -> FramePlan {
         self.provide(ctx, settings);
-        let plan = self.plan(settings);
+        let mut plan = self.plan(settings);
         if plan.restart_history {
             self.history.restart();
         }
@@ -799,7 +798,7 @@ impl Renderer {
             .write_buffer(&self.frame_buffer, 0, bytemuck::bytes_of(&uniform));
 
         let t = &self.targets;
-        let p = &self.passes;
+        let p = &mut self.passes;
         let package = self.packages.get(&plan.mode());
         // The scene as the material path samples it: baked textures, or the originals.
         let materials = match (plan.material, package.and_then(|p| p.baked.as_ref())) {
@@ -820,33 +819,47 @@ impl Renderer {
             &scene,
             settings.lighting.shadows,
             uniform.light_clip_from_world,
-            &t.shadow_map,
         );
-        self.record_gbuffer_passes(frame, &scene);
+        record_gbuffer_passes(p, &t.gbuffer, frame, &scene);
 
-        // G-buffer (+ package) ─► material targets
-        let decode = match (plan.material, package, &mut self.decode) {
-            (MaterialPath::Decode(_), Some(package), Some(DecodePath { pass: Ok(pass), .. })) => {
-                Some((package, pass))
-            }
-            _ => None,
-        };
-        let decoded = decode.is_some_and(|(package, pass)| {
-            pass.record(
-                frame,
-                &DecodeInputs {
+        // G-buffer (+ package) ─► material targets; a decode that cannot record this
+        // frame draws the reference, and the plan says so
+        let decoded = match (plan.material, package, self.decode.as_mut()) {
+            (
+                MaterialPath::Decode(_),
+                Some(package),
+                Some(DecodePath {
+                    pass: Ok(pass),
+                    record_failure,
+                    ..
+                }),
+            ) => {
+                let inputs = DecodeInputs {
                     frame: &self.frame_buffer,
                     materials: &self.scene.material_buffer,
                     gbuffer: &t.gbuffer,
                     blue_noise: &self.blue_noise.view,
                     package: &package.gpu,
                     settings: &settings.passes.decode,
-                },
-                &t.materials,
-            )
-            .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
-            .is_ok()
-        });
+                };
+                *record_failure = match pass.record(frame, &inputs, &t.materials) {
+                    Ok(()) => None,
+                    Err(e) => {
+                        let failure = Arc::new(Unusable::Record(e));
+                        let repeated = record_failure
+                            .as_ref()
+                            .is_some_and(|f| f.to_string() == failure.to_string());
+                        if !repeated {
+                            log::error!("{failure}");
+                        }
+                        plan.fall_back(Fallback::Unusable(Arc::clone(&failure)));
+                        Some(failure)
+                    }
+                };
+                record_failure.is_none()
+            }
+            _ => false,
+        };
         if !decoded {
             p.reference.record(
                 frame,
@@ -859,11 +872,12 @@ impl Renderer {
         }
 
         // depth + materials + shadow map ─► HDR radiance
+        let shadow_map = p.shadow.map();
         let lit = |materials| LightingInputs {
             frame: &self.frame_buffer,
             depth: &t.gbuffer.depth,
             materials,
-            shadow_map: &t.shadow_map,
+            shadow_map,
         };
         p.lighting.record(frame, &lit(&t.materials), &t.hdr);
 
@@ -945,12 +959,34 @@ impl Renderer {
         }
 
         self.history = History {
-            valid: true,
             path: Some(plan.material),
             prev_clip_from_world: Some(Mat4::from_cols_array_2d(&uniform.clip_from_world)),
             frame_index: self.history.frame_index.wrapping_add(1),
         };
         plan
+    }
+}
+
+/// Record the G-buffer passes of `passes` into `gbuffer`: the raster pass, and in
+/// [`GBufferMode::Visibility`] the resolve after it.
+fn record_gbuffer_passes(
+    passes: &Passes,
+    gbuffer: &targets::GBuffer,
+    frame: &mut FrameEncoder<'_>,
+    scene: &SceneInputs<'_>,
+) {
+    if let Err(e) = passes.gbuffer.record(frame, scene, gbuffer) {
+        log::error!("{e}");
+        return;
+    }
+    if let (Some(resolve), Some(ids)) = (&passes.gbuffer_resolve, &gbuffer.ids) {
+        let inputs = ResolveInputs {
+            frame: scene.frame,
+            scene: scene.scene,
+            ids,
+            depth: &gbuffer.depth,
+        };
+        resolve.record(frame, &inputs, gbuffer);
     }
 }
 

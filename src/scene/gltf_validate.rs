@@ -332,8 +332,8 @@ fn allowed(
         S::Colors(_) => (&[T::Vec3, T::Vec4], &[C::F32, C::U8, C::U16], true),
         S::Joints(_) => (&[T::Vec4], &[C::U8, C::U16], false),
         S::Weights(_) => (&[T::Vec4], &[C::F32, C::U8, C::U16], true),
-        #[allow(unreachable_patterns)]
-        _ => return None,
+        // Application-specific semantics (`_NAME`, gltf's "extras" feature).
+        S::Extras(_) => return None,
     })
 }
 

@@ -175,7 +175,7 @@ impl Divergence {
     }
 
     /// Records the count over `gbuffer`'s material ids.
-    fn record(&self, frame: &mut FrameEncoder<'_>, gbuffer: &GBuffer) {
+    fn record(&mut self, frame: &mut FrameEncoder<'_>, gbuffer: &GBuffer) {
         let inputs = DivergenceInputs {
             material_ids: &gbuffer.material,
             current: &self.current,
@@ -872,7 +872,7 @@ fn compute_tonemap_encodes_like_the_cpu_encoder() {
         materials: &materials,
         material_ids: &gbuffer.material,
     };
-    let pass = TonemapPass::new(ctx, OUTPUT_FORMAT).unwrap_or_else(|e| panic!("{e}"));
+    let mut pass = TonemapPass::new(ctx, OUTPUT_FORMAT).unwrap_or_else(|e| panic!("{e}"));
     let computed = output_texture(
         &ctx.device,
         "test.computed",
