@@ -145,7 +145,7 @@ pub fn role_of(stem: &str) -> Option<(String, Role)> {
         .filter_map(|&(suffix, role)| {
             let rest = body.strip_suffix(suffix)?;
             let rest = rest.strip_suffix(is_sep)?;
-            (!rest.is_empty()).then(|| (rest.len(), suffix.len(), role))
+            (!rest.is_empty()).then_some((rest.len(), suffix.len(), role))
         })
         .max_by_key(|&(_, len, _)| len)
         .map(|(stem_len, _, role)| (stem[..stem_len].to_string(), role))
