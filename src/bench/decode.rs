@@ -132,7 +132,7 @@ impl DecodeBenchOptions {
             kernels,
             tiles: vec![TileSize::T8x8, TileSize::T16x16],
             warmup: 5,
-            warmup_time: Duration::from_millis(300),
+            warmup_time: trust::MIN_WARMUP,
             frames: 20,
             stages: true,
             config: NtcConfig::default(),

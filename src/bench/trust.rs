@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use crate::bench::Spread;
 
+/// The least warm-up of a configuration: an idle GPU ramps its clocks back over hundreds
+/// of milliseconds.
+pub const MIN_WARMUP: Duration = Duration::from_millis(300);
 /// The largest p90/p10 of a measurement that counts as stable.
 pub const STABLE_RATIO: f64 = 1.25;
 /// Warm-up frames compared at a time: warm-up ends when the last window is stable and its
