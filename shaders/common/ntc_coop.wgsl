@@ -155,34 +155,30 @@ fn ntc_coop_output(subgroup: u32, row: u32) -> array<vec4f, 3> {
 }
 
 // The subgroup ids of an invocation that ntc_coop_forward needs, an entry-point argument
-// of the kernels that use this file: `lane` is the invocation's index in its subgroup (of
-// exactly 32, which the host requires).
+// of the kernels that use this file: `lane` is the invocation's index in its subgroup,
+// `lanes` the subgroup size (32).
 struct NtcCoopIds {
     @builtin(subgroup_id) subgroup: u32,
     @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_size) lanes: u32,
 }
 
 // Runs the MLP on the 32 rows of every subgroup (see the file's docs). Cooperative-matrix
 // operations need uniform control flow, so every subgroup runs every layer, whether its
 // rows hold pixels or not.
-//
-// Everything is unrolled with `#for` — the layers, the tiles, the bias and activation
-// pass (one pair per lane and step, the step being the constant 32) — so every width,
-// stride, slice and parameter offset is a constant of the shader: the driver keeps WGSL
-// loops as loops, and a layer loop would load every tile with run-time strides and
-// offsets. Tiles past a layer's widths are skipped by single-iteration loops on constant
-// bounds (naga 30's uniformity analysis rejects cooperative-matrix operations under an
-// `if`, not in a loop); each A tile is loaded once, each B tile once for both blocks, one
-// accumulator pair per output tile, and no matrix is held in an indexed array.
 fn ntc_coop_forward(ids: NtcCoopIds) {
     var params = 0u;
-#for L in 0..${NTC_LAYERS}
-    {
-        let n_in = ntc_layer_inputs(${L}u);
-        let n_out = ntc_layer_outputs(${L}u);
+    for (var layer = 0u; layer < NTC_LAYERS; layer++) {
+        let n_in = ntc_layer_inputs(layer);
+        let n_out = ntc_layer_outputs(layer);
         let biases = params + n_in * n_out;
-        let src = ntc_coop_slice(ids.subgroup, ${L}u);
-        let dst = ntc_coop_slice(ids.subgroup, ${L}u + 1u);
+        let src = ntc_coop_slice(ids.subgroup, layer % 2u);
+        let dst = ntc_coop_slice(ids.subgroup, (layer + 1u) % 2u);
+        // Unrolled (`#for`) to the widest layer; tiles past this layer's widths are skipped
+        // by single-iteration loops (naga 30's uniformity analysis rejects cooperative-matrix
+        // operations under an `if` on these uniform widths, not in a loop): one accumulator
+        // pair per output tile, each A tile loaded once, each B tile once for both blocks,
+        // and no matrix in an indexed array.
 #for N in 0..${NTC_WIDEST}/16
         var c0_${N} = NtcCoopAcc();
         var c1_${N} = NtcCoopAcc();
@@ -216,25 +212,19 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
         }
 #endfor
         ntc_coop_sync();
-        if ${L}u + 1u < NTC_LAYERS {
-            // Pair e = lane + 32 i of the slice: row e / (n_out / 2), columns
-            // 2 (e % (n_out / 2)) + {0, 1} (with n_out / 2 dividing 32, as for widths 16,
-            // 32 and 64, the same two columns for every i of a lane).
-#for I in 0..${NTC_WIDEST}/2
-            if ${I}u < n_out / 2u {
-                let e = ids.lane + NTC_COOP_ROWS * ${I}u;
+        if layer + 1u < NTC_LAYERS {
+            // Pair e of the slice: row e / (n_out / 2), columns 2 (e % (n_out / 2)) + {0, 1}.
+            for (var e = ids.lane; e < NTC_COOP_ROWS * n_out / 2u; e += ids.lanes) {
                 let col = 2u * (e % (n_out / 2u));
-                let bias = vec2<f16>(ntc_coop_param(biases + col), ntc_coop_param(biases + col + 1u));
                 let at = dst + 2u * e;
+                let bias = vec2<f16>(ntc_coop_param(biases + col), ntc_coop_param(biases + col + 1u));
                 let z = vec2<f16>(ntc_coop_stage[at], ntc_coop_stage[at + 1u]) + bias;
                 let a = ntc_activation_pair(z);
                 ntc_coop_stage[at] = a.x;
                 ntc_coop_stage[at + 1u] = a.y;
             }
-#endfor
         }
         ntc_coop_sync();
         params = biases + n_out;
     }
-#endfor
 }
