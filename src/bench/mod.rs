@@ -22,7 +22,7 @@ pub mod output;
 pub mod trust;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -335,13 +335,11 @@ fn measure(
     let first = cameras.first().cloned().ok_or(BenchError::NoFrames)?;
     // Every frame's statistics are read (collecting the timings waited for the GPU), so
     // the readback ring never fills and the middle frame's are its own.
-    let warm = Instant::now();
-    let mut times = Vec::new();
-    while !trust::warm_enough(&times, warm.elapsed(), opts.warmup, opts.warmup_time) {
+    trust::warm_up(opts.warmup, opts.warmup_time, || {
         let timings = frame(renderer, &first, profiler)?;
-        times.push(timings.iter().map(|t| t.ms).sum());
         renderer.try_divergence(&ctx.device);
-    }
+        Ok::<_, BenchError>(timings.iter().map(|t| t.ms).sum())
+    })?;
     let Trusted {
         samples,
         remeasured,

@@ -78,11 +78,9 @@ impl Timer<'_> {
         frame: &Frame,
     ) -> Result<Measured, BenchError> {
         let total = |stages: &Vec<(String, f64)>| stages.iter().map(|s| s.1).sum::<f64>();
-        let warm = Instant::now();
-        let mut times = Vec::new();
-        while !trust::warm_enough(&times, warm.elapsed(), opts.warmup, opts.warmup_time) {
-            times.push(total(&self.frame(pass, content, package, frame)?));
-        }
+        trust::warm_up(opts.warmup, opts.warmup_time, || {
+            Ok::<_, BenchError>(total(&self.frame(pass, content, package, frame)?))
+        })?;
         let Trusted {
             samples,
             remeasured,
