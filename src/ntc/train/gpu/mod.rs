@@ -41,13 +41,15 @@
 //!
 //! A workgroup of the largest of [`TRAIN_THREADS`] the device allows works on chunks of
 //! `R` consecutive samples (`R` the largest of [`TRAIN_ROWS`] whose workgroup memory,
-//! [`mixed_workgroup_bytes`], fits with those threads: 64 for the default decoder in an
+//! [`mixed_workgroup_bytes`], fits with those threads: 48 for the default decoder in an
 //! NVIDIA GPU's 48 KiB, 32 in lavapipe's 32 KiB), one chunk after another, as many
 //! workgroups as chunks up to [`MAX_TRAIN_WORKGROUPS`]. Per chunk the layers' inputs are
 //! f16 matrices in workgroup memory (`R` rows), and every product is a matrix product
 //! with f16 operands and f32 sums: `Z = A · Wᵀ` forward, `δ_in = δ · W` backward (then
 //! `⊙ act'(z)`), and the weight gradient `dW += δᵀ · A` over the chunk's
 //! rows, which the workgroup adds to its own slice of decoder gradients (no atomics).
+//! Each product covers a whole layer (one 16×16 tile per subgroup at a time) into an f32
+//! stage, so a chunk has two workgroup barriers per layer and direction.
 //! Adam sums the slices in a fixed order. δ is stored in f16 as [`DELTA_SCALE`] times
 //! the per-sample gradient (loss scaling: the batch mean would underflow f16), and
 //! unscaled in f32 where it leaves f16: in the decoder's sums and before the latent
