@@ -30,10 +30,13 @@
 pub mod blue_noise;
 pub mod gpu_types;
 pub mod headless;
+pub mod inspect;
+pub mod memory;
 pub mod ntc_gpu;
 pub mod passes;
 pub mod plan;
 pub mod scene_gpu;
+pub mod split;
 pub mod targets;
 
 use std::collections::HashMap;
@@ -68,7 +71,7 @@ use passes::{
 };
 pub use plan::{Fallback, FramePlan, MaterialPath};
 use scene_gpu::{SceneGpu, UploadError};
-use targets::FrameTargets;
+use targets::{FrameTargets, MaterialTargets};
 pub use targets::{GBufferMode, VisibilityUnsupported};
 
 /// Which image the renderer outputs.
@@ -635,25 +638,34 @@ impl Renderer {
     /// kept (and logged once); the plan then falls back to the reference.
     fn provide(&mut self, ctx: &GpuContext, settings: &FrameSettings) {
         let mode = settings.mode;
-        let Some(loaded) = self.packages.get_mut(&mode) else {
+        let Some(loaded) = self.packages.get(&mode) else {
             return;
         };
         if settings.passes.inference_on_load {
-            if loaded.baked.is_none() {
-                let baked = NtcBakePass::new(ctx, &loaded.package.config)
-                    .and_then(|bake| {
-                        bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
-                    })
-                    .map_err(|e| {
-                        log::error!("inference on load failed for {mode}: {e}");
-                        e.to_string()
-                    });
-                loaded.baked = Some(baked);
-            }
+            self.provide_baked(ctx, mode);
         } else {
             let config = loaded.gpu.config().clone();
             // A failure is kept in the decode path; the plan reads it.
             self.decode_path(ctx, &config);
+        }
+    }
+
+    /// Bake `mode`'s package into textures unless it was (or failed to be) already; a
+    /// failure is kept and logged once.
+    fn provide_baked(&mut self, ctx: &GpuContext, mode: RenderMode) {
+        let Some(loaded) = self.packages.get_mut(&mode) else {
+            return;
+        };
+        if loaded.baked.is_none() {
+            let baked = NtcBakePass::new(ctx, &loaded.package.config)
+                .and_then(|bake| {
+                    bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
+                })
+                .map_err(|e| {
+                    log::error!("inference on load failed for {mode}: {e}");
+                    e.to_string()
+                });
+            loaded.baked = Some(baked);
         }
     }
 
@@ -663,23 +675,8 @@ impl Renderer {
     pub fn plan(&self, settings: &FrameSettings) -> FramePlan {
         let mode = settings.mode;
         let passes = &settings.passes;
-        let (material, fallback) = match self.packages.get(&mode) {
-            None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
-            None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
-            Some(loaded) if passes.inference_on_load => match &loaded.baked {
-                Some(Err(e)) => (MaterialPath::Reference, Some(Fallback::Unusable(e.clone()))),
-                _ => (MaterialPath::Baked(mode), None),
-            },
-            Some(loaded) => match &self.decode {
-                Some(DecodePath {
-                    config,
-                    pass: Err(e),
-                }) if same_decoder_shape(config, loaded.gpu.config()) => {
-                    (MaterialPath::Reference, Some(Fallback::Unusable(e.clone())))
-                }
-                _ => (MaterialPath::Decode(mode), None),
-            },
-        };
+        let (material, fallback) =
+            self.material_path(mode, passes.inference_on_load, self.decode.as_ref());
         let restart_history = !self.history.valid || self.history.path != Some(material);
         FramePlan {
             requested: mode,
@@ -692,6 +689,33 @@ impl Renderer {
             },
             compare: passes.compare && matches!(material, MaterialPath::Decode(_)),
             heatmap: passes.heatmap,
+        }
+    }
+
+    /// The material path of `mode` given what the renderer holds and `decode` (the
+    /// decode path its package would be decoded with), and why it is not `mode`'s own.
+    fn material_path(
+        &self,
+        mode: RenderMode,
+        inference_on_load: bool,
+        decode: Option<&DecodePath>,
+    ) -> (MaterialPath, Option<Fallback>) {
+        match self.packages.get(&mode) {
+            None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
+            None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
+            Some(loaded) if inference_on_load => match &loaded.baked {
+                Some(Err(e)) => (MaterialPath::Reference, Some(Fallback::Unusable(e.clone()))),
+                _ => (MaterialPath::Baked(mode), None),
+            },
+            Some(loaded) => match decode {
+                Some(DecodePath {
+                    config,
+                    pass: Err(e),
+                }) if same_decoder_shape(config, loaded.gpu.config()) => {
+                    (MaterialPath::Reference, Some(Fallback::Unusable(e.clone())))
+                }
+                _ => (MaterialPath::Decode(mode), None),
+            },
         }
     }
 
@@ -760,15 +784,10 @@ impl Renderer {
         let t = &self.targets;
         let p = &self.passes;
         let package = self.packages.get(&plan.mode());
-        // The scene as the material path samples it: baked textures, or the originals.
-        let materials = match (plan.material, package.and_then(|p| p.baked.as_ref())) {
-            (MaterialPath::Baked(_), Some(Ok(baked))) => &baked.bind_groups,
-            _ => &self.scene.material_bind_groups,
-        };
         let scene = SceneInputs {
             frame: &self.frame_buffer,
             scene: &self.scene,
-            materials,
+            materials: self.material_bind_groups(plan.material),
         };
         let mut frame = FrameEncoder::new(ctx, encoder, profiler);
         let frame = &mut frame;
@@ -784,38 +803,17 @@ impl Renderer {
         self.record_gbuffer_passes(frame, &scene);
 
         // G-buffer (+ package) ─► material targets
-        let decode = match (plan.material, package, &self.decode) {
-            (MaterialPath::Decode(_), Some(package), Some(DecodePath { pass: Ok(pass), .. })) => {
-                Some((package, pass))
-            }
+        let decode = match &self.decode {
+            Some(DecodePath { pass: Ok(pass), .. }) => Some(pass),
             _ => None,
         };
-        match decode {
-            Some((package, pass))
-                if pass
-                    .record(
-                        frame,
-                        &DecodeInputs {
-                            frame: &self.frame_buffer,
-                            materials: &self.scene.material_buffer,
-                            gbuffer: &t.gbuffer,
-                            blue_noise: &self.blue_noise.view,
-                            package: &package.gpu,
-                            settings: &settings.passes.decode,
-                        },
-                        &t.materials,
-                    )
-                    .inspect_err(|e| log::error!("NTC decode: {e}; drawing the reference"))
-                    .is_ok() => {}
-            _ => p.reference.record(
-                frame,
-                &ReferenceInputs {
-                    scene,
-                    gbuffer: &t.gbuffer,
-                },
-                &t.materials,
-            ),
-        }
+        self.record_material_pass(
+            frame,
+            plan.material,
+            decode,
+            &settings.passes.decode,
+            &t.materials,
+        );
 
         // depth + materials + shadow map ─► HDR radiance
         let lit = |materials| LightingInputs {
@@ -840,20 +838,7 @@ impl Renderer {
         // The reference path ─► comparison targets; accumulated vs reference ─► error
         if plan.compare {
             let c = &t.comparison;
-            let originals = SceneInputs {
-                materials: &self.scene.material_bind_groups,
-                ..scene
-            };
-            p.reference.record(
-                frame,
-                &ReferenceInputs {
-                    scene: originals,
-                    gbuffer: &t.gbuffer,
-                },
-                &c.materials,
-            );
-            p.reference_lighting
-                .record(frame, &lit(&c.materials), &c.hdr);
+            self.record_reference_comparison(frame);
             let compared = ImageErrorInputs {
                 a: &t.accumulated,
                 b: &c.hdr,
@@ -910,6 +895,84 @@ impl Renderer {
             frame_index: self.history.frame_index.wrapping_add(1),
         };
         plan
+    }
+}
+
+impl Renderer {
+    /// Record the material pass of `path` from the G-buffer into `out`: the reference
+    /// pass over the original or baked textures, or `decode` over the mode's package (a
+    /// decode that cannot record is logged and the reference drawn instead).
+    fn record_material_pass(
+        &self,
+        frame: &mut FrameEncoder<'_>,
+        path: MaterialPath,
+        decode: Option<&NtcDecodePass>,
+        settings: &DecodeSettings,
+        out: &MaterialTargets,
+    ) {
+        let t = &self.targets;
+        let package = self.packages.get(&path.mode());
+        if let (MaterialPath::Decode(_), Some(package), Some(pass)) = (path, package, decode) {
+            let inputs = DecodeInputs {
+                frame: &self.frame_buffer,
+                materials: &self.scene.material_buffer,
+                gbuffer: &t.gbuffer,
+                blue_noise: &self.blue_noise.view,
+                package: &package.gpu,
+                settings,
+            };
+            match pass.record(frame, &inputs, out) {
+                Ok(()) => return,
+                Err(e) => log::error!("NTC decode: {e}; drawing the reference"),
+            }
+        }
+        let scene = SceneInputs {
+            frame: &self.frame_buffer,
+            scene: &self.scene,
+            materials: self.material_bind_groups(path),
+        };
+        let inputs = ReferenceInputs {
+            scene,
+            gbuffer: &t.gbuffer,
+        };
+        self.passes.reference.record(frame, &inputs, out);
+    }
+
+    /// The scene's textures as `path` samples them: a package's baked textures, or the
+    /// originals.
+    fn material_bind_groups(&self, path: MaterialPath) -> &[wgpu::BindGroup] {
+        let baked = self
+            .packages
+            .get(&path.mode())
+            .and_then(|p| p.baked.as_ref());
+        match (path, baked) {
+            (MaterialPath::Baked(_), Some(Ok(baked))) => &baked.bind_groups,
+            _ => &self.scene.material_bind_groups,
+        }
+    }
+
+    /// Record the reference path over the original textures into the comparison
+    /// targets: its material targets, then their lit radiance.
+    fn record_reference_comparison(&self, frame: &mut FrameEncoder<'_>) {
+        let t = &self.targets;
+        let c = &t.comparison;
+        let settings = DecodeSettings::default();
+        self.record_material_pass(
+            frame,
+            MaterialPath::Reference,
+            None,
+            &settings,
+            &c.materials,
+        );
+        let inputs = LightingInputs {
+            frame: &self.frame_buffer,
+            depth: &t.gbuffer.depth,
+            materials: &c.materials,
+            shadow_map: &t.shadow_map,
+        };
+        self.passes
+            .reference_lighting
+            .record(frame, &inputs, &c.hdr);
     }
 }
 

@@ -7,6 +7,7 @@
 mod bench_decode;
 mod cli;
 mod common;
+mod compare;
 mod cooccurrence;
 mod devices;
 mod divergence;
