@@ -392,7 +392,7 @@ fn format_count(n: usize) -> String {
 }
 
 fn scene_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>, actions: &mut Vec<UiAction>) {
-    section(ui, "Scene", true, |ui| {
+    section(ui, "Scene", false, |ui| {
         match info.scene {
             Some(s) => {
                 egui::Grid::new("scene_stats")
@@ -708,7 +708,7 @@ fn lighting_section(ui: &mut egui::Ui, lighting: &mut Lighting) {
 }
 
 fn camera_section(ui: &mut egui::Ui, camera: &mut CameraState, actions: &mut Vec<UiAction>) {
-    section(ui, "Camera", true, |ui| {
+    section(ui, "Camera", false, |ui| {
         egui::Grid::new("camera").num_columns(2).show(ui, |ui| {
             ui.label(RichText::new(hint("mode", Action::ToggleCameraMode)).color(DIM));
             ui.horizontal(|ui| {
@@ -756,7 +756,7 @@ fn paths_section(
     selected: &mut Option<usize>,
     actions: &mut Vec<UiAction>,
 ) {
-    section(ui, "Camera paths", true, |ui| {
+    section(ui, "Camera paths", false, |ui| {
         if info.path_names.is_empty() {
             ui.label(RichText::new("the scene has no camera paths").color(DIM));
         } else {
