@@ -490,7 +490,7 @@ mod tests {
                 )),
                 ..Default::default()
             };
-            let _ = ctx.run_ui(input, |ui| {
+            let mut output = ctx.run_ui(input, |ui| {
                 root = ui.scope_id();
                 let controls = OverlayControls {
                     settings: &mut s.settings,
@@ -500,6 +500,8 @@ mod tests {
                 };
                 layout = Some(crate::ui::show(ui, &info, controls).1);
             });
+            // No painter here: the font atlas's upload is dropped on purpose.
+            output.textures_delta.clear();
         }
         (shown_rects(ctx, root), layout.expect("ran"))
     }
