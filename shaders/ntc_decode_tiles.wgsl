@@ -1,8 +1,9 @@
 // defines: TILE_W=8, TILE_H=8, NTC_THREADS=64, NTC_LEAKY_SLOPE=0.01, NTC_HIDDEN_2=0, NTC_HIDDEN_3=0, NTC_PE_WAVES=3
-// variants: NTC_KERNEL_F32 | NTC_KERNEL_F16, NTC_F16 | NTC_KERNEL_COOP, NTC_F16 | NTC_KERNEL_FMA, NTC_F16, NTC_FMA_PIXELS=1 | NTC_KERNEL_MMA, NTC_F16 | NTC_KERNEL_MMA, NTC_F16, NTC_DECODERS_F16, NTC_COOP_STORAGE
+// variants: NTC_KERNEL_F32 | NTC_KERNEL_F16, NTC_F16 | NTC_KERNEL_COOP, NTC_F16 | NTC_KERNEL_FMA, NTC_F16, NTC_FMA_PIXELS=1 | NTC_KERNEL_MMA, NTC_F16 | NTC_KERNEL_MMA, NTC_F16, NTC_DECODERS_F16, NTC_COOP_STORAGE | NTC_KERNEL_MMA, NTC_F16, NTC_DECODERS_F16, NTC_COOP_STORAGE, NTC_COOP_CHAIN
 // variants: - | NTC_LEAKY_RELU
+// variants: - | NTC_STAGE_INPUT | NTC_STAGE_MLP | NTC_STAGE_OUTPUT
 // variants: TILE_W=8, TILE_H=8, NTC_THREADS=64 | TILE_W=16, TILE_H=16, NTC_THREADS=256
-// variants: NTC_FEATURES=16, NTC_LATENT_BITS=4, NTC_INPUT_WIDTH=48, NTC_LAYERS=3, NTC_HIDDEN_0=64, NTC_HIDDEN_1=64, NTC_PARAMS=8336 | NTC_FEATURES=8, NTC_LATENT_BITS=8, NTC_INPUT_WIDTH=32, NTC_LAYERS=2, NTC_HIDDEN_0=32, NTC_HIDDEN_1=0, NTC_PARAMS=1584
+// variants: NTC_FEATURES=16, NTC_LATENT_BITS=4, NTC_INPUT_WIDTH=48, NTC_LAYERS=3, NTC_HIDDEN_0=64, NTC_HIDDEN_1=64, NTC_PARAMS=8336, NTC_WIDEST=64 | NTC_FEATURES=8, NTC_LATENT_BITS=8, NTC_INPUT_WIDTH=32, NTC_LAYERS=2, NTC_HIDDEN_0=32, NTC_HIDDEN_1=0, NTC_PARAMS=1584, NTC_WIDEST=32
 //
 // Real-time NTC decode: after the G-buffer, one workgroup per TILE_W × TILE_H screen tile,
 // one thread per pixel, writing the same material targets as the reference pass
@@ -30,6 +31,8 @@
 //                   rows of the subgroups' slices (32 per subgroup of 32), f16 staging;
 //                   weights in workgroup memory or (NTC_COOP_STORAGE) the decoder buffer.
 //                   Needs subgroups of 32 and hidden widths that are multiples of 16.
+//                   With NTC_COOP_CHAIN the layers are separated by subgroup barriers
+//                   only (one barrier across the workgroup per decoder of the tile).
 //
 // Bindings: group 0 as common/ntc_pixel.wgsl, group 1 as common/ntc_decode.wgsl.
 
@@ -73,17 +76,17 @@ fn decode(
     var outputs: array<vec4f, 4>;
 #ifdef NTC_KERNEL_FMA
     var batch: NtcFmaBatch;
-    if p.decoder != NTC_NONE {
+    if NTC_DO_INPUT && p.decoder != NTC_NONE {
         batch[0] = ntc_fma_values(ntc_pixel_input(p, pixel));
     }
 #else
 #ifdef NTC_KERNEL_MMA
     var texel: NtcPixelTexel;
-    if p.decoder != NTC_NONE {
+    if NTC_DO_INPUT && p.decoder != NTC_NONE {
         texel = ntc_pixel_texel(p, pixel);
     }
 #else
-    if p.decoder != NTC_NONE {
+    if NTC_DO_INPUT && p.decoder != NTC_NONE {
         let uv = textureLoad(gb_uv, vec2i(pixel), 0).xy;
         let grad = textureLoad(gb_uv_grad, vec2i(pixel), 0);
         let choice = choose_texel(p.entry, pixel, uv, grad);
@@ -108,9 +111,11 @@ fn decode(
 #ifdef NTC_KERNEL_FMA
         ntc_fma_load(current, li, NTC_THREADS);
         workgroupBarrier();
-        if mine {
+        if mine && NTC_DO_MLP {
             let o = ntc_fma_forward(&batch)[0];
             outputs = array<vec4f, 4>(o[0], o[1], o[2], o[3]);
+        } else if mine {
+            outputs[0] = ntc_fma_fold(batch[0]);
         }
 #else
 #ifdef NTC_KERNEL_MMA
@@ -118,9 +123,17 @@ fn decode(
         var slot = 0u;
         if mine {
             slot = atomicAdd(&wg_rows, 1u);
-            ntc_coop_put_input(slot / NTC_COOP_ROWS, slot % NTC_COOP_ROWS, texel.mip, texel.texel);
+            if NTC_DO_INPUT {
+                ntc_coop_put_input(slot / NTC_COOP_ROWS, slot % NTC_COOP_ROWS, texel.mip, texel.texel);
+            }
         }
-        ntc_coop_forward(coop);
+        workgroupBarrier();
+        if NTC_DO_MLP {
+            ntc_coop_forward(coop);
+        }
+        // A pixel's row may lie in another subgroup's slice (the compaction spans the
+        // workgroup), which the chained forward pass syncs only within the subgroup.
+        workgroupBarrier();
         if mine {
             let o = ntc_coop_output(slot / NTC_COOP_ROWS, slot % NTC_COOP_ROWS);
             outputs = array<vec4f, 4>(o[0], o[1], o[2], vec4f(0.0));
@@ -128,7 +141,11 @@ fn decode(
 #else
         ntc_load_decoder(current, li);
         workgroupBarrier();
-        ntc_evaluate(mine, thread);
+        if NTC_DO_MLP {
+            ntc_evaluate(mine, thread);
+        } else if mine {
+            ntc_fold_state();
+        }
 #endif
 #endif
         if mine {
@@ -145,5 +162,5 @@ fn decode(
     outputs = array<vec4f, 4>(vec4f(ntc_state.outputs[0]), vec4f(ntc_state.outputs[1]), vec4f(ntc_state.outputs[2]), vec4f(0.0));
 #endif
 #endif
-    ntc_store_pixel(p, pixel, outputs[0], outputs[1], outputs[2]);
+    ntc_finish_pixel(p, pixel, outputs[0], outputs[1], outputs[2]);
 }

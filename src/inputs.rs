@@ -62,6 +62,9 @@ pub struct InputSets {
     pub materials: Vec<Material>,
     /// Per material: its set (None for constant-only materials).
     pub material_sets: Vec<Option<usize>>,
+    /// The files the scenes were read from besides the arguments: glTF, buffers,
+    /// images ([`Scene::files`](crate::scene::Scene::files)).
+    pub scene_files: Vec<PathBuf>,
 }
 
 impl InputSets {
@@ -69,11 +72,13 @@ impl InputSets {
     pub fn open(sources: &[InputSource]) -> Result<Self, InputError> {
         let mut materials = Vec::new();
         let mut labels: Vec<String> = Vec::new();
+        let mut scene_files = Vec::new();
         for src in sources {
             match src {
                 InputSource::Scene(path) => {
                     let opened = crate::open::open(Some(path))?;
                     let csv = path.with_file_name("texture_sets.csv");
+                    scene_files.extend(opened.scene.files());
                     let (descs, _) = crate::texture::scene_texture_sets(&opened.scene.materials);
                     let names: Vec<String> = descs.iter().map(TextureSetDesc::name).collect();
                     // Rows name a set or, failing that, a material using it (a generated
@@ -138,6 +143,7 @@ impl InputSets {
             categories,
             materials,
             material_sets,
+            scene_files,
         })
     }
 
@@ -153,7 +159,8 @@ impl InputSets {
     }
 
     /// Every file the sets come from: the inputs themselves, the `texture_sets.csv`
-    /// beside a scene, and every image file, each once, in order of first use.
+    /// beside a scene, each scene's glTF and buffers, and every image file, each once, in
+    /// order of first use.
     pub fn files(&self) -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = Vec::new();
         for s in &self.sources {
@@ -163,13 +170,17 @@ impl InputSets {
                 files.push(labels);
             }
         }
-        for desc in &self.descs {
-            for (_, src) in desc.sources() {
-                if let crate::scene::ImageSource::File(p) = src
-                    && !files.contains(p)
-                {
-                    files.push(p.clone());
-                }
+        let images = self
+            .descs
+            .iter()
+            .flat_map(|d| d.sources())
+            .filter_map(|(_, src)| match src {
+                crate::scene::ImageSource::File(p) => Some(p),
+                crate::scene::ImageSource::Embedded { .. } => None,
+            });
+        for p in self.scene_files.iter().chain(images) {
+            if !files.contains(p) {
+                files.push(p.clone());
             }
         }
         files
@@ -406,6 +417,7 @@ mod tests {
             descs,
             materials,
             material_sets,
+            scene_files: Vec::new(),
         };
         let orm = ChannelMask::OCCLUSION | ChannelMask::ROUGHNESS | ChannelMask::METALLIC;
         let sets = inputs.load_sets(&LoadOptions::default()).unwrap();

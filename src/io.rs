@@ -34,6 +34,15 @@ pub enum OutputError {
 /// file or the complete new one, also after a crash. On failure the temporary file is
 /// removed and `path` is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |tmp| std::fs::File::create(tmp)?.write_all(bytes))
+}
+
+/// [`write_atomic`] for writers that take a path: `write` creates the temporary file it
+/// is given (a unique name beside `path`), which is then synced and renamed over `path`.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let file_name = path.file_name().ok_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name")
@@ -44,10 +53,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp_name.push(format!(".{}.{n}.tmp", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
+        write(&tmp)?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&tmp)?
+            .sync_all()?;
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

@@ -212,6 +212,7 @@ mod tests {
                 cameras: vec![camera],
                 bounds: Aabb::EMPTY,
                 warnings: Vec::new(),
+                buffers: Vec::new(),
             },
             description: SceneDescription {
                 camera_paths: paths

@@ -31,6 +31,16 @@ pub enum OutputError {
         /// The output.
         path: PathBuf,
     },
+    /// A folder that a command owns holds one of its inputs.
+    #[error(
+        "refusing to write into {path}: it holds {input}, one of this command's inputs (choose a folder of its own)"
+    )]
+    HoldsInput {
+        /// The folder.
+        path: PathBuf,
+        /// The input inside it.
+        input: PathBuf,
+    },
     /// A file output names a folder, or a folder output names a file.
     #[error("cannot write {path}: {reason}")]
     WrongKind {
@@ -116,6 +126,20 @@ impl OutputPolicy {
         paths.into_iter().try_for_each(|p| self.check(p))
     }
 
+    /// Check a folder the command owns (it writes files of its own choosing there, and
+    /// resumes from what it finds): [`check_dir`](Self::check_dir), and no input inside it.
+    pub fn check_own_dir(&self, dir: &Path) -> Result<(), OutputError> {
+        self.check_dir(dir)?;
+        let root = resolve(dir);
+        match self.inputs.iter().find(|(_, r)| r.starts_with(&root)) {
+            Some((given, _)) => Err(OutputError::HoldsInput {
+                path: dir.to_path_buf(),
+                input: given.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Check a folder that outputs go into: not an input, not a file.
     /// The files written into it are checked one by one with [`check`](Self::check).
     pub fn check_dir(&self, dir: &Path) -> Result<(), OutputError> {
@@ -137,8 +161,14 @@ impl OutputPolicy {
 
 /// `path` made absolute with links resolved as far as it exists, and the rest
 /// normalised lexically (`.` and `..` removed), so a file that does not exist yet is
-/// still placed where it would be written.
+/// still placed where it would be written. The empty path (the parent of a bare file
+/// name) is the current folder.
 pub fn resolve(path: &Path) -> PathBuf {
+    let path = if path.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        path
+    };
     if let Ok(p) = std::fs::canonicalize(path) {
         return p;
     }
@@ -219,6 +249,12 @@ mod tests {
             forced.check_dir(&other),
             Err(OutputError::WrongKind { .. })
         ));
+        // A folder of the command's own may not hold an input, however it is named.
+        assert!(matches!(
+            forced.check_own_dir(&dir.join("sub/..")),
+            Err(OutputError::HoldsInput { .. })
+        ));
+        assert!(forced.check_own_dir(&dir.join("sub")).is_ok());
         std::fs::remove_dir_all(&dir).ok();
     }
 }

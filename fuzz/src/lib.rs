@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use neurotex::cluster::Plan;
+use neurotex::cluster::{CooccurrenceRecord, Plan};
+use neurotex::eval::study_shards::EvalPart;
 use neurotex::ntc::NtcPackage;
 use neurotex::ntc::format::HEADER_LEN;
 use neurotex::ntc::shard::{Part, merge};
@@ -351,4 +352,97 @@ pub fn part_file(data: &[u8]) {
             assert_eq!(merged.is_ok(), alone, "{:?}", merged.err());
         }
     }
+}
+
+/// Evaluation part manifests (`eval-part.json`): an error, or a part whose shard lies in
+/// its split and which writes back to JSON that reads back to the same part. Mutations
+/// also reach the checks behind the checksum: the bytes are read once more with it
+/// repaired when they parse as a part at all.
+pub fn eval_part(data: &[u8]) {
+    let mut inputs = vec![data.to_vec()];
+    if let Ok(mut part) = serde_json::from_slice::<EvalPart>(data) {
+        part.seal();
+        inputs.push(part.to_bytes());
+    }
+    for bytes in inputs {
+        if let Ok(part) = EvalPart::from_slice(&bytes) {
+            assert!(part.shard.index < part.shard.count, "the shard is in range");
+            assert_eq!(
+                part.split.len(),
+                part.shard.count as usize,
+                "one list a shard"
+            );
+            let again = EvalPart::from_slice(&part.to_bytes()).expect("it reads back");
+            assert!(again == part, "writing and reading back changes the part");
+        }
+    }
+}
+
+/// Screen co-occurrence records: an error, or a record whose counts can be taken (pooled,
+/// per set, per pair) and which writes back to JSON that reads back to the same record.
+pub fn cooccurrence_record(data: &[u8]) {
+    let path = nowhere().join("record.json");
+    let Ok(record) = CooccurrenceRecord::from_slice(data, &path) else {
+        return;
+    };
+    let n = record.source.set_names.len();
+    let pooled = record.pooled();
+    assert!(
+        pooled
+            .iter()
+            .all(|s| s.sets.iter().all(|&i| (i as usize) < n))
+    );
+    assert_eq!(record.set_tiles().len(), n);
+    assert_eq!(record.pair_tiles().len(), n * n);
+    let _ = record.covered_tiles();
+    let written = serde_json::to_vec(&record).expect("a record writes back");
+    let again = CooccurrenceRecord::from_slice(&written, &path).expect("it reads back");
+    assert!(
+        again == record,
+        "writing and reading back changes the record"
+    );
+}
+
+/// A DDS or KTX2 container: an error, or levels whose sizes follow level 0's and whose
+/// every level decodes (within the budget) to exactly its texels; the same bytes as an
+/// image source decode to level 0.
+fn check_container(data: &[u8], name: &str) {
+    use neurotex::texture::containers::Container;
+    if let Ok(c) = Container::parse(data, name) {
+        assert!(c.width >= 1 && c.height >= 1, "sides are positive");
+        assert!(!c.levels.is_empty(), "at least one level");
+        for level in 0..c.levels.len() {
+            let (w, h) = c.level_size(level);
+            assert_eq!(
+                c.levels[level].len() as u64,
+                c.encoding.level_bytes(w, h),
+                "level {level} holds its bytes"
+            );
+            if let Ok(img) = c.decode_level(level, name) {
+                let n = w as usize * h as usize * img.channels as usize;
+                let len = match &img.samples {
+                    neurotex::texture::Samples::U8(v) => v.len(),
+                    neurotex::texture::Samples::U16(v) => v.len(),
+                };
+                assert_eq!((img.width, img.height, len), (w, h, n), "level {level}");
+            }
+        }
+    }
+    let source = ImageSource::Embedded {
+        name: name.into(),
+        bytes: Arc::from(data),
+    };
+    if let Ok(img) = decode(&source) {
+        assert!(img.width >= 1 && img.height >= 1);
+    }
+}
+
+/// DDS files (refused arrays, cubemaps and volumes included).
+pub fn dds(data: &[u8]) {
+    check_container(data, "fuzz.dds");
+}
+
+/// KTX2 files (refused supercompression, arrays, cubemaps and volumes included).
+pub fn ktx2(data: &[u8]) {
+    check_container(data, "fuzz.ktx2");
 }

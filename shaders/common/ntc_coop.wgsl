@@ -1,12 +1,14 @@
 // The decoder MLP on 16×16×16 f16 cooperative matrices, per subgroup of 32 invocations
 // over 32 pixels (two 16-row blocks, so every weight tile loaded serves both).
 //
-// Each subgroup owns two slices of `ntc_coop_stage` (ping-pong): 32 rows of NTC_COOP_WIDTH
-// f16 each. Its pixels' input vectors go into the rows of slice 0 (ntc_coop_put_input, row
-// stride = input width, written straight from the latents: no per-invocation arrays,
-// which the driver keeps in local memory), then layer l reads slice l % 2 and writes
-// slice (l + 1) % 2: per input tile k the A tiles of both blocks are loaded once, then per
-// output tile n one B tile (Wᵀ read straight from W's rows: column-major with stride n_in)
+// Each subgroup owns its part of `ntc_coop_stage`: two slices (ping-pong) or, with
+// NTC_COOP_CHAIN, one, each 32 rows of NTC_COOP_WIDTH f16. Its pixels' input vectors go
+// into the rows of slice 0 (ntc_coop_put_input, row stride = input width, written
+// straight from the latents: no per-invocation arrays, which the driver keeps in local
+// memory), then layer l reads slice l % 2 and writes slice (l + 1) % 2 (with one slice:
+// reads it, then overwrites it in place, every A tile being loaded before the first
+// store): per input tile k the A tiles of both blocks are loaded once, then per output
+// tile n one B tile (Wᵀ read straight from W's rows: column-major with stride n_in)
 // multiplied into that tile's accumulator pair (unrolled with `#for`, so no matrix is held
 // in an indexed array, which the driver would keep in local memory); the output tiles stored
 // in f16 (row stride = n_out); for hidden layers every lane then adds the bias to and
@@ -17,14 +19,20 @@
 //
 // Accumulators are f16 (products exact, sums rounded to f16 as the f16 kernel does).
 //
-// Every invocation of the workgroup calls ntc_coop_forward uniformly (it holds workgroup
-// barriers); each subgroup works on its slice only.
+// Every invocation of the workgroup calls ntc_coop_forward uniformly; each subgroup works
+// on its own rows only. The caller makes the inputs visible first (a workgroup barrier
+// where other subgroups wrote them, or the weights were just loaded; ntc_coop_sync where
+// only the subgroup's own lanes did). Within the forward pass the layers are separated by
+// ntc_coop_sync: a workgroup barrier, or with NTC_COOP_CHAIN a subgroup barrier (the
+// layer-chained decode: no barrier across the workgroup between layers).
 //
 // Defines (besides ntc_mlp.wgsl's and ntc_decode.wgsl's; the importer enables f16, the
 // cooperative-matrix extension and NTC_DECODERS_F16 where weights come from storage):
 //   NTC_THREADS        invocations per workgroup: NTC_THREADS / 32 subgroups of 32
 //   NTC_COOP_STORAGE   (flag) B tiles and biases straight from the decoder buffer (needs
 //                      NTC_DECODERS_F16); otherwise from a workgroup copy (ntc_coop_load)
+//   NTC_COOP_CHAIN     (flag) one slice per subgroup and subgroup barriers between layers
+//                      (`wgpu-subgroup-barrier`)
 
 // Rows (pixels) per subgroup, and subgroups per workgroup (subgroups of 32).
 const NTC_COOP_ROWS: u32 = 32u;
@@ -33,9 +41,23 @@ const NTC_COOP_SUBGROUPS: u32 = NTC_THREADS / NTC_COOP_ROWS;
 const NTC_COOP_WIDTH: u32 = max(NTC_INPUT_WIDTH, NTC_MAX_HIDDEN);
 // f16 values of one slice.
 const NTC_COOP_SLICE: u32 = NTC_COOP_ROWS * NTC_COOP_WIDTH;
+#ifdef NTC_COOP_CHAIN
+const NTC_COOP_SLICES: u32 = 1u;
 
-// Per subgroup, slices 0 and 1.
-var<workgroup> ntc_coop_stage: array<f16, NTC_COOP_SUBGROUPS * 2u * NTC_COOP_SLICE>;
+// Makes what the subgroup's lanes wrote to its slice visible to the whole subgroup.
+fn ntc_coop_sync() {
+    subgroupBarrier();
+}
+#else
+const NTC_COOP_SLICES: u32 = 2u;
+
+fn ntc_coop_sync() {
+    workgroupBarrier();
+}
+#endif
+
+// Per subgroup, its slices.
+var<workgroup> ntc_coop_stage: array<f16, NTC_COOP_SUBGROUPS * NTC_COOP_SLICES * NTC_COOP_SLICE>;
 alias NtcCoopAcc = coop_mat16x16<f16, C>;
 
 #ifdef NTC_COOP_STORAGE
@@ -76,9 +98,10 @@ fn ntc_coop_param(at: u32) -> f16 {
 }
 #endif
 
-// First value of slice `slice` of subgroup `subgroup`.
+// First value of slice `slice` of subgroup `subgroup` (with one slice, slice 0 whatever
+// `slice`).
 fn ntc_coop_slice(subgroup: u32, slice: u32) -> u32 {
-    return (2u * subgroup + slice) * NTC_COOP_SLICE;
+    return (NTC_COOP_SLICES * subgroup + slice % NTC_COOP_SLICES) * NTC_COOP_SLICE;
 }
 
 // Four values at `at` of the stage, in f16.
@@ -145,7 +168,6 @@ struct NtcCoopIds {
 // rows hold pixels or not.
 fn ntc_coop_forward(ids: NtcCoopIds) {
     var params = 0u;
-    workgroupBarrier();
     for (var layer = 0u; layer < NTC_LAYERS; layer++) {
         let n_in = ntc_layer_inputs(layer);
         let n_out = ntc_layer_outputs(layer);
@@ -157,15 +179,15 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
         // operations under an `if` on these uniform widths, not in a loop): one accumulator
         // pair per output tile, each A tile loaded once, each B tile once for both blocks,
         // and no matrix in an indexed array.
-#for N in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/16
+#for N in 0..${NTC_WIDEST}/16
         var c0_${N} = NtcCoopAcc();
         var c1_${N} = NtcCoopAcc();
 #endfor
-#for K in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/16
+#for K in 0..${NTC_WIDEST}/16
         for (var k = 16u * ${K}u; k < n_in; k = n_in) {
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&ntc_coop_stage[src + 16u * ${K}u], n_in);
             let a1 = coopLoadT<coop_mat16x16<f16, A>>(&ntc_coop_stage[src + 16u * n_in + 16u * ${K}u], n_in);
-#for N in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/16
+#for N in 0..${NTC_WIDEST}/16
             for (var n = 16u * ${N}u; n < n_out; n = n_out) {
                 let b = ntc_coop_b(params + 16u * ${N}u * n_in + 16u * ${K}u, n_in);
                 c0_${N} = coopMultiplyAdd(a0, b, c0_${N});
@@ -174,7 +196,11 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
 #endfor
         }
 #endfor
-#for N in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/16
+#ifdef NTC_COOP_CHAIN
+        // Every A tile is loaded: the stores may overwrite the slice.
+        ntc_coop_sync();
+#endif
+#for N in 0..${NTC_WIDEST}/16
         for (var n = 16u * ${N}u; n < n_out; n = n_out) {
             // Operands of coopStore* must be values (see ntc_decode.wgsl's coop kernel).
             let r0 = c0_${N};
@@ -185,7 +211,7 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
             coopStoreT(r1, &ntc_coop_stage[at1], n_out);
         }
 #endfor
-        workgroupBarrier();
+        ntc_coop_sync();
         if layer + 1u < NTC_LAYERS {
             // Pair e of the slice: row e / (n_out / 2), columns 2 (e % (n_out / 2)) + {0, 1}.
             for (var e = ids.lane; e < NTC_COOP_ROWS * n_out / 2u; e += ids.lanes) {
@@ -198,7 +224,7 @@ fn ntc_coop_forward(ids: NtcCoopIds) {
                 ntc_coop_stage[at + 1u] = a.y;
             }
         }
-        workgroupBarrier();
+        ntc_coop_sync();
         params = biases + n_out;
     }
 }

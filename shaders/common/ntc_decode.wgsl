@@ -230,6 +230,16 @@ fn ntc_build_input(mip: NtcMip, texel: vec2u) {
 #endfor
 }
 
+// Hands the sum of `ntc_state.values`' inputs on as outputs (what a cut MLP does,
+// ntc_pixel.wgsl).
+fn ntc_fold_state() {
+    var sum = NtcVec4(0.0);
+    for (var i = 0u; i < NTC_INPUT_WIDTH / 4u; i++) {
+        sum += ntc_state.values[i];
+    }
+    ntc_state.outputs[0] = sum;
+}
+
 // Channel group `group` (0–2) of decoded outputs `outputs` (that group's four): clamped to
 // [0, 1], channels not in `present` replaced by their neutral values (NTC_NEUTRAL, chosen
 // with `select`: indexing a constant array with a variable makes a local-memory copy).

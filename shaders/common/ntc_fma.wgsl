@@ -63,6 +63,15 @@ fn ntc_fma_values(x: array<vec4f, NTC_INPUT_WIDTH / 4u>) -> NtcFmaValues {
     return v;
 }
 
+// The sum of a pixel's values, as four values (what a cut MLP hands on, ntc_pixel.wgsl).
+fn ntc_fma_fold(v: NtcFmaValues) -> vec4f {
+    var sum = vec2<f16>(0.0);
+#for I in 0..${NTC_WIDEST}/2
+    sum += v[${I}];
+#endfor
+    return vec4f(vec2f(sum), 0.0, 0.0);
+}
+
 // Runs the MLP on the inputs in `batch` (overwritten by the layers' values); returns the
 // outputs. Every thread of a workgroup reads the same weights at the same time. The
 // layers are a loop; within a layer, outputs, inputs and pixels are unrolled (`#for`) to
@@ -77,14 +86,14 @@ fn ntc_fma_forward(batch: ptr<function, NtcFmaBatch>) -> NtcFmaOutputs {
         let biases = params + n_in * n_out;
         let last = layer + 1u == NTC_LAYERS;
         var next: NtcFmaBatch;
-#for O in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/2
+#for O in 0..${NTC_WIDEST}/2
         if 2u * ${O}u < n_out {
             let rows = params + 2u * ${O}u * n_in;
 #for P in 0..${NTC_FMA_PIXELS}
             var even_${P} = vec2<f16>(0.0);
             var odd_${P} = vec2<f16>(0.0);
 #endfor
-#for I in 0..max(${NTC_INPUT_WIDTH}, max(max(${NTC_HIDDEN_0}, ${NTC_HIDDEN_1}), max(${NTC_HIDDEN_2}, ${NTC_HIDDEN_3})))/8
+#for I in 0..${NTC_WIDEST}/8
             if 8u * ${I}u < n_in {
                 let w0 = ntc_fma_w8((rows + 8u * ${I}u) / 8u);
                 let w1 = ntc_fma_w8((rows + n_in + 8u * ${I}u) / 8u);

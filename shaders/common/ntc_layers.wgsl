@@ -9,6 +9,8 @@
 //   NTC_INPUT_WIDTH  input vector width (2F + 4W + 1 rounded up to a multiple of 16)
 //   NTC_LAYERS       number of layers (hidden layers + the linear output layer)
 //   NTC_HIDDEN_0..3  hidden widths, 0 for the layers the config does not have
+//   NTC_WIDEST       the widest of the input and hidden layers: where the decode kernels'
+//                    unrolled (#for) layer loops end (set by the decode's host only)
 //   NTC_LEAKY_SLOPE  model::LEAKY_SLOPE
 //   NTC_LEAKY_RELU   (flag) LeakyReLU instead of the default hard-GELU
 //   NTC_F16          (flag) `NtcScalar = f16` and ntc_activation_pair (the importer enables

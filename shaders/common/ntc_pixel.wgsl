@@ -13,6 +13,18 @@
 //   7 DecodeParams uniform
 //   8–10 the material targets (Rgba16Float storage, write): base colour, normal +
 //        roughness + metallic, emissive + occlusion (MaterialOut in reference.wgsl)
+//
+// Stage cuts (`bench decode`'s stage costs; at most one, none in rendering): the decode
+// kernels run a pixel's three stages only where NTC_DO_INPUT, NTC_DO_MLP, NTC_DO_OUTPUT
+// say so. Every cut keeps the pixels' addressing (run slot, material word) and the
+// decoder loop; a cut input leaves the inputs at zero or stale, a cut MLP hands the
+// inputs' sum on as outputs (so the input stage is not optimised away), a cut output
+// stage stores nothing unless the outputs hold NTC_NEVER (ntc_finish_pixel).
+//   NTC_STAGE_INPUT   only texel choice, latent fetch, dequantisation, positional
+//                     encoding and the features stored
+//   NTC_STAGE_MLP     only the MLP
+//   NTC_STAGE_OUTPUT  only the output stage (clamping, neutral channels, transforms,
+//                     G-buffer reads and target writes)
 
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
@@ -32,6 +44,31 @@ struct DecodeParams {
 
 // Stochastic mip and texel choice (otherwise the nearest mip and texel).
 const DECODE_STOCHASTIC: u32 = 1u;
+
+#ifdef NTC_STAGE_INPUT
+const NTC_DO_INPUT: bool = true;
+const NTC_DO_MLP: bool = false;
+const NTC_DO_OUTPUT: bool = false;
+#else
+#ifdef NTC_STAGE_MLP
+const NTC_DO_INPUT: bool = false;
+const NTC_DO_MLP: bool = true;
+const NTC_DO_OUTPUT: bool = false;
+#else
+#ifdef NTC_STAGE_OUTPUT
+const NTC_DO_INPUT: bool = false;
+const NTC_DO_MLP: bool = false;
+const NTC_DO_OUTPUT: bool = true;
+#else
+const NTC_DO_INPUT: bool = true;
+const NTC_DO_MLP: bool = true;
+const NTC_DO_OUTPUT: bool = true;
+#endif
+#endif
+#endif
+// A value no decoder output holds in practice: with the output stage cut, a pixel whose
+// outputs equal it is still stored, so the compiler keeps what computed them.
+const NTC_NEVER: f32 = -12345.678;
 
 @group(0) @binding(6) var blue_noise_tex: texture_2d<f32>;
 @group(0) @binding(7) var<uniform> params: DecodeParams;
@@ -149,4 +186,14 @@ fn ntc_store_pixel(p: NtcPixel, pixel: vec2u, o0: vec4f, o1: vec4f, o2: vec4f) {
     textureStore(out_base_color, pixel, vec4f(srgb_to_linear(c0.rgb), c0.a) * m.base_color_factor);
     textureStore(out_normal_rm, pixel, vec4f(oct_encode(n), c1.w * m.roughness_factor, c2.x * m.metallic_factor));
     textureStore(out_emissive_ao, pixel, vec4f(srgb_to_linear(c2.yzw) * m.emissive_factor.rgb, occlusion));
+}
+
+// The output stage of a pixel (ntc_store_pixel), or with the stage cut a store only if
+// the outputs hold NTC_NEVER.
+fn ntc_finish_pixel(p: NtcPixel, pixel: vec2u, o0: vec4f, o1: vec4f, o2: vec4f) {
+    if NTC_DO_OUTPUT {
+        ntc_store_pixel(p, pixel, o0, o1, o2);
+    } else if o0.x + o1.x + o2.x == NTC_NEVER {
+        textureStore(out_base_color, pixel, o0 + o1 + o2);
+    }
 }

@@ -21,7 +21,10 @@ pub(super) struct FrameOutcome {
 /// Record one frame of `scene` into `target` (a view of a texture of `texture_format`):
 /// the split comparison when `split` is given (its view built on first use; a view that
 /// cannot be built is logged and the ordinary frame drawn), else the ordinary frame.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the frame's encoder, target and profiler beside the scene and its two settings"
+)]
 pub(super) fn record_scene(
     scene: &mut LoadedScene,
     ctx: &GpuContext,

@@ -16,14 +16,19 @@
 //!
 //! Each kernel × tile builds its pipelines once, on a thread with a time budget (a driver
 //! compile that takes longer is skipped and reported, the run goes on); each case renders
-//! `warmup` untimed frames (and more until `warmup_time` has passed) and `frames` timed
-//! frames, each submitted and timed on its own with
-//! timestamp queries (every stage of the sorted kernels separately). Sizes whose frame
+//! untimed frames until its frame times settle (at least `warmup` frames and
+//! `warmup_time`, `bench::trust`) and `frames` timed frames, each submitted and timed on
+//! its own with timestamp queries (every stage of the sorted kernels separately), timed
+//! again once when p90/p10 exceeds 1.25 and flagged unstable in every output if it still
+//! does. With stages on, every kernel is also built with one stage of the decode alone
+//! (input, MLP, output: [`DecodeStage`]) and timed on the Table 5 cases: each stage's ms,
+//! rate against the measured peak, and the stage that bounds the kernel. Sizes whose frame
 //! would exceed the memory budget or the device's texture limit are skipped with a note;
 //! the whole run stops starting cases after its time budget. With checks on, each
 //! measured frame is decoded once more into targets poisoned with NaN and compared with
 //! the CPU decoder (`render::ntc_gpu::NtcCpuReference`) on the same package.
 
+use crate::gpu::Defines;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -31,6 +36,7 @@ use half::f16;
 use serde::Serialize;
 use wgpu::util::DeviceExt as _;
 
+use crate::bench::trust::{self, Trusted};
 use crate::bench::{BenchError, Spread};
 use crate::charts::{Panel, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::encoder::FrameEncoder;
@@ -46,7 +52,9 @@ use crate::ntc::train::Quality;
 use crate::render::blue_noise::{self, BlueNoise};
 use crate::render::gpu_types::{FrameUniform, MaterialData};
 use crate::render::ntc_gpu::{NtcCpuReference, NtcSceneGpu, PixelInput};
-use crate::render::passes::ntc_decode::{DecodeInputs, DecodeSettings, NtcDecodePass, NtcKernel};
+use crate::render::passes::ntc_decode::{
+    DecodeInputs, DecodeSettings, DecodeStage, NtcDecodePass, NtcKernel,
+};
 use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
 use crate::scene::Material;
 use crate::screen::tiles::TileSize;
@@ -86,6 +94,9 @@ pub struct DecodeBenchOptions {
     pub warmup_time: Duration,
     /// Timed frames per measurement.
     pub frames: u32,
+    /// Also time every kernel with one stage of the decode alone (input, MLP, output) on
+    /// the Table 5 cases.
+    pub stages: bool,
     /// The decoders' layout (random weights).
     pub config: NtcConfig,
     /// Materials (and decoders of the separate package).
@@ -123,6 +134,7 @@ impl DecodeBenchOptions {
             warmup: 5,
             warmup_time: Duration::from_millis(300),
             frames: 20,
+            stages: true,
             config: NtcConfig::default(),
             materials: 16,
             material_side: 1024,
@@ -217,6 +229,11 @@ pub struct DecodeRow {
     pub tile: Option<TileSize>,
     /// Every stage together, per frame.
     pub ms: Spread,
+    /// Whether the first measurement's p90/p10 exceeded 1.25 and it was measured again
+    /// (`bench::trust`).
+    pub remeasured: bool,
+    /// Whether `ms` is still unstable after that (p90/p10 > 1.25): not to be trusted.
+    pub unstable: bool,
     /// Median per stage (`ntc.sort.count`, …, `ntc.decode`).
     pub stages: Vec<(String, f64)>,
     /// Decoder arithmetic over the median time.
@@ -232,6 +249,55 @@ pub struct DecodeRow {
     pub frames: u32,
     /// Against the CPU decoder, when checked.
     pub check: Option<EqualityCheck>,
+}
+
+/// One stage of a kernel's decode timed alone (the others cut by defines,
+/// [`DecodeStage`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct StageCost {
+    /// Input, MLP or output.
+    pub stage: DecodeStage,
+    /// The decode pass (`ntc.decode`) with only this stage, per frame.
+    pub ms: Spread,
+    /// Whether `ms` stayed unstable after a second measurement.
+    pub unstable: bool,
+    /// The stage's work over its median time: TFLOP/s (MLP) or TB/s (input, output:
+    /// the bytes it requests, a lower bound of its traffic).
+    pub rate: f64,
+    /// `TFLOP/s` or `TB/s`.
+    pub unit: String,
+    /// The measured peak it is set against (the kernel's arithmetic peak, or `copy`).
+    pub against: String,
+    /// `rate` over that peak (`None` when it was not measured).
+    pub fraction_of_peak: Option<f64>,
+}
+
+/// A kernel's decode cut into its stages on one case (Table 5's: one material per tile,
+/// separate).
+#[derive(Clone, Debug, Serialize)]
+pub struct StageRow {
+    /// Frame width = height.
+    pub size: u32,
+    /// The kernel.
+    pub kernel: NtcKernel,
+    /// The tile (`None` for the sorted kernels).
+    pub tile: Option<TileSize>,
+    /// The whole decode pass (`ntc.decode`, without the sort), per frame.
+    pub all: Spread,
+    /// Whether `all` stayed unstable.
+    pub all_unstable: bool,
+    /// Each stage alone.
+    pub stages: Vec<StageCost>,
+    /// The stage that takes longest alone: the one bounding the kernel.
+    pub bound_by: DecodeStage,
+}
+
+impl StageRow {
+    /// `kernel` or `kernel tile`.
+    pub fn variant(&self) -> String {
+        self.tile
+            .map_or(self.kernel.to_string(), |t| format!("{} {t}", self.kernel))
+    }
 }
 
 /// The whole run.
@@ -261,6 +327,8 @@ pub struct DecodeBenchReport {
     pub peaks: Vec<Peak>,
     /// The measurements.
     pub rows: Vec<DecodeRow>,
+    /// The stage costs.
+    pub stage_rows: Vec<StageRow>,
     /// What was skipped, and why.
     pub skipped: Vec<String>,
     /// Seconds the run took.
@@ -522,20 +590,23 @@ impl Frame {
     }
 }
 
-/// Build `kernel`'s pass on another thread; give up waiting after `budget` (the thread
+/// Build `kernel`'s pass (running `stage` of the decode) on another thread; give up waiting after `budget` (the thread
 /// finishes on its own; its pipelines are dropped).
 fn build_pass(
     ctx: &GpuContext,
     config: &NtcConfig,
     kernel: NtcKernel,
     tile: TileSize,
+    stage: DecodeStage,
     budget: Duration,
 ) -> Result<(NtcDecodePass, Duration), String> {
     let (send, receive) = mpsc::channel();
     let (ctx, config) = (ctx.clone(), config.clone());
     let start = Instant::now();
     std::thread::spawn(move || {
-        let _ = send.send(NtcDecodePass::new(&ctx, &config, kernel, tile));
+        let _ = send.send(NtcDecodePass::with_stage(
+            &ctx, &config, kernel, tile, stage,
+        ));
     });
     match receive.recv_timeout(budget) {
         Ok(Ok(pass)) => Ok((pass, start.elapsed())),
@@ -557,7 +628,7 @@ impl<'a> Timer<'a> {
     /// One frame of `pass` over `frame` with `package`; per stage label, milliseconds.
     fn frame(
         &mut self,
-        pass: &NtcDecodePass,
+        pass: &mut NtcDecodePass,
         content: &Content,
         package: &NtcSceneGpu,
         frame: &Frame,
@@ -595,6 +666,86 @@ impl<'a> Timer<'a> {
             .collect())
     }
 }
+
+/// One configuration measured under the trust rules (`bench::trust`).
+struct Measured {
+    /// Every stage together, per frame.
+    totals: Spread,
+    /// The decode pass alone (`ntc.decode`), per frame.
+    decode: Spread,
+    /// Median per stage label.
+    stages: Vec<(String, f64)>,
+    remeasured: bool,
+    unstable: bool,
+}
+
+impl Timer<'_> {
+    /// Warm `pass` up on `frame` until its frame times settle (at least `opts.warmup`
+    /// frames and `opts.warmup_time`), then time `opts.frames` frames, once more when
+    /// they are unstable.
+    fn measure(
+        &mut self,
+        opts: &DecodeBenchOptions,
+        pass: &mut NtcDecodePass,
+        content: &Content,
+        package: &NtcSceneGpu,
+        frame: &Frame,
+    ) -> Result<Measured, BenchError> {
+        let total = |stages: &Vec<(String, f64)>| stages.iter().map(|s| s.1).sum::<f64>();
+        let warm = Instant::now();
+        let mut times = Vec::new();
+        while !trust::warm_enough(&times, warm.elapsed(), opts.warmup, opts.warmup_time) {
+            times.push(total(&self.frame(pass, content, package, frame)?));
+        }
+        let Trusted {
+            samples,
+            remeasured,
+            unstable,
+        } = trust::measure_trusted(
+            || {
+                (0..opts.frames)
+                    .map(|_| self.frame(pass, content, package, frame))
+                    .collect::<Result<Vec<_>, _>>()
+            },
+            total,
+        )?;
+        let mut per_stage: Vec<(String, Vec<f64>)> = Vec::new();
+        for stages in &samples {
+            for (label, ms) in stages {
+                match per_stage.iter_mut().find(|s| &s.0 == label) {
+                    Some(s) => s.1.push(*ms),
+                    None => per_stage.push((label.clone(), vec![*ms])),
+                }
+            }
+        }
+        let decode = per_stage
+            .iter()
+            .find(|s| s.0 == NtcDecodePass::LABEL)
+            .map_or_else(Spread::default, |s| Spread::of(&s.1));
+        Ok(Measured {
+            totals: Spread::of(&samples.iter().map(total).collect::<Vec<_>>()),
+            decode,
+            stages: per_stage
+                .into_iter()
+                .map(|(label, v)| (label, Spread::of(&v).median))
+                .collect(),
+            remeasured,
+            unstable,
+        })
+    }
+}
+
+/// Bytes one pixel's input stage requests: its G-buffer UV, derivatives and material word
+/// (20), its run slot (sorted kernels, 4) and the latents of four taps in each of two
+/// grids.
+fn input_bytes(config: &NtcConfig, sorted: bool) -> f64 {
+    let words_per_texel = (config.features * config.latent_bits.bits()).div_ceil(32);
+    20.0 + if sorted { 4.0 } else { 0.0 } + f64::from(2 * 4 * 4 * words_per_texel)
+}
+
+/// Bytes one pixel's output stage requests: its G-buffer normal and tangent (8) and
+/// material word (4), and the three targets it writes (24).
+const OUTPUT_BYTES: f64 = 36.0;
 
 /// Compare the targets of `frame` (just decoded from `package`) with the CPU decoder on up
 /// to `samples` pixels (all when the frame has no more).
@@ -661,6 +812,68 @@ fn check_frame(
     })
 }
 
+/// A short calibration of `kernels` for decoders of shape `config` (what
+/// `render::kernel_choice` caches): each on one synthetic 512² frame with 2 materials per
+/// 8×8 tile out of 4 of 256² (per-tile kernels with 8×8 tiles), warmed up and timed as a
+/// bench case (5 frames). Per kernel its median ms, `None` where it failed to build or
+/// run.
+pub fn calibrate(
+    ctx: &GpuContext,
+    config: &NtcConfig,
+    kernels: &[NtcKernel],
+) -> Vec<(NtcKernel, Option<f64>)> {
+    let opts = DecodeBenchOptions {
+        config: config.clone(),
+        materials: 4,
+        material_side: 256,
+        sizes: vec![512],
+        mixes: vec![2],
+        frames: 5,
+        warmup: 3,
+        stages: false,
+        check_pixels: 0,
+        ..DecodeBenchOptions::full(kernels.to_vec())
+    };
+    let content = match Content::new(ctx, &opts) {
+        Ok(c) => c,
+        Err(e) => {
+            log::warn!("decode kernel calibration: {e}");
+            return Vec::new();
+        }
+    };
+    let frame = Frame::new(ctx, &opts, opts.sizes[0], opts.mixes[0]);
+    let mut timer = Timer {
+        ctx,
+        profiler: GpuProfiler::new(ctx),
+    };
+    kernels
+        .iter()
+        .map(|&kernel| {
+            let ms = build_pass(
+                ctx,
+                config,
+                kernel,
+                TileSize::T8x8,
+                DecodeStage::All,
+                opts.build_budget,
+            )
+            .map_err(|e| log::warn!("decode kernel calibration, {kernel}: {e}"))
+            .ok()
+            .and_then(|(mut pass, _)| {
+                timer
+                    .measure(&opts, &mut pass, &content, &content.gpu[0], &frame)
+                    .map_err(|e| log::warn!("decode kernel calibration, {kernel}: {e}"))
+                    .ok()
+            })
+            .map(|m| m.totals.median);
+            if let Some(ms) = ms {
+                log::info!("decode kernel calibration: {kernel} {ms:.3} ms");
+            }
+            (kernel, ms)
+        })
+        .collect()
+}
+
 /// The CPU reference of the FMA peak kernels (`shaders/bench_peaks.wgsl`): invocation
 /// `index`'s output for `seed_word` = `src[index % 16].x` (a `vec4<u32>` array), `iters`
 /// steps, f32 or f16.
@@ -696,7 +909,7 @@ pub fn peak_reference(seed_word: u32, iters: u32, half_precision: bool) -> f32 {
 }
 
 /// A peak kernel: name, defines, work (FLOP or bytes), unit, dispatch grid.
-type PeakSpec<'a> = (&'a str, &'a str, f64, &'a str, (u32, u32));
+type PeakSpec<'a> = (&'a str, &'a [&'a str], f64, &'a str, (u32, u32));
 
 /// Measure the adapter's peaks (`shaders/bench_peaks.wgsl`) and check the FMA chains and
 /// the copy against their CPU references.
@@ -732,21 +945,21 @@ fn measure_peaks(
     let mut list: Vec<PeakSpec<'_>> = vec![
         (
             "f32 FMA",
-            "PEAK_F32",
+            &["PEAK_F32"],
             inv * it * 32.0,
             "TFLOP/s",
             (opts.peak_groups, 1),
         ),
         (
             "f16x2 FMA",
-            "PEAK_F16, F16",
+            &["PEAK_F16", "F16"],
             inv * it * 64.0,
             "TFLOP/s",
             (opts.peak_groups, 1),
         ),
         (
             "copy",
-            "PEAK_COPY",
+            &["PEAK_COPY"],
             2.0 * opts.peak_copy_bytes as f64,
             "TB/s",
             copy_grid,
@@ -762,14 +975,14 @@ fn measure_peaks(
         let work = f64::from(opts.peak_groups) * 8.0 * it * 4.0 * 8192.0;
         list.push((
             "coop f16 acc",
-            "PEAK_COOP, F16, COOP",
+            &["PEAK_COOP", "F16", "COOP"],
             work,
             "TFLOP/s",
             (opts.peak_groups, 1),
         ));
         list.push((
             "coop f32 acc",
-            "PEAK_COOP, F16, COOP, PEAK_COOP_F32",
+            &["PEAK_COOP", "F16", "COOP", "PEAK_COOP_F32"],
             work,
             "TFLOP/s",
             (opts.peak_groups, 1),
@@ -777,20 +990,18 @@ fn measure_peaks(
     }
     let mut profiler = GpuProfiler::new(ctx);
     let mut peaks = Vec::new();
-    for (name, defines, work, unit, grid) in list {
-        let mut set: Vec<(String, String)> = defines
-            .split(", ")
-            .map(|d| (d.to_owned(), "1".to_owned()))
-            .collect();
-        set.push(("PEAK_ITERS".to_owned(), opts.peak_iters.to_string()));
-        let refs: Vec<(&str, &str)> = set.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    for (name, flags, work, unit, grid) in list {
+        let defines = flags
+            .iter()
+            .fold(Defines::new(), |d, flag| d.flag(flag))
+            .with("PEAK_ITERS", opts.peak_iters);
         let label = format!("bench.peak.{}", name.replace(' ', "_"));
         let kernel = match ComputeKernel::new(
             ctx,
             &KernelDesc {
                 label: &label,
                 shader: "bench_peaks.wgsl",
-                defines: &refs,
+                defines: &defines,
                 entry: "main",
                 groups: &[Group::Slots(&[Slot::Storage, Slot::StorageRw])],
             },
@@ -871,7 +1082,9 @@ fn bound_of(kernel: NtcKernel) -> &'static str {
     match kernel {
         NtcKernel::F32 => "f32 FMA",
         NtcKernel::CoopMatrix => "coop f32 acc",
-        NtcKernel::Mma | NtcKernel::SortedMma => "coop f16 acc",
+        NtcKernel::Mma | NtcKernel::SortedMma | NtcKernel::Chain | NtcKernel::SortedChain => {
+            "coop f16 acc"
+        }
         NtcKernel::F16 | NtcKernel::Fma | NtcKernel::SortedFma => "f16x2 FMA",
     }
 }
@@ -928,8 +1141,10 @@ pub fn run_decode_bench(
         NtcCpuReference::new(&content.packages[0], &content.map, &content.materials)?,
         NtcCpuReference::new(&content.packages[1], &content.map, &content.materials)?,
     ];
-    // Every kernel × tile once, its pipelines built within the budget.
+    // Every kernel × tile once, its pipelines built within the budget; with stages, also
+    // a pass per single stage.
     let mut passes: Vec<(NtcKernel, Option<TileSize>, NtcDecodePass)> = Vec::new();
+    let mut stage_passes: Vec<Vec<(DecodeStage, NtcDecodePass)>> = Vec::new();
     for &kernel in &opts.kernels {
         let tiles: Vec<Option<TileSize>> = if kernel.is_sorted() {
             vec![None]
@@ -939,10 +1154,31 @@ pub fn run_decode_bench(
         for tile in tiles {
             let name = tile.map_or(kernel.to_string(), |t| format!("{kernel} {t}"));
             let build_tile = tile.unwrap_or(TileSize::T8x8);
-            match build_pass(ctx, &content.config, kernel, build_tile, opts.build_budget) {
+            let build = |stage| {
+                build_pass(
+                    ctx,
+                    &content.config,
+                    kernel,
+                    build_tile,
+                    stage,
+                    opts.build_budget,
+                )
+            };
+            match build(DecodeStage::All) {
                 Ok((pass, took)) => {
                     note(&format!("{name}: built in {:.1} s", took.as_secs_f64()));
                     passes.push((kernel, tile, pass));
+                    let mut cut = Vec::new();
+                    for stage in DecodeStage::SINGLE.into_iter().filter(|_| opts.stages) {
+                        match build(stage) {
+                            Ok((pass, _)) => cut.push((stage, pass)),
+                            Err(e) => {
+                                note(&format!("{name} {} stage: skipped ({e})", stage.name()));
+                                skipped.push(format!("{name} {} stage: {e}", stage.name()));
+                            }
+                        }
+                    }
+                    stage_passes.push(cut);
                 }
                 Err(e) => {
                     note(&format!("{name}: skipped ({e})"));
@@ -959,6 +1195,8 @@ pub fn run_decode_bench(
         profiler: GpuProfiler::new(ctx),
     };
     let mut rows = Vec::new();
+    let mut stage_rows = Vec::new();
+    let first_mix = opts.mixes.first().copied().unwrap_or(1);
     let mut skipped_sizes = Vec::new();
     for (size, mix, shared) in plan(opts) {
         let pixels = u64::from(size) * u64::from(size);
@@ -998,32 +1236,14 @@ pub fn run_decode_bench(
         let p = usize::from(shared);
         let package = &content.gpu[p];
         let check = opts.check_pixels > 0 && pixels <= opts.check_max_pixels;
-        for (kernel, tile, pass) in &passes {
+        for ((kernel, tile, pass), cut) in passes.iter_mut().zip(&mut stage_passes) {
             let name = format!(
                 "{size}² k={mix} {} {}",
                 if shared { "shared" } else { "separate" },
                 tile.map_or(kernel.to_string(), |t| format!("{kernel} {t}"))
             );
-            let mut per_stage: Vec<(String, Vec<f64>)> = Vec::new();
-            let mut totals = Vec::new();
-            let warm = Instant::now();
-            for _ in 0..opts.warmup {
-                timer.frame(pass, &content, package, &frame)?;
-            }
-            while warm.elapsed() < opts.warmup_time {
-                timer.frame(pass, &content, package, &frame)?;
-            }
-            for _ in 0..opts.frames {
-                let stages = timer.frame(pass, &content, package, &frame)?;
-                totals.push(stages.iter().map(|s| s.1).sum::<f64>());
-                for (label, ms) in stages {
-                    match per_stage.iter_mut().find(|s| s.0 == label) {
-                        Some(s) => s.1.push(ms),
-                        None => per_stage.push((label, vec![ms])),
-                    }
-                }
-            }
-            let ms = Spread::of(&totals);
+            let measured = timer.measure(opts, pass, &content, package, &frame)?;
+            let ms = measured.totals;
             let tflops = pixels as f64 * flops_per_pixel / (ms.median * 1e-3) / 1e12;
             let bound_by = bound_of(*kernel);
             // G-buffer reads (28 bytes) and target writes (24) per pixel.
@@ -1055,10 +1275,9 @@ pub fn run_decode_bench(
                 kernel: *kernel,
                 tile: *tile,
                 ms,
-                stages: per_stage
-                    .into_iter()
-                    .map(|(label, v)| (label, Spread::of(&v).median))
-                    .collect(),
+                remeasured: measured.remeasured,
+                unstable: measured.unstable,
+                stages: measured.stages,
                 tflops,
                 bound_by: bound_by.to_owned(),
                 fraction_of_peak: peak(bound_by).map(|p| tflops / p),
@@ -1067,11 +1286,10 @@ pub fn run_decode_bench(
                 check: equality,
             };
             note(&format!(
-                "{name}: {:.3} ms ({:.3}–{:.3}), {:.2} TFLOP/s{}",
-                ms.median,
-                ms.p10,
-                ms.p90,
+                "{name}: {} ms, {:.2} TFLOP/s{}{}",
+                trust::spread_cell(&ms, row.unstable),
                 tflops,
+                if row.remeasured { " (re-measured)" } else { "" },
                 row.check.as_ref().map_or(String::new(), |c| format!(
                     ", max error {:.1e} ({})",
                     c.max_error,
@@ -1079,6 +1297,50 @@ pub fn run_decode_bench(
                 ))
             ));
             rows.push(row);
+            if mix == first_mix && !shared && !cut.is_empty() {
+                let mut stages = Vec::new();
+                for (stage, stage_pass) in cut.iter_mut() {
+                    let m = timer.measure(opts, stage_pass, &content, package, &frame)?;
+                    let seconds = m.decode.median * 1e-3;
+                    let (work, unit, against) = match stage {
+                        DecodeStage::Mlp => (flops_per_pixel / 1e12, "TFLOP/s", bound_by),
+                        DecodeStage::Input => (
+                            input_bytes(&content.config, kernel.is_sorted()) / 1e12,
+                            "TB/s",
+                            "copy",
+                        ),
+                        _ => (OUTPUT_BYTES / 1e12, "TB/s", "copy"),
+                    };
+                    let rate = pixels as f64 * work / seconds;
+                    note(&format!(
+                        "{name} {} stage: {} ms, {rate:.3} {unit}",
+                        stage.name(),
+                        trust::spread_cell(&m.decode, m.unstable),
+                    ));
+                    stages.push(StageCost {
+                        stage: *stage,
+                        ms: m.decode,
+                        unstable: m.unstable,
+                        rate,
+                        unit: unit.to_owned(),
+                        against: against.to_owned(),
+                        fraction_of_peak: peak(against).map(|p| rate / p),
+                    });
+                }
+                let bound_by = stages
+                    .iter()
+                    .max_by(|a, b| a.ms.median.total_cmp(&b.ms.median))
+                    .map_or(DecodeStage::All, |c| c.stage);
+                stage_rows.push(StageRow {
+                    size,
+                    kernel: *kernel,
+                    tile: *tile,
+                    all: measured.decode,
+                    all_unstable: measured.unstable,
+                    stages,
+                    bound_by,
+                });
+            }
         }
     }
     let layout = std::iter::once(content.config.input_width())
@@ -1101,6 +1363,7 @@ pub fn run_decode_bench(
         mixes: opts.mixes.clone(),
         peaks,
         rows,
+        stage_rows,
         skipped,
         seconds: start.elapsed().as_secs_f64(),
     })
@@ -1118,12 +1381,16 @@ impl DecodeRow {
 }
 
 impl DecodeBenchReport {
-    /// The median of `variant` on a case, if measured.
-    fn median(&self, variant: &str, size: u32, mix: u32, shared: bool) -> Option<f64> {
+    /// The row of `variant` on a case, if measured.
+    fn row(&self, variant: &str, size: u32, mix: u32, shared: bool) -> Option<&DecodeRow> {
         self.rows
             .iter()
             .find(|r| r.variant() == variant && (r.size, r.mix, r.shared) == (size, mix, shared))
-            .map(|r| r.ms.median)
+    }
+
+    /// The median of `variant` on a case, if measured.
+    fn median(&self, variant: &str, size: u32, mix: u32, shared: bool) -> Option<f64> {
+        self.row(variant, size, mix, shared).map(|r| r.ms.median)
     }
 
     /// Variants in measuring order.
@@ -1149,8 +1416,8 @@ impl DecodeBenchReport {
     /// Every row as CSV.
     pub fn csv(&self) -> String {
         let mut out = String::from(
-            "size,mix,shared,decoders,kernel,tile,median_ms,p10_ms,p90_ms,stages,tflops,\
-             bound_by,fraction_of_peak,fraction_of_bandwidth,frames,max_error,equal\n",
+            "size,mix,shared,decoders,kernel,tile,median_ms,p10_ms,p90_ms,remeasured,unstable,\
+             stages,tflops,bound_by,fraction_of_peak,fraction_of_bandwidth,frames,max_error,equal\n",
         );
         for r in &self.rows {
             let stages: Vec<String> = r
@@ -1159,7 +1426,7 @@ impl DecodeBenchReport {
                 .map(|(l, ms)| format!("{l}={ms:.4}"))
                 .collect();
             out.push_str(&format!(
-                "{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{:.3},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{:.4},{:.4},{:.4},{},{},{},{:.3},{},{},{},{},{},{}\n",
                 r.size,
                 r.mix,
                 r.shared,
@@ -1169,6 +1436,8 @@ impl DecodeBenchReport {
                 r.ms.median,
                 r.ms.p10,
                 r.ms.p90,
+                r.remeasured,
+                r.unstable,
                 stages.join(" "),
                 r.tflops,
                 r.bound_by,
@@ -1238,8 +1507,8 @@ impl DecodeBenchReport {
             &mut md,
             format!("Table 5: ms against resolution ({first_mix} material per tile, separate)"),
             self.sizes.iter().map(|s| format!("{s}²")).collect(),
-            &|v, c| match self.median(v, self.sizes[c], first_mix, false) {
-                Some(ms) => format!(" {ms:.3} |"),
+            &|v, c| match self.row(v, self.sizes[c], first_mix, false) {
+                Some(r) => format!(" {} |", trust::spread_cell(&r.ms, r.unstable)),
                 None => " – |".to_owned(),
             },
         );
@@ -1252,19 +1521,53 @@ impl DecodeBenchReport {
                 self.mixes.iter().map(|k| format!("k={k}")).collect(),
                 &|v, c| {
                     let k = self.mixes[c];
-                    match (self.median(v, s, k, false), self.median(v, s, k, true)) {
-                        (Some(a), Some(b)) => format!(" {a:.3} / {b:.3} ({:.2}×) |", a / b),
+                    match (self.row(v, s, k, false), self.row(v, s, k, true)) {
+                        (Some(a), Some(b)) => format!(
+                            " {} / {} ({:.2}×) |",
+                            trust::spread_cell(&a.ms, a.unstable),
+                            trust::spread_cell(&b.ms, b.unstable),
+                            a.ms.median / b.ms.median
+                        ),
                         _ => " – |".to_owned(),
                     }
                 },
             );
         }
+        let pct = |f: Option<f64>| f.map_or("–".to_owned(), |f| format!("{:.1} %", 100.0 * f));
+        if !self.stage_rows.is_empty() {
+            md.push_str(
+                "\n## Stage costs (ntc.decode with one stage alone; ms (p10–p90), rate, of \
+                 peak)\n\n| size | kernel | whole decode | input | MLP | output | bound by |\n\
+                 |---|---|---|---|---|---|---|\n",
+            );
+            for r in &self.stage_rows {
+                md.push_str(&format!(
+                    "| {}² | {} | {} |",
+                    r.size,
+                    r.variant(),
+                    trust::spread_cell(&r.all, r.all_unstable)
+                ));
+                for stage in DecodeStage::SINGLE {
+                    match r.stages.iter().find(|c| c.stage == stage) {
+                        Some(c) => md.push_str(&format!(
+                            " {}, {:.3} {} ({} of {}) |",
+                            trust::spread_cell(&c.ms, c.unstable),
+                            c.rate,
+                            c.unit,
+                            pct(c.fraction_of_peak),
+                            c.against
+                        )),
+                        None => md.push_str(" – |"),
+                    }
+                }
+                md.push_str(&format!(" {} |\n", r.bound_by.name()));
+            }
+        }
         md.push_str(
             "\n## Every measurement\n\n| size | k | decoders | variant | ms median | p10 | p90 | \
-             stages | TFLOP/s | of peak | of bandwidth | max error | equal |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+             unstable | stages | TFLOP/s | of peak | of bandwidth | max error | equal |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
-        let pct = |f: Option<f64>| f.map_or("–".to_owned(), |f| format!("{:.1} %", 100.0 * f));
         for r in &self.rows {
             let stages: Vec<String> = r
                 .stages
@@ -1272,7 +1575,7 @@ impl DecodeBenchReport {
                 .map(|(l, ms)| format!("{} {ms:.3}", l.trim_start_matches("ntc.")))
                 .collect();
             md.push_str(&format!(
-                "| {}² | {}{} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {:.2} | {} ({}) | {} | {} | {} |\n",
+                "| {}² | {}{} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {:.2} | {} ({}) | {} | {} | {} |\n",
                 r.size,
                 r.mix,
                 if r.shared { " shared" } else { "" },
@@ -1281,6 +1584,11 @@ impl DecodeBenchReport {
                 r.ms.median,
                 r.ms.p10,
                 r.ms.p90,
+                match (r.unstable, r.remeasured) {
+                    (true, _) => "UNSTABLE",
+                    (false, true) => "re-measured",
+                    _ => "",
+                },
                 stages.join(", "),
                 r.tflops,
                 pct(r.fraction_of_peak),

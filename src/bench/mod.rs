@@ -16,6 +16,7 @@
 
 pub mod decode;
 pub mod output;
+pub mod trust;
 
 use std::path::Path;
 

@@ -7,8 +7,9 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::gltf_builder::{GltfWriteError, MaterialDesc};
+use crate::scene::gltf_import::UriPolicy;
 use crate::scene::{AlphaMode, ImageSource, TextureRef};
-use crate::texture::{ManifestEntry, TextureError, read_manifest};
+use crate::texture::{ManifestEntry, TextureError, decode, read_manifest};
 
 /// Errors of the generators that dress a scene with a manifest's sets ([`super::street`],
 /// [`super::panel`]). Every variant names the file involved.
@@ -111,6 +112,11 @@ pub(super) fn material_desc(
                 })
             }
             Some(ImageSource::File(image)) => {
+                check_image(image, manifest).map_err(|reason| ManifestSceneError::ImagePath {
+                    path: manifest.to_path_buf(),
+                    image: image.clone(),
+                    reason,
+                })?;
                 image_uri(image, base)
                     .map(Some)
                     .map_err(|reason| ManifestSceneError::ImagePath {
@@ -136,6 +142,23 @@ pub(super) fn material_desc(
         occlusion_texture: uri(&m.textures.occlusion)?,
         ..MaterialDesc::new(&m.name)
     })
+}
+
+/// Why the generated scene may not reference the manifest's image `image`: it lies
+/// outside the manifest's folder (the same confinement as a glTF's URIs, lifted by
+/// `--allow-outside-uris`), or it is not a complete PNG or JPEG (decoded once here, so a
+/// truncated file or another format never reaches a scene that names it).
+fn check_image(image: &Path, manifest: &Path) -> Result<(), String> {
+    let folder = manifest.parent().unwrap_or(Path::new(""));
+    if !UriPolicy::default().admits(image, folder) {
+        return Err(format!(
+            "it lies outside the manifest's folder {} (pass --allow-outside-uris to use it)",
+            crate::outputs::resolve(folder).display()
+        ));
+    }
+    decode(&ImageSource::File(image.to_path_buf()))
+        .map(drop)
+        .map_err(|e| format!("not a usable PNG or JPEG image: {e}"))
 }
 
 /// The glTF URI of `image` seen from the canonical folder `base`: a relative path when
@@ -196,8 +219,9 @@ fn percent_encode(s: &str) -> String {
     out
 }
 
-/// The folders of the manifest's images, relative to `base` (the output folder): the
-/// description lists them in `asset_folders`, so the importer accepts the glTF's URIs.
+/// The folders of the manifest's images outside `base` (the canonical output folder,
+/// whose files the importer accepts anyway), relative to it: the description lists them
+/// in `asset_folders`, so the importer accepts the glTF's URIs.
 pub(super) fn asset_folders(entries: &[ManifestEntry], base: &Path) -> Vec<PathBuf> {
     let mut folders: Vec<PathBuf> = Vec::new();
     for e in entries {
@@ -207,9 +231,11 @@ pub(super) fn asset_folders(entries: &[ManifestEntry], base: &Path) -> Vec<PathB
                 continue;
             };
             let Some(dir) = file.parent() else { continue };
-            let dir = std::fs::canonicalize(dir)
-                .or_else(|_| std::path::absolute(dir))
-                .unwrap_or_else(|_| dir.to_path_buf());
+            // The empty parent of a bare name is the current folder.
+            let dir = crate::outputs::resolve(dir);
+            if dir.starts_with(base) {
+                continue;
+            }
             let rel = relative_path(base, &dir).unwrap_or(dir);
             if !folders.iter().any(|f| rel.starts_with(f)) {
                 folders.retain(|f| !f.starts_with(&rel));

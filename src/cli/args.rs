@@ -158,6 +158,21 @@ pub struct NtcModeArgs {
 }
 
 impl NtcModeArgs {
+    /// `--package` names the package of an NTC mode: without one (`--mode` left at
+    /// `reference`) it would be ignored, so it is refused.
+    pub fn check(&self) -> Result<()> {
+        if let Some(package) = &self.package
+            && self.mode == RenderMode::Reference
+        {
+            anyhow::bail!(
+                "--package {} is the package of an NTC mode: give --mode too (one of the NTC modes), \
+                 the reference mode renders the original textures",
+                package.display()
+            );
+        }
+        Ok(())
+    }
+
     /// Frame options with the stochastic-filtering and inference-on-load choices.
     pub fn options(&self) -> PassSettings {
         let mut o = PassSettings::default();
@@ -236,6 +251,18 @@ pub fn parse_positive_u32(s: &str) -> Result<u32, String> {
     parse_positive(s).and_then(|n| u32::try_from(n).map_err(|_| format!("{n} is too large")))
 }
 
+/// Most frames one command renders or times (`--frames`): the cameras of a sequence are
+/// made up front, so the count is bounded before it sizes them.
+pub const MAX_FRAMES: u32 = 100_000;
+
+/// Parse a frame count (`--frames`): 1..=[`MAX_FRAMES`].
+pub fn parse_frames(s: &str) -> Result<u32, String> {
+    match parse_positive_u32(s)? {
+        n if n <= MAX_FRAMES => Ok(n),
+        n => Err(format!("{n} frames is more than {MAX_FRAMES}")),
+    }
+}
+
 /// Parse a texture side limit (`--max-texture-size`, `--texture-size`): 1..=16384.
 pub fn parse_texture_side(s: &str) -> Result<u32, String> {
     let max = neurotex::texture::MAX_IMAGE_SIDE;
@@ -276,6 +303,9 @@ mod tests {
         assert!(parse_positive("0").unwrap_err().contains("at least 1"));
         assert!(parse_positive("-3").is_err());
         assert_eq!(parse_positive_usize("10"), Ok(10));
+        assert_eq!(parse_frames("60"), Ok(60));
+        assert!(parse_frames("4294967295").unwrap_err().contains("100000"));
+        assert!(parse_frames("0").is_err());
         assert_eq!(parse_texture_side("512"), Ok(512));
         assert!(parse_texture_side("0").is_err());
         assert!(parse_texture_side("20000").is_err());

@@ -16,12 +16,12 @@ use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::screen::tiles::TileSize;
 
 use super::args::{
-    GBufferArg, PackageRecipeArgs, SceneArg, TextureLimitArg, parse_positive_u32, parse_size,
+    GBufferArg, PackageRecipeArgs, SceneArg, TextureLimitArg, parse_frames, parse_size,
 };
 use super::bench_decode::DecodeArgs;
 use super::{
-    PackageSource, kernels_or_supported, load_package, output_policy, report_scene, scene_files,
-    scene_renderer,
+    PackageSource, distinct_outputs, kernels_or_supported, load_package, output_policy,
+    report_scene, scene_files, scene_renderer,
 };
 
 /// The arguments of `neurotex bench`.
@@ -46,7 +46,7 @@ pub struct BenchArgs {
     #[arg(long)]
     camera_path: Option<String>,
     /// Timed frames per configuration.
-    #[arg(long, default_value_t = 60, value_parser = parse_positive_u32)]
+    #[arg(long, default_value_t = 60, value_parser = parse_frames)]
     frames: u32,
     /// Untimed frames before each configuration.
     #[arg(long, default_value_t = 10)]
@@ -95,14 +95,13 @@ pub fn run(a: BenchArgs) -> Result<()> {
     report_scene(&opened);
     let policy = output_policy(scene_files(&opened, a.scene.scene.as_deref()));
     policy.check_dir(&out)?;
-    policy.check_all(
-        neurotex::bench::output::REPORT_FILES
-            .iter()
-            .map(|f| out.join(f))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(|p| p.as_path()),
-    )?;
+    let mut outputs: Vec<PathBuf> = neurotex::bench::output::REPORT_FILES
+        .iter()
+        .map(|f| out.join(f))
+        .collect();
+    outputs.extend(a.trace.iter().cloned());
+    distinct_outputs(&outputs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    policy.check_all(outputs.iter().map(PathBuf::as_path))?;
     let ctx = GpuContext::headless()?;
     println!("{}", ctx.describe());
     let max_texture_size = a.limit.max_texture_size;

@@ -14,7 +14,7 @@ use neurotex::gpu::GpuContext;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::screen::tiles::TileSize;
 
-use super::args::parse_positive_u32;
+use super::args::{parse_frames, parse_positive_u32};
 use super::output_policy;
 
 /// The arguments of `neurotex bench decode`.
@@ -39,11 +39,15 @@ pub struct DecodeArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_positive_u32)]
     mixes: Vec<u32>,
     /// Timed frames per measurement (default 20; --quick: 2).
-    #[arg(long, value_parser = parse_positive_u32)]
+    #[arg(long, value_parser = parse_frames)]
     frames: Option<u32>,
     /// Untimed frames before each measurement (default 5; --quick: 1).
     #[arg(long)]
     warmup: Option<u32>,
+    /// Leave out the stage costs (every kernel with the input, the MLP and the output stage
+    /// alone, on the Table 5 cases).
+    #[arg(long)]
+    no_stages: bool,
     /// Seconds allowed to build one kernel's pipelines; slower ones are skipped.
     #[arg(long, default_value_t = 60.0)]
     build_budget: f64,
@@ -86,6 +90,7 @@ pub fn run(a: DecodeArgs) -> Result<()> {
     }
     opts.frames = a.frames.unwrap_or(opts.frames);
     opts.warmup = a.warmup.unwrap_or(opts.warmup);
+    opts.stages = !a.no_stages;
     opts.build_budget = Duration::from_secs_f64(a.build_budget);
     opts.time_budget = Duration::from_secs_f64(a.time_budget);
     let command = std::env::args().collect::<Vec<_>>().join(" ");

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 
 use neurotex::{cluster, ntc, texture};
@@ -20,13 +20,13 @@ pub struct CompressArgs {
     /// Output package.
     #[arg(long)]
     out: PathBuf,
-    /// Quality preset (latent grid scale source/8, /6, /4, /3); with --target-psnr or
+    /// Quality preset (latent grid scale source/8, /6, /5, /4, /3); with --target-psnr or
     /// --match-bcn the one the package header names.
     #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
     preset: ntc::Preset,
     /// Per set, the smallest preset whose PSNR pooled over all present channels (mip 0)
     /// reaches DB; a shared group takes one preset for all its sets.
-    #[arg(long, value_name = "DB", conflicts_with = "match_bcn")]
+    #[arg(long, value_name = "DB", conflicts_with = "match_bcn", value_parser = parse_target_psnr)]
     target_psnr: Option<f64>,
     /// Per set, the smallest preset whose pooled PSNR reaches that of the set's BCn
     /// baseline (bc1: BC1/BC5, bc7: BC7/BC5).
@@ -65,6 +65,19 @@ pub struct CompressArgs {
     /// Skip the BCn baselines in the report.
     #[arg(long)]
     no_bcn: bool,
+    /// Skip ꟻLIP in the report (NTC decoded on the CPU, and the BCn baselines).
+    #[arg(long)]
+    no_flip: bool,
+    /// Loss weights per channel group: the recipe's, or balanced per group of sets
+    /// against the BC1/BC5 baseline's error in each channel group.
+    #[arg(long, value_enum, default_value_t = ntc::train::LossWeighting::default())]
+    loss_weights: ntc::train::LossWeighting,
+    /// Rate–distortion curves: train every rung of the latent-shape ladder (2–10.7 bits
+    /// per texel), one package per rung beside --out (`<out>.<rung>.ntc`), and write
+    /// the curves beside --report (`.rd.json`, `.rd.csv`, `.rd.md`, `.rd.png`) with the
+    /// NTC rate that matches each BCn baseline per set.
+    #[arg(long, requires = "report", conflicts_with_all = ["target_psnr", "match_bcn", "shard", "resume"])]
+    rd: bool,
     /// Report progress (and record the loss curve) about every this many steps.
     #[arg(long, default_value_t = 100, value_parser = parse_positive)]
     log_every: u64,
@@ -79,6 +92,11 @@ pub struct CompressArgs {
     deterministic: bool,
     #[command(flatten)]
     devices: DevicesArg,
+}
+
+/// The package of one rung of `--rd`: `<out stem>.<rung>.ntc` beside `out`.
+fn rung_package(out: &std::path::Path, rung: ntc::rd::Rung) -> PathBuf {
+    out.with_extension(format!("{}.ntc", rung.label()))
 }
 
 /// `--shard`'s value (of `compress` and `eval`).
@@ -123,6 +141,15 @@ impl TrainOverrides {
     }
 }
 
+/// Parse `--target-psnr`: dB strictly between 0 and 100 (the PSNR of a texture stored
+/// in 8 or 16 bits; -5, 0 or 1000 are no target).
+fn parse_target_psnr(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(db) if db > 0.0 && db < 100.0 => Ok(db),
+        _ => Err(format!("`{s}`: expected a PSNR in dB between 0 and 100")),
+    }
+}
+
 /// Run `neurotex compress`.
 pub fn run(a: CompressArgs) -> Result<()> {
     let shard = a
@@ -136,6 +163,12 @@ pub fn run(a: CompressArgs) -> Result<()> {
     let mut outputs: Vec<std::path::PathBuf> = vec![a.out.clone()];
     if let Some(report) = &a.report {
         outputs.extend(ntc::compress::CompressReport::files(report));
+        if a.rd {
+            outputs.extend(ntc::rd::RdReport::files(report));
+        }
+    }
+    if a.rd {
+        outputs.extend(ntc::rd::LADDER.iter().map(|r| rung_package(&a.out, *r)));
     }
     distinct_outputs(&outputs.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
     if a.resume && a.out.exists() && !policy.force {
@@ -152,7 +185,6 @@ pub fn run(a: CompressArgs) -> Result<()> {
     let devices = a.devices.open(&train, a.overrides.train_kernel)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let rate = match (a.target_psnr, a.match_bcn) {
-        (Some(db), _) if !db.is_finite() => bail!("--target-psnr must be a number of dB"),
         (Some(db), _) => ntc::compress::RateControl::TargetPsnr(db),
         (None, Some(target)) => ntc::compress::RateControl::MatchBcn(target),
         (None, None) => ntc::compress::RateControl::Fixed,
@@ -160,7 +192,16 @@ pub fn run(a: CompressArgs) -> Result<()> {
     let plan = match &a.plan {
         Some(plan_path) => {
             let plan = cluster::Plan::read(plan_path)?;
-            plan.validate(&sets)?;
+            // A plan made for other inputs is named in the error.
+            plan.validate(&sets).map_err(|e| match e {
+                cluster::ClusterError::InvalidPlan { file: None, reason } => {
+                    cluster::ClusterError::InvalidPlan {
+                        file: Some(plan_path.clone()),
+                        reason,
+                    }
+                }
+                other => other,
+            })?;
             plan
         }
         None => {
@@ -191,6 +232,8 @@ pub fn run(a: CompressArgs) -> Result<()> {
         rate,
         kernel: a.overrides.train_kernel,
         input_files: inputs.files(),
+        loss_weights: a.loss_weights,
+        flip: !a.no_flip,
     };
     let input_names = describe_sources(&sources);
     let mut progress = |p: &ntc::parallel::GroupProgress| {
@@ -206,6 +249,51 @@ pub fn run(a: CompressArgs) -> Result<()> {
             ),
         );
     };
+    if a.rd
+        && let Some(path) = &a.report
+    {
+        let mut reports = Vec::new();
+        for (i, rung) in ntc::rd::LADDER.into_iter().enumerate() {
+            let out = rung_package(&a.out, rung);
+            let rung_options = ntc::compress::CompressOptions {
+                train: rung.config(&options.train),
+                // The baselines do not depend on the rung: measured once.
+                skip_bcn: options.skip_bcn || i > 0,
+                ..options.clone()
+            };
+            let (_, report) = ntc::compress::compress(
+                &devices.devices,
+                &sets,
+                &constants,
+                &groups,
+                &rung_options,
+                &input_names,
+                &out,
+                &cancel,
+                &mut progress,
+            )?;
+            println!(
+                "rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
+                rung.label(),
+                report.mean_bits_per_texel,
+                report
+                    .mean_psnr
+                    .map_or("–".into(), |p| format!("{p:.2} dB")),
+                report.seconds
+            );
+            reports.push((rung, report));
+        }
+        bars.finish();
+        let rd = ntc::rd::RdReport::from_reports(
+            &reports.iter().map(|(r, rep)| (*r, rep)).collect::<Vec<_>>(),
+        );
+        rd.write(path)?;
+        println!(
+            "wrote {} (+ .rd.csv, .rd.md, .rd.png)",
+            path.with_extension("rd.json").display()
+        );
+        return Ok(());
+    }
     let (package, report) = match shard {
         None => ntc::compress::compress(
             &devices.devices,
@@ -261,16 +349,26 @@ pub fn run(a: CompressArgs) -> Result<()> {
             );
         }
     }
+    for w in &report.warnings {
+        println!("warning: {w}");
+    }
     println!(
-        "wrote {}: {} materials, {} decoders, mean PSNR {}, mean {:.3} bits/texel, {:.1} s",
+        "wrote {}: {} materials, {} decoders, mean PSNR {}{}, mean {:.3} bits/texel, {:.1} s{}",
         a.out.display(),
         package.materials.len(),
         package.decoders.len(),
         report
             .mean_psnr
             .map_or("–".into(), |p| format!("{p:.2} dB")),
+        report
+            .mean_flip
+            .map_or(String::new(), |f| format!(", mean ꟻLIP {f:.4}")),
         report.mean_bits_per_texel,
-        report.seconds
+        report.seconds,
+        match report.warnings.len() {
+            0 => String::new(),
+            n => format!(", {n} target(s) missed"),
+        }
     );
     if let Some(path) = &a.report {
         report.write(path)?;

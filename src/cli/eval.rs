@@ -45,6 +45,23 @@ pub struct EvalArgs {
     /// every strategy gives each material the same samples (default: the recipe's).
     #[arg(long, value_parser = parse_positive)]
     steps: Option<u64>,
+    /// Main training as epochs instead of --steps, as the paper counts them: an epoch
+    /// covers every mip-0 texel of a group's sets once at the batch size (350 epochs of a
+    /// 1024² set at batch 32 768 are 11 200 steps per set).
+    #[arg(long, conflicts_with = "steps")]
+    epochs: Option<f64>,
+    /// Training budgets in main steps per set, comma-separated: Table 2's strategies are
+    /// evaluated once per budget, each into `--out`/budget-<b>/, then mean PSNR against
+    /// budget per strategy, the crossover where the baseline overtakes a shared strategy
+    /// and each strategy's convergence (budgets.{csv,md,png,json} in --out). With
+    /// --resume, finished runs of every budget are loaded, not retrained.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = parse_positive,
+        conflicts_with_all = ["steps", "epochs", "seeds", "shard", "merge"]
+    )]
+    budgets: Option<Vec<u64>>,
     /// Quality preset (latent grid scale source/8, /6, /4, /3).
     #[arg(long, value_enum, default_value_t = ntc::Preset::High)]
     preset: ntc::Preset,
@@ -85,6 +102,13 @@ pub struct EvalArgs {
     /// Keep each run's .ntc package in runs/.
     #[arg(long)]
     keep_packages: bool,
+    /// Also measure every set's ꟻLIP in the run records (decoded on the CPU).
+    #[arg(long)]
+    flip: bool,
+    /// Loss weights per channel group: the recipe's, or balanced per group of sets
+    /// against the BC1/BC5 baseline's error in each channel group.
+    #[arg(long, value_enum, default_value_t = ntc::train::LossWeighting::default())]
+    loss_weights: ntc::train::LossWeighting,
     /// Print the runs the evaluation would train, then stop (`divergence-aware`'s groups
     /// need the co-occurrence record, so a missing or stale cached one is recorded first).
     #[arg(long)]
@@ -144,8 +168,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
         .into());
     }
     let inputs = neurotex::inputs::InputSets::open(&sources)?;
-    // The folder is the evaluation's (a non-empty one needs --resume); it may not be
-    // an input.
+    // The folder is the evaluation's (a non-empty one needs --resume): it may neither be
+    // nor hold an input (resumed there, it would replace those named like its outputs).
     let shard = a
         .shard
         .map(|s| s.resolve(|name| std::env::var(name).ok()))
@@ -158,7 +182,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
             .chain(a.cooccurrence.cooccurrence.iter())
             .chain(a.merge.iter()),
     )
-    .check_dir(&a.out)?;
+    .check_own_dir(&a.out)?;
     let recorded = a.cooccurrence.record(&a.inputs, aware)?;
     let sets = inputs.load_sets(&a.inputs.load_options())?;
     let constants = texture::set_constants(&inputs.materials, &inputs.material_sets, sets.len());
@@ -179,13 +203,17 @@ pub fn run(a: EvalArgs) -> Result<()> {
         .overrides
         .apply(a.recipe.train_config(a.preset, a.batch)?)?;
     train.deterministic = a.deterministic;
+    let steps = match a.epochs {
+        Some(epochs) => eval::TrainingBudget::steps_for_epochs(&sets, &train, epochs)?,
+        None => a.steps.unwrap_or(a.recipe.values().steps),
+    };
     let options = eval::EvalOptions {
         strategies: a.strategies,
         m: a.m,
         embedder: cluster::EmbedderChoice::new(a.embedder, a.clip_weights.as_deref())?,
         train,
         recipe: a.recipe.name().to_string(),
-        steps: a.steps.unwrap_or(a.recipe.values().steps),
+        steps,
         kernel: a.overrides.train_kernel,
         seed: a.seed,
         log_every: a.log_every,
@@ -195,23 +223,43 @@ pub fn run(a: EvalArgs) -> Result<()> {
         sweep: !a.no_sweep,
         resume: a.resume,
         keep_packages: a.keep_packages,
+        flip: a.flip,
+        loss_weights: a.loss_weights,
         command_line,
     };
-    // One evaluation, or one per seed of --seeds (each planned, and printed, first).
+    // One evaluation, or one per seed of --seeds or per budget of --budgets (each
+    // planned, and printed, first).
     let seeds = a
         .seeds
         .as_deref()
         .map(eval::seeds::distinct_seeds)
         .transpose()?;
+    let budgets = a
+        .budgets
+        .as_deref()
+        .map(eval::budgets::distinct_budgets)
+        .transpose()?;
+    let variants: Vec<(u64, u64)> = match (&seeds, &budgets) {
+        (Some(seeds), _) => seeds.iter().map(|&s| (s, options.steps)).collect(),
+        (None, Some(budgets)) => budgets.iter().map(|&b| (options.seed, b)).collect(),
+        (None, None) => vec![(options.seed, options.steps)],
+    };
     let mut evaluations = Vec::new();
-    for seed in seeds.clone().unwrap_or_else(|| vec![options.seed]) {
+    for (seed, steps) in variants {
         let options = eval::EvalOptions {
             seed,
+            steps,
             ..options.clone()
         };
         let plan = eval::plan_eval(&eval_inputs, &options)?;
         if seeds.is_some() {
             println!("seed {seed}:");
+        }
+        if budgets.is_some() {
+            println!(
+                "budget: {}",
+                eval::TrainingBudget::new(&sets, &options.train, steps).markdown()
+            );
         }
         print!("{plan}");
         for note in &plan.notes {
@@ -222,7 +270,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     if a.dry_run {
         return Ok(());
     }
-    if seeds.is_some() {
+    if seeds.is_some() || budgets.is_some() {
         eval::seeds::prepare(&a.out, a.resume)?;
     }
     let (options, plan) = evaluations[0].clone();
@@ -331,6 +379,39 @@ pub fn run(a: EvalArgs) -> Result<()> {
             names.join(", "),
             plan.runs.len(),
             a.out.join(eval::study_shards::PART_FILE).display()
+        );
+        return Ok(());
+    }
+    if budgets.is_some() {
+        let mut reports = Vec::with_capacity(evaluations.len());
+        for (options, plan) in &evaluations {
+            let dir = eval::budgets::budget_dir(&a.out, options.steps);
+            bar.suspend(|| {
+                println!(
+                    "budget {} steps per set: evaluating into {}",
+                    options.steps,
+                    dir.display()
+                )
+            });
+            let report = eval::evaluate(
+                &devices.devices,
+                &eval_inputs,
+                plan,
+                options,
+                &dir,
+                &cancel,
+                &mut on_event,
+            )?;
+            reports.push(report);
+        }
+        bar.finish();
+        let study = eval::budgets::BudgetStudy::new(&reports);
+        study.write(&a.out)?;
+        print!("{}", study.markdown());
+        println!(
+            "wrote the evaluation over {} budgets into {}",
+            reports.len(),
+            a.out.display()
         );
         return Ok(());
     }

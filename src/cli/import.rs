@@ -1,6 +1,7 @@
-//! `neurotex import`: import a scene or a texture-set manifest and report what it holds.
+//! `neurotex import`: import a scene, a texture-set manifest or a texture folder (whose
+//! manifest it writes) and report what it holds.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
@@ -22,6 +23,12 @@ pub struct ImportArgs {
     /// A texture-set manifest (CSV) instead of a scene; every set is decoded.
     #[arg(long, conflicts_with = "scene")]
     manifest: Option<PathBuf>,
+    /// A texture folder: pair its images into sets by their names (`_BaseColor`,
+    /// `_Albedo`, `_Diffuse`, `_Normal`, `_ORM`, `_Roughness`, `_Metallic`, `_AO`,
+    /// `_Emissive`, any case), list what cannot be paired, write `manifest.csv` into the
+    /// folder and decode every set.
+    #[arg(long, conflicts_with_all = ["scene", "manifest"])]
+    textures: Option<PathBuf>,
     /// Write the distinct texture sets to this CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -31,10 +38,53 @@ pub struct ImportArgs {
 
 /// Run `neurotex import`.
 pub fn run(a: ImportArgs) -> Result<()> {
-    use neurotex::inputs::{InputSets, InputSource};
+    if let Some(dir) = &a.textures {
+        let manifest = write_folder_manifest(dir)?;
+        return report_manifest(&manifest, &a);
+    }
     if let Some(manifest) = &a.manifest {
-        let entries = texture::manifest::read_manifest(manifest)?;
-        let inputs = InputSets::open(&[InputSource::Manifest(manifest.clone())])?;
+        return report_manifest(manifest, &a);
+    }
+    report_scene_import(&a)
+}
+
+/// Pair the images of `dir` into sets, list the images left out and write the manifest
+/// `dir/manifest.csv` (never over an existing one without `--force`); returns its path.
+fn write_folder_manifest(dir: &Path) -> Result<PathBuf> {
+    let scan = texture::folder::scan(dir)?;
+    for u in &scan.unpaired {
+        println!("not paired: {}: {}", u.path.display(), u.reason);
+    }
+    if scan.sets.is_empty() {
+        anyhow::bail!(
+            "{}: no texture set found (image names need a suffix such as _BaseColor or _Normal)",
+            dir.display()
+        );
+    }
+    let manifest = dir.join("manifest.csv");
+    let images = scan
+        .sets
+        .iter()
+        .flat_map(|s| s.images.values().map(|p| dir.join(p)));
+    output_policy(images).check(&manifest)?;
+    neurotex::io::write_atomic(&manifest, texture::folder::manifest_text(&scan).as_bytes())
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", manifest.display()))?;
+    println!(
+        "wrote {} ({} texture sets, {} images not paired)",
+        manifest.display(),
+        scan.sets.len(),
+        scan.unpaired.len()
+    );
+    Ok(manifest)
+}
+
+/// Decode every set of `manifest` and print one line per set (and one per image that was
+/// already block-compressed); write `--csv` when asked.
+fn report_manifest(manifest: &Path, a: &ImportArgs) -> Result<()> {
+    use neurotex::inputs::{InputSets, InputSource};
+    let entries = texture::manifest::read_manifest(manifest)?;
+    {
+        let inputs = InputSets::open(&[InputSource::Manifest(manifest.to_path_buf())])?;
         if let Some(csv) = &a.csv {
             output_policy(inputs.files()).check(csv)?;
         }
@@ -57,6 +107,9 @@ pub fn run(a: ImportArgs) -> Result<()> {
                 loaded.set.mips.len(),
                 loaded.set.present
             );
+            for lossy in &loaded.lossy {
+                println!("  {lossy}");
+            }
         }
         if sets.len() == entries.len() {
             println!("{}: {} texture sets", manifest.display(), sets.len());
@@ -72,8 +125,13 @@ pub fn run(a: ImportArgs) -> Result<()> {
             neurotex::inputs::write_texture_sets_csv(csv, &inputs)?;
             println!("wrote {}", csv.display());
         }
-        return Ok(());
+        Ok(())
     }
+}
+
+/// Open the scene argument, report it and write `--csv` when asked.
+fn report_scene_import(a: &ImportArgs) -> Result<()> {
+    use neurotex::inputs::{InputSets, InputSource};
     let opened = open(a.scene.scene.as_deref())?;
     report_scene(&opened);
     for w in &opened.scene.warnings {

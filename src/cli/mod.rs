@@ -73,7 +73,7 @@ where
 }
 
 /// The files an opened scene was read from: the argument, the `texture_sets.csv`
-/// beside it, the glTF and every image file.
+/// beside it, the glTF, its buffers and every image file.
 fn scene_files(opened: &OpenedScene, arg: Option<&Path>) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = arg.into_iter().map(Path::to_path_buf).collect();
     if let Some(labels) = arg.map(|a| a.with_file_name("texture_sets.csv"))
@@ -81,24 +81,7 @@ fn scene_files(opened: &OpenedScene, arg: Option<&Path>) -> Vec<PathBuf> {
     {
         files.push(labels);
     }
-    files.push(opened.scene.source.clone());
-    for m in &opened.scene.materials {
-        let t = &m.textures;
-        for r in [
-            &t.base_color,
-            &t.normal,
-            &t.metallic_roughness,
-            &t.occlusion,
-            &t.emissive,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            if let neurotex::scene::ImageSource::File(p) = &r.image {
-                files.push(p.clone());
-            }
-        }
-    }
+    files.extend(opened.scene.files());
     files
 }
 
@@ -154,6 +137,13 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     FORCE.store(cli.global.force, Ordering::Relaxed);
     neurotex::scene::gltf_import::allow_outside_uris(cli.global.allow_outside_uris);
+    // A memory budget that does not parse is an error, never the default.
+    if let Err(e) = texture::budget::from_env() {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
+    // The renderer picks its default decode kernel by this measurement.
+    neurotex::render::kernel_choice::install_calibrator(neurotex::bench::decode::calibrate);
     let result = match cli.command {
         None => view::default_args().and_then(view::run),
         Some(Command::View(a)) => view::run(a),

@@ -63,11 +63,62 @@ impl CooccurrenceArgs {
         needed: bool,
     ) -> Result<Option<(cluster::CooccurrenceRecord, PathBuf)>> {
         Ok(match (&self.cooccurrence, &self.record_cooccurrence) {
-            (Some(file), _) => Some((cluster::CooccurrenceRecord::read(file)?, file.clone())),
+            (Some(file), _) => {
+                let record = cluster::CooccurrenceRecord::read(file)?;
+                check_record_scene(&record, file, inputs)?;
+                Some((record, file.clone()))
+            }
             (None, Some(file)) => Some(record_scene(inputs, self, Some(file))?),
             (None, None) if needed => Some(record_scene(inputs, self, None)?),
             (None, None) => None,
         })
+    }
+}
+
+/// A record given with `--cooccurrence` to a command of one `--scene`: the files of the
+/// scene it was recorded from must still have the lengths and CRC-32s it recorded (in
+/// order; their paths may differ between machines), else its counts describe another
+/// scene and it is refused.
+fn check_record_scene(
+    record: &cluster::CooccurrenceRecord,
+    file: &std::path::Path,
+    inputs: &InputsArg,
+) -> Result<()> {
+    let [scene] = inputs.scenes.as_slice() else {
+        return Ok(());
+    };
+    let opened = neurotex::open::open(Some(scene))?;
+    let now = record::scene_files(&opened, scene)?;
+    let recorded = &record.source.scene_files;
+    let stamp = |d: &cluster::FileDigest| (d.bytes, d.crc32);
+    let changed = recorded
+        .iter()
+        .zip(&now)
+        .find(|(a, b)| stamp(a) != stamp(b))
+        .map(|(a, b)| {
+            format!(
+                "{} was {} bytes, crc32 {:08x}; {} is {} bytes, crc32 {:08x}",
+                a.file, a.bytes, a.crc32, b.file, b.bytes, b.crc32
+            )
+        })
+        .or_else(|| {
+            (recorded.len() != now.len()).then(|| {
+                format!(
+                    "it recorded {} files of the scene, the scene has {}",
+                    recorded.len(),
+                    now.len()
+                )
+            })
+        });
+    match changed {
+        None => Ok(()),
+        Some(what) => anyhow::bail!(
+            "{}: recorded from {}, whose files are not those of {} ({what}); record it anew \
+             with --record-cooccurrence, or give the scene it was recorded from",
+            file.display(),
+            record.source.scene,
+            scene.display()
+        ),
     }
 }
 

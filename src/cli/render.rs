@@ -1,5 +1,5 @@
 //! `neurotex render`: one frame (or N accumulated frames) headless into a PNG, with the
-//! divergence map and the PSNR against the reference on request.
+//! divergence map and the PSNR and ꟻLIP against the reference on request.
 
 use std::path::PathBuf;
 
@@ -54,13 +54,20 @@ pub struct RenderArgs {
     /// divergence score 𝒟 of this mode next to the baseline's (.png, .jpg, .jpeg).
     #[arg(long, value_parser = parse_image_path)]
     divergence_map: Option<PathBuf>,
-    /// Also render the reference and print the PSNR of the (accumulated) image against it.
+    /// Also render the reference and print the PSNR of the (accumulated) image against it
+    /// (HDR, before tonemapping) and its mean ꟻLIP (the output image against the
+    /// reference's, accumulated alike).
     #[arg(long)]
     psnr: bool,
+    /// With --psnr, also write the ꟻLIP error map (magma colours: black no error,
+    /// yellow-white the largest) (.png, .jpg, .jpeg).
+    #[arg(long, requires = "psnr", value_parser = parse_image_path)]
+    flip_map: Option<PathBuf>,
 }
 
 /// Run `neurotex render`.
 pub fn run(a: RenderArgs) -> Result<()> {
+    a.ntc.check()?;
     let opened = open(a.scene.scene.as_deref())?;
     report_scene(&opened);
     // Every output is checked before the first frame: never over an input, never over
@@ -69,6 +76,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
     policy.protect(a.ntc.package.iter());
     let outputs: Vec<&std::path::Path> = std::iter::once(a.out.as_path())
         .chain(a.divergence_map.as_deref())
+        .chain(a.flip_map.as_deref())
         .collect();
     distinct_outputs(&outputs)?;
     policy.check_all(outputs.iter().copied())?;
@@ -124,6 +132,37 @@ pub fn run(a: RenderArgs) -> Result<()> {
         match renderer.psnr_blocking(&ctx)? {
             Some(p) => println!("PSNR against the reference: {p:.2} dB"),
             None => println!("PSNR against the reference: identical (or nothing compared)"),
+        }
+        let reference_settings = FrameSettings {
+            mode: RenderMode::Reference,
+            passes: PassSettings {
+                compare: false,
+                ..settings.passes
+            },
+            ..settings.clone()
+        };
+        let reference = render_frames(&ctx, &mut renderer, &reference_settings, a.accumulate)?;
+        let rgb = |rgba: &[u8]| -> Vec<u8> {
+            rgba.chunks_exact(4)
+                .flat_map(|p| [p[0], p[1], p[2]])
+                .collect()
+        };
+        let map = texture::flip::flip_rgb8(
+            &rgb(&reference.rgba8),
+            &rgb(&frame.rgba8),
+            frame.width,
+            frame.height,
+        )
+        .ok_or_else(|| anyhow::anyhow!("the reference frame has another size than the output"))?;
+        println!("ꟻLIP against the reference: {:.4} (mean)", map.mean());
+        if let Some(path) = &a.flip_map {
+            let rgba: Vec<u8> = map
+                .magma_rgb8()
+                .chunks_exact(3)
+                .flat_map(|p| [p[0], p[1], p[2], 255])
+                .collect();
+            texture::write_image_rgba8(path, map.width, map.height, &rgba)?;
+            println!("wrote {} (ꟻLIP error map)", path.display());
         }
     }
     texture::write_image_rgba8(&a.out, frame.width, frame.height, &frame.rgba8)?;

@@ -1,17 +1,15 @@
 //! `neurotex view` (and `neurotex` alone): the interactive viewer.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
 
 use neurotex::render::RenderMode;
 
-use super::args::{
-    NtcModeArgs, SceneArg, UploadArgs, parse_image_path, parse_positive_u32, parse_size,
-};
+use super::args::{NtcModeArgs, SceneArg, UploadArgs, parse_frames, parse_image_path, parse_size};
 use super::devices::DevicesArg;
-use super::output_policy;
+use super::{output_policy, scene_files};
 
 /// The arguments of `neurotex view`.
 #[derive(Args, Debug)]
@@ -22,7 +20,7 @@ pub struct ViewArgs {
     #[arg(long, value_parser = parse_size)]
     size: Option<(u32, u32)>,
     /// Scripted run: render this many frames once the scene is ready, then exit.
-    #[arg(long, value_parser = parse_positive_u32)]
+    #[arg(long, value_parser = parse_frames)]
     frames: Option<u32>,
     /// Scripted run: save the last frame, overlay included, to this PNG (needs --frames).
     #[arg(long, requires = "frames", value_parser = parse_image_path)]
@@ -34,7 +32,7 @@ pub struct ViewArgs {
     #[arg(long)]
     no_vsync: bool,
     /// Internal resolution over window resolution, 0.25–1.0.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = parse_render_scale)]
     render_scale: f32,
     #[command(flatten)]
     upload: UploadArgs,
@@ -54,6 +52,20 @@ pub struct ViewArgs {
     devices: DevicesArg,
 }
 
+/// Parse `--render-scale`: a number within the viewer's range (NaN, 0 or 5 are errors,
+/// not clamped).
+fn parse_render_scale(s: &str) -> Result<f32, String> {
+    let range = neurotex::ui::RENDER_SCALE_RANGE;
+    match s.trim().parse::<f32>() {
+        Ok(v) if range.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}`: expected a number from {} to {}",
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
 /// `view` with every option at its default (what `neurotex` without arguments runs).
 pub fn default_args() -> Result<ViewArgs> {
     use clap::FromArgMatches;
@@ -68,8 +80,16 @@ pub fn run(a: ViewArgs) -> Result<()> {
             "view loads a package per mode: give a folder of <strategy>.ntc files with --packages"
         );
     }
+    // The screenshot may not replace any file of the scene (opened here for the list;
+    // images are only referenced, not decoded). A scene that does not open is the
+    // viewer's to report, in its window; the screenshot still may not replace it.
     if let Some(shot) = &a.screenshot {
-        output_policy(a.scene.scene.iter()).check(shot)?;
+        let scene = a.scene.scene.as_deref();
+        let files = match neurotex::open::open(scene) {
+            Ok(opened) => scene_files(&opened, scene),
+            Err(_) => scene.map(Path::to_path_buf).into_iter().collect(),
+        };
+        output_policy(files).check(shot)?;
     }
     let max_texture_size = a.upload.limit.max_texture_size;
     let recipe = a.ntc.recipe.recipe(max_texture_size);

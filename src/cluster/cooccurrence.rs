@@ -68,6 +68,10 @@ pub const COOCCURRENCE_VERSION: u32 = 1;
 /// or foreign file from being parsed into memory.
 pub const MAX_RECORD_BYTES: u64 = 256 << 20;
 
+/// Most texture sets a record may name: the pairwise counts ([`CooccurrenceRecord::pair_tiles`])
+/// are sized by their square (4096 sets: 128 MiB).
+pub const MAX_RECORD_SETS: usize = 4096;
+
 /// One recorded view: where its camera came from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -262,8 +266,29 @@ impl CooccurrenceRecord {
         }
         let src = &self.source;
         let n = src.set_names.len();
-        if n == 0 || n > u32::MAX as usize {
-            return Some(format!("{n} texture sets (at least 1 needed)"));
+        if n == 0 || n > MAX_RECORD_SETS {
+            return Some(format!("{n} texture sets (from 1 to {MAX_RECORD_SETS})"));
+        }
+        for (v, view) in src.views.iter().enumerate() {
+            let numbers: Vec<f32> = match view {
+                ViewSpec::PathSample { time, .. } => vec![*time],
+                ViewSpec::Camera {
+                    position,
+                    forward,
+                    yfov,
+                    ..
+                } => position
+                    .iter()
+                    .chain(forward)
+                    .chain([yfov])
+                    .copied()
+                    .collect(),
+            };
+            if numbers.iter().any(|x| !x.is_finite()) {
+                return Some(format!(
+                    "view {v}: {view:?} holds a number that is not finite"
+                ));
+            }
         }
         let mut names: Vec<&str> = src.set_names.iter().map(String::as_str).collect();
         names.sort_unstable();
@@ -351,7 +376,22 @@ impl CooccurrenceRecord {
         file.take(MAX_RECORD_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(io)?;
-        let record: Self = serde_json::from_slice(&bytes).map_err(|e| ClusterError::Json {
+        Self::from_slice(&bytes, path)
+    }
+
+    /// Parse and check a record read from `path` (named in errors): valid JSON of this
+    /// layout, every signature well-formed, at most [`MAX_RECORD_SETS`] sets.
+    pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Self, ClusterError> {
+        if bytes.len() as u64 > MAX_RECORD_BYTES {
+            return Err(invalid(
+                path,
+                format!(
+                    "{} bytes is more than a record may hold ({MAX_RECORD_BYTES})",
+                    bytes.len()
+                ),
+            ));
+        }
+        let record: Self = serde_json::from_slice(bytes).map_err(|e| ClusterError::Json {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;

@@ -24,9 +24,12 @@
 //! (the co-occurrence record checked against the sets, each run's predicted 𝒟),
 //! `tables` (the tables and the report), `figures` (the charts' panels), [`shard`]
 //! (`eval --shard I/N` and `eval --merge`) and [`seeds`] (`eval --seeds`: one evaluation
-//! per seed in `seed-<s>/`, every cell as mean, deviation and range over the seeds). This module trains only through
+//! per seed in `seed-<s>/`, every cell as mean, deviation and range over the seeds) and
+//! [`budgets`] (the budget in epochs and samples, `eval --epochs`; `eval --budgets`: one
+//! evaluation per budget in `budget-<b>/`, PSNR against budget). This module trains only through
 //! [`ntc::compress`](crate::ntc::compress::compress) and renders nothing.
 
+pub mod budgets;
 mod divergence;
 mod figures;
 mod runs;
@@ -47,10 +50,12 @@ use crate::ntc::TrainConfig;
 use crate::ntc::compress::{
     CompressError, CompressOptions, RateControl, compress, group_main_steps,
 };
+use crate::ntc::train::LossWeighting;
 use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
 use crate::ntc::train::schedule::finetune_steps;
 use crate::texture::{CHANNELS, TextureSet};
 
+pub use budgets::TrainingBudget;
 pub use divergence::{RecordedViews, RunDivergence};
 pub use figures::{CHART_SIZE, freezing_panel, sweep_panel};
 pub use runs::{
@@ -210,6 +215,22 @@ pub struct EvalInputs<'a> {
 }
 
 impl EvalInputs<'_> {
+    /// BLAKE3 (hex) of what training sees of the inputs: every decoded set (name and
+    /// [`set_digest`](crate::ntc::compress::set_digest)) and its constants. A run record
+    /// carries it, so a record trained on images that changed since is not reused.
+    pub fn digest(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        for set in self.sets {
+            h.update(set.name.as_bytes());
+            h.update(&[0]);
+            h.update(crate::ntc::compress::set_digest(set).as_bytes());
+        }
+        for c in self.constants.iter().flatten() {
+            h.update(&c.to_le_bytes());
+        }
+        h.finalize().to_hex().to_string()
+    }
+
     fn check(&self) -> Result<(), EvalError> {
         let n = self.sets.len();
         let bad = |what: &str, len: usize| EvalError::Inputs {
@@ -271,6 +292,10 @@ pub struct EvalOptions {
     pub resume: bool,
     /// Keep each run's `.ntc` package next to its record.
     pub keep_packages: bool,
+    /// Measure each set's ꟻLIP in the run records (decoded on the CPU).
+    pub flip: bool,
+    /// The loss weights of every run.
+    pub loss_weights: LossWeighting,
     /// The command line, for the summary.
     pub command_line: String,
 }
@@ -699,7 +724,11 @@ fn prepare_outputs(
 /// `out` ([`prepare_outputs`]): each trained into `runs/<name>.json`, or with `resume`
 /// loaded from there when its record matches. Returns each selected run's record and
 /// whether it was loaded, in `selection` order.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the evaluation's inputs, plan, options and selection, and the run's output, \
+              cancel flag and progress, as `evaluate` and `evaluate_shard` hand them over"
+)]
 fn train_runs(
     devices: &[GpuContext],
     inputs: &EvalInputs,
@@ -711,6 +740,7 @@ fn train_runs(
     progress: &mut dyn FnMut(&EvalEvent),
 ) -> Result<Vec<(RunRecord, bool)>, EvalError> {
     let runs_dir = prepare_outputs(inputs, plan, opts, out)?;
+    let digest = inputs.digest();
     let runs = plan.runs.len();
     let mut records: Vec<(RunRecord, bool)> = Vec::with_capacity(selection.len());
     for &run in selection {
@@ -719,7 +749,7 @@ fn train_runs(
         let train = spec.freeze.apply(&opts.train);
         if opts.resume && path.exists() {
             let record = RunRecord::read(&path)?;
-            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train) {
+            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train, &digest) {
                 return Err(EvalError::RunFile {
                     path,
                     reason: format!(
@@ -749,6 +779,8 @@ fn train_runs(
             rate: RateControl::Fixed,
             kernel: opts.kernel,
             input_files: Vec::new(),
+            loss_weights: opts.loss_weights,
+            flip: opts.flip,
         };
         let result = compress(
             devices,
@@ -783,7 +815,7 @@ fn train_runs(
                 });
             }
         };
-        let record = RunRecord::new(spec, &train, &report);
+        let record = RunRecord::new(spec, &train, &report, &digest);
         record.write(&path)?;
         if !opts.keep_packages {
             std::fs::remove_file(&package).map_err(|source| EvalError::Io {
@@ -839,6 +871,7 @@ pub fn build_report(
         seed: opts.seed,
         recipe: opts.recipe.clone(),
         steps: opts.steps,
+        budget: TrainingBudget::new(inputs.sets, &opts.train, opts.steps),
         train: opts.train.clone(),
         table2: Table2::new(&table2, inputs.categories),
         freezing: (!freezing.is_empty()).then(|| {
@@ -971,6 +1004,8 @@ mod tests {
             sweep: true,
             resume: false,
             keep_packages: false,
+            flip: false,
+            loss_weights: LossWeighting::Fixed,
             command_line: "neurotex eval".into(),
         }
     }
@@ -1115,6 +1150,7 @@ mod tests {
                         psnr: Some(30.0 + spec.decoders() as f64 + (set % 2) as f64),
                         psnr_exact: false,
                         bits_per_texel: 2.0,
+                        flip: None,
                     })
                     .collect();
                 let record = RunRecord {
@@ -1147,6 +1183,7 @@ mod tests {
                             loss: 0.1 / k as f64,
                         })
                         .collect(),
+                    inputs: String::new(),
                 };
                 (record, i == 0)
             })

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::EvalError;
 use crate::cluster::Strategy;
 use crate::ntc::TrainConfig;
-use crate::ntc::compress::CompressReport;
+use crate::ntc::compress::{CompressReport, group_main_steps};
+use crate::ntc::train::schedule::finetune_steps;
 
 /// Gradual decoder freezing of a run, as given to `--freeze`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -250,6 +251,9 @@ pub struct MaterialResult {
     pub psnr_exact: bool,
     /// Latent bits per mip-0 texel.
     pub bits_per_texel: f64,
+    /// Its mean ꟻLIP at mip 0, when measured (`eval --flip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flip: Option<f64>,
 }
 
 /// One group's training in a run.
@@ -315,12 +319,23 @@ pub struct RunRecord {
     pub seconds: f64,
     /// Loss curves of every group (finite points only).
     pub curves: Vec<CurvePoint>,
+    /// What it was trained on: [`EvalInputs::digest`](super::EvalInputs::digest) of the
+    /// decoded sets and their constants (empty in records written before it was
+    /// recorded, which are therefore never reused).
+    #[serde(default)]
+    pub inputs: String,
 }
 
 impl RunRecord {
     /// The record of `spec` trained with `train` into `report` (whose materials come in
     /// group order, members in group order).
-    pub fn new(spec: &RunSpec, train: &TrainConfig, report: &CompressReport) -> RunRecord {
+    /// `inputs` is the evaluation's [`EvalInputs::digest`](super::EvalInputs::digest).
+    pub fn new(
+        spec: &RunSpec,
+        train: &TrainConfig,
+        report: &CompressReport,
+        inputs: &str,
+    ) -> RunRecord {
         let order = spec
             .groups
             .iter()
@@ -335,6 +350,7 @@ impl RunRecord {
                 psnr: m.psnr.pooled.map(|p| p.db),
                 psnr_exact: m.psnr.pooled.is_some_and(|p| p.exact),
                 bits_per_texel: m.bits_per_texel,
+                flip: m.flip.as_ref().and_then(|f| f.mean),
             })
             .collect();
         materials.sort_by_key(|m| m.set);
@@ -367,6 +383,7 @@ impl RunRecord {
                 .filter(|c| c.2.is_finite())
                 .map(|&(group, step, loss, _)| CurvePoint { group, step, loss })
                 .collect(),
+            inputs: inputs.to_string(),
         }
     }
 
@@ -380,16 +397,33 @@ impl RunRecord {
         (!losses.is_empty()).then(|| losses.iter().sum::<f64>() / losses.len() as f64)
     }
 
+    /// Optimiser steps per decoder (its group's main steps and fine-tuning), fewest and
+    /// most over the groups.
+    pub fn decoder_steps(&self) -> [u64; 2] {
+        let steps = self.groups.iter().map(|g| {
+            let main = group_main_steps(self.steps, g.len());
+            main + finetune_steps(main, self.train.finetune_fraction)
+        });
+        [steps.clone().min().unwrap_or(0), steps.max().unwrap_or(0)]
+    }
+
     /// Why this record cannot stand for `spec` trained for `steps` with `seed` and
-    /// `train`; `None` when it can.
+    /// `train` on the inputs of digest `inputs`; `None` when it can.
     pub fn mismatch(
         &self,
         spec: &RunSpec,
         steps: u64,
         seed: u64,
         train: &TrainConfig,
+        inputs: &str,
     ) -> Option<String> {
-        if self.groups != spec.groups {
+        if self.inputs != inputs {
+            Some(
+                "it was trained on other images (the decoded texture sets or their constants \
+                 differ from this evaluation's)"
+                    .into(),
+            )
+        } else if self.groups != spec.groups {
             Some(format!(
                 "it groups the sets differently ({} groups, this evaluation: {})",
                 self.groups.len(),
@@ -569,6 +603,7 @@ mod tests {
                     psnr: Some(if set == 2 { 99.0 } else { 30.0 }),
                     psnr_exact: set == 2,
                     bits_per_texel: 2.0,
+                    flip: None,
                 })
                 .collect(),
             group_results: vec![
@@ -592,6 +627,7 @@ mod tests {
                 step: 10,
                 loss: 0.01,
             }],
+            inputs: "digest".into(),
         }
     }
 
@@ -618,20 +654,25 @@ mod tests {
             groups: r.groups.clone(),
         };
         let train = TrainConfig::default();
-        assert_eq!(r.mismatch(&spec, 100, 1, &train), None);
+        assert_eq!(r.mismatch(&spec, 100, 1, &train, "digest"), None);
         assert!(
-            r.mismatch(&spec, 200, 1, &train)
+            r.mismatch(&spec, 100, 1, &train, "changed")
+                .unwrap()
+                .contains("other images")
+        );
+        assert!(
+            r.mismatch(&spec, 200, 1, &train, "digest")
                 .unwrap()
                 .contains("100 steps")
         );
         assert!(
-            r.mismatch(&spec, 100, 2, &train)
+            r.mismatch(&spec, 100, 2, &train, "digest")
                 .unwrap()
                 .contains("seed 1")
         );
         let other = Freeze::Off.apply(&train);
         assert!(
-            r.mismatch(&spec, 100, 1, &other)
+            r.mismatch(&spec, 100, 1, &other, "digest")
                 .unwrap()
                 .contains("settings")
         );
@@ -640,7 +681,7 @@ mod tests {
             ..spec.clone()
         };
         assert!(
-            r.mismatch(&regrouped, 100, 1, &train)
+            r.mismatch(&regrouped, 100, 1, &train, "digest")
                 .unwrap()
                 .contains("groups")
         );
@@ -650,7 +691,7 @@ mod tests {
         std::fs::write(&path, json.to_string()).unwrap();
         let old = RunRecord::read(&path).unwrap();
         assert!(
-            old.mismatch(&spec, 100, 1, &train)
+            old.mismatch(&spec, 100, 1, &train, "digest")
                 .unwrap()
                 .contains("older convention")
         );

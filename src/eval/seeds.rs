@@ -33,8 +33,9 @@ pub fn seed_dir(out: &Path, seed: u64) -> PathBuf {
     out.join(format!("seed-{seed}"))
 }
 
-/// Create the out folder of an evaluation over seeds; a non-empty one is refused unless
-/// `resume` (each seed's folder is then continued as `eval --resume` continues one).
+/// Create the out folder of an evaluation over seeds (or budgets, [`super::budgets`]); a
+/// non-empty one is refused unless `resume` (each seed's folder is then continued as
+/// `eval --resume` continues one).
 pub fn prepare(out: &Path, resume: bool) -> Result<(), EvalError> {
     prepare_out_dir(out, resume)
 }

@@ -29,7 +29,9 @@ use super::{
 };
 use crate::gpu::GpuContext;
 use crate::ntc::compress::{CompressOptions, PartialManifest, RateControl, group_main_steps};
-use crate::ntc::shard::{Shard, group_texels, plan_identity, split_by_weight};
+use crate::ntc::shard::{
+    MAX_SHARDS, Shard, capped_list, group_texels, plan_identity, split_by_weight,
+};
 use crate::ntc::train::schedule::finetune_steps;
 
 /// The part manifest in a shard's folder.
@@ -82,6 +84,64 @@ impl EvalPart {
         .unwrap_or_default();
         blake3::hash(&bytes).to_hex().to_string()
     }
+
+    /// Set the checksum to that of every other field.
+    pub fn seal(&mut self) {
+        self.checksum = self.expected_checksum();
+    }
+
+    /// The manifest as the shard writes it (pretty JSON).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// Parse and check a part manifest, in this order: its JSON (unknown keys are
+    /// errors), format and version, its checksum, then its shard against its split
+    /// (`0 ≤ index < count ≤` [`MAX_SHARDS`], one list of runs per shard, this shard's
+    /// runs listed in its order) — every count bounded before anything is sized from it.
+    /// The error says what is wrong.
+    pub fn from_slice(bytes: &[u8]) -> Result<EvalPart, String> {
+        let part: EvalPart = serde_json::from_slice(bytes)
+            .map_err(|e| format!("not an evaluation part manifest ({e})"))?;
+        if part.format != PART_FORMAT || part.version != 1 {
+            return Err(format!(
+                "format `{}` version {}, expected `{PART_FORMAT}` version 1",
+                part.format, part.version
+            ));
+        }
+        if part.checksum != part.expected_checksum() {
+            return Err("the checksum does not match: the manifest is damaged".into());
+        }
+        let Shard { index, count } = part.shard;
+        if !(1..=MAX_SHARDS).contains(&count) || index >= count {
+            return Err(format!(
+                "shard {index}/{count} is out of range (at most {MAX_SHARDS} shards)"
+            ));
+        }
+        if part.split.len() != count as usize {
+            return Err(format!(
+                "a split into {} shards for shard {index}/{count}",
+                part.split.len()
+            ));
+        }
+        let listed: Vec<usize> = part.runs.iter().map(|r| r.run).collect();
+        if listed != part.split[index as usize] {
+            return Err(format!(
+                "lists runs {}, but its split gives shard {index}/{count} runs {}",
+                run_list(&listed),
+                run_list(&part.split[index as usize])
+            ));
+        }
+        Ok(part)
+    }
+}
+
+/// Run indices for a message, at most [`LIST_CAP`](crate::ntc::shard::LIST_CAP).
+fn run_list(runs: &[usize]) -> String {
+    format!(
+        "[{}]",
+        capped_list(runs.iter().map(usize::to_string), ", ", "runs")
+    )
 }
 
 /// The cost of each run of `plan` over `inputs`' sets: texels × (main + fine-tuning)
@@ -127,6 +187,8 @@ pub fn eval_identity(
         rate: RateControl::Fixed,
         kernel: opts.kernel,
         input_files: Vec::new(),
+        loss_weights: opts.loss_weights,
+        flip: opts.flip,
     };
     let manifest =
         PartialManifest::of_run(inputs.sets, inputs.constants, &[], &compress).map_err(|e| {
@@ -168,7 +230,11 @@ pub fn eval_identity(
 
 /// Evaluate shard `shard` of `plan` into `out` (see the module docs) and write its part
 /// manifest there; `devices`, `cancel` and `progress` as for [`super::evaluate`].
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the evaluation's inputs, plan and options, the shard, its output folder, cancel \
+              flag and progress"
+)]
 pub fn evaluate_shard(
     devices: &[GpuContext],
     inputs: &EvalInputs,
@@ -211,13 +277,10 @@ pub fn evaluate_shard(
         runs,
         checksum: String::new(),
     };
-    part.checksum = part.expected_checksum();
+    part.seal();
     let path = out.join(PART_FILE);
-    let json = serde_json::to_string_pretty(&part).map_err(|e| EvalError::Part {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    super::write_text(&path, &json)?;
+    crate::io::write_atomic(&path, &part.to_bytes())
+        .map_err(|source| EvalError::Io { path, source })?;
     Ok(part)
 }
 
@@ -240,19 +303,7 @@ fn read_part(dir: &Path, identity: &str) -> Result<EvalPart, EvalError> {
              that shard first"
         ),
     })?;
-    let part: EvalPart = serde_json::from_slice(&bytes)
-        .map_err(|e| bad(format!("not an evaluation part manifest ({e})")))?;
-    if part.format != PART_FORMAT || part.version != 1 {
-        return Err(bad(format!(
-            "format `{}` version {}, expected `{PART_FORMAT}` version 1",
-            part.format, part.version
-        )));
-    }
-    if part.checksum != part.expected_checksum() {
-        return Err(bad(
-            "the checksum does not match: the manifest is damaged".into()
-        ));
-    }
+    let part = EvalPart::from_slice(&bytes).map_err(bad)?;
     if part.plan != identity {
         return Err(bad(
             "a shard of another evaluation (other inputs or settings than this command's)".into(),
@@ -317,33 +368,27 @@ pub fn merge_parts(
             }
             Some(slot) => *slot = Some(dir),
         }
-        let listed: Vec<usize> = part.runs.iter().map(|r| r.run).collect();
-        if listed != split[index] {
-            return Err(bad(format!(
-                "lists runs {listed:?}, but shard {index}/{count} has runs {:?}",
-                split[index]
-            )));
-        }
     }
-    let missing: Vec<String> = by_shard
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| d.is_none())
-        .map(|(i, _)| {
-            let names: Vec<&str> = split[i]
-                .iter()
-                .map(|&r| plan.runs[r].name.as_str())
-                .collect();
-            format!("shard {i}/{count} (runs {})", names.join(", "))
-        })
+    let missing: Vec<usize> = (0..by_shard.len())
+        .filter(|&i| by_shard[i].is_none())
         .collect();
     if !missing.is_empty() {
-        return Err(EvalError::MissingShards {
-            missing: missing.join(" and "),
-            count,
-        });
+        let missing = capped_list(
+            missing.iter().map(|&i| {
+                let names = capped_list(
+                    split[i].iter().map(|&r| plan.runs[r].name.clone()),
+                    ", ",
+                    "runs",
+                );
+                format!("shard {i}/{count} (runs {names})")
+            }),
+            " and ",
+            "shards",
+        );
+        return Err(EvalError::MissingShards { missing, count });
     }
-    // Every record: its checksum, then its settings.
+    // Every record: its checksum, then its settings and inputs.
+    let digest = inputs.digest();
     let mut records: Vec<Option<(RunRecord, bool, Vec<u8>)>> = vec![None; plan.runs.len()];
     for (dir, part) in &read {
         for r in &part.runs {
@@ -361,7 +406,7 @@ pub fn merge_parts(
             let record = RunRecord::read(&path)?;
             let spec = &plan.runs[r.run];
             let train = spec.freeze.apply(&opts.train);
-            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train) {
+            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train, &digest) {
                 return Err(EvalError::RunFile { path, reason });
             }
             records[r.run] = Some((record, r.loaded, bytes));

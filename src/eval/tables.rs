@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::budgets::TrainingBudget;
 use super::divergence::RecordedViews;
 use super::runs::{Freeze, RunRecord};
 use crate::cluster::{DivergencePrediction, Strategy};
@@ -539,6 +540,9 @@ pub struct RunSummary {
     pub predicted: Option<DivergencePrediction>,
     /// Mean over groups of the final loss.
     pub final_loss: Option<f64>,
+    /// Optimiser steps per decoder (main and fine-tuning), fewest and most over the
+    /// groups: a group of `k` sets takes `k` times the steps per set.
+    pub decoder_steps: [u64; 2],
     /// Training seconds.
     pub seconds: f64,
     /// Loaded from an earlier invocation (`--resume`) rather than trained now.
@@ -562,6 +566,7 @@ impl RunSummary {
             mean_bits_per_texel: record.mean_bits_per_texel,
             predicted,
             final_loss: record.final_loss(),
+            decoder_steps: record.decoder_steps(),
             seconds: record.seconds,
             loaded,
         }
@@ -588,6 +593,8 @@ pub struct EvalReport {
     pub recipe: String,
     /// Main steps per texture set.
     pub steps: u64,
+    /// The budget in the paper's units: epochs, samples per material.
+    pub budget: TrainingBudget,
     /// The training settings (freezing at the recipe's default).
     pub train: TrainConfig,
     /// Table 2.
@@ -611,17 +618,16 @@ impl EvalReport {
     pub fn markdown(&self) -> String {
         let mut s = String::from("# Shared-decoder evaluation\n\n");
         s.push_str(&format!(
-            "- command: `{}`\n- adapter: {}\n- inputs: {} ({} texture sets)\n- embedder: {}\n- recipe: {}, {} main steps per set (× the sets of a group), batch {}, preset {:?}, seed {}\n- default freezing: from {} of the main steps\n",
+            "- command: `{}`\n- adapter: {}\n- inputs: {} ({} texture sets)\n- embedder: {}\n- recipe: {}, preset {:?}, seed {}\n- budget: {}; optimiser steps per decoder in the run list\n- default freezing: from {} of the main steps\n",
             self.command_line,
             self.adapter,
             self.inputs,
             self.sets,
             self.embedder,
             self.recipe,
-            self.steps,
-            self.train.batch_size,
             self.train.model.preset,
             self.seed,
+            self.budget.markdown(),
             Freeze::of(&self.train),
         ));
         s.push_str("\n## Table 2: mean PSNR per strategy\n\n");
@@ -666,7 +672,7 @@ impl EvalReport {
         if predicted {
             header.push(divergence_header(false));
         }
-        header.extend(["final_loss", "train_seconds", "loaded"].map(String::from));
+        header.extend(["final_loss", "decoder_steps", "train_seconds", "loaded"].map(String::from));
         s.push_str(
             &Grid {
                 header,
@@ -685,6 +691,10 @@ impl EvalReport {
                         }
                         row.extend([
                             Cell::Sci(r.final_loss),
+                            Cell::Text(match r.decoder_steps {
+                                [a, b] if a == b => a.to_string(),
+                                [a, b] => format!("{a}–{b}"),
+                            }),
                             Cell::Fixed(Some(r.seconds)),
                             Cell::Text(if r.loaded { "yes" } else { "no" }.into()),
                         ]);
@@ -718,6 +728,7 @@ mod tests {
                     psnr: psnr[set],
                     psnr_exact: false,
                     bits_per_texel: 1.5,
+                    flip: None,
                 })
                 .collect(),
             group_results: groups
@@ -743,6 +754,7 @@ mod tests {
             groups,
             steps: 20,
             seed: 1,
+            inputs: String::new(),
             train: TrainConfig::default(),
             adapter: "test".into(),
             mean_psnr: mean(psnr.into_iter()),

@@ -41,6 +41,7 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
     .union(wgpu::Features::SHADER_F16)
     .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SUBGROUP_BARRIER)
     .union(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     .union(wgpu::Features::FLOAT32_FILTERABLE)
     .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
@@ -97,6 +98,8 @@ pub struct GrantedFeatures {
     pub shader_f16: bool,
     /// `SUBGROUP`: subgroup builtins and operations in compute and fragment shaders.
     pub subgroup: bool,
+    /// `SUBGROUP_BARRIER`: `subgroupBarrier()` in compute shaders.
+    pub subgroup_barrier: bool,
     /// `SHADER_FLOAT32_ATOMIC`: `atomic<f32>` add/exchange in storage buffers.
     pub float32_atomic: bool,
     /// `FLOAT32_FILTERABLE`: linear filtering of `R32Float`/`Rg32Float`/`Rgba32Float`.
@@ -120,6 +123,7 @@ impl GrantedFeatures {
             timestamps_inside_passes: features.contains(F::TIMESTAMP_QUERY_INSIDE_PASSES),
             shader_f16: features.contains(F::SHADER_F16),
             subgroup: features.contains(F::SUBGROUP),
+            subgroup_barrier: features.contains(F::SUBGROUP_BARRIER),
             float32_atomic: features.contains(F::SHADER_FLOAT32_ATOMIC),
             float32_filterable: features.contains(F::FLOAT32_FILTERABLE),
             cooperative_matrix: features.contains(F::EXPERIMENTAL_COOPERATIVE_MATRIX),
@@ -129,7 +133,7 @@ impl GrantedFeatures {
     }
 
     /// Every flag with its name (the field name), in declaration order.
-    pub fn flags(&self) -> [(&'static str, bool); 10] {
+    pub fn flags(&self) -> [(&'static str, bool); 11] {
         [
             ("timestamps", self.timestamps),
             (
@@ -139,6 +143,7 @@ impl GrantedFeatures {
             ("timestamps_inside_passes", self.timestamps_inside_passes),
             ("shader_f16", self.shader_f16),
             ("subgroup", self.subgroup),
+            ("subgroup_barrier", self.subgroup_barrier),
             ("float32_atomic", self.float32_atomic),
             ("float32_filterable", self.float32_filterable),
             ("cooperative_matrix", self.cooperative_matrix),
@@ -254,7 +259,7 @@ impl GpuContext {
             .features
             .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
         {
-            #[allow(unsafe_code)]
+            #[expect(unsafe_code, reason = "wgpu's opt-in token for experimental features")]
             // SAFETY: wgpu requires this opt-in token for any EXPERIMENTAL_* feature; it
             // is only taken when the adapter reports cooperative-matrix support, and the
             // only experimental feature requested is cooperative matrix, which shaders
@@ -473,6 +478,7 @@ fn features_named(list: &str) -> wgpu::Features {
             "timestamps_inside_passes" => F::TIMESTAMP_QUERY_INSIDE_PASSES,
             "shader_f16" => F::SHADER_F16,
             "subgroup" => F::SUBGROUP,
+            "subgroup_barrier" => F::SUBGROUP_BARRIER,
             "float32_atomic" => F::SHADER_FLOAT32_ATOMIC,
             "float32_filterable" => F::FLOAT32_FILTERABLE,
             "cooperative_matrix" => F::EXPERIMENTAL_COOPERATIVE_MATRIX,
@@ -526,13 +532,13 @@ mod tests {
     #[test]
     fn feature_names_round_trip() {
         let all = features_named(
-            "timestamps, shader_f16,subgroup,float32_atomic,float32_filterable,cooperative_matrix,\
-             primitive_index",
+            "timestamps, shader_f16,subgroup,subgroup_barrier,float32_atomic,float32_filterable,\
+             cooperative_matrix,primitive_index",
         );
         assert_eq!(all, OPTIONAL_FEATURES);
         assert_eq!(features_named("bogus"), wgpu::Features::empty());
         let granted = GrantedFeatures::from_features(all, wgpu::DownlevelFlags::empty());
-        assert!(granted.flags().iter().take(9).all(|(_, on)| *on));
+        assert!(granted.flags().iter().take(10).all(|(_, on)| *on));
         assert!(!granted.anisotropic_filtering);
     }
 }

@@ -81,6 +81,11 @@ pub enum DevicesError {
     },
 }
 
+/// Most devices one job may ask for (a count, a list's length, and one more than the
+/// largest index): far more adapters than one host holds, and small enough that nothing
+/// sized from the argument can exhaust memory.
+pub const MAX_DEVICES: usize = 256;
+
 impl std::str::FromStr for DeviceChoice {
     type Err = String;
 
@@ -96,15 +101,19 @@ impl std::str::FromStr for DeviceChoice {
         }
         let index = |part: &str| -> Result<usize, String> {
             let part = part.trim();
-            part.parse::<usize>().map_err(|_| {
-                if part.is_empty() {
-                    "an index of the list is empty".to_string()
-                } else {
-                    format!("`{part}` is not an adapter index")
-                }
-            })
+            match part.parse::<usize>() {
+                Ok(i) if i <= MAX_DEVICES => Ok(i),
+                _ if part.is_empty() => Err("an index of the list is empty".to_string()),
+                _ if part.bytes().all(|b| b.is_ascii_digit()) => Err(format!(
+                    "`{part}` is more than a job may ask for (at most {MAX_DEVICES} devices)"
+                )),
+                _ => Err(format!("`{part}` is not an adapter index")),
+            }
         };
         if arg.contains(',') {
+            if arg.split(',').count() > MAX_DEVICES {
+                return Err(format!("a list of more than {MAX_DEVICES} devices"));
+            }
             return arg
                 .split(',')
                 .map(index)
@@ -346,10 +355,18 @@ mod tests {
             ("1,,2", "empty"),
             ("-1", "`-1`"),
             ("0,two", "`two`"),
+            // Counts and indices that would size allocations are bounded first.
+            ("18446744073709551615", "at most 256 devices"),
+            ("1099511627776", "at most 256 devices"),
+            ("99999999999999999999999", "at most 256 devices"),
+            ("0,1099511627776", "at most 256 devices"),
         ] {
             let e = parse(bad).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
+        let long = vec!["0"; MAX_DEVICES + 1].join(",");
+        assert!(parse(&long).unwrap_err().contains("more than 256"));
+        assert_eq!(parse("256"), Ok(DeviceChoice::First(256)));
         for choice in ["all", "0,2", "3", "0"] {
             assert_eq!(parse(choice).unwrap().to_string(), choice);
         }

@@ -7,7 +7,8 @@
 //! Every compute pass of the renderer and every kernel of the NTC trainer is built here,
 //! so pipeline creation, layouts and error reporting are written once.
 
-use super::shader::{ShaderError, catch_compiler_panic, create_shader_module, describe_defines};
+use super::Defines;
+use super::shader::{ShaderError, catch_compiler_panic, create_shader_module};
 use super::{CachedBindGroup, GpuContext};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout::{Slot, group_layout};
@@ -30,7 +31,7 @@ pub struct KernelDesc<'a> {
     /// The entry shader, relative to `shaders/`.
     pub shader: &'a str,
     /// Its defines.
-    pub defines: &'a [(&'a str, &'a str)],
+    pub defines: &'a Defines,
     /// The `@compute` entry point.
     pub entry: &'a str,
     /// Bind groups 0, 1, … in order.
@@ -67,8 +68,8 @@ pub struct PipelineFailure {
     pub shader: String,
     /// The entry point.
     pub entry: String,
-    /// The defines, as `A=1, B=2`.
-    pub defines: String,
+    /// The defines.
+    pub defines: Defines,
     /// The panic or wgpu's message.
     pub message: String,
 }
@@ -78,7 +79,7 @@ pub struct PipelineFailure {
 pub struct ComputeKernel {
     label: String,
     shader: String,
-    defines: String,
+    defines: Defines,
     module: wgpu::ShaderModule,
     layouts: Vec<wgpu::BindGroupLayout>,
     pipeline_layout: wgpu::PipelineLayout,
@@ -107,12 +108,11 @@ impl ComputeKernel {
                 bind_group_layouts: &layout_refs,
                 immediate_size: 0,
             });
-        let defines = describe_defines(desc.defines);
         let pipeline = Self::build_pipeline(
             ctx,
             desc.label,
             desc.shader,
-            &defines,
+            desc.defines,
             &module,
             &pipeline_layout,
             desc.entry,
@@ -120,7 +120,7 @@ impl ComputeKernel {
         Ok(Self {
             label: desc.label.to_owned(),
             shader: desc.shader.to_owned(),
-            defines,
+            defines: desc.defines.clone(),
             module,
             layouts,
             pipeline_layout,
@@ -159,7 +159,7 @@ impl ComputeKernel {
         ctx: &GpuContext,
         label: &str,
         shader: &str,
-        defines: &str,
+        defines: &Defines,
         module: &wgpu::ShaderModule,
         layout: &wgpu::PipelineLayout,
         entry: &str,
@@ -169,7 +169,7 @@ impl ComputeKernel {
                 label: label.to_owned(),
                 shader: shader.to_owned(),
                 entry: entry.to_owned(),
-                defines: defines.to_owned(),
+                defines: defines.clone(),
                 message,
             })
         };

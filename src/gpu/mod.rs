@@ -14,6 +14,7 @@
 //! - [`profiler`]: [`GpuProfiler`], timestamp scopes keyed by pass label, [`PassTiming`]
 //!   rows, Chrome traces.
 //! - [`readback`]: [`read_texture`] (or a rectangle of it, [`read_texture_rect`]) / [`read_buffer`] with row-padding handling, [`TextureData`].
+//! - [`defines`]: [`Defines`], the names and values a shader is composed with.
 //! - [`shader`]: the embedded shader tree, the `#import` composer, naga validation,
 //!   [`create_shader_module`].
 //! - [`kernel`]: [`ComputeKernel`], a compute pipeline from a compact description, with
@@ -27,6 +28,7 @@
 
 pub mod bind_cache;
 pub mod context;
+pub mod defines;
 pub mod devices;
 pub mod encoder;
 pub mod kernel;
@@ -38,6 +40,7 @@ pub mod shader;
 
 pub use bind_cache::CachedBindGroup;
 pub use context::{GpuContext, GpuError, GrantedFeatures, OutOfMemory, allocate};
+pub use defines::Defines;
 pub use devices::{DeviceChoice, DeviceSet, DevicesError};
 pub use kernel::{ComputeKernel, KernelError};
 pub use profiler::{GpuProfiler, PassTiming};

@@ -225,9 +225,10 @@ impl GpuProfiler {
             path: path.to_path_buf(),
             source,
         };
-        let tmp = path.with_extension("json.tmp");
-        wgpu_profiler::chrometrace::write_chrometrace(&tmp, &trace).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)?;
+        crate::io::write_atomic_with(path, |tmp| {
+            wgpu_profiler::chrometrace::write_chrometrace(tmp, &trace)
+        })
+        .map_err(io)?;
         Ok(count_scopes(&trace))
     }
 }

@@ -31,7 +31,7 @@
 //! - WGSL global directives (`enable …;`, `requires …;`) are hoisted, deduplicated, to the
 //!   top of the output, so an imported file may `enable f16;` itself.
 //!
-//! The define list is a `&[(&str, &str)]` of (name, value) pairs; later pairs win.
+//! The define list is a [`Defines`]: each name once, with its value.
 //!
 //! # Declared variants
 //!
@@ -64,6 +64,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use super::GpuContext;
+pub use super::defines::Defines;
 
 include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
@@ -251,9 +252,9 @@ fn report(naga_report: String, labels: &[Label]) -> String {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShaderHeader {
     /// `// defines:` pairs.
-    pub defaults: Vec<(String, String)>,
+    pub defaults: Defines,
     /// One entry per `// variants:` line; each holds its alternatives' define lists.
-    pub variants: Vec<Vec<Vec<(String, String)>>>,
+    pub variants: Vec<Vec<Defines>>,
 }
 
 impl ShaderHeader {
@@ -269,12 +270,12 @@ impl ShaderHeader {
             if let Some(list) = comment.strip_prefix("defines:") {
                 header
                     .defaults
-                    .extend(parse_define_list(list).map_err(|m| (line_no, m))?);
+                    .extend(&parse_define_list(list).map_err(|m| (line_no, m))?);
             } else if let Some(list) = comment.strip_prefix("variants:") {
                 let alternatives = list
                     .split('|')
                     .map(|alt| match alt.trim() {
-                        "-" => Ok(Vec::new()),
+                        "-" => Ok(Defines::new()),
                         alt => parse_define_list(alt),
                     })
                     .collect::<Result<Vec<_>, _>>()
@@ -287,28 +288,24 @@ impl ShaderHeader {
 
     /// Every declared define set: the defaults overridden by each combination of one
     /// alternative per `variants:` line (just the defaults when there is none).
-    pub fn define_sets(&self) -> Vec<Vec<(String, String)>> {
+    pub fn define_sets(&self) -> Vec<Defines> {
         let mut sets = vec![self.defaults.clone()];
         for alternatives in &self.variants {
             // A `variants:` line owns every name it mentions: each alternative first
             // removes all of them, so `KERNEL_F32 | KERNEL_F16` never defines both.
             let owned: HashSet<&str> = alternatives
                 .iter()
-                .flatten()
-                .map(|(name, _)| name.as_str())
+                .flat_map(Defines::iter)
+                .map(|(name, _)| name)
                 .collect();
             sets = sets
                 .iter()
                 .flat_map(|set| {
                     let owned = &owned;
                     alternatives.iter().map(move |alt| {
-                        let mut merged: Vec<(String, String)> = set
-                            .iter()
-                            .filter(|(n, _)| !owned.contains(n.as_str()))
-                            .cloned()
-                            .collect();
-                        merged.extend(alt.iter().cloned());
-                        merged
+                        let kept: Defines =
+                            set.iter().filter(|(n, _)| !owned.contains(n)).collect();
+                        kept.merged(alt)
                     })
                 })
                 .collect();
@@ -318,7 +315,7 @@ impl ShaderHeader {
 }
 
 /// Parses `A=1, B, C = x` into pairs (`B` means `B=1`).
-fn parse_define_list(list: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_define_list(list: &str) -> Result<Defines, String> {
     list.split(',')
         .map(str::trim)
         .filter(|item| !item.is_empty())
@@ -336,11 +333,6 @@ fn parse_define_list(list: &str) -> Result<Vec<(String, String)>, String> {
             }
         })
         .collect()
-}
-
-/// Borrows an owned define set as the `&[(&str, &str)]` the composer takes.
-pub fn define_refs(set: &[(String, String)]) -> Vec<(&str, &str)> {
-    set.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect()
 }
 
 fn is_identifier(name: &str) -> bool {
@@ -394,11 +386,7 @@ impl<'s> ShaderLibrary<'s> {
     }
 
     /// Resolves imports and conditionals of `path` under `defines`.
-    pub fn compose(
-        &self,
-        path: &str,
-        defines: &[(&str, &str)],
-    ) -> Result<ComposedShader, ShaderError> {
+    pub fn compose(&self, path: &str, defines: &Defines) -> Result<ComposedShader, ShaderError> {
         let source = self.source(path).ok_or_else(|| ShaderError::NotFound {
             path: path.to_owned(),
         })?;
@@ -429,11 +417,7 @@ impl<'s> ShaderLibrary<'s> {
     }
 
     /// Composes `path` and validates it with naga (no GPU needed).
-    pub fn validate(
-        &self,
-        path: &str,
-        defines: &[(&str, &str)],
-    ) -> Result<naga::Module, ShaderError> {
+    pub fn validate(&self, path: &str, defines: &Defines) -> Result<naga::Module, ShaderError> {
         Ok(self.compose(path, defines)?.validate()?.0)
     }
 
@@ -457,7 +441,7 @@ impl<'s> ShaderLibrary<'s> {
         &self,
         ctx: &GpuContext,
         path: &str,
-        defines: &[(&str, &str)],
+        defines: &Defines,
     ) -> Result<wgpu::ShaderModule, ShaderError> {
         let composed = self.compose(path, defines)?;
         composed.validate()?;
@@ -473,8 +457,7 @@ impl<'s> ShaderLibrary<'s> {
         .map_err(|panic| ShaderError::Device {
             path: path.to_owned(),
             message: format!(
-                "the shader compiler panicked (a wgpu/naga bug) with defines [{}]: {panic}",
-                describe_defines(defines)
+                "the shader compiler panicked (a wgpu/naga bug) with defines [{defines}]: {panic}"
             ),
         })?;
         created.map_err(|e| ShaderError::Device {
@@ -505,15 +488,6 @@ pub fn catch_compiler_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
-/// `A=1, B=2` for error messages.
-pub fn describe_defines(defines: &[(&str, &str)]) -> String {
-    defines
-        .iter()
-        .map(|(name, value)| format!("{name}={value}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// State of one `#ifdef`/`#ifndef` block.
 struct Conditional {
     /// Whether lines are emitted in the current branch.
@@ -529,7 +503,7 @@ struct Conditional {
 /// One composition in progress.
 struct Composer<'l, 's, 'd> {
     library: &'l ShaderLibrary<'s>,
-    defines: &'d [(&'d str, &'d str)],
+    defines: &'d Defines,
     files: Vec<String>,
     included: HashSet<String>,
     /// Files currently being included, outermost first (for cycle detection).
@@ -548,13 +522,7 @@ impl Composer<'_, '_, '_> {
             .rev()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
-            .or_else(|| {
-                self.defines
-                    .iter()
-                    .rev()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| *v)
-            })
+            .or_else(|| self.defines.get(name))
     }
 
     fn include(&mut self, path: &str, source: &str) -> Result<(), ShaderError> {
@@ -773,7 +741,7 @@ impl Composer<'_, '_, '_> {
             let name = out[start + 2..end].trim();
             let value = self.define(name).ok_or_else(|| {
                 format!(
-                    "`${{{name}}}` is not in the define list; pass ({name:?}, value) when composing"
+                    "`${{{name}}}` is not in the define list; set {name} in the defines it is composed with"
                 )
             })?;
             out.replace_range(start..=end, value);
@@ -935,12 +903,12 @@ pub fn list_entry_shaders() -> Vec<&'static str> {
 }
 
 /// Composes an embedded shader to WGSL text.
-pub fn compose(path: &str, defines: &[(&str, &str)]) -> Result<String, ShaderError> {
+pub fn compose(path: &str, defines: &Defines) -> Result<String, ShaderError> {
     Ok(ShaderLibrary::embedded().compose(path, defines)?.source)
 }
 
 /// Composes and naga-validates an embedded shader.
-pub fn validate(path: &str, defines: &[(&str, &str)]) -> Result<naga::Module, ShaderError> {
+pub fn validate(path: &str, defines: &Defines) -> Result<naga::Module, ShaderError> {
     ShaderLibrary::embedded().validate(path, defines)
 }
 
@@ -948,7 +916,7 @@ pub fn validate(path: &str, defines: &[(&str, &str)]) -> Result<naga::Module, Sh
 pub fn create_shader_module(
     ctx: &GpuContext,
     path: &str,
-    defines: &[(&str, &str)],
+    defines: &Defines,
 ) -> Result<wgpu::ShaderModule, ShaderError> {
     ShaderLibrary::embedded().create_shader_module(ctx, path, defines)
 }
@@ -977,7 +945,6 @@ mod tests {
             catch_compiler_panic(|| -> u32 { panic!("static") }),
             Err("static".to_owned())
         );
-        assert_eq!(describe_defines(&[("A", "1"), ("B", "x")]), "A=1, B=x");
     }
 
     #[test]
@@ -988,12 +955,10 @@ mod tests {
         .unwrap();
         let sets = header.define_sets();
         assert_eq!(sets.len(), 4);
-        let has = |set: &Vec<(String, String)>, n: &str, v: &str| {
-            set.iter().any(|(a, b)| a == n && b == v)
-        };
+        let has = |set: &Defines, n: &str, v: &str| set.get(n) == Some(v);
         assert!(has(&sets[0], "TILE", "8") && has(&sets[0], "KERNEL_F32", "1"));
         assert!(has(&sets[2], "KERNEL_F16", "1") && has(&sets[2], "WIDE", "1"));
-        assert!(!sets[2].iter().any(|(n, _)| n == "KERNEL_F32"));
+        assert!(!sets[2].contains("KERNEL_F32"));
         assert!(has(&sets[2], "TILE", "8"));
         assert!(has(&sets[3], "SG", "1"));
         assert!(ShaderHeader::parse("// defines: 9x\n").is_err());

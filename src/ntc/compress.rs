@@ -14,13 +14,26 @@
 //! PSNR target — a fixed one, or its BCn baseline's. Target and result are the one PSNR
 //! of [`crate::texture::metrics`]: mip 0, pooled over every present channel, exact
 //! matches capped at 99 dB (so an exact BCn baseline asks for an exact NTC result). Under the default one decoder per
-//! set that is a preset per set; a shared group takes one preset for all its sets. Each
-//! try is a full training; the report lists every try.
+//! set that is a preset per set; a shared group takes one preset for all its sets. Short
+//! probes (`1/`[`PROBE_DIVISOR`] of the steps, and half that at the smallest preset to
+//! measure the gain per doubling of the budget) predict the smallest preset that reaches
+//! the target; that preset is trained fully, and the next larger ones only while the
+//! full training misses. The report lists every try, probes included. A set that misses
+//! its target even at the largest preset is a warning ([`CompressReport::warnings`])
+//! naming the set, its best PSNR and the target.
 //!
-//! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc` and an
-//! interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`; `resume`
-//! continues from there; a finished group or checkpoint that is damaged is an error
-//! naming it and saying what to delete. The package is written (temp file + rename) only
+//! Loss weights ([`LossWeighting`]): the recipe's, or per group balanced against the
+//! BC1/BC5 baseline's per-group error of its sets ([`LossWeights::balanced`]).
+//!
+//! ꟻLIP ([`CompressOptions::flip`]): each material's mip 0, decoded from the package on
+//! the CPU, and each BCn baseline's are measured with [`crate::texture::flip`] too.
+//!
+//! Interruption: finished groups are kept in `<out>.partial/group<N>.ntc`, each with a
+//! seal `group<N>.seal` (a BLAKE3 of the package keyed by the run's manifest and the
+//! group), and an interrupted group's optimiser state in `<out>.partial/group<N>.ckpt`;
+//! `resume` continues from there; a finished group that is damaged or whose seal does not
+//! match (another run's, edited), or a checkpoint that is damaged, is an error naming it
+//! and saying what to delete. The package is written (temp file + rename) only
 //! when every group is done, then the partial folder is removed.
 //!
 //! The partial folder carries a marker, `neurotex-partial.json` ([`PartialManifest`]):
@@ -39,17 +52,22 @@ use serde::{Deserialize, Serialize};
 use super::format::NtcPackage;
 use super::model::{LatentLayout, Preset};
 use super::parallel::{GroupProgress, run_on_devices};
-use super::train::checkpoint::Checkpoint;
+use super::train::checkpoint::{Checkpoint, CheckpointError};
+use super::train::cpu::decode_mip;
 use super::train::gpu::{
     GpuTrainError, GpuTrainerOptions, TrainKernel, TrainOptions, TrainProgress, train_gpu,
 };
-use super::train::{TrainConfig, TrainedGroup, training_flops_per_sample};
+use super::train::{
+    LossWeighting, LossWeights, QUALITY_GROUPS, TrainConfig, TrainedGroup,
+    training_flops_per_sample,
+};
 use super::{NtcFormatError, TrainError};
 use crate::charts::{Panel, PlotError, Series, write_panels_png};
 use crate::gpu::GpuContext;
-use crate::texture::bcn::{BcnResult, bcn_baselines};
+use crate::texture::bcn::{BcnResult, PROTOCOL, bcn_baselines};
+use crate::texture::flip::{FlipReport, flip_set_mip};
 use crate::texture::metrics::{Psnr, PsnrReport};
-use crate::texture::{CHANNELS, TextureSet};
+use crate::texture::{CHANNELS, TextureSet, quantize_u8};
 
 /// Errors of a compression run.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +75,9 @@ pub enum CompressError {
     /// Training failed (or was cancelled: the checkpoint is saved and named).
     #[error(transparent)]
     Train(#[from] GpuTrainError),
+    /// A checkpoint could not be read, written or resumed.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
     /// The training settings are invalid.
     #[error(transparent)]
     Settings(#[from] TrainError),
@@ -94,6 +115,28 @@ pub enum CompressError {
         path: PathBuf,
         /// What is wrong with it.
         source: NtcFormatError,
+    },
+    /// A finished group in the partial folder that this run did not write.
+    #[error(
+        "cannot resume from {}: {reason}; delete it to train this group again",
+        path.display()
+    )]
+    ForeignGroup {
+        /// The group's package in the partial folder.
+        path: PathBuf,
+        /// Why it does not belong to the run.
+        reason: String,
+    },
+    /// A partial folder whose marker cannot be read as one.
+    #[error(
+        "{} is damaged ({reason}); delete {partial} to start afresh",
+        partial.join(PARTIAL_MANIFEST).display()
+    )]
+    PartialDamaged {
+        /// The folder.
+        partial: PathBuf,
+        /// What is wrong with the marker.
+        reason: String,
     },
     /// A partial folder without neurotex's marker: it is left alone.
     #[error(
@@ -150,6 +193,10 @@ pub struct CompressOptions {
     /// The files the sets were read from (scenes, manifests, images), recorded in the
     /// partial folder's manifest so that `resume` never continues stale work.
     pub input_files: Vec<PathBuf>,
+    /// The recipe's loss weights, or balanced per group against BC1/BC5.
+    pub loss_weights: LossWeighting,
+    /// Measure ꟻLIP of NTC and (unless skipped) the BCn baselines in the report.
+    pub flip: bool,
 }
 
 /// Main training steps of a group of `sets` texture sets for a budget of `steps_per_set`:
@@ -204,11 +251,14 @@ impl RateControl {
     }
 }
 
-/// One try of rate control for one set: the preset and the pooled PSNR it reached.
+/// One try of rate control for one set: the preset, the main steps (a probe's fraction
+/// or the full budget) and the pooled PSNR it reached.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RateTry {
     /// The preset tried.
     pub preset: Preset,
+    /// Its main steps.
+    pub steps: u64,
     /// Pooled PSNR of mip 0 at that preset (dB; `None` when nothing was measured).
     pub psnr_pooled: Option<Psnr>,
 }
@@ -237,8 +287,49 @@ pub struct MaterialReport {
     /// Rate control's tries, smallest preset first (empty at a fixed preset or when the
     /// group was resumed finished).
     pub rate_tries: Vec<RateTry>,
+    /// Rate control reached the target (`None` without a target).
+    pub target_reached: Option<bool>,
+    /// NTC ꟻLIP at mip 0, when measured.
+    pub flip: Option<FlipReport>,
     /// BCn baselines for the same set, measured alike.
     pub bcn: Vec<BcnResult>,
+}
+
+impl MaterialReport {
+    /// The warning of a missed rate-control target: the set, its best pooled PSNR over
+    /// the tries (or the kept result) and the target; `None` when it was reached or there
+    /// was none.
+    pub fn missed(&self) -> Option<String> {
+        let target = self
+            .target_psnr
+            .filter(|_| self.target_reached == Some(false))?;
+        // The full trainings, not the probes.
+        let full = self.rate_tries.iter().map(|t| t.steps).max().unwrap_or(0);
+        let best = self
+            .rate_tries
+            .iter()
+            .filter(|t| t.steps == full)
+            .filter_map(|t| t.psnr_pooled.map(|p| (p.db, t.preset)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .or_else(|| self.psnr.pooled.map(|p| (p.db, self.preset)));
+        Some(match best {
+            Some((db, preset)) => format!(
+                "set `{}` missed its target: best pooled PSNR {db:.2} dB (preset {}) < target {target:.2} dB",
+                self.name,
+                preset_name(preset)
+            ),
+            None => format!(
+                "set `{}` missed its target: nothing measured < target {target:.2} dB",
+                self.name
+            ),
+        })
+    }
+}
+
+/// A preset's name as the command line spells it (`very-high`).
+pub fn preset_name(preset: Preset) -> String {
+    clap::ValueEnum::to_possible_value(&preset)
+        .map_or_else(|| format!("{preset:?}"), |v| v.get_name().to_owned())
 }
 
 /// One group's training.
@@ -250,6 +341,8 @@ pub struct GroupReport {
     pub steps: u64,
     /// The preset the group was compressed at.
     pub preset: Preset,
+    /// The loss weights it was trained with.
+    pub loss_weights: LossWeights,
     /// The training kernels (`None` when the group was resumed finished).
     pub kernel: Option<TrainKernel>,
     /// The device that trained it (index into the run's devices; `None` when it was
@@ -291,6 +384,11 @@ pub struct CompressReport {
     pub mean_psnr: Option<f64>,
     /// Mean bits per texel over materials.
     pub mean_bits_per_texel: f64,
+    /// Mean over materials of their NTC ꟻLIP, when measured.
+    pub mean_flip: Option<f64>,
+    /// Targets rate control missed, one line per set: its name, its best pooled PSNR and
+    /// the target.
+    pub warnings: Vec<String>,
     /// Total wall-clock seconds.
     pub seconds: f64,
     /// Loss curves: (group, step, loss, psnr estimate).
@@ -384,6 +482,21 @@ impl FileIdentity {
     }
 }
 
+/// BLAKE3 (hex) of a decoded set's size, channels and every mip's texels: what training
+/// sees of it (its name aside).
+pub fn set_digest(set: &TextureSet) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(&set.width.to_le_bytes());
+    h.update(&set.height.to_le_bytes());
+    h.update(&set.present.0.to_le_bytes());
+    for mip in &set.mips {
+        h.update(&mip.width.to_le_bytes());
+        h.update(&mip.height.to_le_bytes());
+        h.update(&mip.texels);
+    }
+    h.finalize().to_hex().to_string()
+}
+
 /// What a partial folder was made from (`<out>.partial/neurotex-partial.json`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartialManifest {
@@ -396,8 +509,8 @@ pub struct PartialManifest {
     /// Per set: its name and the BLAKE3 (hex) of its size, channels and every mip's texels.
     pub sets: Vec<(String, String)>,
     /// BLAKE3 (hex) of the settings: training recipe, steps per set and per group, seed,
-    /// groups, constants, rate control (not the training kernels, which only change
-    /// speed and rounding).
+    /// groups, constants, rate control, loss weighting (not the training kernels, which
+    /// only change speed and rounding).
     pub settings: String,
 }
 
@@ -421,18 +534,7 @@ impl PartialManifest {
             .collect::<Result<Vec<_>, _>>()?;
         let sets = sets
             .iter()
-            .map(|set| {
-                let mut h = blake3::Hasher::new();
-                h.update(&set.width.to_le_bytes());
-                h.update(&set.height.to_le_bytes());
-                h.update(&set.present.0.to_le_bytes());
-                for mip in &set.mips {
-                    h.update(&mip.width.to_le_bytes());
-                    h.update(&mip.height.to_le_bytes());
-                    h.update(&mip.texels);
-                }
-                (set.name.clone(), h.finalize().to_hex().to_string())
-            })
+            .map(|set| (set.name.clone(), set_digest(set)))
             .collect();
         // The budgets enter both per set and per group, so a resume under another
         // budget rule is refused too.
@@ -448,6 +550,7 @@ impl PartialManifest {
             groups,
             constants,
             opts.rate,
+            opts.loss_weights,
         ))
         .map_err(|e| CompressError::Groups(format!("settings: {e}")))?;
         Ok(Self {
@@ -503,8 +606,8 @@ impl PartialManifest {
             };
         }
         if self.settings != run.settings {
-            return "other settings (recipe, step budgets, seed, groups, rate control or \
-                    constants)"
+            return "other settings (recipe, step budgets, seed, groups, rate control, loss \
+                    weights or constants)"
                 .into();
         }
         format!("format `{}` version {}", self.format, self.version)
@@ -526,11 +629,24 @@ fn prepare_partial(
     let marker = partial.join(PARTIAL_MANIFEST);
     let mut resuming = false;
     if partial.exists() {
-        let found: PartialManifest = std::fs::read(&marker)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or_else(|| CompressError::PartialNotOurs {
+        let bytes = match std::fs::read(&marker) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(CompressError::PartialNotOurs {
+                    partial: partial.to_path_buf(),
+                });
+            }
+            Err(source) => {
+                return Err(CompressError::Io {
+                    path: marker,
+                    source,
+                });
+            }
+        };
+        let found: PartialManifest =
+            serde_json::from_slice(&bytes).map_err(|e| CompressError::PartialDamaged {
                 partial: partial.to_path_buf(),
+                reason: e.to_string(),
             })?;
         if found != *manifest {
             return Err(CompressError::PartialMismatch {
@@ -558,6 +674,17 @@ fn prepare_partial(
         std::fs::rename(&staging, partial).map_err(io)?;
     }
     Ok(resuming)
+}
+
+/// The seal of finished group `g` of the run whose partial manifest hashes to `owner`:
+/// the BLAKE3 of the package bytes keyed with `owner` and `g` (hex). A group package from
+/// another run, another group or edited in place does not match it. It guards against
+/// mix-ups, not forgery: whoever can read the folder's manifest can compute it.
+fn group_seal(owner: &[u8; 32], g: usize, package: &[u8]) -> String {
+    let mut h = blake3::Hasher::new_keyed(owner);
+    h.update(&(g as u64).to_le_bytes());
+    h.update(package);
+    h.finalize().to_hex().to_string()
 }
 
 /// Delete `<out>.partial/` if neurotex made it (it holds the marker), whatever run it
@@ -620,8 +747,13 @@ struct GroupRun<'a> {
     opts: &'a CompressOptions,
     partial: &'a Path,
     resuming: bool,
+    /// BLAKE3 of the partial folder's manifest: the key of every finished group's seal
+    /// ([`group_seal`]).
+    owner: [u8; 32],
     /// Rate control's pooled PSNR target per set.
     targets: &'a [Option<f64>],
+    /// The loss weights of each group.
+    weights: &'a [LossWeights],
     /// Training FLOPs per sample of the recipe's decoder.
     flops: f64,
 }
@@ -643,11 +775,46 @@ impl GroupRun<'_> {
         let done = self.partial.join(format!("group{g}.ntc"));
         let ckpt = self.partial.join(format!("group{g}.ckpt"));
         let steps = group_main_steps(opts.steps, members.len());
+        let seal = self.partial.join(format!("group{g}.seal"));
+        // The seal is written before the package, so a finished group always has one
+        // (a kill in between leaves a seal alone, and the group is trained again).
         if self.resuming && done.exists() {
-            let finished = NtcPackage::read(&done).map_err(|source| CompressError::Partial {
-                path: done.clone(),
-                source,
-            })?;
+            let io = |path: &Path| {
+                let path = path.to_path_buf();
+                move |source| CompressError::Io { path, source }
+            };
+            let bytes = std::fs::read(&done).map_err(io(&done))?;
+            let sealed = match std::fs::read_to_string(&seal) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => return Err(io(&seal)(e)),
+            };
+            if sealed.trim() != group_seal(&self.owner, g, &bytes) {
+                return Err(CompressError::ForeignGroup {
+                    path: done,
+                    reason: format!(
+                        "it is not group {g} as this run wrote it ({} is missing or does not \
+                         match)",
+                        seal.display()
+                    ),
+                });
+            }
+            let finished =
+                NtcPackage::from_bytes(&bytes).map_err(|source| CompressError::Partial {
+                    path: done.clone(),
+                    source,
+                })?;
+            if finished.decoders.len() != 1 || finished.materials.len() != members.len() {
+                return Err(CompressError::ForeignGroup {
+                    path: done,
+                    reason: format!(
+                        "{} decoders and {} materials for a group of {} sets",
+                        finished.decoders.len(),
+                        finished.materials.len(),
+                        members.len()
+                    ),
+                });
+            }
             let preset = finished
                 .materials
                 .first()
@@ -660,6 +827,7 @@ impl GroupRun<'_> {
                     sets: members.clone(),
                     steps,
                     preset,
+                    loss_weights: self.weights[g],
                     kernel: None,
                     device: None,
                     seconds: 0.0,
@@ -681,7 +849,7 @@ impl GroupRun<'_> {
             let at = presets
                 .iter()
                 .position(|&p| p == checkpoint.config.model.preset)
-                .ok_or_else(|| GpuTrainError::CheckpointFile {
+                .ok_or_else(|| CheckpointError::File {
                     path: ckpt.clone(),
                     reason: format!(
                         "it was trained at preset {:?}, which this run does not try",
@@ -690,30 +858,48 @@ impl GroupRun<'_> {
                 })?;
             let mut train = opts.train.clone();
             train.model.preset = presets[at];
-            checkpoint.fits(&train, steps, seed).map_err(|reason| {
-                GpuTrainError::CheckpointFile {
+            train.loss_weights = self.weights[g];
+            checkpoint
+                .fits(&train, steps, seed)
+                .map_err(|reason| CheckpointError::File {
                     path: ckpt.clone(),
                     reason,
-                }
-            })?;
+                })?;
             presets.drain(..at);
             Some(checkpoint)
         } else {
             None
         };
         let t0 = Instant::now();
-        let mut kept = None;
+        let targets: Vec<Option<f64>> = members.iter().map(|&s| self.targets[s]).collect();
         let mut tries = vec![Vec::new(); members.len()];
+        // Rate control: short probes predict the smallest preset that reaches the
+        // targets, so that usually one full training follows (a resumed full try skips
+        // them).
+        if presets.len() > 1 && resume.is_none() {
+            let at = self.probe(
+                ctx,
+                &group_sets,
+                g,
+                &presets,
+                steps,
+                seed,
+                stop,
+                &targets,
+                &mut tries,
+            )?;
+            presets.drain(..at);
+        }
+        let mut kept = None;
         for (i, &preset) in presets.iter().enumerate() {
-            let mut train = opts.train.clone();
-            train.model.preset = preset;
             let mut rates = Vec::new();
             let mut last = None;
             let mut try_curves = Vec::new();
-            let result = train_gpu(
+            let result = self.train(
                 ctx,
                 &group_sets,
-                &train,
+                g,
+                preset,
                 steps,
                 seed,
                 TrainOptions {
@@ -744,19 +930,9 @@ impl GroupRun<'_> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let mut reached = true;
-            for ((&s, m), tried) in members.iter().zip(&trained.materials).zip(&mut tries) {
-                let pooled = m.quality.pooled();
-                if opts.rate != RateControl::Fixed {
-                    tried.push(RateTry {
-                        preset,
-                        psnr_pooled: pooled,
-                    });
-                }
-                if let Some(target) = self.targets[s] {
-                    reached &= pooled.is_some_and(|p| p.db >= target);
-                }
-            }
+            let reached = record_tries(&trained, preset, steps, opts.rate, &targets, &mut tries)
+                .iter()
+                .all(|r| *r >= 0.0);
             if reached || i + 1 == presets.len() {
                 kept = Some(GroupTry {
                     trained,
@@ -775,11 +951,20 @@ impl GroupRun<'_> {
         };
         let mut train = opts.train.clone();
         train.model.preset = kept.preset;
+        train.loss_weights = self.weights[g];
         let mut one = NtcPackage::new(train.model.clone())?;
         let group_constants: Vec<[f32; CHANNELS]> =
             members.iter().map(|&i| self.constants[i]).collect();
         one.add_group(&kept.trained, &group_constants)?;
-        one.write(&done)?;
+        let bytes = one.to_bytes()?;
+        let write = |path: &Path, bytes: &[u8]| {
+            crate::io::write_atomic(path, bytes).map_err(|source| CompressError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        write(&seal, group_seal(&self.owner, g, &bytes).as_bytes())?;
+        write(&done, &bytes)?;
         let _ = std::fs::remove_file(&ckpt);
         let texels_per_second = if kept.rates.is_empty() {
             0.0
@@ -792,6 +977,7 @@ impl GroupRun<'_> {
                 sets: members.clone(),
                 steps,
                 preset: kept.preset,
+                loss_weights: self.weights[g],
                 kernel: Some(
                     opts.kernel
                         .unwrap_or_else(|| TrainKernel::best(ctx, &train.model)),
@@ -808,10 +994,157 @@ impl GroupRun<'_> {
     }
 }
 
+impl GroupRun<'_> {
+    /// Train group `g` (`sets`) at `preset` for `steps` main steps with the run's recipe
+    /// and the group's loss weights.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the trainer's own arguments plus the group, preset and budget it trains at"
+    )]
+    fn train(
+        &self,
+        ctx: &GpuContext,
+        sets: &[TextureSet],
+        g: usize,
+        preset: Preset,
+        steps: u64,
+        seed: u64,
+        options: TrainOptions,
+        progress: &mut dyn FnMut(&TrainProgress),
+    ) -> Result<TrainedGroup, GpuTrainError> {
+        let mut train = self.opts.train.clone();
+        train.model.preset = preset;
+        train.loss_weights = self.weights[g];
+        train_gpu(ctx, sets, &train, steps, seed, options, progress)
+    }
+
+    /// Rate control's prediction: each preset in turn (smallest first) trains a probe of
+    /// `steps / PROBE_DIVISOR` main steps; the smallest preset also one of half that, and
+    /// the PSNR gained by that doubling, per member, extends the probe's PSNR over the
+    /// doublings left to `steps` (PSNR grows about linearly in the logarithm of the
+    /// budget). Returns the index of the first preset at which every member's predicted
+    /// PSNR reaches its target (the last when none does); probing stops there. An
+    /// interrupted probe is not kept: a resumed run probes again.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one probe's group, presets, budget and targets, each a separate input"
+    )]
+    fn probe(
+        &self,
+        ctx: &GpuContext,
+        sets: &[TextureSet],
+        g: usize,
+        presets: &[Preset],
+        steps: u64,
+        seed: u64,
+        stop: &AtomicBool,
+        targets: &[Option<f64>],
+        tries: &mut [Vec<RateTry>],
+    ) -> Result<usize, CompressError> {
+        let short = (steps / PROBE_DIVISOR).max(2);
+        let doublings = (steps as f64 / short as f64).log2().max(0.0);
+        let run = |preset, probe_steps| {
+            let options = TrainOptions {
+                log_every: self.opts.log_every,
+                cancel: Some(stop),
+                resume: None,
+                gpu: GpuTrainerOptions {
+                    kernel: self.opts.kernel,
+                    ..GpuTrainerOptions::default()
+                },
+            };
+            match self.train(
+                ctx,
+                sets,
+                g,
+                preset,
+                probe_steps,
+                seed,
+                options,
+                &mut |_| {},
+            ) {
+                Ok(t) => Ok(t),
+                Err(GpuTrainError::Cancelled(_)) => Err(CompressError::Interrupted {
+                    partial: self.partial.to_path_buf(),
+                }),
+                Err(e) => Err(e.into()),
+            }
+        };
+        let mut gains: Option<Vec<f64>> = None;
+        for (i, &preset) in presets.iter().enumerate() {
+            let trained = run(preset, short)?;
+            let margins = record_tries(&trained, preset, short, self.opts.rate, targets, tries);
+            if gains.is_none() {
+                let half = run(preset, (short / 2).max(1))?;
+                gains = Some(
+                    trained
+                        .materials
+                        .iter()
+                        .zip(&half.materials)
+                        .map(|(a, b)| match (a.quality.pooled(), b.quality.pooled()) {
+                            (Some(a), Some(b)) => (a.db - b.db).max(0.0),
+                            _ => 0.0,
+                        })
+                        .collect(),
+                );
+            }
+            let predicted_reach = margins
+                .iter()
+                .zip(gains.iter().flatten())
+                .all(|(margin, gain)| margin + gain * doublings >= 0.0);
+            if predicted_reach {
+                return Ok(i);
+            }
+        }
+        Ok(presets.len().saturating_sub(1))
+    }
+}
+
+/// Rate control's probes train `1 / PROBE_DIVISOR` of the main steps.
+pub const PROBE_DIVISOR: u64 = 16;
+
+/// Record one try of `trained` (at `preset`, `steps` main steps) in each member's
+/// `tries` (under rate control), and return each member's margin to its target in dB
+/// (pooled PSNR − target; +∞ without a target, −∞ when nothing was measured).
+fn record_tries(
+    trained: &TrainedGroup,
+    preset: Preset,
+    steps: u64,
+    rate: RateControl,
+    targets: &[Option<f64>],
+    tries: &mut [Vec<RateTry>],
+) -> Vec<f64> {
+    trained
+        .materials
+        .iter()
+        .zip(targets)
+        .zip(tries.iter_mut())
+        .map(|((m, target), tried)| {
+            let pooled = m.quality.pooled();
+            if rate != RateControl::Fixed {
+                tried.push(RateTry {
+                    preset,
+                    steps,
+                    psnr_pooled: pooled,
+                });
+            }
+            match (target, pooled) {
+                (None, _) => f64::INFINITY,
+                (Some(t), Some(p)) => p.db - t,
+                (Some(_), None) => f64::NEG_INFINITY,
+            }
+        })
+        .collect()
+}
+
 /// Compress `sets` in `groups` (indices into `sets`) on `devices` (one or more; see
 /// [`super::parallel`]), writing the package to `out`. `progress` hears every group's
 /// training progress, naming its device.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "what a compression trains, how, on which devices, where it writes, its cancel \
+              flag and progress"
+)]
 pub fn compress(
     devices: &[GpuContext],
     sets: &[TextureSet],
@@ -845,7 +1178,10 @@ pub fn compress(
 /// is free (largest groups first when there are several); the result holds the selected
 /// groups' decoders in `selection` order, and `finish` writes it to `out` before the
 /// partial folder is removed.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "`compress`'s arguments plus the selection and how the result is written"
+)]
 pub fn compress_selected(
     devices: &[GpuContext],
     sets: &[TextureSet],
@@ -892,23 +1228,45 @@ pub fn compress_selected(
     let partial = partial_dir(out);
     let manifest = PartialManifest::of_run(sets, constants, groups, opts)?;
     let resuming = prepare_partial(&partial, &manifest, opts.resume)?;
-    // BCn baselines: before training when rate control matches them, else for the report.
+    let owner = *blake3::hash(
+        &serde_json::to_vec(&manifest)
+            .map_err(|e| CompressError::Groups(format!("manifest: {e}")))?,
+    )
+    .as_bytes();
+    // BCn baselines: before training when rate control matches them or the loss weights
+    // are balanced against them, else for the report.
+    let flip_bcn = opts.flip && !opts.skip_bcn;
     let mut bcn: Vec<Option<Vec<BcnResult>>> = vec![None; sets.len()];
+    if matches!(opts.rate, RateControl::MatchBcn(_)) || opts.loss_weights == LossWeighting::Balanced
+    {
+        for (set, slot) in sets.iter().zip(&mut bcn) {
+            *slot = Some(bcn_baselines(set, flip_bcn));
+        }
+    }
     let targets: Vec<Option<f64>> = match opts.rate {
         RateControl::Fixed => vec![None; sets.len()],
         RateControl::TargetPsnr(db) => vec![Some(db); sets.len()],
-        RateControl::MatchBcn(target) => sets
+        RateControl::MatchBcn(target) => bcn
             .iter()
-            .zip(&mut bcn)
-            .map(|(set, slot)| {
-                let results = slot.insert(bcn_baselines(set));
+            .map(|results| {
                 results
-                    .get(target.index())
+                    .as_ref()
+                    .and_then(|r| r.get(target.index()))
                     .and_then(|r| r.psnr_mip0.pooled)
                     .map(|p| p.db)
             })
             .collect(),
     };
+    let weights: Vec<LossWeights> = groups
+        .iter()
+        .map(|members| match opts.loss_weights {
+            LossWeighting::Fixed => opts.train.loss_weights,
+            LossWeighting::Balanced => opts
+                .train
+                .loss_weights
+                .balanced(&bc1_group_errors(members, sets, &bcn)),
+        })
+        .collect();
     let run = GroupRun {
         sets,
         constants,
@@ -916,7 +1274,9 @@ pub fn compress_selected(
         opts,
         partial: &partial,
         resuming,
+        owner,
         targets: &targets,
+        weights: &weights,
         flops: training_flops_per_sample(&opts.train.model),
     };
     let all_texels = super::shard::group_texels(groups, sets);
@@ -979,32 +1339,56 @@ pub fn compress_selected(
         .enumerate()
         .flat_map(|(i, &g)| groups[g].iter().map(move |&s| (i, g, s)))
         .collect();
+    let mut flips = if opts.flip {
+        let in_order: Vec<&TextureSet> = order.iter().map(|&(_, _, s)| &sets[s]).collect();
+        ntc_flip(&package, &in_order)?
+    } else {
+        vec![None; package.materials.len()]
+    };
     let materials: Vec<MaterialReport> = order
         .iter()
         .zip(&package.materials)
-        .map(|(&(i, g, s), m)| MaterialReport {
-            name: m.name.clone(),
-            group: g,
-            width: m.layout.width(),
-            height: m.layout.height(),
-            channels: m.present.to_string(),
-            bits_per_texel: m.layout.bits_per_texel(bits),
-            preset: group_reports
-                .get(i)
-                .map_or(opts.train.model.preset, |r| r.preset),
-            psnr: m.quality.report(),
-            target_psnr: targets[s],
-            rate_tries: std::mem::take(&mut tries_of[s]),
-            bcn: if opts.skip_bcn {
-                Vec::new()
-            } else {
-                bcn[s].take().unwrap_or_else(|| bcn_baselines(&sets[s]))
-            },
+        .zip(&mut flips)
+        .map(|((&(i, g, s), m), flip)| {
+            let psnr = m.quality.report();
+            let target_reached =
+                targets[s].map(|target| psnr.pooled.is_some_and(|p| p.db >= target));
+            MaterialReport {
+                name: m.name.clone(),
+                group: g,
+                width: m.layout.width(),
+                height: m.layout.height(),
+                channels: m.present.to_string(),
+                bits_per_texel: m.layout.bits_per_texel(bits),
+                preset: group_reports
+                    .get(i)
+                    .map_or(opts.train.model.preset, |r| r.preset),
+                psnr,
+                target_psnr: targets[s],
+                target_reached,
+                rate_tries: std::mem::take(&mut tries_of[s]),
+                flip: flip.take(),
+                bcn: if opts.skip_bcn {
+                    Vec::new()
+                } else {
+                    bcn[s]
+                        .take()
+                        .unwrap_or_else(|| bcn_baselines(&sets[s], flip_bcn))
+                },
+            }
         })
+        .collect();
+    let warnings = materials
+        .iter()
+        .filter_map(MaterialReport::missed)
         .collect();
     let means: Vec<f64> = materials
         .iter()
         .filter_map(|m| m.psnr.pooled.map(|p| p.db))
+        .collect();
+    let flip_means: Vec<f64> = materials
+        .iter()
+        .filter_map(|m| m.flip.as_ref().and_then(|f| f.mean))
         .collect();
     let mut adapters: Vec<String> = devices.iter().map(GpuContext::describe).collect();
     adapters.dedup();
@@ -1019,11 +1403,102 @@ pub fn compress_selected(
         mean_psnr: (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64),
         mean_bits_per_texel: materials.iter().map(|m| m.bits_per_texel).sum::<f64>()
             / materials.len().max(1) as f64,
+        mean_flip: (!flip_means.is_empty())
+            .then(|| flip_means.iter().sum::<f64>() / flip_means.len() as f64),
+        warnings,
         materials,
         seconds: start.elapsed().as_secs_f64(),
         curves,
     };
     Ok((package, report))
+}
+
+/// Per channel group, the BC1/BC5 baseline's MSE at mip 0 of every set of `members` and
+/// the values it covers (`(group index, MSE, count)`, the input of
+/// [`LossWeights::balanced`]); sets without baselines add nothing.
+fn bc1_group_errors(
+    members: &[usize],
+    sets: &[TextureSet],
+    bcn: &[Option<Vec<BcnResult>>],
+) -> Vec<(usize, f64, u64)> {
+    let mut errors = Vec::new();
+    for &s in members {
+        let Some(bc1) = bcn[s].as_ref().and_then(|r| r.get(BcnTarget::Bc1.index())) else {
+            continue;
+        };
+        let texels = u64::from(sets[s].width) * u64::from(sets[s].height);
+        for (g, (mask, name)) in QUALITY_GROUPS.iter().enumerate() {
+            if let Some(p) = bc1.psnr_mip0.group(name) {
+                errors.push((g, p.mse(), texels * u64::from(mask.count())));
+            }
+        }
+    }
+    errors
+}
+
+/// ꟻLIP of every material of `package` at mip 0 (decoded from the package on the CPU,
+/// rounded to 8 bits) against `sets[i]`, the set of material `i`; the materials are
+/// decoded in parallel.
+fn ntc_flip(
+    package: &NtcPackage,
+    sets: &[&TextureSet],
+) -> Result<Vec<Option<FlipReport>>, CompressError> {
+    let mut models = Vec::with_capacity(package.decoders.len());
+    let mut jobs = Vec::new();
+    for d in 0..package.decoders.len() {
+        let (model, indices) = package.group_model(d as u32)?;
+        jobs.extend(
+            indices
+                .into_iter()
+                .enumerate()
+                .map(|(local, i)| (d, local, i)),
+        );
+        models.push(model);
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, jobs.len().max(1));
+    let done: Vec<Result<Vec<(usize, FlipReport)>, CompressError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let (models, jobs) = (&models, &jobs);
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    for &(d, local, i) in jobs.iter().skip(w).step_by(workers) {
+                        let (Some(set), Some(mip0)) =
+                            (sets.get(i), sets.get(i).and_then(|s| s.mips.first()))
+                        else {
+                            continue;
+                        };
+                        let decoded: Vec<u8> = decode_mip(&models[d], local, 0)?
+                            .into_iter()
+                            .map(quantize_u8)
+                            .collect();
+                        let report = flip_set_mip(
+                            &mip0.texels,
+                            &decoded,
+                            mip0.width,
+                            mip0.height,
+                            set.present,
+                        );
+                        out.push((i, report));
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut flips = vec![None; package.materials.len()];
+    for part in done {
+        for (i, report) in part? {
+            flips[i] = Some(report);
+        }
+    }
+    Ok(flips)
 }
 
 impl CompressReport {
@@ -1111,53 +1586,92 @@ impl CompressReport {
         s
     }
 
-    /// Markdown: a table of one row per material, NTC next to the BCn baselines by
-    /// pooled PSNR (dB at mip 0, over every present channel), then a table of the PSNR
-    /// per channel group. An exact match reads `99.00 (exact)`.
+    /// Markdown: the warnings of missed targets, a table of one row per material, NTC
+    /// next to the BCn baselines by pooled PSNR (dB at mip 0, over every present channel)
+    /// and mean ꟻLIP, then a table of the PSNR per channel group and, when measured, one
+    /// of the ꟻLIP per image. An exact match reads `99.00 (exact)`.
     pub fn markdown(&self) -> String {
+        let baselines = ["BC1/BC5", "BC7/BC5", PROTOCOL];
         let mut s = String::new();
-        s.push_str("| material | size | preset | NTC bpt | NTC PSNR | BC1/BC5 bpt | BC1/BC5 PSNR | BC7/BC5 bpt | BC7/BC5 PSNR |\n");
-        s.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        if !self.warnings.is_empty() {
+            s.push_str("**Warnings**\n\n");
+            for w in &self.warnings {
+                s.push_str(&format!("- {w}\n"));
+            }
+            s.push('\n');
+        }
+        s.push_str("| material | size | preset | NTC bpt | NTC PSNR | NTC ꟻLIP |");
+        for b in baselines {
+            s.push_str(&format!(" {b} bpt | {b} PSNR | {b} ꟻLIP |"));
+        }
+        s.push_str(&format!("\n|{}\n", "---|".repeat(6 + 3 * baselines.len())));
         let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.2}"));
+        let fl = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.4}"));
         let p = |v: Option<Psnr>| v.map_or("–".to_string(), |v| v.to_string());
+        let flip_of = |r: &Option<FlipReport>| r.as_ref().and_then(|r| r.mean);
         for m in &self.materials {
-            let bc = |i: usize| {
-                m.bcn
-                    .get(i)
-                    .map(|b| (Some(b.bits_per_texel), b.psnr_mip0.pooled))
-                    .unwrap_or((None, None))
-            };
-            let (b1, p1) = bc(0);
-            let (b7, p7) = bc(1);
+            let bcn = |name: &str| m.bcn.iter().find(|b| b.name == name);
             s.push_str(&format!(
-                "| {} | {}×{} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
+                "| {} | {}×{} | {} | {:.2} | {} | {} |",
                 m.name,
                 m.width,
                 m.height,
-                clap::ValueEnum::to_possible_value(&m.preset)
-                    .map_or_else(|| format!("{:?}", m.preset), |v| v.get_name().to_owned()),
+                preset_name(m.preset),
                 m.bits_per_texel,
                 p(m.psnr.pooled),
-                f(b1),
-                p(p1),
-                f(b7),
-                p(p7)
+                fl(flip_of(&m.flip))
             ));
+            for b in baselines.map(bcn) {
+                s.push_str(&format!(
+                    " {} | {} | {} |",
+                    f(b.map(|b| b.bits_per_texel)),
+                    p(b.and_then(|b| b.psnr_mip0.pooled)),
+                    fl(b.and_then(|b| flip_of(&b.flip_mip0)))
+                ));
+            }
+            s.push('\n');
         }
-        s.push_str("\nPSNR per channel group (dB, mip 0):\n\n");
-        s.push_str("| material | group | NTC | BC1/BC5 | BC7/BC5 |\n");
-        s.push_str("|---|---|---|---|---|\n");
+        s.push_str("\nPSNR per channel group (dB, mip 0):\n\n| material | group | NTC |");
+        for b in baselines {
+            s.push_str(&format!(" {b} |"));
+        }
+        s.push_str(&format!("\n|{}\n", "---|".repeat(3 + baselines.len())));
         for m in &self.materials {
             for g in &m.psnr.groups {
-                let bc = |i: usize| m.bcn.get(i).and_then(|b| b.psnr_mip0.group(&g.group));
-                s.push_str(&format!(
-                    "| {} | {} | {} | {} | {} |\n",
-                    m.name,
-                    g.group,
-                    g.psnr,
-                    p(bc(0)),
-                    p(bc(1))
-                ));
+                s.push_str(&format!("| {} | {} | {} |", m.name, g.group, g.psnr));
+                for b in baselines {
+                    let bc = m.bcn.iter().find(|r| r.name == b);
+                    s.push_str(&format!(
+                        " {} |",
+                        p(bc.and_then(|r| r.psnr_mip0.group(&g.group)))
+                    ));
+                }
+                s.push('\n');
+            }
+        }
+        if self.materials.iter().any(|m| m.flip.is_some()) {
+            s.push_str(
+                "\nꟻLIP per image (mean, mip 0; lower is better):\n\n| material | image | NTC |",
+            );
+            for b in baselines {
+                s.push_str(&format!(" {b} |"));
+            }
+            s.push_str(&format!("\n|{}\n", "---|".repeat(3 + baselines.len())));
+            for m in &self.materials {
+                for image in m.flip.iter().flat_map(|f| &f.images) {
+                    s.push_str(&format!(
+                        "| {} | {} | {:.4} |",
+                        m.name, image.image, image.mean
+                    ));
+                    for b in baselines {
+                        let bc = m.bcn.iter().find(|r| r.name == b);
+                        s.push_str(&format!(
+                            " {} |",
+                            fl(bc.and_then(|r| r.flip_mip0.as_ref()?.image(&image.image)))
+                        ));
+                    }
+                    s.push('\n');
+                }
             }
         }
         s
@@ -1204,6 +1718,8 @@ mod tests {
             materials: Vec::new(),
             mean_psnr: None,
             mean_bits_per_texel: 0.0,
+            mean_flip: None,
+            warnings: Vec::new(),
             seconds: 0.0,
             curves,
         }
@@ -1255,31 +1771,81 @@ mod tests {
             bits_per_texel: 2.0,
             preset: Preset::High,
             psnr: ntc,
-            target_psnr: None,
-            rate_tries: Vec::new(),
+            target_psnr: Some(33.0),
+            target_reached: Some(false),
+            rate_tries: vec![
+                RateTry {
+                    preset: Preset::Low,
+                    steps: 1,
+                    psnr_pooled: Some(Psnr::from_mse(5e-4)),
+                },
+                RateTry {
+                    preset: Preset::Low,
+                    steps: 20,
+                    psnr_pooled: Some(Psnr::from_mse(1e-3)),
+                },
+                RateTry {
+                    preset: Preset::High,
+                    steps: 20,
+                    psnr_pooled: Some(Psnr::from_mse(6e-4)),
+                },
+            ],
+            flip: Some(FlipReport {
+                mean: Some(0.05),
+                images: vec![crate::texture::flip::ImageFlip {
+                    image: "base_color".into(),
+                    mean: 0.05,
+                }],
+            }),
             bcn: vec![BcnResult {
                 name: "BC1/BC5",
                 bytes: 64,
                 bits_per_texel: 8.0,
                 psnr_mip0: bc.clone(),
                 psnr_chain: bc,
+                flip_mip0: None,
             }],
         });
+        r.warnings = r
+            .materials
+            .iter()
+            .filter_map(MaterialReport::missed)
+            .collect();
         let md = r.markdown();
         // Pooled NTC: (300 · 1e-3 + 200 · 0) / 500 = 6e-4 → 32.22 dB; pooled BC1/BC5:
         // (300 · 1e-2 + 200 · 1e-4) / 500 = 6.04e-3 → 22.19 dB.
         assert!(
-            md.contains("| wood | 8×8 | high | 2.00 | 32.22 | 8.00 | 22.19 | – | – |"),
+            md.contains(
+                "| wood | 8×8 | high | 2.00 | 32.22 | 0.0500 | 8.00 | 22.19 | – | – | – | – | – | – | – |"
+            ),
             "{md}"
         );
         assert!(
-            md.contains("| wood | base_color | 30.00 | 20.00 | – |"),
+            md.contains("| wood | base_color | 30.00 | 20.00 | – | – |"),
             "{md}"
         );
         assert!(
-            md.contains("| wood | normal | 99.00 (exact) | 40.00 | – |"),
+            md.contains("| wood | normal | 99.00 (exact) | 40.00 | – | – |"),
             "{md}"
         );
+        assert!(
+            md.contains("| wood | base_color | 0.0500 | – | – | – |"),
+            "{md}"
+        );
+        // The missed target names the set, its best full try (32.22 dB at high; not the
+        // probe) and the target.
+        assert_eq!(
+            r.warnings,
+            [
+                "set `wood` missed its target: best pooled PSNR 32.22 dB (preset high) < target 33.00 dB"
+            ]
+        );
+        assert!(
+            md.starts_with("**Warnings**\n\n- set `wood` missed"),
+            "{md}"
+        );
+        r.materials[0].target_reached = Some(true);
+        assert_eq!(r.materials[0].missed(), None);
     }
 
     /// A one-set run over the file `input`.
@@ -1300,6 +1866,8 @@ mod tests {
             rate,
             kernel: None,
             input_files: vec![input.to_path_buf()],
+            loss_weights: LossWeighting::Fixed,
+            flip: false,
         };
         PartialManifest::of_run(&[set], &[[1.0; CHANNELS]], &[vec![0]], &opts).expect("manifest")
     }
@@ -1318,6 +1886,20 @@ mod tests {
         std::fs::write(partial.join("precious.txt"), b"keep").expect("write");
         let e = prepare_partial(&partial, &run_manifest(&input, 10), false).unwrap_err();
         assert!(matches!(e, CompressError::PartialNotOurs { .. }), "{e}");
+        assert!(partial.join("precious.txt").exists());
+        // A damaged marker is reported as damaged, not as missing.
+        std::fs::write(
+            partial.join(PARTIAL_MANIFEST),
+            b"{\"format\": \"neurotex-com",
+        )
+        .expect("w");
+        let e = prepare_partial(&partial, &run_manifest(&input, 10), true).unwrap_err();
+        assert!(matches!(e, CompressError::PartialDamaged { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("is damaged") && msg.contains(PARTIAL_MANIFEST),
+            "{msg}"
+        );
         assert!(partial.join("precious.txt").exists());
         std::fs::remove_dir_all(&partial).expect("clean");
 
@@ -1373,7 +1955,13 @@ mod tests {
         // Rate control tries presets in increasing size; a fixed rate only its own.
         assert_eq!(
             RateControl::TargetPsnr(40.0).presets(Preset::High),
-            vec![Preset::Low, Preset::Medium, Preset::High, Preset::VeryHigh]
+            vec![
+                Preset::Low,
+                Preset::Medium,
+                Preset::MediumHigh,
+                Preset::High,
+                Preset::VeryHigh
+            ]
         );
         assert_eq!(
             RateControl::Fixed.presets(Preset::Medium),

@@ -12,6 +12,8 @@
 //! - [`parallel`]: a run's groups trained on several devices at once, largest first.
 //! - [`shard`]: a run split into shards balanced by texels, their part files and the
 //!   merge of every shard's part into the package.
+//! - [`rd`]: rate–distortion curves over a ladder of latent shapes beside the BCn
+//!   points, and the NTC rate that matches each.
 //! - [`tools`]: package summaries (`inspect`) and decoding back to PNGs (`decompress`).
 //!
 //! A *group* is a set of materials sharing one decoder: its model ([`GroupModel`]) is one
@@ -22,6 +24,7 @@ pub mod format;
 pub mod model;
 pub mod parallel;
 pub mod quant;
+pub mod rd;
 pub mod shard;
 pub mod tools;
 pub mod train;

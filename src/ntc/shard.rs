@@ -181,21 +181,43 @@ pub enum ShardError {
     Compress(#[from] CompressError),
 }
 
-/// "shard 1/3 (groups 2, 5) and shard 2/3 (no groups)".
+/// "shard 1/3 (groups 2, 5) and shard 2/3 (no groups)", at most [`LIST_CAP`] shards
+/// and as many groups each ([`capped_list`]).
 fn missing_list(missing: &[(u32, Vec<usize>)], count: u32) -> String {
-    missing
-        .iter()
-        .map(|(s, groups)| {
+    capped_list(
+        missing.iter().map(|(s, groups)| {
             let groups = if groups.is_empty() {
                 "no groups".to_string()
             } else {
-                let list: Vec<String> = groups.iter().map(usize::to_string).collect();
-                format!("groups {}", list.join(", "))
+                format!(
+                    "groups {}",
+                    capped_list(groups.iter().map(usize::to_string), ", ", "groups")
+                )
             };
             format!("shard {s}/{count} ({groups})")
-        })
-        .collect::<Vec<_>>()
-        .join(" and ")
+        }),
+        " and ",
+        "shards",
+    )
+}
+
+/// Most items an error message lists before it summarises the rest.
+pub const LIST_CAP: usize = 8;
+
+/// `items` joined with `separator`, the first [`LIST_CAP`] of them and then
+/// "… and N more <what>": a message about 65,536 shards stays one short line.
+pub fn capped_list(
+    items: impl ExactSizeIterator<Item = String>,
+    separator: &str,
+    what: &str,
+) -> String {
+    let total = items.len();
+    let shown: Vec<String> = items.take(LIST_CAP).collect();
+    let mut text = shown.join(separator);
+    if total > LIST_CAP {
+        text.push_str(&format!(" … and {} more {what}", total - LIST_CAP));
+    }
+    text
 }
 
 /// One shard of a run: `index` of `count`.
@@ -587,7 +609,10 @@ pub fn merge(parts: &[(PathBuf, Part)]) -> Result<NtcPackage, ShardError> {
 /// Train shard `shard` of the plan `groups` on `devices` and write its part to `out`
 /// (see [`compress_selected`] for the training, the partial folder and resuming). Returns the
 /// part and the report of its groups.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "`compress`'s arguments plus the shard"
+)]
 pub fn compress_shard(
     devices: &[GpuContext],
     sets: &[TextureSet],

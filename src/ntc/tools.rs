@@ -1,6 +1,8 @@
 //! Package tools behind `neurotex inspect` and `neurotex decompress`: a serialisable
-//! summary of a `.ntc` package, and decoding it back into PNG textures (one per material,
-//! channel group and, optionally, mip level).
+//! summary of a `.ntc` package, and decoding it back into textures: PNGs (one per
+//! material, channel group and, optionally, mip level), or DDS / KTX2 files holding each
+//! group's whole mip chain block-compressed the way a baseline ships it (the decoded
+//! texels encoded by `texture::bcn`).
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +12,8 @@ use super::format::NtcPackage;
 use super::train::{TrainError, cpu::decode_mip};
 use super::{NtcConfig, NtcFormatError};
 use crate::texture::ImageGroup;
+use crate::texture::bcn::{Baseline, encode_rgba};
+use crate::texture::containers::{BlockChain, ContainerKind, write_block_chain};
 use crate::texture::metrics::PsnrReport;
 use crate::texture::{CHANNELS, TextureError, quantize_u8, write_png_rgba8};
 
@@ -194,6 +198,30 @@ fn group_rgba(decoded: &[f32], group: ImageGroup) -> Vec<u8> {
         .collect()
 }
 
+/// What [`decompress`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// PNGs of mip 0, or of every level when `mips`.
+    Png {
+        /// Every level, as `_mip<N>` files.
+        mips: bool,
+    },
+    /// One DDS or KTX2 file per image with its whole mip chain, in `baseline`'s formats.
+    Blocks {
+        /// DDS or KTX2.
+        container: ContainerKind,
+        /// The block format of each image.
+        baseline: Baseline,
+    },
+}
+
+impl Output {
+    /// Whether every mip level is decoded.
+    fn all_levels(self) -> bool {
+        !matches!(self, Output::Png { mips: false })
+    }
+}
+
 /// The files [`decompress`] writes: per material (package order) its stem, unique among
 /// the package's materials even where names differ only in characters a file name
 /// cannot hold or in case (`x y`, `x_y` and `X.y` become `x_y`, `x_y-2`, `X_y-3`).
@@ -215,12 +243,17 @@ pub fn output_stems(package: &NtcPackage) -> Vec<String> {
         .collect()
 }
 
-/// Every file [`decompress`] writes, in order: `(material index, mip level, group, path)`.
+/// Every file [`decompress`] writes, in order: `(material index, mip level, group, path)`
+/// (level 0 for a DDS or KTX2 file, which holds every level).
 pub fn output_files(
     package: &NtcPackage,
     out_dir: &Path,
-    mips: bool,
+    output: Output,
 ) -> Vec<(usize, usize, ImageGroup, PathBuf)> {
+    let (mips, extension) = match output {
+        Output::Png { mips } => (mips, "png"),
+        Output::Blocks { container, .. } => (false, container_extension(container)),
+    };
     let stems = output_stems(package);
     let mut files = Vec::new();
     for decoder in 0..package.decoders.len() as u32 {
@@ -239,8 +272,11 @@ pub fn output_files(
                     } else {
                         String::new()
                     };
-                    let path =
-                        out_dir.join(format!("{}_{}{suffix}.png", stems[index], group.name()));
+                    let path = out_dir.join(format!(
+                        "{}_{}{suffix}.{extension}",
+                        stems[index],
+                        group.name()
+                    ));
                     files.push((index, level, group, path));
                 }
             }
@@ -249,20 +285,30 @@ pub fn output_files(
     files
 }
 
+/// The file extension of `container`'s files.
+fn container_extension(container: ContainerKind) -> &'static str {
+    match container {
+        ContainerKind::Dds => "dds",
+        ContainerKind::Ktx2 => "ktx2",
+    }
+}
+
 /// Decode every material of `package` into `out_dir`: `<material>_<group>.png` for each
-/// present channel group (and `_mip<N>` files for every level when `mips`), with the
-/// unique stems of [`output_stems`]. Every file is checked against `policy` and the
+/// present channel group (and `_mip<N>` files for every level with `mips`), or one
+/// `<material>_<group>.dds` / `.ktx2` per group with every level block-compressed in the
+/// baseline's format for that group (base colour and emissive as sRGB formats), with
+/// the unique stems of [`output_stems`]. Every file is checked against `policy` and the
 /// decode against the memory budget before anything is written. Returns the files
 /// written.
 pub fn decompress(
     package: &NtcPackage,
     out_dir: &Path,
-    mips: bool,
+    output: Output,
     policy: &crate::outputs::OutputPolicy,
 ) -> Result<Vec<PathBuf>, ToolError> {
     package.check_decode_budget(crate::texture::budget::limit())?;
     policy.check_dir(out_dir)?;
-    let files = output_files(package, out_dir, mips);
+    let files = output_files(package, out_dir, output);
     policy.check_all(files.iter().map(|(_, _, _, p)| p.as_path()))?;
     std::fs::create_dir_all(out_dir).map_err(|source| ToolError::Io {
         path: out_dir.to_path_buf(),
@@ -273,19 +319,57 @@ pub fn decompress(
         let (model, indices) = package.group_model(decoder)?;
         for (local, &index) in indices.iter().enumerate() {
             let m = &package.materials[index];
-            let levels = if mips { m.layout.mips() } else { 1 };
+            let levels = if output.all_levels() {
+                m.layout.mips()
+            } else {
+                1
+            };
+            let mine: Vec<&(usize, usize, ImageGroup, PathBuf)> =
+                files.iter().filter(|(i, _, _, _)| *i == index).collect();
+            let formats = match output {
+                Output::Blocks { baseline, .. } => {
+                    Some(baseline.formats(m.present.contains(crate::texture::ChannelMask::ALPHA)))
+                }
+                Output::Png { .. } => None,
+            };
+            let mut chains: Vec<BlockChain> = Vec::new();
             for level in 0..levels {
                 let Some((w, h)) = m.layout.mip_size(level) else {
                     continue;
                 };
                 let decoded = decode_mip(&model, local, level)?;
-                for (_, _, group, path) in files
-                    .iter()
-                    .filter(|(i, l, _, _)| *i == index && *l == level)
-                {
-                    write_png_rgba8(path, w, h, &group_rgba(&decoded, *group))?;
-                    written.push(path.clone());
+                for (k, (_, file_level, group, path)) in mine.iter().enumerate() {
+                    let rgba = group_rgba(&decoded, *group);
+                    match formats {
+                        None if *file_level == level => {
+                            write_png_rgba8(path, w, h, &rgba)?;
+                            written.push(path.clone());
+                        }
+                        None => {}
+                        Some(formats) => {
+                            let at = ImageGroup::ALL.iter().position(|g| g == group).unwrap_or(0);
+                            if level == 0 {
+                                chains.push(BlockChain {
+                                    format: formats[at],
+                                    srgb: matches!(
+                                        group,
+                                        ImageGroup::BaseColor | ImageGroup::Emissive
+                                    ),
+                                    width: w,
+                                    height: h,
+                                    levels: Vec::with_capacity(levels),
+                                });
+                            }
+                            if let Some(chain) = chains.get_mut(k) {
+                                chain.levels.push(encode_rgba(&rgba, w, h, chain.format));
+                            }
+                        }
+                    }
                 }
+            }
+            for ((_, _, _, path), chain) in mine.iter().zip(&chains) {
+                write_block_chain(path, chain)?;
+                written.push(path.clone());
             }
         }
     }

@@ -27,6 +27,7 @@ use crate::gpu::GpuContext;
 use crate::inputs::{InputError, InputSets, InputSource};
 use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
 use crate::ntc::parallel::GroupProgress;
+use crate::ntc::train::LossWeighting;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::open::{OpenedScene, cache_dir};
 use crate::render::RenderMode;
@@ -414,6 +415,8 @@ impl ScenePackages {
             rate: RateControl::Fixed,
             kernel: None,
             input_files: self.inputs.files(),
+            loss_weights: LossWeighting::default(),
+            flip: false,
         };
         // Progress of another key is stale: the cache owns it and starts afresh.
         if !options.resume {
@@ -428,17 +431,40 @@ impl ScenePackages {
                 source,
             }
         })?;
-        let (package, _) = compress(
-            devices,
-            sets,
-            &constants,
-            &groups,
-            &options,
-            &self.scene.display().to_string(),
-            &path,
-            cancel,
-            &mut |p| progress(PackageProgress::Training(p)),
-        )?;
+        let mut run = |options: &CompressOptions| {
+            compress(
+                devices,
+                sets,
+                &constants,
+                &groups,
+                options,
+                &self.scene.display().to_string(),
+                &path,
+                cancel,
+                &mut |p| progress(PackageProgress::Training(p)),
+            )
+        };
+        let package = match run(&options) {
+            Ok((package, _)) => package,
+            // The cache owns its partial progress: progress of the scene as it was before
+            // an edit (or a damaged marker) is deleted and the package made afresh,
+            // never left to block every later render.
+            Err(CompressError::PartialMismatch { .. } | CompressError::PartialDamaged { .. })
+                if options.resume =>
+            {
+                log::info!(
+                    "{}: stale progress of an earlier compression removed",
+                    path.display()
+                );
+                crate::ntc::compress::remove_partial_if_ours(&path)?;
+                let fresh = CompressOptions {
+                    resume: false,
+                    ..options.clone()
+                };
+                run(&fresh)?.0
+            }
+            Err(e) => return Err(e.into()),
+        };
         Ok(package)
     }
 
@@ -495,27 +521,30 @@ pub fn material_map(
     )
 }
 
-/// The texture sets' identities: every image file with its size and modification time.
+/// The inputs' identities: every file the sets come from (the scene's description,
+/// glTF, buffers and images) with its size and modification time, and every set's
+/// images by slot.
 fn sets_key(inputs: &InputSets) -> String {
     let mut s = String::new();
+    for path in inputs.files() {
+        let meta = std::fs::metadata(&path).ok();
+        let modified = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        s.push_str(&format!(
+            "file {} {} {modified}\n",
+            path.display(),
+            meta.map_or(0, |m| m.len())
+        ));
+    }
     for (name, desc) in inputs.names.iter().zip(&inputs.descs) {
         s.push_str(&format!("set {name}\n"));
         for (slot, source) in desc.sources() {
             let what = match source {
-                ImageSource::File(path) => {
-                    let meta = std::fs::metadata(path).ok();
-                    let modified = meta
-                        .as_ref()
-                        .and_then(|m| m.modified().ok())
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .map_or(0, |d| d.as_nanos());
-                    format!(
-                        "{} {} {}",
-                        path.display(),
-                        meta.map_or(0, |m| m.len()),
-                        modified
-                    )
-                }
+                // Its size and time are among the files above.
+                ImageSource::File(path) => path.display().to_string(),
                 ImageSource::Embedded { name, bytes } => {
                     format!("{name} {} {:08x}", bytes.len(), crc32fast::hash(bytes))
                 }

@@ -164,7 +164,7 @@ pub fn scene_files(opened: &OpenedScene, scene: &Path) -> Result<Vec<FileDigest>
     if gltf != scene {
         files.push(gltf.clone());
     }
-    files.extend(crate::scene::gltf_import::buffer_files(gltf)?);
+    files.extend(opened.scene.buffers.iter().cloned());
     for m in &opened.scene.materials {
         if m.alpha_mode == crate::scene::AlphaMode::Opaque {
             continue;

@@ -424,7 +424,7 @@ mod tests {
             }
         });
         let module = library
-            .validate("blue_noise_user.wgsl", &[])
+            .validate("blue_noise_user.wgsl", &crate::gpu::Defines::new())
             .unwrap_or_else(|e| panic!("{e}"));
         crate::gpu::mirror::assert_const(&module, "BLUE_NOISE_SIZE", BLUE_NOISE_SIZE);
     }

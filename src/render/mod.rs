@@ -31,6 +31,7 @@ pub mod blue_noise;
 pub mod gpu_types;
 pub mod headless;
 pub mod inspect;
+pub mod kernel_choice;
 pub mod memory;
 pub mod ntc_gpu;
 pub mod passes;
@@ -40,6 +41,7 @@ pub mod split;
 pub mod targets;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use glam::{Mat4, Vec3};
 
@@ -69,7 +71,7 @@ use passes::{
     temporal::{TemporalInputs, TemporalPass, TemporalSettings},
     tonemap::{TonemapInputs, TonemapPass},
 };
-pub use plan::{Fallback, FramePlan, MaterialPath};
+pub use plan::{Fallback, FramePlan, MaterialPath, Unusable};
 use scene_gpu::{SceneGpu, UploadError};
 use targets::{FrameTargets, MaterialTargets};
 pub use targets::{GBufferMode, VisibilityUnsupported};
@@ -233,6 +235,48 @@ pub enum RenderError {
     /// An NTC mode was asked for before its package was given.
     #[error("no package is loaded for the {0} mode")]
     MissingPackage(RenderMode),
+    /// A frame size this device cannot render or read back.
+    #[error("a {width}x{height} frame is too large for this GPU: {reason}")]
+    FrameTooLarge {
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        height: u32,
+        /// Which device limit it exceeds.
+        reason: String,
+    },
+    /// An NTC mode's path cannot run (the failure the renderer keeps).
+    #[error(transparent)]
+    Unusable(Arc<Unusable>),
+}
+
+/// Why a `size` frame cannot be rendered and read back under `limits`, checked before any
+/// target is created: a side past the largest texture side, or the read-back of the
+/// output (4 bytes a pixel, rows padded to 256 bytes) past the largest buffer.
+pub fn check_frame_size(limits: &wgpu::Limits, size: (u32, u32)) -> Result<(), RenderError> {
+    let (width, height) = size;
+    let too_large = |reason: String| RenderError::FrameTooLarge {
+        width,
+        height,
+        reason,
+    };
+    let side = limits.max_texture_dimension_2d;
+    if width > side || height > side {
+        return Err(too_large(format!(
+            "its largest texture side is {side} pixels"
+        )));
+    }
+    let row = u64::from(crate::gpu::readback::padded_bytes_per_row(
+        width.saturating_mul(4),
+    ));
+    let readback = row * u64::from(height);
+    if readback > limits.max_buffer_size {
+        return Err(too_large(format!(
+            "reading it back needs a buffer of {readback} bytes, its largest buffer is {} bytes",
+            limits.max_buffer_size
+        )));
+    }
+    Ok(())
 }
 
 /// Default anisotropy: 16× on hardware; 1× (trilinear) on CPU adapters, where software
@@ -265,7 +309,7 @@ struct LoadedPackage {
     decoders: DecoderMap,
     /// Inference on load: the package baked into textures on first use, or why baking
     /// failed.
-    baked: Option<Result<BakedMaterials, String>>,
+    baked: Option<Result<BakedMaterials, Arc<Unusable>>>,
 }
 
 /// The per-pixel decode pass for one decoder shape (the first package's, then whichever
@@ -273,7 +317,37 @@ struct LoadedPackage {
 #[derive(Debug)]
 struct DecodePath {
     config: NtcConfig,
-    pass: Result<NtcDecodePass, String>,
+    pass: Result<NtcDecodePass, Arc<Unusable>>,
+    /// Why the last frame could not record the pass ([`Unusable::Record`]), so that a
+    /// failure repeated frame after frame is logged once.
+    record_failure: Option<Arc<Unusable>>,
+}
+
+impl DecodePath {
+    /// Record the decode pass into `out`. A failure to record is kept, logged unless the
+    /// last frame failed the same way, and returned, so that the caller draws the
+    /// reference and its plan says why.
+    fn record(
+        &mut self,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &DecodeInputs<'_>,
+        out: &MaterialTargets,
+    ) -> Result<(), Arc<Unusable>> {
+        let pass = self.pass.as_mut().map_err(|e| Arc::clone(e))?;
+        let failure = pass.record(frame, inputs, out).err().map(|e| {
+            let failure = Arc::new(Unusable::Record(e));
+            let repeated = self
+                .record_failure
+                .as_ref()
+                .is_some_and(|f| f.to_string() == failure.to_string());
+            if !repeated {
+                log::error!("{failure}");
+            }
+            failure
+        });
+        self.record_failure.clone_from(&failure);
+        failure.map_or(Ok(()), Err)
+    }
 }
 
 /// The passes of a frame, one struct each.
@@ -295,13 +369,13 @@ struct Passes {
     image_error: ImageErrorPass,
 }
 
-/// State a frame carries over to the next: what the temporal history was accumulated
-/// from, and what the next frame's motion and blue noise continue from.
+/// State a frame carries over to the next: which material path the temporal history was
+/// accumulated with, and what the next frame's motion and blue noise continue from.
+/// Whether there is a history at all is the temporal pass's to say
+/// ([`TemporalPass::has_history`]): it owns the history.
 #[derive(Debug, Default)]
 struct History {
-    /// The history holds frames of `path` (false after new targets or a reset).
-    valid: bool,
-    /// The material path the history was accumulated with.
+    /// The material path of the last recorded frame.
     path: Option<MaterialPath>,
     /// The previous frame's camera (motion vectors), `None` after a restart.
     prev_clip_from_world: Option<Mat4>,
@@ -347,6 +421,7 @@ impl Renderer {
         output_format: wgpu::TextureFormat,
     ) -> Result<Self, RenderError> {
         let device = &ctx.device;
+        check_frame_size(&device.limits(), size)?;
         let anisotropy = if ctx.granted.anisotropic_filtering {
             anisotropy
                 .unwrap_or(default_anisotropy(&ctx.info))
@@ -407,6 +482,11 @@ impl Renderer {
         &self.targets
     }
 
+    /// The sun's shadow map (the shadow pass's, as the last recorded frame left it).
+    pub fn shadow_map(&self) -> &targets::Target {
+        self.passes.shadow.map()
+    }
+
     /// Reallocate the frame's targets and the temporal history for `size`; the history
     /// restarts.
     pub fn resize(&mut self, device: &wgpu::Device, size: (u32, u32)) {
@@ -416,7 +496,6 @@ impl Renderer {
         }
         self.targets.resize(device, size);
         self.passes.temporal.resize(device, size);
-        self.reset_history();
     }
 
     /// How the G-buffer is made (by default [`GBufferMode::default_for`] the device).
@@ -444,10 +523,10 @@ impl Renderer {
         Ok(())
     }
 
-    /// Forget the previous frame (camera cut, resize, mode switch): the next frame
+    /// Forget the previous frame (camera cut, lighting edit, mode switch): the next frame
     /// restarts the history.
     pub fn reset_history(&mut self) {
-        self.history.restart();
+        self.passes.temporal.reset();
     }
 
     /// Make `package` the material source of `mode` (an NTC mode); scene material `i`
@@ -496,11 +575,7 @@ impl Renderer {
         let config = loaded.gpu.config().clone();
         match &self.decode_path(ctx, &config).pass {
             Ok(_) => Ok(()),
-            Err(_) => {
-                // Build it again to hand back the typed error.
-                decode_pass(ctx, &config, &self.kernel_choice)?;
-                Ok(())
-            }
+            Err(e) => Err(RenderError::Unusable(Arc::clone(e))),
         }
     }
 
@@ -525,6 +600,7 @@ impl Renderer {
             self.decode = Some(DecodePath {
                 config: decode.config.clone(),
                 pass: Ok(pass),
+                record_failure: None,
             });
         }
         if choice.tile != self.kernel_choice.tile {
@@ -622,12 +698,14 @@ impl Renderer {
             .is_some_and(|d| same_decoder_shape(&d.config, config));
         if !current {
             let pass = decode_pass(ctx, config, &self.kernel_choice).map_err(|e| {
-                log::error!("cannot decode NTC packages of this model: {e}");
-                e.to_string()
+                let failure = Arc::new(Unusable::DecodePass(e));
+                log::error!("{failure}");
+                failure
             });
             self.decode = Some(DecodePath {
                 config: config.clone(),
                 pass,
+                record_failure: None,
             });
         }
         self.decode.as_ref().expect("set above")
@@ -662,8 +740,9 @@ impl Renderer {
                     bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
                 })
                 .map_err(|e| {
-                    log::error!("inference on load failed for {mode}: {e}");
-                    e.to_string()
+                    let failure = Arc::new(Unusable::Bake(e));
+                    log::error!("{mode}: {failure}");
+                    failure
                 });
             loaded.baked = Some(baked);
         }
@@ -677,7 +756,8 @@ impl Renderer {
         let passes = &settings.passes;
         let (material, fallback) =
             self.material_path(mode, passes.inference_on_load, self.decode.as_ref());
-        let restart_history = !self.history.valid || self.history.path != Some(material);
+        let restart_history =
+            !self.passes.temporal.has_history() || self.history.path != Some(material);
         FramePlan {
             requested: mode,
             material,
@@ -704,16 +784,21 @@ impl Renderer {
             None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
             None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
             Some(loaded) if inference_on_load => match &loaded.baked {
-                Some(Err(e)) => (MaterialPath::Reference, Some(Fallback::Unusable(e.clone()))),
+                Some(Err(e)) => (
+                    MaterialPath::Reference,
+                    Some(Fallback::Unusable(Arc::clone(e))),
+                ),
                 _ => (MaterialPath::Baked(mode), None),
             },
             Some(loaded) => match decode {
                 Some(DecodePath {
                     config,
                     pass: Err(e),
-                }) if same_decoder_shape(config, loaded.gpu.config()) => {
-                    (MaterialPath::Reference, Some(Fallback::Unusable(e.clone())))
-                }
+                    ..
+                }) if same_decoder_shape(config, loaded.gpu.config()) => (
+                    MaterialPath::Reference,
+                    Some(Fallback::Unusable(Arc::clone(e))),
+                ),
                 _ => (MaterialPath::Decode(mode), None),
             },
         }
@@ -739,31 +824,13 @@ impl Renderer {
             materials: &self.scene.material_bind_groups,
         };
         let mut frame = FrameEncoder::new(ctx, encoder, profiler);
-        self.record_gbuffer_passes(&mut frame, &scene);
-    }
-
-    /// Record the G-buffer passes of the current mode into [`Self::targets`]' `gbuffer`:
-    /// the raster pass, and in [`GBufferMode::Visibility`] the resolve after it.
-    fn record_gbuffer_passes(&self, frame: &mut FrameEncoder<'_>, scene: &SceneInputs<'_>) {
-        let g = &self.targets.gbuffer;
-        if let Err(e) = self.passes.gbuffer.record(frame, scene, g) {
-            log::error!("{e}");
-            return;
-        }
-        if let (Some(resolve), Some(ids)) = (&self.passes.gbuffer_resolve, &g.ids) {
-            let inputs = ResolveInputs {
-                frame: scene.frame,
-                scene: scene.scene,
-                ids,
-                depth: &g.depth,
-            };
-            resolve.record(frame, &inputs, g);
-        }
+        record_gbuffer_passes(&self.passes, &self.targets.gbuffer, &mut frame, &scene);
     }
 
     /// Record one frame of `settings` into `output` (a view of a texture in the output
     /// format) and return its plan. A package or kernel that cannot be used is logged
-    /// and the frame shows the reference ([`FramePlan::fallback`] says why).
+    /// once and the frame shows the reference ([`FramePlan::fallback`] says why), also
+    /// when the decode pass fails to record this frame ([`Unusable::Record`]).
     pub fn record(
         &mut self,
         ctx: &GpuContext,
@@ -773,7 +840,7 @@ impl Renderer {
         profiler: &GpuProfiler,
     ) -> FramePlan {
         self.provide(ctx, settings);
-        let plan = self.plan(settings);
+        let mut plan = self.plan(settings);
         if plan.restart_history {
             self.history.restart();
         }
@@ -782,12 +849,12 @@ impl Renderer {
             .write_buffer(&self.frame_buffer, 0, bytemuck::bytes_of(&uniform));
 
         let t = &self.targets;
-        let p = &self.passes;
+        let p = &mut self.passes;
         let package = self.packages.get(&plan.mode());
         let scene = SceneInputs {
             frame: &self.frame_buffer,
             scene: &self.scene,
-            materials: self.material_bind_groups(plan.material),
+            materials: material_bind_groups(&self.packages, &self.scene, plan.material),
         };
         let mut frame = FrameEncoder::new(ctx, encoder, profiler);
         let frame = &mut frame;
@@ -798,29 +865,49 @@ impl Renderer {
             &scene,
             settings.lighting.shadows,
             uniform.light_clip_from_world,
-            &t.shadow_map,
         );
-        self.record_gbuffer_passes(frame, &scene);
+        record_gbuffer_passes(p, &t.gbuffer, frame, &scene);
 
-        // G-buffer (+ package) ─► material targets
-        let decode = match &self.decode {
-            Some(DecodePath { pass: Ok(pass), .. }) => Some(pass),
-            _ => None,
+        // G-buffer (+ package) ─► material targets; a decode that cannot record this
+        // frame draws the reference, and the plan says so
+        let decoded = match (plan.material, package, self.decode.as_mut()) {
+            (MaterialPath::Decode(_), Some(package), Some(path)) if path.pass.is_ok() => {
+                let inputs = DecodeInputs {
+                    frame: &self.frame_buffer,
+                    materials: &self.scene.material_buffer,
+                    gbuffer: &t.gbuffer,
+                    blue_noise: &self.blue_noise.view,
+                    package: &package.gpu,
+                    settings: &settings.passes.decode,
+                };
+                match path.record(frame, &inputs, &t.materials) {
+                    Ok(()) => true,
+                    Err(failure) => {
+                        plan.fall_back(Fallback::Unusable(failure));
+                        false
+                    }
+                }
+            }
+            _ => false,
         };
-        self.record_material_pass(
-            frame,
-            plan.material,
-            decode,
-            &settings.passes.decode,
-            &t.materials,
-        );
+        if !decoded {
+            p.reference.record(
+                frame,
+                &ReferenceInputs {
+                    scene,
+                    gbuffer: &t.gbuffer,
+                },
+                &t.materials,
+            );
+        }
 
         // depth + materials + shadow map ─► HDR radiance
+        let shadow_map = p.shadow.map();
         let lit = |materials| LightingInputs {
             frame: &self.frame_buffer,
             depth: &t.gbuffer.depth,
             materials,
-            shadow_map: &t.shadow_map,
+            shadow_map,
         };
         p.lighting.record(frame, &lit(&t.materials), &t.hdr);
 
@@ -838,7 +925,7 @@ impl Renderer {
         // The reference path ─► comparison targets; accumulated vs reference ─► error
         if plan.compare {
             let c = &t.comparison;
-            self.record_reference_comparison(frame);
+            record_reference_comparison(p, t, &scene, frame);
             let compared = ImageErrorInputs {
                 a: &t.accumulated,
                 b: &c.hdr,
@@ -889,7 +976,6 @@ impl Renderer {
         }
 
         self.history = History {
-            valid: true,
             path: Some(plan.material),
             prev_clip_from_world: Some(Mat4::from_cols_array_2d(&uniform.clip_from_world)),
             frame_index: self.history.frame_index.wrapping_add(1),
@@ -898,86 +984,72 @@ impl Renderer {
     }
 }
 
-impl Renderer {
-    /// Record the material pass of `path` from the G-buffer into `out`: the reference
-    /// pass over the original or baked textures, or `decode` over the mode's package (a
-    /// decode that cannot record is logged and the reference drawn instead).
-    fn record_material_pass(
-        &self,
-        frame: &mut FrameEncoder<'_>,
-        path: MaterialPath,
-        decode: Option<&NtcDecodePass>,
-        settings: &DecodeSettings,
-        out: &MaterialTargets,
-    ) {
-        let t = &self.targets;
-        let package = self.packages.get(&path.mode());
-        if let (MaterialPath::Decode(_), Some(package), Some(pass)) = (path, package, decode) {
-            let inputs = DecodeInputs {
-                frame: &self.frame_buffer,
-                materials: &self.scene.material_buffer,
-                gbuffer: &t.gbuffer,
-                blue_noise: &self.blue_noise.view,
-                package: &package.gpu,
-                settings,
-            };
-            match pass.record(frame, &inputs, out) {
-                Ok(()) => return,
-                Err(e) => log::error!("NTC decode: {e}; drawing the reference"),
-            }
-        }
-        let scene = SceneInputs {
-            frame: &self.frame_buffer,
-            scene: &self.scene,
-            materials: self.material_bind_groups(path),
-        };
-        let inputs = ReferenceInputs {
-            scene,
-            gbuffer: &t.gbuffer,
-        };
-        self.passes.reference.record(frame, &inputs, out);
+/// Record the G-buffer passes of `passes` into `gbuffer`: the raster pass, and in
+/// [`GBufferMode::Visibility`] the resolve after it.
+fn record_gbuffer_passes(
+    passes: &Passes,
+    gbuffer: &targets::GBuffer,
+    frame: &mut FrameEncoder<'_>,
+    scene: &SceneInputs<'_>,
+) {
+    if let Err(e) = passes.gbuffer.record(frame, scene, gbuffer) {
+        log::error!("{e}");
+        return;
     }
-
-    /// The scene's textures as `path` samples them: a package's baked textures, or the
-    /// originals.
-    fn material_bind_groups(&self, path: MaterialPath) -> &[wgpu::BindGroup] {
-        let baked = self
-            .packages
-            .get(&path.mode())
-            .and_then(|p| p.baked.as_ref());
-        match (path, baked) {
-            (MaterialPath::Baked(_), Some(Ok(baked))) => &baked.bind_groups,
-            _ => &self.scene.material_bind_groups,
-        }
-    }
-
-    /// Record the reference path over the original textures into the comparison
-    /// targets: its material targets, then their lit radiance.
-    fn record_reference_comparison(&self, frame: &mut FrameEncoder<'_>) {
-        let t = &self.targets;
-        let c = &t.comparison;
-        let settings = DecodeSettings::default();
-        self.record_material_pass(
-            frame,
-            MaterialPath::Reference,
-            None,
-            &settings,
-            &c.materials,
-        );
-        let inputs = LightingInputs {
-            frame: &self.frame_buffer,
-            depth: &t.gbuffer.depth,
-            materials: &c.materials,
-            shadow_map: &t.shadow_map,
+    if let (Some(resolve), Some(ids)) = (&passes.gbuffer_resolve, &gbuffer.ids) {
+        let inputs = ResolveInputs {
+            frame: scene.frame,
+            scene: scene.scene,
+            ids,
+            depth: &gbuffer.depth,
         };
-        self.passes
-            .reference_lighting
-            .record(frame, &inputs, &c.hdr);
+        resolve.record(frame, &inputs, gbuffer);
     }
 }
 
+/// The scene's textures as `path` samples them: a package's baked textures, or the
+/// originals.
+fn material_bind_groups<'a>(
+    packages: &'a HashMap<RenderMode, LoadedPackage>,
+    scene: &'a SceneGpu,
+    path: MaterialPath,
+) -> &'a [wgpu::BindGroup] {
+    let baked = packages.get(&path.mode()).and_then(|p| p.baked.as_ref());
+    match (path, baked) {
+        (MaterialPath::Baked(_), Some(Ok(baked))) => &baked.bind_groups,
+        _ => &scene.material_bind_groups,
+    }
+}
+
+/// Record the reference path of `scene` over its original textures into the comparison
+/// targets of `targets`: its material targets, then their lit radiance.
+fn record_reference_comparison(
+    passes: &Passes,
+    targets: &FrameTargets,
+    scene: &SceneInputs<'_>,
+    frame: &mut FrameEncoder<'_>,
+) {
+    let c = &targets.comparison;
+    let originals = SceneInputs {
+        materials: &scene.scene.material_bind_groups,
+        ..*scene
+    };
+    let inputs = ReferenceInputs {
+        scene: originals,
+        gbuffer: &targets.gbuffer,
+    };
+    passes.reference.record(frame, &inputs, &c.materials);
+    let lit = LightingInputs {
+        frame: scene.frame,
+        depth: &targets.gbuffer.depth,
+        materials: &c.materials,
+        shadow_map: passes.shadow.map(),
+    };
+    passes.reference_lighting.record(frame, &lit, &c.hdr);
+}
+
 /// The decode pass for `config` with `choice`'s kernel and tile. A kernel left to the renderer
-/// (`None`) is [`NtcKernel::best`]; when that one fails to build (the model or the
+/// (`None`) is the fastest measured ([`kernel_choice::best_measured`]); when that one fails to build (the model or the
 /// adapter's matrix configurations rule it out, or the shader compiler fails), the failure
 /// is logged and the pass falls back to f16 where supported, else f32. An explicitly
 /// chosen kernel's failure is the error.
@@ -989,7 +1061,7 @@ fn decode_pass(
     if let Some(kernel) = choice.kernel {
         return NtcDecodePass::new(ctx, config, kernel, choice.tile);
     }
-    let mut kernels = vec![NtcKernel::best(&ctx.granted)];
+    let mut kernels = vec![kernel_choice::best_measured(ctx, config)];
     for fallback in [NtcKernel::F16, NtcKernel::F32] {
         if fallback.supported(&ctx.granted) && !kernels.contains(&fallback) {
             kernels.push(fallback);

@@ -21,6 +21,7 @@
 //!
 //! This module uploads and describes data; the passes live in `render::passes`.
 
+use crate::gpu::Defines;
 use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec3};
 use wgpu::util::DeviceExt as _;
@@ -498,36 +499,30 @@ pub fn map_materials(
 }
 
 /// The model defines of the NTC shaders (`common/ntc_mlp.wgsl`, `common/ntc_decode.wgsl`)
-/// for `config`, with `threads` threads per workgroup.
-pub(crate) fn model_defines(config: &NtcConfig, threads: u32) -> Vec<(String, String)> {
-    let mut defines = vec![
-        ("NTC_FEATURES".to_owned(), config.features.to_string()),
-        (
-            "NTC_LATENT_BITS".to_owned(),
-            config.latent_bits.bits().to_string(),
-        ),
-        ("NTC_PE_WAVES".to_owned(), config.pe_waves.to_string()),
-        (
-            "NTC_INPUT_WIDTH".to_owned(),
-            config.input_width().to_string(),
-        ),
-        (
-            "NTC_LAYERS".to_owned(),
-            (config.hidden.len() + 1).to_string(),
-        ),
-        (
-            "NTC_PARAMS".to_owned(),
-            config.decoder_param_count().to_string(),
-        ),
-        ("NTC_THREADS".to_owned(), threads.to_string()),
-        ("NTC_LEAKY_SLOPE".to_owned(), format!("{LEAKY_SLOPE:?}")),
-    ];
+/// for `config`, with `threads` threads per workgroup. `NTC_WIDEST` is the widest layer
+/// the matrix loops unroll to (the input or a hidden layer).
+pub(crate) fn model_defines(config: &NtcConfig, threads: u32) -> Defines {
+    let mut defines = Defines::new()
+        .with("NTC_FEATURES", config.features)
+        .with("NTC_LATENT_BITS", config.latent_bits.bits())
+        .with("NTC_PE_WAVES", config.pe_waves)
+        .with("NTC_INPUT_WIDTH", config.input_width())
+        .with("NTC_LAYERS", config.hidden.len() + 1)
+        .with("NTC_PARAMS", config.decoder_param_count())
+        .with("NTC_THREADS", threads)
+        .with("NTC_LEAKY_SLOPE", format!("{LEAKY_SLOPE:?}"));
     for layer in 0..crate::ntc::model::MAX_HIDDEN_LAYERS {
         let width = config.hidden.get(layer).copied().unwrap_or(0);
-        defines.push((format!("NTC_HIDDEN_{layer}"), width.to_string()));
+        defines.set(&format!("NTC_HIDDEN_{layer}"), width);
     }
+    let widest = config
+        .hidden
+        .iter()
+        .map(|&w| w as usize)
+        .fold(config.input_width(), usize::max);
+    defines.set("NTC_WIDEST", widest);
     if config.activation == Activation::LeakyRelu {
-        defines.push(("NTC_LEAKY_RELU".to_owned(), "1".to_owned()));
+        defines.set("NTC_LEAKY_RELU", 1);
     }
     defines
 }
@@ -887,6 +882,7 @@ mod tests {
                 max: Vec3::ZERO,
             },
             warnings: vec![],
+            buffers: vec![],
         }
     }
 

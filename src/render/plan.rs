@@ -5,7 +5,10 @@
 //! (which mode is on screen, whether the history restarted) instead of asking the
 //! renderer back.
 
+use std::sync::Arc;
+
 use super::RenderMode;
+use super::ntc_gpu::NtcRenderError;
 use super::passes::heatmap::HeatmapSettings;
 use super::passes::temporal::TemporalSettings;
 
@@ -32,17 +35,34 @@ impl MaterialPath {
 }
 
 /// Why a frame does not render the mode it asked for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Fallback {
     /// The mode's package is not in the renderer (yet).
     NoPackage,
-    /// The package is there but its path cannot run: the decode pass or the bake failed
-    /// (the message says why).
-    Unusable(String),
+    /// The package is there but its path cannot run (shared: the renderer keeps the
+    /// failure, and every plan that falls back on it names the same one).
+    Unusable(Arc<Unusable>),
+}
+
+/// What failed on an NTC mode's material path.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    /// The decode pass for the package's decoders could not be built (kept until the
+    /// kernel choice or the decoder shape changes).
+    #[error("cannot decode NTC packages of this model: {0}")]
+    DecodePass(NtcRenderError),
+    /// Inference on load could not bake the package into textures (kept for the
+    /// package).
+    #[error("inference on load failed: {0}")]
+    Bake(NtcRenderError),
+    /// The decode pass was built but could not record this frame (e.g. sort buffers
+    /// over the device's limits at this size); the frame drew the reference instead.
+    #[error("NTC decode: {0}; drawing the reference")]
+    Record(NtcRenderError),
 }
 
 /// What one frame does. See the module docs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct FramePlan {
     /// The mode the settings asked for.
     pub requested: RenderMode,
@@ -67,5 +87,15 @@ impl FramePlan {
     /// The mode on screen.
     pub fn mode(&self) -> RenderMode {
         self.material.mode()
+    }
+
+    /// The frame draws the reference after all, for `why` (a failure found while
+    /// recording): nothing is compared, and the temporal pass ignores its history, which
+    /// was accumulated with another material path.
+    pub fn fall_back(&mut self, why: Fallback) {
+        self.material = MaterialPath::Reference;
+        self.fallback = Some(why);
+        self.compare = false;
+        self.temporal.reset = true;
     }
 }

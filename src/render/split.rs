@@ -24,15 +24,20 @@ use crate::ntc::NtcConfig;
 
 use super::passes::image_error::{ErrorSpace, ErrorTargets, ImageErrorInputs, ImageErrorPass};
 use super::passes::lighting::{LightingInputs, LightingPass};
+use super::passes::ntc_decode::DecodeInputs;
 use super::passes::ntc_decode::{NtcDecodePass, NtcKernel};
+use super::passes::reference::ReferenceInputs;
+use super::passes::scene_draw::SceneInputs;
 use super::passes::split::{Composition, SplitInputs, SplitPass};
 use super::passes::temporal::{TemporalInputs, TemporalPass};
 use super::passes::tonemap::{self, TonemapInputs, TonemapPass};
+use super::plan::Unusable;
 use super::targets::{MaterialTargets, Target, format};
 use super::{
     DecodePath, Fallback, FramePlan, FrameSettings, KernelChoice, MaterialPath, RenderError,
-    RenderMode, Renderer, decode_pass, headless,
+    RenderMode, Renderer, decode_pass, headless, material_bind_groups, record_reference_comparison,
 };
+use std::sync::Arc;
 
 /// Prefix of the timing labels of the right side's passes.
 pub const RIGHT_PREFIX: &str = "split.";
@@ -85,7 +90,7 @@ impl SplitSettings {
 
 /// What the right side of a split frame did (the left side's is the frame's
 /// [`FramePlan`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct SidePlan {
     /// The material path taken: the side's mode, or the reference.
     pub material: MaterialPath,
@@ -96,7 +101,7 @@ pub struct SidePlan {
 }
 
 /// What a split frame did.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct SplitPlan {
     /// The left side (the frame's plan).
     pub left: FramePlan,
@@ -264,14 +269,16 @@ impl SplitView {
         });
         if !current {
             let pass = decode_pass(ctx, config, &choice).map_err(|e| {
-                log::error!("split view: cannot decode with this kernel: {e}");
-                e.to_string()
+                let failure = Arc::new(Unusable::DecodePass(e));
+                log::error!("split view: {failure}");
+                failure
             });
             self.decode = Some(RightDecode {
                 choice,
                 path: DecodePath {
                     config: config.clone(),
                     pass,
+                    record_failure: None,
                 },
             });
         }
@@ -301,7 +308,10 @@ impl Renderer {
     /// the same G-buffer, composed at `split.divider` (or as the difference view); each
     /// side is compared with the reference. `output`'s texture must have the format
     /// `view` was built for.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "Renderer::record's arguments plus the split settings and the view it keeps"
+    )]
     pub fn record_split(
         &mut self,
         ctx: &GpuContext,
@@ -355,28 +365,48 @@ impl Renderer {
         };
 
         let t = &self.targets;
+        let scene = SceneInputs {
+            frame: &self.frame_buffer,
+            scene: &self.scene,
+            materials: material_bind_groups(&self.packages, &self.scene, material),
+        };
         let mut frame = FrameEncoder::new(ctx, encoder, profiler);
         // The reference the two sides are measured against.
-        self.record_reference_comparison(&mut frame);
+        record_reference_comparison(&self.passes, t, &scene, &mut frame);
         let mut right = frame.with_prefix(RIGHT_PREFIX);
-        let decode_pass = match decode {
-            Some(DecodePath { pass: Ok(pass), .. }) => Some(pass),
-            _ => None,
+        let package = self.packages.get(&right_mode);
+        let decoded = match (material, package, view.decode.as_mut()) {
+            (MaterialPath::Decode(_), Some(package), Some(RightDecode { path, .. }))
+                if path.pass.is_ok() =>
+            {
+                let inputs = DecodeInputs {
+                    frame: &self.frame_buffer,
+                    materials: &self.scene.material_buffer,
+                    gbuffer: &t.gbuffer,
+                    blue_noise: &self.blue_noise.view,
+                    package: &package.gpu,
+                    settings: &settings.passes.decode,
+                };
+                path.record(&mut right, &inputs, &view.materials).is_ok()
+            }
+            _ => false,
         };
-        self.record_material_pass(
-            &mut right,
-            material,
-            decode_pass,
-            &settings.passes.decode,
-            &view.materials,
-        );
+        if !decoded {
+            let inputs = ReferenceInputs {
+                scene,
+                gbuffer: &t.gbuffer,
+            };
+            self.passes
+                .reference
+                .record(&mut right, &inputs, &view.materials);
+        }
         view.lighting.record(
             &mut right,
             &LightingInputs {
                 frame: &self.frame_buffer,
                 depth: &t.gbuffer.depth,
                 materials: &view.materials,
-                shadow_map: &t.shadow_map,
+                shadow_map: self.passes.shadow.map(),
             },
             &view.hdr,
         );
@@ -404,7 +434,6 @@ impl Renderer {
             },
             &view.frames[1].view,
         );
-        drop(right);
 
         // Each side against the reference.
         for (i, side) in [&t.accumulated, &view.accumulated].into_iter().enumerate() {

@@ -1,18 +1,18 @@
 //! The textures the passes of a frame hand to each other, all in one [`FrameTargets`]:
-//! the sun's shadow map, the G-buffer, the material targets, HDR radiance, the
+//! the G-buffer, the material targets, HDR radiance, the
 //! accumulated radiance, the divergence tile counts and the reference comparison's
 //! targets. Owned by the [`super::Renderer`]; reallocated on resize, the tile counts also
 //! when the tile size changes.
 //!
-//! The temporal history (a ping-pong pair that outlives a frame) is not here: it is state
-//! of the temporal pass, owned, swapped and reset by it (STYLE pattern 2). Everything here
+//! What outlives a frame is not here: the temporal history (a ping-pong pair) is state of
+//! the temporal pass, owned, swapped and reset by it (STYLE pattern 2), and the sun's
+//! shadow map is the shadow pass's, redrawn only when its inputs change. Everything here
 //! is written before it is read within one frame, so no frame depends on what an earlier
 //! one left in these textures.
 
 use crate::gpu::layout;
 use crate::render::passes::divergence::DivergencePass;
 use crate::render::passes::image_error::ErrorTargets;
-use crate::render::passes::shadow::SHADOW_MAP_SIZE;
 use crate::screen::tiles::TileSize;
 
 /// G-buffer formats. Together 32 bytes per sample, wgpu's default
@@ -291,8 +291,6 @@ pub struct FrameTargets {
     size: (u32, u32),
     tile: TileSize,
     mode: GBufferMode,
-    /// The sun's shadow map ([`SHADOW_MAP_SIZE`]²): shadow → lighting.
-    pub shadow_map: Target,
     /// G-buffer passes → material passes, lighting, temporal, tonemap, divergence.
     pub gbuffer: GBuffer,
     /// Material pass → lighting, tonemap (AOVs).
@@ -315,13 +313,6 @@ impl FrameTargets {
             size,
             tile,
             mode,
-            shadow_map: Target::new(
-                device,
-                "shadow.map",
-                (SHADOW_MAP_SIZE, SHADOW_MAP_SIZE),
-                format::SHADOW,
-                wgpu::TextureUsages::empty(),
-            ),
             gbuffer: GBuffer::new(device, size, mode),
             materials: MaterialTargets::new(device, size),
             hdr: hdr_target(device, "hdr", size),

@@ -27,8 +27,12 @@ use super::{
 
 /// glTF extensions the importer understands. A file that *requires* any other one is
 /// rejected with [`SceneError::UnsupportedExtension`].
-pub const SUPPORTED_REQUIRED_EXTENSIONS: &[&str] =
-    &["KHR_texture_transform", "KHR_materials_emissive_strength"];
+pub const SUPPORTED_REQUIRED_EXTENSIONS: &[&str] = &[
+    "KHR_texture_transform",
+    "KHR_materials_emissive_strength",
+    "KHR_texture_basisu",
+    "MSFT_texture_dds",
+];
 
 /// Where a glTF's buffer and image URIs may point: relative paths that stay inside the
 /// glTF's folder, or inside one of `extra_roots` (a scene description's `asset_folders`).
@@ -66,23 +70,29 @@ impl UriPolicy {
             ));
         }
         let path = base_dir.join(uri);
-        if self.anywhere || ALLOW_OUTSIDE_URIS.load(Ordering::Relaxed) {
-            return Ok(path);
-        }
-        let target = crate::outputs::resolve(&path);
-        let roots: Vec<PathBuf> = std::iter::once(base_dir)
-            .chain(self.extra_roots.iter().map(PathBuf::as_path))
-            .map(crate::outputs::resolve)
-            .collect();
-        if roots.iter().any(|r| target.starts_with(r)) {
+        if self.admits(&path, base_dir) {
             Ok(path)
         } else {
             Err(format!(
                 "{at}: `{uri}` points outside the scene's folder {} (to {}); list its folder in the scene description's `asset_folders` or pass --allow-outside-uris",
-                roots[0].display(),
-                target.display()
+                crate::outputs::resolve(base_dir).display(),
+                crate::outputs::resolve(&path).display()
             ))
         }
+    }
+
+    /// Whether the file `path` may be read by a file in the folder `base_dir` (`""` is
+    /// the current folder): it lies inside `base_dir` or an extra root once links and
+    /// `..` are resolved, or any path is allowed.
+    pub fn admits(&self, path: &Path, base_dir: &Path) -> bool {
+        if self.anywhere || ALLOW_OUTSIDE_URIS.load(Ordering::Relaxed) {
+            return true;
+        }
+        let target = crate::outputs::resolve(path);
+        std::iter::once(base_dir)
+            .chain(self.extra_roots.iter().map(PathBuf::as_path))
+            .map(crate::outputs::resolve)
+            .any(|root| target.starts_with(root))
     }
 }
 
@@ -158,8 +168,9 @@ fn import(bytes: &[u8], path: &Path, policy: &UriPolicy) -> Result<Scene> {
     }
     gltf_validate::validate(document.as_json()).map_err(malformed)?;
     let base_dir = path.parent().unwrap_or(Path::new("."));
-    let buffers = load_buffers(path, base_dir, &document, blob, policy)?;
+    let (buffers, buffer_files) = load_buffers(path, base_dir, &document, blob, policy)?;
     let mut importer = Importer {
+        document: &document,
         path,
         base_dir,
         policy,
@@ -301,39 +312,21 @@ fn import(bytes: &[u8], path: &Path, policy: &UriPolicy) -> Result<Scene> {
         cameras,
         bounds,
         warnings,
+        buffers: buffer_files,
     })
 }
 
-/// The external buffer files of the glTF or GLB at `path` (URIs that are neither `data:`
-/// nor the GLB chunk, percent-decoded, relative to its folder), in buffer order: what
-/// besides the file itself its geometry is read from. Only the JSON is parsed.
-pub fn buffer_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let gltf = gltf::Gltf::open(path).map_err(|e| SceneError::Malformed {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    let base_dir = path.parent().unwrap_or(Path::new("."));
-    Ok(gltf
-        .document
-        .buffers()
-        .filter_map(|buffer| match buffer.source() {
-            gltf::buffer::Source::Uri(uri) if uri_scheme(uri).is_none() => {
-                Some(base_dir.join(percent_decode(uri)))
-            }
-            _ => None,
-        })
-        .collect())
-}
-
 /// Resolve every buffer: the GLB binary chunk, a data URI or a file next to the glTF.
+/// Also returns the files read.
 fn load_buffers(
     path: &Path,
     base_dir: &Path,
     document: &gltf::Document,
     mut blob: Option<Vec<u8>>,
     policy: &UriPolicy,
-) -> Result<Vec<Vec<u8>>> {
+) -> Result<(Vec<Vec<u8>>, Vec<PathBuf>)> {
     let mut out = Vec::new();
+    let mut files = Vec::new();
     for buffer in document.buffers() {
         let data = match buffer.source() {
             gltf::buffer::Source::Bin => blob.take().ok_or_else(|| SceneError::Malformed {
@@ -360,7 +353,12 @@ fn load_buffers(
                             path: path.to_path_buf(),
                             reason,
                         })?;
-                    std::fs::read(&file).map_err(|source| SceneError::Io { path: file, source })?
+                    let data = std::fs::read(&file).map_err(|source| SceneError::Io {
+                        path: file.clone(),
+                        source,
+                    })?;
+                    files.push(file);
+                    data
                 }
             }
         };
@@ -377,7 +375,7 @@ fn load_buffers(
         }
         out.push(data);
     }
-    Ok(out)
+    Ok((out, files))
 }
 
 /// Decode a `data:` URI. `None` when `uri` is not a data URI.
@@ -418,6 +416,7 @@ fn percent_decode(s: &str) -> String {
 }
 
 struct Importer<'a> {
+    document: &'a gltf::Document,
     path: &'a Path,
     base_dir: &'a Path,
     policy: &'a UriPolicy,
@@ -490,8 +489,21 @@ impl Importer<'_> {
                 "material {material}: texture uses TEXCOORD_{tex_coord}; only TEXCOORD_0 is imported"
             ));
         }
+        // `gltf_validate` checked that every texture has a source, core or extension,
+        // naming an image that exists.
+        let image = texture
+            .source()
+            .or_else(|| {
+                gltf_validate::IMAGE_SOURCE_EXTENSIONS
+                    .iter()
+                    .find_map(|ext| {
+                        let index = texture.extension_value(ext)?.get("source")?.as_u64()?;
+                        self.document.images().nth(usize::try_from(index).ok()?)
+                    })
+            })
+            .ok_or_else(|| self.malformed(format!("texture {} has no image", texture.index())))?;
         Ok(TextureRef {
-            image: self.image(texture.source())?,
+            image: self.image(image)?,
             tex_coord,
         })
     }

@@ -15,13 +15,23 @@
 //!   the element size, and its last element inside its view; every view inside its
 //!   buffer; sparse indices and values inside their views;
 //! - every image: exactly one of `uri` and `bufferView`, and a `mimeType` with a view;
+//! - every texture: a `source`, or a `KHR_texture_basisu` / `MSFT_texture_dds` `source`,
+//!   naming an image that exists;
 //! - every number the importer uses is finite: material factors, alpha cutoff, texture
-//!   transforms, node transforms, camera parameters.
+//!   transforms, node transforms, camera parameters; material factors within glTF's
+//!   ranges (colour factors, metallic, roughness and occlusion strength in 0..=1, an
+//!   emissive strength up to [`MAX_EMISSIVE_STRENGTH`]), node matrices affine;
+//! - `asset.version` (and `minVersion`) of glTF 2.
 //!
 //! Vertex values themselves (NaN positions, …) are checked by the importer after reading.
 
 use gltf::json;
 use gltf::json::validation::{Checked, Validate};
+
+/// Texture extensions whose `source` names a KTX2 or DDS image. A texture reads its core
+/// `source` (a PNG or JPEG, the lossless or higher-quality fallback) when it has one, else
+/// the first of these it carries.
+pub const IMAGE_SOURCE_EXTENSIONS: [&str; 2] = ["KHR_texture_basisu", "MSFT_texture_dds"];
 
 /// Where and what: `meshes[0].primitives[1].indices: ...`.
 pub type Problem = String;
@@ -65,6 +75,7 @@ pub fn check_glb_header(bytes: &[u8]) -> Result<(), Problem> {
 /// Check `root` (parsed without validation). `Err` holds one line: the JSON path and the
 /// problem.
 pub fn validate(root: &json::Root) -> Result<(), Problem> {
+    check_asset(&root.asset)?;
     check_attribute_indices(root)?;
     let mut errors: Vec<(json::Path, json::validation::Error)> = Vec::new();
     root.validate(root, json::Path::new, &mut |path, error| {
@@ -91,6 +102,9 @@ pub fn validate(root: &json::Root) -> Result<(), Problem> {
     }
     for (i, image) in root.images.iter().enumerate() {
         check_image(i, image)?;
+    }
+    for (i, texture) in root.textures.iter().enumerate() {
+        check_texture_sources(i, texture, root.images.len())?;
     }
     for (i, material) in root.materials.iter().enumerate() {
         check_material(&format!("materials[{i}]"), material)?;
@@ -318,8 +332,8 @@ fn allowed(
         S::Colors(_) => (&[T::Vec3, T::Vec4], &[C::F32, C::U8, C::U16], true),
         S::Joints(_) => (&[T::Vec4], &[C::U8, C::U16], false),
         S::Weights(_) => (&[T::Vec4], &[C::F32, C::U8, C::U16], true),
-        #[allow(unreachable_patterns)]
-        _ => return None,
+        // Application-specific semantics (`_NAME`, gltf's "extras" feature).
+        S::Extras(_) => return None,
     })
 }
 
@@ -413,13 +427,91 @@ fn check_image(i: usize, image: &json::Image) -> Result<(), Problem> {
         (Some(_), Some(_)) => Err(format!("{at}: has both uri and bufferView")),
         (None, None) => Err(format!("{at}: has neither uri nor bufferView")),
         (None, Some(_)) => match image.mime_type.as_ref().map(|m| m.0.as_str()) {
-            Some("image/png" | "image/jpeg") => Ok(()),
+            Some("image/png" | "image/jpeg" | "image/ktx2" | "image/vnd-ms.dds") => Ok(()),
             Some(other) => Err(format!(
-                "{at}.mimeType: `{other}` (expected image/png or image/jpeg)"
+                "{at}.mimeType: `{other}` (expected image/png, image/jpeg, image/ktx2 or image/vnd-ms.dds)"
             )),
             None => Err(format!("{at}: a bufferView image needs a mimeType")),
         },
         (Some(_), None) => Ok(()),
+    }
+}
+
+/// `asset.version` (and `minVersion`) of glTF 2: `2.<minor>`; a glTF 1.0 file has
+/// another layout, and a later major version may too.
+fn check_asset(asset: &json::Asset) -> Result<(), Problem> {
+    let major = |v: &str| {
+        v.split_once('.')
+            .filter(|(_, minor)| !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit()))
+            .map(|(major, _)| major.to_string())
+    };
+    if major(&asset.version).as_deref() != Some("2") {
+        return Err(format!(
+            "asset.version: `{}` is not a glTF 2 version (2.0 expected)",
+            asset.version
+        ));
+    }
+    if let Some(min) = &asset.min_version
+        && major(min).as_deref() != Some("2")
+    {
+        return Err(format!("asset.minVersion: `{min}` is not a glTF 2 version"));
+    }
+    Ok(())
+}
+
+/// `values` are all finite and within `lo..=hi` (glTF's range for them), else the
+/// problem at `at`.
+fn within(at: &str, values: &[f32], lo: f32, hi: f32) -> Result<(), Problem> {
+    finite(at, values)?;
+    let at_k = |k: usize| {
+        if values.len() == 1 {
+            at.to_string()
+        } else {
+            format!("{at}[{k}]")
+        }
+    };
+    match values.iter().position(|v| !(lo..=hi).contains(v)) {
+        None => Ok(()),
+        Some(k) => Err(format!("{}: {} is outside {lo}..={hi}", at_k(k), values[k])),
+    }
+}
+
+/// Largest `KHR_materials_emissive_strength` accepted: far above any physical light in
+/// a scene's units, far below what overflows the renderer's f16 and f32 targets.
+pub const MAX_EMISSIVE_STRENGTH: f32 = 1.0e4;
+
+/// A texture's image: its core `source` (the crate checks its range) or an image-source
+/// extension's `source`, an index of one of the `images` images.
+fn check_texture_sources(i: usize, texture: &json::Texture, images: usize) -> Result<(), Problem> {
+    let at = format!("textures[{i}]");
+    let mut has_source = texture.source.value() != u32::MAX as usize;
+    let others = texture.extensions.as_ref().map(|e| &e.others);
+    for ext in IMAGE_SOURCE_EXTENSIONS {
+        let Some(value) = others.and_then(|o| o.get(ext)) else {
+            continue;
+        };
+        let index = value.get("source").and_then(|v| v.as_u64());
+        match index {
+            Some(index) if index < images as u64 => has_source = true,
+            Some(index) => {
+                return Err(format!(
+                    "{at}.extensions.{ext}.source: image {index} does not exist ({images} images)"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "{at}.extensions.{ext}.source: missing or not an image index"
+                ));
+            }
+        }
+    }
+    if has_source {
+        Ok(())
+    } else {
+        Err(format!(
+            "{at}: no image (neither `source` nor a {} source)",
+            IMAGE_SOURCE_EXTENSIONS.join(" or ")
+        ))
     }
 }
 
@@ -453,36 +545,54 @@ fn info_transform(
 
 fn check_material(at: &str, m: &json::Material) -> Result<(), Problem> {
     let pbr = &m.pbr_metallic_roughness;
-    finite(
+    within(
         &format!("{at}.pbrMetallicRoughness.baseColorFactor"),
         &pbr.base_color_factor.0,
+        0.0,
+        1.0,
     )?;
-    finite(
+    within(
         &format!("{at}.pbrMetallicRoughness.metallicFactor"),
         &[pbr.metallic_factor.0],
+        0.0,
+        1.0,
     )?;
-    finite(
+    within(
         &format!("{at}.pbrMetallicRoughness.roughnessFactor"),
         &[pbr.roughness_factor.0],
+        0.0,
+        1.0,
     )?;
-    finite(&format!("{at}.emissiveFactor"), &m.emissive_factor.0)?;
+    within(
+        &format!("{at}.emissiveFactor"),
+        &m.emissive_factor.0,
+        0.0,
+        1.0,
+    )?;
     if let Some(c) = &m.alpha_cutoff {
-        finite(&format!("{at}.alphaCutoff"), &[c.0])?;
+        within(&format!("{at}.alphaCutoff"), &[c.0], 0.0, f32::MAX)?;
     }
     if let Some(n) = &m.normal_texture {
         finite(&format!("{at}.normalTexture.scale"), &[n.scale])?;
     }
     if let Some(o) = &m.occlusion_texture {
-        finite(&format!("{at}.occlusionTexture.strength"), &[o.strength.0])?;
+        within(
+            &format!("{at}.occlusionTexture.strength"),
+            &[o.strength.0],
+            0.0,
+            1.0,
+        )?;
     }
     if let Some(s) = m
         .extensions
         .as_ref()
         .and_then(|e| e.emissive_strength.as_ref())
     {
-        finite(
+        within(
             &format!("{at}.extensions.KHR_materials_emissive_strength.emissiveStrength"),
             &[s.emissive_strength.0],
+            0.0,
+            MAX_EMISSIVE_STRENGTH,
         )?;
     }
     for (slot, info) in [
@@ -509,6 +619,14 @@ fn check_material(at: &str, m: &json::Material) -> Result<(), Problem> {
 fn check_node(at: &str, n: &json::Node) -> Result<(), Problem> {
     if let Some(m) = &n.matrix {
         finite(&format!("{at}.matrix"), m)?;
+        // Column-major: the last row of an affine transform (what glTF allows, a matrix
+        // that decomposes into translation, rotation and scale) is 0, 0, 0, 1.
+        if [m[3], m[7], m[11], m[15]] != [0.0, 0.0, 0.0, 1.0] {
+            return Err(format!(
+                "{at}.matrix: its last row is {:?}, not [0, 0, 0, 1] (not an affine transform)",
+                [m[3], m[7], m[11], m[15]]
+            ));
+        }
     }
     if let Some(t) = &n.translation {
         finite(&format!("{at}.translation"), t)?;

@@ -233,6 +233,25 @@ pub struct MaterialTextures {
     pub emissive: Option<TextureRef>,
 }
 
+impl MaterialTextures {
+    /// The image files of the slots (embedded images left out), in slot order.
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        [
+            &self.base_color,
+            &self.normal,
+            &self.metallic_roughness,
+            &self.occlusion,
+            &self.emissive,
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|r| match &r.image {
+            ImageSource::File(p) => Some(p.as_path()),
+            ImageSource::Embedded { .. } => None,
+        })
+    }
+}
+
 /// A PBR metallic-roughness material with its constants and texture references.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Material {
@@ -385,9 +404,24 @@ pub struct Scene {
     pub bounds: Aabb,
     /// Non-fatal observations made while importing (e.g. a second UV set ignored).
     pub warnings: Vec<String>,
+    /// The external buffer files its geometry was read from.
+    pub buffers: Vec<PathBuf>,
 }
 
 impl Scene {
+    /// Every file the scene was read from: the glTF, its buffers and every image file
+    /// its materials name, each once, in that order.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut files = vec![self.source.clone()];
+        let images = self.materials.iter().flat_map(|m| m.textures.files());
+        for f in self.buffers.iter().map(PathBuf::as_path).chain(images) {
+            if !files.iter().any(|g| g == f) {
+                files.push(f.to_path_buf());
+            }
+        }
+        files
+    }
+
     /// Load a `.gltf` or `.glb` file.
     pub fn load(path: &Path) -> Result<Scene> {
         gltf_import::load(path)

@@ -3,6 +3,8 @@
 //! decoder in a tile once, so the number of distinct decoders per tile is the divergence
 //! the paper measures.
 
+use crate::gpu::Defines;
+
 /// The tile shape of the decode and divergence passes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -57,9 +59,9 @@ impl TileSize {
     }
 
     /// The shader defines `TILE_W` and `TILE_H` (the workgroup size of tiled passes).
-    pub fn defines(self) -> [(&'static str, String); 2] {
+    pub fn defines(self) -> Defines {
         let (w, h) = self.dims();
-        [("TILE_W", w.to_string()), ("TILE_H", h.to_string())]
+        Defines::new().with("TILE_W", w).with("TILE_H", h)
     }
 }
 

@@ -27,13 +27,37 @@ pub struct OverBudget {
     pub limit: u64,
 }
 
+/// An unusable `NEUROTEX_MEMORY_BUDGET`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{ENV}=`{value}` is not a memory budget: expected a positive whole number of bytes, \
+     optionally with K, M or G (powers of 1024), e.g. 512M or 8G"
+)]
+pub struct BadBudget {
+    /// The variable's value (lossily decoded).
+    pub value: String,
+}
+
+/// The budget `NEUROTEX_MEMORY_BUDGET` sets (`None` when it is not set), or why its
+/// value is unusable. The command line calls this before any command runs, so a bad
+/// value is an error there rather than the default.
+pub fn from_env() -> Result<Option<u64>, BadBudget> {
+    let Some(value) = std::env::var_os(ENV) else {
+        return Ok(None);
+    };
+    let text = value.to_string_lossy();
+    match value.to_str().and_then(parse) {
+        Some(n) => Ok(Some(n)),
+        None => Err(BadBudget {
+            value: text.into_owned(),
+        }),
+    }
+}
+
 /// The budget in force: `NEUROTEX_MEMORY_BUDGET` when set and valid, else
-/// [`DEFAULT_LIMIT`].
+/// [`DEFAULT_LIMIT`] (library callers that did not check [`from_env`] first).
 pub fn limit() -> u64 {
-    std::env::var(ENV)
-        .ok()
-        .and_then(|v| parse(&v))
-        .unwrap_or(DEFAULT_LIMIT)
+    from_env().ok().flatten().unwrap_or(DEFAULT_LIMIT)
 }
 
 /// `1234`, `512M`, `8G` (powers of 1024) → bytes.
@@ -82,6 +106,9 @@ mod tests {
         assert_eq!(parse("0"), None);
         assert_eq!(parse("lots"), None);
         assert_eq!(parse("99999999999G"), None);
+        for bad in ["8GB", "-1", "lots", "", "1.5G"] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
         assert!(check(|| "x".into(), 10, 10).is_ok());
         let e = check(|| "the set `brick`".into(), 11, 10).unwrap_err();
         assert_eq!((e.needed, e.limit), (11, 10));

@@ -4,14 +4,18 @@
 //! expanded) and JPEG into a [`DecodedImage`] that keeps the file's sample width, so
 //! 16-bit precision survives until the final 8-bit quantisation. The image size is read
 //! from the header and checked against [`MAX_IMAGE_SIDE`] before any pixel buffer is
-//! allocated. [`write_png_rgba8`] writes an RGBA8 PNG atomically (temporary file in the
-//! same folder, then rename).
+//! allocated. DDS and KTX2 files (told by their first bytes) go through
+//! [`super::containers`]: level 0 is decoded, every level's size checked, and
+//! [`ImageInfo::block_format`] names a block-compressed (already lossy) source.
+//! [`write_png_rgba8`] writes an RGBA8 PNG atomically (temporary file in the same folder,
+//! then rename).
 
 use std::io::{BufRead, Cursor, Seek};
 use std::path::Path;
 
 use image::{DynamicImage, ImageDecoder, ImageEncoder, ImageReader, Limits};
 
+use super::containers::{Container, ContainerKind};
 use super::{MAX_IMAGE_SIDE, TextureError};
 use crate::scene::ImageSource;
 
@@ -96,6 +100,9 @@ pub struct ImageInfo {
     pub bytes_per_sample: u8,
     /// Size of the encoded data in bytes.
     pub encoded_len: u64,
+    /// The block format (`BC1` … `BC7`) of a DDS or KTX2 source: its texels were already
+    /// lossily compressed.
+    pub block_format: Option<&'static str>,
 }
 
 impl ImageInfo {
@@ -131,6 +138,10 @@ pub const EXPANSION_SLACK: u64 = 64 << 20;
 /// with the image crate's message.
 pub fn decode(source: &ImageSource) -> Result<DecodedImage, TextureError> {
     let file = source.display_name();
+    if let Some(bytes) = container_bytes(source, &file)? {
+        let container = Container::parse(&bytes, &file)?;
+        return container.decode_level(0, &file);
+    }
     match source {
         ImageSource::File(path) => {
             let (reader, len) = open_file(path, &file)?;
@@ -156,6 +167,23 @@ pub fn decode(source: &ImageSource) -> Result<DecodedImage, TextureError> {
 /// checks them (side limits, plausibility, budget) but without decoding.
 pub fn probe(source: &ImageSource) -> Result<ImageInfo, TextureError> {
     let file = source.display_name();
+    if let Some(bytes) = container_bytes(source, &file)? {
+        let c = Container::parse(&bytes, &file)?;
+        let info = ImageInfo {
+            width: c.width,
+            height: c.height,
+            channels: c.channels(),
+            bytes_per_sample: c.sample_bytes(),
+            encoded_len: bytes.len() as u64,
+            block_format: c.encoding.lossy().map(|b| b.name()),
+        };
+        super::budget::check(
+            || format!("decoding {file} ({}×{})", c.width, c.height),
+            c.decode_bytes(0),
+            super::budget::limit(),
+        )?;
+        return Ok(info);
+    }
     match source {
         ImageSource::File(path) => {
             let (reader, len) = open_file(path, &file)?;
@@ -168,6 +196,53 @@ pub fn probe(source: &ImageSource) -> Result<ImageInfo, TextureError> {
             false,
         )
         .map(|(info, _)| info),
+    }
+}
+
+/// The whole file or embedded bytes of `source` when it is a DDS or KTX2 container (told
+/// by its first bytes), `None` for anything else. A file is read only after its length
+/// passed the memory budget.
+fn container_bytes<'a>(
+    source: &'a ImageSource,
+    file: &str,
+) -> Result<Option<std::borrow::Cow<'a, [u8]>>, TextureError> {
+    let io = |path: &Path, e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TextureError::Missing {
+                file: file.to_string(),
+            }
+        } else {
+            TextureError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            }
+        }
+    };
+    match source {
+        ImageSource::Embedded { bytes, .. } => {
+            Ok(ContainerKind::sniff(bytes).map(|_| std::borrow::Cow::Borrowed(&bytes[..])))
+        }
+        ImageSource::File(path) => {
+            use std::io::Read;
+            let mut f = std::fs::File::open(path).map_err(|e| io(path, e))?;
+            let mut head = [0u8; 12];
+            let mut got = 0;
+            while got < head.len() {
+                match f.read(&mut head[got..]).map_err(|e| io(path, e))? {
+                    0 => break,
+                    n => got += n,
+                }
+            }
+            if ContainerKind::sniff(&head[..got]).is_none() {
+                return Ok(None);
+            }
+            let len = f.metadata().map_err(|e| io(path, e))?.len();
+            super::budget::check(|| format!("reading {file}"), len, super::budget::limit())?;
+            let mut bytes = Vec::with_capacity(len as usize);
+            bytes.extend_from_slice(&head[..got]);
+            f.read_to_end(&mut bytes).map_err(|e| io(path, e))?;
+            Ok(Some(std::borrow::Cow::Owned(bytes)))
+        }
     }
 }
 
@@ -276,6 +351,7 @@ fn decode_reader<R: BufRead + Seek>(
         channels,
         bytes_per_sample,
         encoded_len,
+        block_format: None,
     };
     let decoded = info.decoded_bytes();
     let plausible = encoded_len

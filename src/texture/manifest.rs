@@ -3,9 +3,10 @@
 //! [`read_manifest`] reads a Bistro-style manifest: one row per texture set with at least
 //! the columns `set_id, category, paper_category, basecolor, normal, alpha,
 //! roughness_const, metallic_const` (more columns, such as `resolution` or `license`, are
-//! allowed and ignored). Each row becomes a [`Material`] with its base colour and normal
-//! images (paths relative to the manifest's folder), constant roughness and metallic, and
-//! an alpha mode. [`write_texture_sets_csv`] writes the report of a scene's distinct sets.
+//! allowed and ignored) and optionally the image columns of [`OPTIONAL_IMAGES`]. Each row
+//! becomes a [`Material`] with its images (paths relative to the manifest's folder),
+//! constant roughness and metallic (factors that multiply a metallic-roughness or ORM
+//! image), and an alpha mode. [`write_texture_sets_csv`] writes the report of a scene's distinct sets.
 
 use std::path::Path;
 
@@ -36,6 +37,13 @@ const REQUIRED: [&str; 8] = [
     "roughness_const",
     "metallic_const",
 ];
+
+/// Image columns a manifest may have besides `basecolor` and `normal`: `orm` (occlusion,
+/// roughness, metallic in R, G, B: an ARM image), `metallic_roughness` (glTF layout:
+/// roughness G, metallic B; a gray roughness map reads from G), `occlusion` (R) and
+/// `emissive` (sRGB RGB). `orm` and `metallic_roughness` exclude each other; `orm` and
+/// `occlusion` too.
+pub const OPTIONAL_IMAGES: [&str; 4] = ["orm", "metallic_roughness", "occlusion", "emissive"];
 
 /// Read a Bistro-style manifest CSV.
 ///
@@ -93,6 +101,8 @@ pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Vec<ManifestEntry>, T
         c_rough,
         c_metal,
     ] = col;
+    let [c_orm, c_mr, c_occlusion, c_emissive] =
+        OPTIONAL_IMAGES.map(|name| headers.iter().position(|h| h == name));
 
     let mut entries = Vec::new();
     // Row of every set id so far, to name both rows of a duplicate.
@@ -107,6 +117,7 @@ pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Vec<ManifestEntry>, T
             reason,
         };
         let cell = |c: usize| record.get(c).unwrap_or("");
+        let optional = |c: Option<usize>| c.map_or("", cell);
         let id = cell(c_id);
         if id.is_empty() {
             return Err(bad("set_id", "empty set id".into()));
@@ -123,13 +134,26 @@ pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Vec<ManifestEntry>, T
                 "the row names no image (both `basecolor` and `normal` are empty)".into(),
             ));
         }
-        let image = |c: usize| {
-            let rel = cell(c);
+        let image_at = |rel: &str| {
             (!rel.is_empty()).then(|| TextureRef {
                 image: ImageSource::File(folder.join(rel)),
                 tex_coord: 0,
             })
         };
+        let image = |c: usize| image_at(cell(c));
+        let (orm, mr, occlusion) = (optional(c_orm), optional(c_mr), optional(c_occlusion));
+        if !orm.is_empty() && !mr.is_empty() {
+            return Err(bad(
+                "orm",
+                "a row names both an `orm` and a `metallic_roughness` image".into(),
+            ));
+        }
+        if !orm.is_empty() && !occlusion.is_empty() {
+            return Err(bad(
+                "orm",
+                "a row names both an `orm` and an `occlusion` image".into(),
+            ));
+        }
         let factor = |c: usize, column: &str| -> Result<f32, TextureError> {
             let s = cell(c);
             if s.is_empty() {
@@ -161,7 +185,15 @@ pub fn parse_manifest(bytes: &[u8], path: &Path) -> Result<Vec<ManifestEntry>, T
             textures: MaterialTextures {
                 base_color: image(c_base),
                 normal: image(c_normal),
-                ..MaterialTextures::default()
+                metallic_roughness: image_at(if orm.is_empty() { mr } else { orm }),
+                occlusion: image_at(occlusion),
+                emissive: image_at(optional(c_emissive)),
+            },
+            occlusion_from_arm: !orm.is_empty(),
+            emissive_factor: if optional(c_emissive).is_empty() {
+                Material::default().emissive_factor
+            } else {
+                [1.0; 3]
             },
             ..Material::default()
         };

@@ -20,7 +20,11 @@
 //! emissive itself).
 //!
 //! Sub-modules:
-//! - [`image_io`]: PNG/JPEG decoding (8 and 16 bit) and atomic PNG writing.
+//! - [`image_io`]: PNG/JPEG decoding (8 and 16 bit), DDS/KTX2 through [`containers`], and
+//!   atomic PNG writing.
+//! - [`containers`]: DDS and KTX2 (uncompressed and BC1–BC7) read, block-compressed mip
+//!   chains written.
+//! - [`folder`]: manifests from texture folders by naming convention.
 //! - [`set`]: texture set identities ([`TextureSetDesc`]), deduplication over a scene's
 //!   materials and loading into canonical texels.
 //! - [`mips`]: mip chains (linear-light colour, renormalised normals).
@@ -29,9 +33,13 @@
 //! - [`metrics`]: PSNR, the one convention of every report (per channel group and
 //!   pooled, exact matches capped at 99 dB and marked).
 //! - [`bcn`]: BCn baselines measured with it.
+//! - [`flip`]: ꟻLIP beside PSNR, per shipped image of a set and for rendered frames.
 
 pub mod bcn;
 pub mod budget;
+pub mod containers;
+pub mod flip;
+pub mod folder;
 pub mod image_io;
 pub mod manifest;
 pub mod metrics;
@@ -157,7 +165,7 @@ pub enum TextureError {
     },
     /// The image decoded, but its pixel format or container format is not supported.
     #[error(
-        "{file}: unsupported pixel format {format} (expected 8- or 16-bit gray, gray+alpha, RGB or RGBA PNG or JPEG)"
+        "{file}: unsupported pixel format {format} (expected 8- or 16-bit gray, gray+alpha, RGB or RGBA PNG or JPEG, or a 2D DDS or KTX2 texture, uncompressed or BC1–BC7)"
     )]
     UnsupportedFormat {
         /// The file (or embedded image name).

@@ -279,9 +279,22 @@ impl TextureSetDesc {
             height,
             texels,
         };
+        let lossy = images
+            .iter()
+            .filter_map(|(src, slot, info)| {
+                info.block_format.map(|format| {
+                    format!(
+                        "{}: {} is {format}-compressed: the source was already lossy",
+                        slot.name(),
+                        src.display_name()
+                    )
+                })
+            })
+            .collect();
         Ok(LoadedSet {
             set: TextureSet::from_mip0(self.name(), present, mip0),
             missing,
+            lossy,
         })
     }
 }
@@ -385,6 +398,9 @@ pub struct LoadedSet {
     /// One line per skipped image (`<slot>: <error naming the file>`); empty unless
     /// [`LoadOptions::allow_missing`] was set.
     pub missing: Vec<String>,
+    /// One line per image that was block-compressed (BC1–BC7 in a DDS or KTX2 file):
+    /// its block artefacts are part of what the set holds.
+    pub lossy: Vec<String>,
 }
 
 /// A loaded texture set: canonical channels and the whole mip chain.

@@ -23,6 +23,9 @@ use egui::{Align2, Color32, RichText, Stroke, pos2};
 use super::keys::{Action, hint};
 use super::{ACCENT, DIM, OverlayControls, OverlayInfo, UiAction};
 
+/// One row of the split figures: its label and how a side's facts read in it.
+type SideRow = (&'static str, fn(&SideFacts) -> String);
+
 /// The viewer's window size when nothing else says (physical pixels): wide enough for
 /// both side panels and the image between them, tall enough for the whole controls panel.
 pub const DEFAULT_WINDOW_SIZE: (u32, u32) = (1600, 900);
@@ -252,7 +255,7 @@ pub fn split_figures(ui: &mut egui::Ui, split: &SplitFacts) {
             ui.label(RichText::new("left").color(DIM));
             ui.label(RichText::new("right").color(DIM));
             ui.end_row();
-            let rows: [(&str, fn(&SideFacts) -> String); 3] = [
+            let rows: [SideRow; 3] = [
                 ("source", |s| s.source.clone()),
                 ("decode", |s| {
                     s.decode_ms

@@ -1,8 +1,9 @@
 //! `neurotex bench decode --quick` through the real binary (on lavapipe in CI): its JSON
 //! report is checked for structure and sanity — peaks measured and equal to their CPU
 //! references, every case × variant present once, times positive and ordered, the
-//! sorted kernels' four stages timed, and every kernel's decoded frames equal to the CPU
-//! decoder. Never for speed.
+//! sorted kernels' four stages timed, every kernel's decoded frames equal to the CPU
+//! decoder, the stability flags on every row, and every variant's decode cut into its
+//! input, MLP and output stages on the Table 5 cases. Never for speed.
 
 use std::collections::BTreeSet;
 
@@ -74,6 +75,10 @@ fn quick_decode_bench_reports_every_kernel_equal_to_the_cpu_decoder() {
             ms["p90"].as_f64().expect("p90"),
         );
         assert!(p10 > 0.0 && p10 <= median && median <= p90, "{r}");
+        assert!(
+            r["unstable"].is_boolean() && r["remeasured"].is_boolean(),
+            "{r}"
+        );
         assert!(r["tflops"].as_f64().expect("tflops") > 0.0, "{r}");
         let shared = r["shared"].as_bool().expect("shared");
         let decoders = r["decoders"].as_u64().expect("decoders");
@@ -107,6 +112,34 @@ fn quick_decode_bench_reports_every_kernel_equal_to_the_cpu_decoder() {
         assert_eq!(check["over_tolerance"], 0, "{r}");
         assert_eq!(check["equal"], true, "{r}");
     }
+    // Stage costs: every variant on every size (the first mix, separate), each stage
+    // timed alone, the bounding stage the slowest.
+    let stage_rows = report["stage_rows"].as_array().expect("stage_rows");
+    assert_eq!(stage_rows.len(), variants.len() * sizes, "{stage_rows:?}");
+    for r in stage_rows {
+        let stages = r["stages"].as_array().expect("stages");
+        let names: Vec<&str> = stages.iter().filter_map(|c| c["stage"].as_str()).collect();
+        assert_eq!(names, ["input", "mlp", "output"], "{r}");
+        let mut slowest = ("", 0.0);
+        for c in stages {
+            let ms = c["ms"]["median"].as_f64().expect("median");
+            assert!(ms > 0.0 && c["rate"].as_f64().expect("rate") > 0.0, "{c}");
+            assert!(c["unstable"].is_boolean(), "{c}");
+            let unit = if c["stage"] == "mlp" {
+                "TFLOP/s"
+            } else {
+                "TB/s"
+            };
+            assert_eq!(c["unit"], unit, "{c}");
+            if ms > slowest.1 {
+                slowest = (c["stage"].as_str().expect("stage"), ms);
+            }
+        }
+        assert_eq!(r["bound_by"], slowest.0, "{r}");
+        assert!(r["all"]["median"].as_f64().expect("all") > 0.0, "{r}");
+    }
+    let md = std::fs::read_to_string(out.join("decode.md")).expect("md");
+    assert!(md.contains("## Stage costs"), "{md}");
     assert_eq!(
         report["skipped"].as_array().map(Vec::len),
         Some(0),

@@ -272,6 +272,61 @@ fn asset_folders_reach_the_ntc_packages() {
     assert!(out.is_file());
 }
 
+/// `render --psnr` also prints the mean ꟻLIP against the reference and, on request,
+/// writes its error map; the reference against itself reads nearly 0.
+#[test]
+fn render_psnr_measures_flip_and_writes_its_map() {
+    let dir = temp_dir("renderflip");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let render = |mode: &str, map: &Path| {
+        expect_ok(&[
+            "render",
+            "--scene",
+            s(&gltf),
+            "--mode",
+            mode,
+            "--ntc-steps",
+            "2",
+            "--size",
+            "24x16",
+            "--out",
+            s(&dir.join(format!("{mode}.png"))),
+            "--psnr",
+            "--flip-map",
+            s(map),
+        ])
+    };
+    let flip = |stdout: &str| -> f64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("ꟻLIP against the reference:"))
+            .unwrap_or_else(|| panic!("no ꟻLIP line in {stdout}"));
+        line.split_whitespace().nth(4).unwrap().parse().unwrap()
+    };
+    // The reference against a second rendering of itself: only the frame-to-frame
+    // dithering differs.
+    let stdout = render("reference", &dir.join("flip_reference.png"));
+    let same = flip(&stdout);
+    assert!((0.0..0.02).contains(&same), "{stdout}");
+    let map = dir.join("flip.png");
+    let stdout = render("baseline", &map);
+    // Two training steps leave a visible error.
+    assert!(flip(&stdout) > same + 0.01, "{stdout}");
+    let png = image::open(&map).unwrap();
+    assert_eq!((png.width(), png.height()), (24, 16));
+    expect_error(
+        &[
+            "render",
+            "--out",
+            s(&dir.join("x.png")),
+            "--flip-map",
+            s(&dir.join("y.png")),
+        ],
+        &["required"],
+    );
+}
+
 #[test]
 fn compress_inspect_decompress_round_trip() {
     let dir = temp_dir("codec");
@@ -307,9 +362,17 @@ fn compress_inspect_decompress_round_trip() {
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(
         json["materials"][0]["bcn"].as_array().map(Vec::len),
-        Some(2),
+        Some(3),
         "BCn baselines in the report"
     );
+    // ꟻLIP beside PSNR, for NTC (decoded from the package) and every baseline.
+    let flip = |v: &serde_json::Value| v["mean"].as_f64().expect("ꟻLIP mean");
+    let ntc_flip = flip(&json["materials"][0]["flip"]);
+    assert!((0.0..1.0).contains(&ntc_flip), "{json}");
+    assert_eq!(json["mean_flip"].as_f64(), Some(ntc_flip));
+    for b in json["materials"][0]["bcn"].as_array().unwrap() {
+        assert!((0.0..1.0).contains(&flip(&b["flip_mip0"])), "{b}");
+    }
     let stdout = expect_ok(&["inspect", s(&ntc), "--json"]);
     let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["materials"][0]["name"], "checker");
@@ -725,7 +788,7 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
     let dir = temp_dir("rate");
     write_checker_png(&dir.join("checker.png"), 16);
     let gltf = quad_scene(&dir, Some("checker.png"));
-    // The report's one material: its preset, target and tries (preset, pooled PSNR).
+    // The report's one material and its warnings, and the console output.
     let compress = |name: &str, rate: &[&str]| {
         let report = dir.join(format!("{name}.json"));
         let ntc = dir.join(format!("{name}.ntc"));
@@ -736,19 +799,26 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
             "--out",
             s(&ntc),
             "--steps",
-            "40",
+            "64",
             "--batch",
             "256",
+            "--no-flip",
             "--report",
             s(&report),
         ];
         args.extend_from_slice(rate);
-        expect_ok(&args);
+        let stdout = expect_ok(&args);
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-        json["materials"][0].clone()
+        (
+            json["materials"][0].clone(),
+            json["warnings"].clone(),
+            stdout,
+        )
     };
-    let tries = |m: &serde_json::Value| -> Vec<(String, f64)> {
+    // The tries (preset, main steps, pooled PSNR): the probes of 64 / 16 = 4 steps, then
+    // the full trainings of 64.
+    let tries = |m: &serde_json::Value| -> Vec<(String, u64, f64)> {
         m["rate_tries"]
             .as_array()
             .expect("tries")
@@ -756,39 +826,71 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
             .map(|t| {
                 (
                     t["preset"].as_str().expect("preset").to_owned(),
+                    t["steps"].as_u64().expect("steps"),
                     t["psnr_pooled"]["db"].as_f64().expect("psnr"),
                 )
             })
             .collect()
     };
-    // Any trained checker beats 10 dB: the smallest preset, one try.
-    let easy = compress("easy", &["--target-psnr", "10"]);
+    let full = |t: &[(String, u64, f64)]| -> Vec<(String, f64)> {
+        t.iter()
+            .filter(|t| t.1 == 64)
+            .map(|t| (t.0.clone(), t.2))
+            .collect()
+    };
+    // Even a 4-step probe of the checker beats 5 dB (measured: 9.0 dB): the smallest
+    // preset's probe predicts it, one full training follows, no warning.
+    let (easy, warnings, _) = compress("easy", &["--target-psnr", "5"]);
     assert_eq!(easy["preset"], "low", "{easy}");
-    assert_eq!(tries(&easy).len(), 1, "{easy}");
-    // 99 dB is out of reach: every preset in increasing size, the largest kept.
-    let hard = compress("hard", &["--target-psnr", "99"]);
+    let easy_tries = tries(&easy);
+    assert_eq!(easy_tries[0].1, 4, "{easy}");
+    assert_eq!(
+        full(&easy_tries),
+        [("low".to_owned(), easy_tries[1].2)],
+        "{easy}"
+    );
+    assert_eq!(easy["target_reached"], true, "{easy}");
+    assert_eq!(warnings, serde_json::json!([]));
+    // 99 dB is out of reach: every preset probed in increasing size, the largest trained
+    // fully and kept, and the miss reported in the console, the report and the summary.
+    let (hard, warnings, stdout) = compress("hard", &["--target-psnr", "99"]);
     let hard_tries = tries(&hard);
-    let presets: Vec<&str> = hard_tries.iter().map(|(p, _)| p.as_str()).collect();
-    assert_eq!(presets, ["low", "medium", "high", "very-high"], "{hard}");
+    let probes: Vec<&str> = hard_tries
+        .iter()
+        .filter(|t| t.1 == 4)
+        .map(|t| t.0.as_str())
+        .collect();
+    assert_eq!(
+        probes,
+        ["low", "medium", "medium-high", "high", "very-high"],
+        "{hard}"
+    );
+    let hard_full = full(&hard_tries);
+    assert_eq!(hard_full.len(), 1, "{hard}");
     assert_eq!(hard["preset"], "very-high");
-    assert!(hard_tries.iter().all(|(_, p)| *p < 99.0));
-    // A target between: every try but the last missed it, the last (kept) reached it or
-    // is the largest preset.
-    let middle = (hard_tries[0].1 + 1.0).to_string();
-    let between = compress("between", &["--target-psnr", &middle]);
-    let t = tries(&between);
-    let (last, missed) = t.split_last().expect("a try");
-    assert!(
-        missed.iter().all(|(_, p)| *p < hard_tries[0].1 + 1.0),
-        "{between}"
+    assert_eq!(hard["target_reached"], false, "{hard}");
+    assert!(hard_tries.iter().all(|t| t.2 < 99.0));
+    let warning = format!(
+        "set `{}` missed its target: best pooled PSNR {:.2} dB (preset very-high) < target 99.00 dB",
+        hard["name"].as_str().expect("name"),
+        hard_full[0].1
     );
-    assert!(
-        last.1 >= hard_tries[0].1 + 1.0 || last.0 == "very-high",
-        "{between}"
-    );
+    assert_eq!(warnings, serde_json::json!([warning]), "{hard}");
+    assert!(stdout.contains(&format!("warning: {warning}")), "{stdout}");
+    assert!(stdout.contains("1 target(s) missed"), "{stdout}");
+    let md = std::fs::read_to_string(dir.join("hard.md")).unwrap();
+    assert!(md.contains(&warning), "{md}");
+    // A target between: every full training but the last missed it, the last (kept)
+    // reached it or is the largest preset.
+    let middle = hard_full[0].1 - 1.0;
+    let (between, _, _) = compress("between", &["--target-psnr", &middle.to_string()]);
+    let t = full(&tries(&between));
+    let (last, missed) = t.split_last().expect("a full try");
+    assert!(missed.iter().all(|(_, p)| *p < middle), "{between}");
+    assert!(last.1 >= middle || last.0 == "very-high", "{between}");
     assert_eq!(between["preset"].as_str(), Some(last.0.as_str()));
     // --match-bcn targets the set's BC1/BC5 pooled PSNR.
-    let bcn = compress("bcn", &["--match-bcn", "bc1"]);
+    let (bcn, _, _) = compress("bcn", &["--match-bcn", "bc1"]);
     let target = bcn["target_psnr"].as_f64().expect("target");
     // The one PSNR: the same pooled number the report shows for NTC and BCn.
     let baseline = bcn["bcn"][0]["psnr_mip0"]["pooled"]["db"]
@@ -810,6 +912,61 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
         ],
         &["--no-bcn"],
     );
+}
+
+/// `compress --rd` on a tiny set: one package per rung of the ladder, and the curve
+/// files: every rung and BCn baseline a CSV row, the matching rates in the Markdown, the
+/// chart.
+#[test]
+fn rate_distortion_curves_of_a_tiny_set() {
+    let dir = temp_dir("rd");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let out = dir.join("rd.ntc");
+    let report = dir.join("rd.json");
+    let stdout = expect_ok(&[
+        "compress",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&out),
+        "--steps",
+        "16",
+        "--batch",
+        "256",
+        "--rd",
+        "--report",
+        s(&report),
+    ]);
+    assert!(stdout.contains("rung high-16x4"), "{stdout}");
+    for rung in ["low-24x4", "medium-high-32x4", "high-32x4"] {
+        assert!(dir.join(format!("rd.{rung}.ntc")).is_file(), "{rung}");
+    }
+    let csv = std::fs::read_to_string(dir.join("rd.rd.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "set,codec,bits_per_texel,psnr,flip");
+    // 9 rungs and 3 baselines for the one set.
+    assert_eq!(rows.len(), 1 + 9 + 3, "{csv}");
+    assert!(rows.iter().any(|r| r.contains(",BC4/BC5/BC7,")), "{csv}");
+    // Every NTC row has a PSNR and a ꟻLIP.
+    assert!(
+        rows[1..10]
+            .iter()
+            .all(|r| r.split(',').filter(|v| !v.is_empty()).count() == 5),
+        "{csv}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("rd.rd.json")).unwrap()).unwrap();
+    let set = &json["sets"][0];
+    assert_eq!(set["ntc"].as_array().unwrap().len(), 9, "{set}");
+    assert_eq!(set["matches"].as_array().unwrap().len(), 3, "{set}");
+    let md = std::fs::read_to_string(dir.join("rd.rd.md")).unwrap();
+    assert!(
+        md.contains("| BCn | BCn bpt | BCn PSNR | NTC bpt at that PSNR |"),
+        "{md}"
+    );
+    let png = image::open(dir.join("rd.rd.png")).unwrap();
+    assert_eq!((png.width(), png.height()), (1200, 480));
 }
 
 #[test]
@@ -923,9 +1080,25 @@ fn a_killed_compression_resumes_to_a_valid_package() {
     );
     assert!(!out.exists(), "no package before every group is done");
     assert!(dir.join("k.ntc.partial/neurotex-partial.json").exists());
-    // Resuming reuses group 0 and trains group 1 again from its start.
+    // A finished group that this run did not write (another package in its place, or
+    // one edited) is refused; the group as written resumes.
     let mut resume: Vec<&str> = args.to_vec();
     resume.push("--resume");
+    let group0 = dir.join("k.ntc.partial/group0.ntc");
+    let written = std::fs::read(&group0).unwrap();
+    let mut edited = written.clone();
+    edited.push(0);
+    std::fs::write(&group0, &edited).unwrap();
+    expect_error(
+        &resume,
+        &[
+            "group0.ntc",
+            "not group 0 as this run wrote it",
+            "delete it",
+        ],
+    );
+    std::fs::write(&group0, &written).unwrap();
+    // Resuming reuses group 0 and trains group 1 again from its start.
     let stdout = expect_ok(&resume);
     assert!(stdout.contains("2 materials, 2 decoders"), "{stdout}");
     assert!(

@@ -31,7 +31,13 @@ pub fn outcome(out: std::process::Output) -> (bool, String, String) {
 /// Run `neurotex` with `args` and extra environment variables, built-in scenes cached in
 /// one shared temporary folder; its [`outcome`].
 pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    run_in(Path::new("."), args, env)
+}
+
+/// [`run_env`] with the current folder `dir` (relative paths in `args` start there).
+pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_neurotex"))
+        .current_dir(dir)
         .args(args)
         .envs(env.iter().copied())
         .env(

@@ -6,9 +6,10 @@
 //! Plus the host ↔ WGSL mirrors these passes rely on (no GPU needed), and the tonemap
 //! pass's sRGB encoding against the CPU encoder on a ramp of values.
 
+use neurotex::gpu::Defines;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
-use neurotex::gpu::shader::{ShaderLibrary, define_refs};
+use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::gpu::{GpuContext, GpuProfiler, layout, read_texture};
 use neurotex::render::passes::divergence::{
     DecoderMap, DivergenceInputs, DivergencePass, STATS_RING,
@@ -174,7 +175,7 @@ impl Divergence {
     }
 
     /// Records the count over `gbuffer`'s material ids.
-    fn record(&self, frame: &mut FrameEncoder<'_>, gbuffer: &GBuffer) {
+    fn record(&mut self, frame: &mut FrameEncoder<'_>, gbuffer: &GBuffer) {
         let inputs = DivergenceInputs {
             material_ids: &gbuffer.material,
             current: &self.current,
@@ -717,24 +718,21 @@ fn image_error_and_psnr_equal_the_cpu_reference() {
 #[test]
 fn host_mirrors_match_the_shaders() {
     let lib = ShaderLibrary::embedded();
-    let heatmap = lib.validate("heatmap.wgsl", &[]).unwrap();
+    let heatmap = lib.validate("heatmap.wgsl", &Defines::new()).unwrap();
     assert_mirrors::<HeatmapUniform>(&heatmap, "Heatmap");
-    let image_error = lib.validate("image_error.wgsl", &[]).unwrap();
+    let image_error = lib.validate("image_error.wgsl", &Defines::new()).unwrap();
     assert_mirrors::<ImageErrorUniform>(&image_error, "Params");
     assert_eq!(wgsl_size(&image_error, "Partial") as u64, PARTIAL_BYTES);
 
     // The divergence shader declares exactly the tile sizes the host has.
     let header = lib.header("divergence.wgsl").unwrap();
     let mut declared = header.define_sets();
-    let mut host: Vec<Vec<(String, String)>> = TileSize::ALL
-        .iter()
-        .map(|t| t.defines().map(|(n, v)| (n.to_owned(), v)).to_vec())
-        .collect();
+    let mut host: Vec<Defines> = TileSize::ALL.iter().map(|t| t.defines()).collect();
     declared.sort();
     host.sort();
     assert_eq!(declared, host);
     for set in &host {
-        lib.validate("divergence.wgsl", &define_refs(set))
+        lib.validate("divergence.wgsl", set)
             .unwrap_or_else(|e| panic!("{e}"));
     }
 
@@ -874,7 +872,7 @@ fn compute_tonemap_encodes_like_the_cpu_encoder() {
         materials: &materials,
         material_ids: &gbuffer.material,
     };
-    let pass = TonemapPass::new(ctx, OUTPUT_FORMAT).unwrap_or_else(|e| panic!("{e}"));
+    let mut pass = TonemapPass::new(ctx, OUTPUT_FORMAT).unwrap_or_else(|e| panic!("{e}"));
     let computed = output_texture(
         &ctx.device,
         "test.computed",

@@ -698,3 +698,97 @@ fn eval_over_seeds_writes_each_seed_and_the_spread_of_every_cell() {
     // --seeds excludes --seed and --shard.
     expect_error(&[&args[..], &["--seed", "2"]].concat(), &["--seed"]);
 }
+
+#[test]
+fn eval_over_budgets_writes_each_budget_the_curves_and_reuses_finished_runs() {
+    let dir = temp_dir("eval-budgets");
+    let manifest = fixture(&dir, true);
+    let out = dir.join("out");
+    // study_args without its --steps: the budgets give the steps.
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut v: Vec<String> = study_args(&manifest, &out, extra)
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let at = v.iter().position(|a| a == "--steps").expect("--steps");
+        v.drain(at..at + 2);
+        v
+    };
+    let run = |extra: &[&'static str]| {
+        let v = args(extra);
+        expect_ok(&v.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let common = [
+        "--strategies",
+        "baseline,single",
+        "--no-ablation",
+        "--no-sweep",
+    ];
+    // --epochs: the six sets hold (2·32² + 2·24² + 2·16²) / 6 = 618.7 mip-0 texels on
+    // average, so 2 epochs at batch 256 are ⌈4.83⌉ = 5 steps per set.
+    let planned = run(&[&common[..], &["--epochs", "2", "--dry-run"]].concat());
+    assert!(planned.contains("5 main steps per set"), "{planned}");
+    let stdout = run(&[&common[..], &["--budgets", "64,32,64"]].concat());
+    assert!(
+        stdout.contains("13.2 epochs") && stdout.contains("26.5 epochs"),
+        "{stdout}"
+    );
+    // Each budget is an evaluation of its own, at its own steps.
+    for budget in [32u64, 64] {
+        let sub = out.join(format!("budget-{budget}"));
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(sub.join("summary.json")).expect("summary"))
+                .expect("json");
+        assert_eq!(summary["steps"], budget, "{summary}");
+        assert_eq!(summary["budget"]["samples_per_material"], budget * 256);
+        let report = std::fs::read_to_string(sub.join("report.md")).expect("report");
+        assert!(
+            report.contains("epochs") && report.contains("decoder_steps"),
+            "{report}"
+        );
+    }
+    // The curves: one row per budget and strategy, the single decoder taking all six
+    // sets' steps (6 · 32 main steps and its fine-tuning) against 32 for each baseline
+    // decoder.
+    let (_, rows) = read_csv(&out.join("budgets.csv"));
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in &rows {
+        psnr(r, "mean_psnr_db");
+        assert_eq!(r["loaded"], "no", "{r:?}");
+        let budget: u64 = r["steps_per_set"].parse().expect("budget");
+        let steps: u64 = r["decoder_steps_min"].parse().expect("steps");
+        let main = if r["strategy"] == "single" {
+            6 * budget
+        } else {
+            budget
+        };
+        assert!((main..main + main / 2).contains(&steps), "{r:?}");
+    }
+    let md = std::fs::read_to_string(out.join("budgets.md")).expect("budgets.md");
+    for needle in ["Convergence", "Crossover", "single:", "Reuse:"] {
+        assert!(md.contains(needle), "{needle}: {md}");
+    }
+    let png = std::fs::read(out.join("budgets.png")).expect("budgets.png");
+    assert!(png.starts_with(b"\x89PNG"), "budgets.png is a PNG");
+    // Reuse: extending the budgets trains only the new one; every earlier run is loaded.
+    let extended = run(&[&common[..], &["--budgets", "16,32,64", "--resume"]].concat());
+    let trained = extended.matches("trained,").count();
+    assert_eq!(trained, 2, "only budget 16's two runs train: {extended}");
+    let (_, rows) = read_csv(&out.join("budgets.csv"));
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    for r in &rows {
+        let fresh = r["steps_per_set"] == "16";
+        assert_eq!(r["loaded"], if fresh { "no" } else { "yes" }, "{r:?}");
+    }
+    // --budgets excludes --steps and --seeds.
+    let with_steps: Vec<String> = [&args(&common)[..], &["--steps".into(), "8".into()]]
+        .concat()
+        .into_iter()
+        .chain(["--budgets".into(), "8".into()])
+        .collect();
+    expect_error(
+        &with_steps.iter().map(String::as_str).collect::<Vec<_>>(),
+        &["--steps"],
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::shader::{ShaderLibrary, shader_source};
-use neurotex::gpu::{GpuContext, GpuError, GpuProfiler, read_buffer, read_texture};
+use neurotex::gpu::{Defines, GpuContext, GpuError, GpuProfiler, read_buffer, read_texture};
 
 fn ctx() -> &'static GpuContext {
     static CTX: OnceLock<GpuContext> = OnceLock::new();
@@ -56,9 +56,8 @@ fn kernels(ctx: &GpuContext) -> Kernels {
             .map(|(_, s)| *s)
             .or_else(|| shader_source(path))
     });
-    let wg = WG.to_string();
     let module = library
-        .create_shader_module(ctx, "test/kernels.wgsl", &[("WG", &wg)])
+        .create_shader_module(ctx, "test/kernels.wgsl", &Defines::new().with("WG", WG))
         .unwrap_or_else(|e| panic!("{e}"));
     // One explicit layout shared by both pipelines (auto layouts are per pipeline).
     let bind_group_layout = ctx
@@ -401,7 +400,7 @@ fn f16_shader_modules_follow_the_granted_feature() {
          @compute @workgroup_size(1)\nfn main() { out[0] = f32(1.5h * 2.0h); }\n",
     )];
     let library = ShaderLibrary::from_files(&files);
-    let result = library.create_shader_module(ctx, "half.wgsl", &[]);
+    let result = library.create_shader_module(ctx, "half.wgsl", &Defines::new());
     if ctx.granted.shader_f16 {
         result.unwrap_or_else(|e| panic!("{e}"));
     } else {

@@ -62,6 +62,7 @@ fn two_material_quad() -> Scene {
             max: Vec3::new(1.0, 1.0, 0.0),
         },
         warnings: vec![],
+        buffers: vec![],
     }
 }
 
@@ -276,7 +277,7 @@ fn the_shadow_map_is_drawn_again_only_when_the_sun_or_the_setting_changes() {
     let upload = UploadOptions::default();
     let mut renderer = crate::common::renderer(&opened.scene, &upload, size);
     let shadow_map = |r: &neurotex::render::Renderer| {
-        read_texture(ctx, &r.targets().shadow_map.texture, 0, 0)
+        read_texture(ctx, &r.shadow_map().texture, 0, 0)
             .unwrap()
             .to_f32()
             .unwrap()

@@ -3,8 +3,9 @@
 //! host and the shaders both declare (ids and masks of the G-buffer word, decoder-map
 //! entries, flags, tile and workgroup sizes) has the same value on both sides.
 
+use neurotex::gpu::Defines;
 use neurotex::gpu::mirror::{assert_const, assert_mirrors, workgroup_size};
-use neurotex::gpu::shader::{ShaderLibrary, define_refs};
+use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::ntc::NtcConfig;
 use neurotex::render::gpu_types::{
     ALPHA_BLEND, ALPHA_MASK, ALPHA_OPAQUE, FrameUniform, InstanceData, MaterialData,
@@ -22,7 +23,7 @@ fn struct_sizes_match_wgsl() {
     let lib = ShaderLibrary::embedded();
     // Any entry shader that imports frame.wgsl and uses all three structs.
     let module = lib
-        .validate("gbuffer.wgsl", &[])
+        .validate("gbuffer.wgsl", &Defines::new())
         .expect("gbuffer.wgsl validates");
     assert_mirrors::<FrameUniform>(&module, "Frame");
     assert_mirrors::<InstanceData>(&module, "InstanceData");
@@ -54,16 +55,16 @@ fn aov_values_match_wgsl_constants() {
 }
 
 /// `path` composed with `defines` and validated, as the passes compose it.
-fn module(path: &str, defines: &[(String, String)]) -> naga::Module {
+fn module(path: &str, defines: &Defines) -> naga::Module {
     ShaderLibrary::embedded()
-        .validate(path, &define_refs(defines))
+        .validate(path, defines)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
 fn host_constants_match_their_wgsl_twins() {
     // The G-buffer word and material constants (common/frame.wgsl, through gbuffer.wgsl).
-    let gbuffer = module("gbuffer.wgsl", &[]);
+    let gbuffer = module("gbuffer.wgsl", &Defines::new());
     assert_const(&gbuffer, "NO_MATERIAL", NO_MATERIAL);
     assert_const(&gbuffer, "MATERIAL_ID_MASK", MATERIAL_ID_MASK);
     assert_const(&gbuffer, "BITANGENT_NEGATIVE", BITANGENT_NEGATIVE);
@@ -91,11 +92,7 @@ fn host_constants_match_their_wgsl_twins() {
             Some([tile.pixels(), 1, 1]),
             "{tile}"
         );
-        let tile_defines: Vec<(String, String)> = tile
-            .defines()
-            .map(|(name, value)| (name.to_owned(), value))
-            .to_vec();
-        let divergence = module("divergence.wgsl", &tile_defines);
+        let divergence = module("divergence.wgsl", &tile.defines());
         assert_const(&divergence, "NO_DECODER", NO_DECODER);
         assert_const(&divergence, "TILE_PIXELS", tile.pixels());
         let (w, h) = tile.dims();
@@ -106,16 +103,16 @@ fn host_constants_match_their_wgsl_twins() {
     assert_const(&bake, "NTC_NONE", NO_DECODER);
     assert_const(&bake, "NTC_THREADS", WORKGROUP_SIDE * WORKGROUP_SIDE);
 
-    let image_error_module = module("image_error.wgsl", &[]);
+    let image_error_module = module("image_error.wgsl", &Defines::new());
     let group = image_error::GROUP_W;
     assert_const(&image_error_module, "GROUP_W", group);
     assert_const(&image_error_module, "GROUP_PIXELS", group * group);
 
-    let classify = module("material_classify.wgsl", &[]);
+    let classify = module("material_classify.wgsl", &Defines::new());
     assert_mirrors::<reference::MaterialRect>(&classify, "MaterialRect");
 
     // The square workgroups: (module, entry, side).
-    let temporal_module = module("temporal.wgsl", &[]);
+    let temporal_module = module("temporal.wgsl", &Defines::new());
     for (shader, entry, side) in [
         (&bake, "bake_mip", WORKGROUP_SIDE),
         (&temporal_module, "resolve", temporal::WORKGROUP_SIZE),

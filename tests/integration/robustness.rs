@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common::{s, temp_dir};
+use crate::common::{expect_error, failed, run_in, s, succeeded, temp_dir};
 use base64::Engine as _;
 use neurotex::ntc::NtcPackage;
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription, SceneDescription};
@@ -883,4 +883,670 @@ fn the_street_refuses_manifests_naming_missing_images() {
         "{e}"
     );
     assert!(!dir.join("out/street.gltf").exists());
+}
+
+// ---------------------------------------------------------------------------------------
+// Second round: every way of naming a scene, counts, inputs, stale work, silent
+// acceptance, messages
+// ---------------------------------------------------------------------------------------
+
+/// A folder `scene/` holding `b.gltf` (its buffer `../elsewhere/data.bin`, a real buffer
+/// outside the folder), `link.gltf` (its buffer `link.bin`, a link out of the folder),
+/// `ok.gltf` (its buffer `ok.bin` beside it) and `plain.toml` (naming `b.gltf`).
+fn scene_folder_with_escapes(name: &str) -> std::path::PathBuf {
+    let root = temp_dir(name);
+    let (scene, outside) = (root.join("scene"), root.join("elsewhere"));
+    std::fs::create_dir_all(&scene).expect("dir");
+    std::fs::create_dir_all(&outside).expect("dir");
+    let buf = triangle_bytes([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+    std::fs::write(outside.join("data.bin"), &buf).expect("write");
+    std::fs::write(scene.join("ok.bin"), &buf).expect("write");
+    let write = |file: &str, uri: &str| {
+        let mut doc = triangle_gltf();
+        doc["buffers"][0]["uri"] = uri.into();
+        doc["images"] = serde_json::json!([]);
+        doc["textures"] = serde_json::json!([]);
+        doc["materials"] = serde_json::json!([{}]);
+        std::fs::write(scene.join(file), serde_json::to_vec(&doc).expect("json")).expect("w");
+    };
+    write("b.gltf", "../elsewhere/data.bin");
+    write("ok.gltf", "ok.bin");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.join("data.bin"), scene.join("link.bin"))
+            .expect("symlink");
+        write("link.gltf", "link.bin");
+    }
+    std::fs::write(scene.join("plain.toml"), "gltf = \"b.gltf\"\n").expect("write");
+    scene
+}
+
+#[test]
+fn uris_stay_in_the_folder_of_a_scene_named_without_one() {
+    let scene = scene_folder_with_escapes("uris-bare");
+    // Named without a folder, from the scene's folder: the current folder is the root.
+    for name in ["b.gltf", "./b.gltf", "plain.toml", "link.gltf"] {
+        if name == "link.gltf" && !cfg!(unix) {
+            continue;
+        }
+        let args = ["import", "--scene", name];
+        let line = failed(
+            &args,
+            run_in(&scene, &args, &[]),
+            &["buffers[0].uri", "outside the scene's folder"],
+        );
+        assert!(line.contains(".gltf"), "{name}: {line}");
+    }
+    let args = ["import", "--scene", "ok.gltf"];
+    succeeded(&args, run_in(&scene, &args, &[]));
+    // `--allow-outside-uris` is the one way out.
+    let args = ["import", "--allow-outside-uris", "--scene", "b.gltf"];
+    succeeded(&args, run_in(&scene, &args, &[]));
+    // In the library: a bare file name resolves against the current folder, so a URI
+    // climbing to /etc/passwd is refused before anything is read.
+    let mut doc = triangle_gltf();
+    doc["buffers"][0]["uri"] = "../../../../../../../../../../etc/passwd".into();
+    let bytes = serde_json::to_vec(&doc).expect("json");
+    let e = gltf_import::from_slice(&bytes, Path::new("b.gltf"), &UriPolicy::default())
+        .expect_err("passwd")
+        .to_string();
+    assert!(
+        e.contains("b.gltf") && e.contains("outside the scene's folder"),
+        "{e}"
+    );
+    // The parent of a bare name is the current folder, for the output policy too.
+    assert_eq!(
+        neurotex::outputs::resolve(Path::new("")),
+        neurotex::outputs::resolve(Path::new("."))
+    );
+}
+
+/// A manifest `m.csv` in `dir` with one row per image (`set_id` `s<i>`).
+fn manifest_of(dir: &Path, images: &[&str]) -> std::path::PathBuf {
+    let mut csv = MANIFEST_HEADER.to_string();
+    for (i, image) in images.iter().enumerate() {
+        csv.push_str(&format!("s{i},W,W,{image},,1,0,0.5,0,CC0\n"));
+    }
+    let path = dir.join("m.csv");
+    std::fs::write(&path, csv).expect("manifest");
+    path
+}
+
+#[test]
+fn gen_scene_confines_and_checks_a_manifests_images() {
+    // Images in the output folder itself: no `asset_folders = [""]`, and the street
+    // renders from there under a bare name.
+    let dir = temp_dir("gen-own-folder");
+    crate::common::write_checker_png(&dir.join("a.png"), 8);
+    manifest_of(&dir, &["a.png"]);
+    for kind in ["street", "panel"] {
+        let args = [
+            "gen-scene",
+            kind,
+            "--out",
+            ".",
+            "--textures",
+            "m.csv",
+            "--force",
+        ];
+        succeeded(&args, run_in(&dir, &args, &[]));
+        let toml = std::fs::read_to_string(dir.join(format!("{kind}.toml"))).expect("toml");
+        assert!(!toml.contains("\"\""), "{kind}: {toml}");
+        let args = ["import", "--scene", &format!("{kind}.toml")];
+        succeeded(&args, run_in(&dir, &args, &[]));
+    }
+
+    // An image outside the manifest's folder is refused (its folder is not whitelisted).
+    let root = temp_dir("gen-escape");
+    let lib = root.join("lib");
+    std::fs::create_dir_all(&lib).expect("dir");
+    crate::common::write_checker_png(&root.join("outside.png"), 8);
+    let m = manifest_of(&lib, &["../outside.png"]);
+    let out = root.join("out");
+    expect_error(
+        &["gen-scene", "street", "--out", s(&out), "--textures", s(&m)],
+        &["outside.png", "outside the manifest's folder"],
+    );
+    let m = manifest_of(&lib, &["../../../../../../../../../../etc/passwd"]);
+    expect_error(
+        &["gen-scene", "street", "--out", s(&out), "--textures", s(&m)],
+        &["passwd", "outside the manifest's folder"],
+    );
+    assert!(!out.join("street.gltf").exists());
+
+    // Files that are no PNG or JPEG: text, a GIF named .png, a truncated PNG.
+    let mut png = Vec::new();
+    crate::common::write_checker_png(&lib.join("whole.png"), 64);
+    png.extend(std::fs::read(lib.join("whole.png")).expect("png"));
+    std::fs::write(lib.join("cut.png"), &png[..png.len() / 2]).expect("write");
+    std::fs::write(lib.join("text.png"), b"root:x:0:0:root:/root:/bin/bash\n").expect("w");
+    std::fs::write(lib.join("gif.png"), b"GIF89a\x01\x00\x01\x00\x00\x00\x00;").expect("w");
+    for bad in ["text.png", "gif.png", "cut.png"] {
+        let m = manifest_of(&lib, &[bad]);
+        for kind in ["street", "panel"] {
+            expect_error(
+                &["gen-scene", kind, "--out", s(&out), "--textures", s(&m)],
+                &[bad, "not a usable PNG or JPEG"],
+            );
+        }
+    }
+    assert!(!out.join("street.gltf").exists() && !out.join("panel.gltf").exists());
+}
+
+#[test]
+fn counts_from_flags_are_bounded_before_anything_is_sized() {
+    let (dir, manifest) = crate::common::checker_library("devices-huge");
+    let out = dir.join("o.ntc");
+    let eval_out = dir.join("eval");
+    for devices in ["--devices=18446744073709551615", "--devices=1099511627776"] {
+        for args in [
+            vec![
+                "compress",
+                "--manifest",
+                s(&manifest),
+                "--out",
+                s(&out),
+                devices,
+            ],
+            vec![
+                "eval",
+                "--manifest",
+                s(&manifest),
+                "--m",
+                "2",
+                "--out",
+                s(&eval_out),
+                devices,
+            ],
+            vec!["view", devices],
+        ] {
+            expect_error(&args, &["--devices", "at most 256 devices"]);
+        }
+    }
+    // Frame counts size the cameras of a sequence.
+    for args in [
+        vec!["bench", "--out", s(&dir), "--frames", "4294967295"],
+        vec!["view", "--frames", "4294967295"],
+    ] {
+        expect_error(&args, &["--frames", "more than 100000"]);
+    }
+    assert!(!out.exists());
+}
+
+#[test]
+fn every_file_a_command_reads_is_an_input() {
+    let dir = temp_dir("inputs-protected");
+    let buf = triangle_bytes([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+    std::fs::write(dir.join("b.bin"), &buf).expect("write");
+    crate::common::write_checker_png(&dir.join("base.png"), 8);
+    let mut doc = triangle_gltf();
+    doc["buffers"][0]["uri"] = "b.bin".into();
+    let gltf = dir.join("b.gltf");
+    std::fs::write(&gltf, serde_json::to_vec(&doc).expect("json")).expect("write");
+    let toml = dir.join("plain.toml");
+    std::fs::write(&toml, "gltf = \"b.gltf\"\n").expect("write");
+    let before = |p: &Path| std::fs::read(p).expect("read");
+    let (bin, gltf_bytes, png) = (
+        before(&dir.join("b.bin")),
+        before(&gltf),
+        before(&dir.join("base.png")),
+    );
+    let bin_path = dir.join("b.bin");
+    let png_path = dir.join("base.png");
+    for scene in [&gltf, &toml] {
+        let sc = s(scene);
+        // Even with --force: the buffer, the glTF behind a description, an image.
+        for args in [
+            vec!["compress", "--force", "--scene", sc, "--out", s(&bin_path)],
+            vec!["compress", "--force", "--scene", sc, "--out", s(&gltf)],
+            vec!["cluster", "--force", "--scene", sc, "--out", s(&bin_path)],
+            vec!["import", "--force", "--scene", sc, "--csv", s(&bin_path)],
+            vec!["import", "--force", "--scene", sc, "--csv", s(&gltf)],
+            vec![
+                "view",
+                "--force",
+                "--scene",
+                sc,
+                "--frames",
+                "1",
+                "--screenshot",
+                s(&png_path),
+            ],
+        ] {
+            expect_error(&args, &["refusing to write", "inputs"]);
+        }
+    }
+    // bench --trace: over an input even with --force, over any existing file without it,
+    // over one of bench's own files.
+    let report = dir.join("report");
+    let existing = dir.join("trace.json");
+    std::fs::write(&existing, b"keep").expect("write");
+    let own = report.join("bench.json");
+    for (force, trace, why) in [
+        (true, &png_path, "inputs"),
+        (false, &existing, "--force"),
+        (false, &own, "two outputs"),
+    ] {
+        let mut args = vec![
+            "bench",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&report),
+            "--trace",
+            s(trace),
+        ];
+        if force {
+            args.push("--force");
+        }
+        expect_error(&args, &[why]);
+    }
+    assert_eq!(before(&bin_path), bin);
+    assert_eq!(before(&gltf), gltf_bytes);
+    assert_eq!(before(&png_path), png);
+    assert_eq!(before(&existing), b"keep");
+}
+
+#[test]
+fn traces_are_written_through_a_unique_temporary_file() {
+    let dir = temp_dir("trace-tmp");
+    let path = dir.join("t.json");
+    // A leftover of the old fixed temporary name is neither read nor clobbered.
+    std::fs::write(dir.join("t.json.tmp"), b"someone else's").expect("write");
+    neurotex::io::write_atomic_with(&path, |tmp| {
+        assert_ne!(tmp, dir.join("t.json.tmp"));
+        std::fs::write(tmp, b"{}")
+    })
+    .expect("write");
+    assert_eq!(std::fs::read(&path).expect("read"), b"{}");
+    assert_eq!(
+        std::fs::read(dir.join("t.json.tmp")).expect("read"),
+        b"someone else's"
+    );
+    // A failing writer leaves no temporary behind and the old file in place.
+    let err = neurotex::io::write_atomic_with(&path, |tmp| {
+        std::fs::write(tmp, b"half")?;
+        Err(std::io::Error::other("disk full"))
+    });
+    assert!(err.is_err());
+    assert_eq!(std::fs::read(&path).expect("read"), b"{}");
+    assert_eq!(std::fs::read_dir(&dir).expect("ls").count(), 2);
+}
+
+#[test]
+fn unusable_values_are_refused_not_replaced() {
+    let (dir, manifest) = crate::common::checker_library("silent");
+    // NEUROTEX_MEMORY_BUDGET that does not parse: an error for every command.
+    for bad in ["8GB", "0", "-1", "lots"] {
+        let args = ["import", "--manifest", s(&manifest)];
+        failed(
+            &args,
+            crate::common::run_env(&args, &[("NEUROTEX_MEMORY_BUDGET", bad)]),
+            &["NEUROTEX_MEMORY_BUDGET", bad],
+        );
+    }
+    let args = ["import", "--manifest", s(&manifest)];
+    succeeded(
+        &args,
+        crate::common::run_env(&args, &[("NEUROTEX_MEMORY_BUDGET", "512M")]),
+    );
+    // --target-psnr outside (0, 100) dB.
+    let out = dir.join("o.ntc");
+    for db in ["-5", "0", "1000", "NaN"] {
+        let psnr = format!("--target-psnr={db}");
+        expect_error(
+            &[
+                "compress",
+                "--manifest",
+                s(&manifest),
+                "--out",
+                s(&out),
+                &psnr,
+            ],
+            &["--target-psnr", "between 0 and 100"],
+        );
+    }
+    // --render-scale outside the viewer's range.
+    for scale in ["NaN", "0", "5"] {
+        let arg = format!("--render-scale={scale}");
+        expect_error(&["view", &arg], &["--render-scale", "0.25 to 1"]);
+    }
+    // render --package without an NTC mode would ignore the package.
+    let package = dir.join("p.ntc");
+    std::fs::write(&package, b"not read").expect("write");
+    let rendered = dir.join("r.png");
+    for extra in [&[][..], &["--mode", "reference"][..]] {
+        let mut args = vec!["render", "--package", s(&package), "--out", s(&rendered)];
+        args.extend_from_slice(extra);
+        expect_error(&args, &["--package", "--mode"]);
+    }
+    assert!(!out.exists() && !rendered.exists());
+}
+
+#[test]
+fn absurd_material_factors_matrices_and_versions() {
+    expect_gltf_error(
+        "base_color_huge",
+        |d| {
+            d["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"] =
+                serde_json::json!([1.0e30, 0.5, 0.5, 1.0])
+        },
+        &["baseColorFactor[0]", "outside 0..=1"],
+    );
+    expect_gltf_error(
+        "metallic_negative",
+        |d| d["materials"][0]["pbrMetallicRoughness"]["metallicFactor"] = (-3.0).into(),
+        &["metallicFactor", "outside 0..=1"],
+    );
+    expect_gltf_error(
+        "roughness_big",
+        |d| d["materials"][0]["pbrMetallicRoughness"]["roughnessFactor"] = 7.0.into(),
+        &["roughnessFactor", "outside 0..=1"],
+    );
+    expect_gltf_error(
+        "emissive_big",
+        |d| d["materials"][0]["emissiveFactor"] = serde_json::json!([0.0, 1.0e20, 0.0]),
+        &["emissiveFactor[1]", "outside 0..=1"],
+    );
+    expect_gltf_error(
+        "occlusion_strength",
+        |d| {
+            d["materials"][0]["occlusionTexture"] =
+                serde_json::json!({"index": 0, "strength": 1.0e9})
+        },
+        &["occlusionTexture.strength", "outside 0..=1"],
+    );
+    expect_gltf_error(
+        "alpha_cutoff",
+        |d| d["materials"][0]["alphaCutoff"] = (-1.0).into(),
+        &["alphaCutoff", "outside"],
+    );
+    expect_gltf_error(
+        "zero_matrix",
+        |d| d["nodes"][0]["matrix"] = serde_json::Value::from(vec![0.0; 16]),
+        &["nodes[0].matrix", "not an affine transform"],
+    );
+    expect_gltf_error(
+        "version_one",
+        |d| d["asset"]["version"] = "1.0".into(),
+        &["asset.version", "`1.0`"],
+    );
+    expect_gltf_error(
+        "version_three",
+        |d| d["asset"]["version"] = "3.0".into(),
+        &["asset.version"],
+    );
+    expect_gltf_error(
+        "min_version",
+        |d| d["asset"]["minVersion"] = "1.0".into(),
+        &["asset.minVersion"],
+    );
+    // What glTF allows still imports: the limits, a scaled and translated matrix.
+    let dir = temp_dir("gltf-limits");
+    let mut doc = triangle_gltf();
+    doc["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"] =
+        serde_json::json!([1.0, 0.0, 1.0, 0.0]);
+    doc["materials"][0]["alphaCutoff"] = 0.0.into();
+    doc["asset"]["version"] = "2.1".into();
+    doc["nodes"][0]["matrix"] = serde_json::json!([
+        2.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 1.0, 2.0, 3.0, 1.0
+    ]);
+    import(&dir, "limits", &doc).expect("within glTF's ranges");
+}
+
+#[test]
+fn long_lists_in_messages_are_capped() {
+    use neurotex::ntc::shard::{LIST_CAP, ShardError, capped_list};
+    let missing: Vec<(u32, Vec<usize>)> = (1..65536).map(|s| (s, vec![s as usize; 3])).collect();
+    let e = ShardError::Missing {
+        missing,
+        count: 65536,
+    }
+    .to_string();
+    assert!(e.len() < 600, "{} bytes: {}", e.len(), &e[..200]);
+    assert!(
+        e.contains("shard 1/65536") && e.contains("and 65527 more shards"),
+        "{e}"
+    );
+    let many = capped_list((0..100).map(|i| i.to_string()), ", ", "groups");
+    assert_eq!(many.matches(", ").count(), LIST_CAP - 1);
+    assert!(many.ends_with("… and 92 more groups"), "{many}");
+    assert_eq!(capped_list(["a".to_string()].into_iter(), ", ", "x"), "a");
+}
+
+#[test]
+fn stale_cache_progress_never_blocks_a_render() {
+    let dir = temp_dir("cache-stale");
+    crate::common::write_checker_png(&dir.join("checker.png"), 8);
+    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
+    let cache = dir.join("cache");
+    let out = dir.join("r.png");
+    let render = || {
+        let args = [
+            "render",
+            "--scene",
+            s(&gltf),
+            "--mode",
+            "single",
+            "--ntc-steps",
+            "4",
+            "--size",
+            "16x12",
+            "--out",
+            s(&out),
+            "--force",
+        ];
+        crate::common::run_env(&args, &[("NEUROTEX_CACHE", s(&cache))])
+    };
+    let (ok, _, stderr) = render();
+    assert!(ok, "{stderr}");
+    let package = stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once(" into ")
+                .map(|(_, p)| std::path::PathBuf::from(p.trim()))
+        })
+        .unwrap_or_else(|| panic!("no package path in: {stderr}"));
+    // A compression killed after an edit: the package gone, its progress of the scene as
+    // it was (here a damaged marker) left behind.
+    std::fs::remove_file(&package).expect("remove");
+    let mut partial = package.clone().into_os_string();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    std::fs::create_dir_all(&partial).expect("dir");
+    std::fs::write(
+        partial.join("neurotex-partial.json"),
+        b"{\"format\": \"neuro",
+    )
+    .expect("w");
+    let (ok, _, stderr) = render();
+    assert!(ok, "a stale partial folder blocked the render: {stderr}");
+    assert!(package.is_file() && !partial.exists());
+    // An edit of the glTF alone (a material factor) makes the package stale.
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&gltf).expect("gltf")).expect("json");
+    doc["materials"][0]["pbrMetallicRoughness"]["metallicFactor"] = 0.5.into();
+    std::fs::write(&gltf, serde_json::to_vec(&doc).expect("json")).expect("edit");
+    let (ok, _, stderr) = render();
+    assert!(
+        ok && stderr.contains("compressing the single package"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn eval_parts_bound_their_counts_before_sizing_anything() {
+    use neurotex::eval::study_shards::{EvalPart, PART_FILE, PartRun};
+    use neurotex::ntc::shard::Shard;
+    let part = |index: u32, count: u32, split: Vec<Vec<usize>>, runs: &[usize]| {
+        let mut p = EvalPart {
+            format: "neurotex-eval-part".into(),
+            version: 1,
+            plan: "p".into(),
+            shard: Shard { index, count },
+            split,
+            runs: runs
+                .iter()
+                .map(|&run| PartRun {
+                    run,
+                    name: format!("run{run}"),
+                    loaded: false,
+                    blake3: "00".into(),
+                })
+                .collect(),
+            checksum: String::new(),
+        };
+        p.seal();
+        p
+    };
+    // Checksums that hold, counts that do not: refused before anything is sized.
+    for (p, why) in [
+        (part(0, u32::MAX, vec![vec![0]], &[0]), "out of range"),
+        (part(0, 0, vec![], &[]), "out of range"),
+        (part(3, 2, vec![vec![0], vec![1]], &[]), "out of range"),
+        (part(0, 2, vec![vec![0]], &[0]), "a split into 1 shards"),
+        (part(0, 2, vec![vec![0], vec![1]], &[1]), "lists runs [1]"),
+    ] {
+        let e = EvalPart::from_slice(&p.to_bytes()).unwrap_err();
+        assert!(e.contains(why), "{why}: {e}");
+    }
+    let ok = part(1, 2, vec![vec![0, 2], vec![1]], &[1]);
+    assert_eq!(EvalPart::from_slice(&ok.to_bytes()).expect("valid"), ok);
+    // Through `eval --merge`: the file is named, nothing is written.
+    let (dir, manifest) = crate::common::checker_library("eval-merge-huge");
+    let shard = dir.join("shard0");
+    std::fs::create_dir_all(&shard).expect("dir");
+    std::fs::write(
+        shard.join(PART_FILE),
+        part(0, u32::MAX, vec![vec![0]], &[0]).to_bytes(),
+    )
+    .expect("write");
+    let merged = dir.join("merged");
+    expect_error(
+        &[
+            "eval",
+            "--manifest",
+            s(&manifest),
+            "--m",
+            "2",
+            "--merge",
+            s(&shard),
+            "--out",
+            s(&merged),
+        ],
+        &[PART_FILE, "out of range"],
+    );
+    assert!(!merged.exists());
+}
+
+#[test]
+fn eval_never_writes_where_its_inputs_are_nor_reuses_runs_of_other_images() {
+    let (dir, manifest) = crate::common::checker_library("eval-into-inputs");
+    let before = std::fs::read(&manifest).expect("read");
+    // The inputs' folder (or one above it), even with --resume and --force.
+    for out in [dir.clone(), dir.join("..")] {
+        expect_error(
+            &[
+                "eval",
+                "--force",
+                "--resume",
+                "--manifest",
+                s(&manifest),
+                "--out",
+                s(&out),
+            ],
+            &["refusing to write into", "sets.csv"],
+        );
+    }
+    assert_eq!(std::fs::read(&manifest).expect("read"), before);
+    // A run record names the images it was trained on: changed texels, another digest.
+    let sets = vec![
+        texture::TextureSet::neutral(),
+        texture::TextureSet::neutral(),
+    ];
+    let digest = |sets: &[texture::TextureSet]| {
+        neurotex::eval::EvalInputs {
+            sets,
+            categories: &[String::new(), String::new()],
+            constants: &[[1.0; texture::CHANNELS]; 2],
+            description: "",
+            cooccurrence: None,
+        }
+        .digest()
+    };
+    let mut changed = sets.clone();
+    changed[1].mips[0].texels[0] ^= 1;
+    assert_eq!(digest(&sets), digest(&sets.clone()));
+    assert_ne!(digest(&sets), digest(&changed));
+}
+
+#[test]
+fn a_record_of_another_scene_is_refused() {
+    let dir = temp_dir("cooc-stale");
+    crate::common::write_checker_png(&dir.join("checker.png"), 8);
+    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
+    // A record whose digest of the glTF is not the glTF's (it was edited since).
+    let record = dir.join("views.cooc.json");
+    std::fs::write(
+        &record,
+        r#"{"format":"neurotex-cooccurrence","version":1,"source":{"scene":"quad.gltf","scene_files":[{"file":"quad.gltf","bytes":1,"crc32":0}],"set_names":["a"],"tile":"8x8","size":[16,16],"views":[{"kind":"path-sample","path":"p","time":0.0}]},"views":[{"signatures":[[[0],1]]}]}"#,
+    )
+    .expect("write");
+    let plan = dir.join("plan.json");
+    let eval_out = dir.join("eval");
+    for command in ["cluster", "eval"] {
+        let mut args = vec![
+            command,
+            "--scene",
+            s(&gltf),
+            "--cooccurrence",
+            s(&record),
+            "--strategies",
+            "divergence-aware",
+            "--out",
+            s(&plan),
+        ];
+        if command == "cluster" {
+            args[5] = "--strategy";
+        } else {
+            args[8] = s(&eval_out);
+        }
+        expect_error(&args, &["views.cooc.json", "quad.gltf", "record it anew"]);
+    }
+    assert!(!plan.exists());
+}
+
+#[test]
+fn frame_sizes_are_checked_against_the_device_before_allocating() {
+    use neurotex::render::check_frame_size;
+    let small = wgpu::Limits {
+        max_texture_dimension_2d: 8192,
+        ..wgpu::Limits::default()
+    };
+    let e = check_frame_size(&small, (16384, 16384))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("16384x16384") && e.contains("largest texture side is 8192"),
+        "{e}"
+    );
+    let short_buffers = wgpu::Limits {
+        max_texture_dimension_2d: 16384,
+        max_buffer_size: 256 << 20,
+        ..wgpu::Limits::default()
+    };
+    let e = check_frame_size(&short_buffers, (16384, 16384))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("1073741824 bytes") && e.contains("268435456"),
+        "{e}"
+    );
+    assert!(check_frame_size(&short_buffers, (1920, 1080)).is_ok());
+    // The shared adapter renders what it can hold, and says so before allocating what
+    // it cannot.
+    let limits = crate::common::ctx().device.limits();
+    assert!(check_frame_size(&limits, (64, 48)).is_ok());
+    let side = limits.max_texture_dimension_2d.saturating_add(1);
+    assert!(check_frame_size(&limits, (side, 1)).is_err());
 }

@@ -11,9 +11,8 @@
 //!
 //! (see `neurotex::gpu::shader` for the exact rules).
 
-use neurotex::gpu::shader::{
-    self, ShaderError, ShaderHeader, ShaderLibrary, define_refs, list_entry_shaders,
-};
+use neurotex::gpu::Defines;
+use neurotex::gpu::shader::{self, ShaderError, ShaderHeader, ShaderLibrary, list_entry_shaders};
 
 /// Composes and validates `path` of `library` in every define set it declares; returns
 /// one message per failing set.
@@ -27,7 +26,7 @@ fn validate_declared_variants(library: &ShaderLibrary<'_>, path: &str) -> Vec<St
         .iter()
         .filter_map(|set| {
             library
-                .validate(path, &define_refs(set))
+                .validate(path, set)
                 .err()
                 .map(|e| format!("with defines {set:?}:\n{e}"))
         })
@@ -58,7 +57,7 @@ fn entry_shaders_exclude_common_and_all_paths_resolve() {
     }
     assert!(shader::shader_source("common/math.wgsl").is_some());
     assert!(matches!(
-        shader::compose("no/such.wgsl", &[]),
+        shader::compose("no/such.wgsl", &Defines::new()),
         Err(ShaderError::NotFound { .. })
     ));
 }
@@ -86,7 +85,7 @@ fn main() {
             .or_else(|| embedded.source(path))
     });
     library
-        .validate("math_user.wgsl", &[])
+        .validate("math_user.wgsl", &Defines::new())
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
@@ -109,7 +108,7 @@ fn import_includes_each_file_once() {
         ("common/util.wgsl", "fn helper() -> f32 { return 1.0; }\n"),
     ];
     let library = ShaderLibrary::from_files(&files);
-    let composed = library.compose("main.wgsl", &[]).unwrap();
+    let composed = library.compose("main.wgsl", &Defines::new()).unwrap();
     assert_eq!(composed.source.matches("fn helper").count(), 1);
     assert_eq!(
         composed.files,
@@ -141,7 +140,7 @@ fn import_cycles_are_reported_with_file_and_line() {
         ("self.wgsl", "#import \"self.wgsl\"\n"),
     ];
     let library = ShaderLibrary::from_files(&files);
-    match library.compose("main.wgsl", &[]) {
+    match library.compose("main.wgsl", &Defines::new()) {
         Err(ShaderError::Preprocess {
             file,
             line,
@@ -155,7 +154,7 @@ fn import_cycles_are_reported_with_file_and_line() {
         }
         other => panic!("expected a cycle error, got {other:?}"),
     }
-    let err = library.compose("self.wgsl", &[]).unwrap_err();
+    let err = library.compose("self.wgsl", &Defines::new()).unwrap_err();
     assert!(
         err.to_string().starts_with("shaders/self.wgsl:1: "),
         "{err}"
@@ -166,7 +165,7 @@ fn import_cycles_are_reported_with_file_and_line() {
 fn missing_import_names_the_importing_file_and_line() {
     let files = [("main.wgsl", "fn f() {}\n\n  #import \"common/nope.wgsl\"\n")];
     let err = ShaderLibrary::from_files(&files)
-        .compose("main.wgsl", &[])
+        .compose("main.wgsl", &Defines::new())
         .unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with("shaders/main.wgsl:3: "), "{text}");
@@ -201,7 +200,7 @@ end
     let library = ShaderLibrary::from_files(&files);
     let lines = |defines: &[(&str, &str)]| -> Vec<String> {
         library
-            .compose("main.wgsl", defines)
+            .compose("main.wgsl", &defines.iter().copied().collect())
             .unwrap_or_else(|e| panic!("{e}"))
             .source
             .lines()
@@ -230,7 +229,7 @@ fn unbalanced_conditionals_and_unknown_directives_are_errors() {
     ];
     for (source, line, needle) in cases {
         let files = [("main.wgsl", source)];
-        match ShaderLibrary::from_files(&files).compose("main.wgsl", &[]) {
+        match ShaderLibrary::from_files(&files).compose("main.wgsl", &Defines::new()) {
             Err(ShaderError::Preprocess {
                 file,
                 line: l,
@@ -252,7 +251,7 @@ fn defines_substitute_into_source() {
     )];
     let library = ShaderLibrary::from_files(&files);
     let composed = library
-        .compose("main.wgsl", &[("TILE", "4"), ("TILE", "8")])
+        .compose("main.wgsl", &Defines::from([("TILE", "4"), ("TILE", "8")]))
         .unwrap();
     assert!(
         composed.source.contains("const TILE: u32 = 8u;"),
@@ -260,7 +259,10 @@ fn defines_substitute_into_source() {
     );
     assert!(composed.source.contains("@workgroup_size(8, 8)"));
     composed.validate().unwrap_or_else(|e| panic!("{e}"));
-    let err = library.compose("main.wgsl", &[]).unwrap_err().to_string();
+    let err = library
+        .compose("main.wgsl", &Defines::new())
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("shaders/main.wgsl:1: "), "{err}");
     assert!(err.contains("${TILE}"), "{err}");
 }
@@ -283,7 +285,7 @@ fn main() {
 ";
     let files = [("main.wgsl", source)];
     let library = ShaderLibrary::from_files(&files);
-    let defines = [("N", "4"), ("W_1", "10"), ("W_2", "20"), ("ODD", "1")];
+    let defines = Defines::from([("N", "4"), ("W_1", "10"), ("W_2", "20"), ("ODD", "1")]);
     let composed = library.compose("main.wgsl", &defines).unwrap();
     let body: Vec<&str> = composed
         .source
@@ -321,7 +323,7 @@ fn main() {
     ] {
         let files = [("bad.wgsl", source)];
         let err = ShaderLibrary::from_files(&files)
-            .compose("bad.wgsl", &[("X", "1")])
+            .compose("bad.wgsl", &Defines::from([("X", "1")]))
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("shaders/bad.wgsl:"), "{err}");
@@ -351,7 +353,7 @@ fn broken_shader_error_points_to_original_file_and_line() {
     ];
     let library = ShaderLibrary::from_files(&files);
 
-    let err = library.validate("main.wgsl", &[]).unwrap_err();
+    let err = library.validate("main.wgsl", &Defines::new()).unwrap_err();
     let ShaderError::Parse { path, location, .. } = &err else {
         panic!("expected a parse error, got {err:?}");
     };
@@ -365,7 +367,7 @@ fn broken_shader_error_points_to_original_file_and_line() {
     assert!(text.contains("shaders/common/helpers.wgsl:4:"), "{text}");
     assert!(text.contains("return 1.0 +;"), "naga's excerpt: {text}");
 
-    let err = library.validate("typed.wgsl", &[]).unwrap_err();
+    let err = library.validate("typed.wgsl", &Defines::new()).unwrap_err();
     let text = err.to_string();
     assert!(
         matches!(
@@ -400,7 +402,7 @@ fn f16_and_subgroups_are_accepted_and_enables_are_hoisted() {
         ),
     ];
     let library = ShaderLibrary::from_files(&files);
-    let composed = library.compose("main.wgsl", &[]).unwrap();
+    let composed = library.compose("main.wgsl", &Defines::new()).unwrap();
     assert!(
         composed.source.starts_with("enable f16;\n"),
         "{}",
@@ -424,7 +426,7 @@ fn declared_variants_are_each_validated() {
     assert_eq!(header.define_sets().len(), 2);
     assert!(validate_declared_variants(&library, "kernel.wgsl").is_empty());
     let composed = library
-        .compose("kernel.wgsl", &define_refs(&header.define_sets()[1]))
+        .compose("kernel.wgsl", &header.define_sets()[1])
         .unwrap();
     assert!(composed.source.contains("alias T = f16;"));
     assert_eq!(
@@ -444,7 +446,7 @@ mod spirv {
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
     use naga::back::spv;
-    use neurotex::gpu::shader::{ShaderLibrary, define_refs, list_entry_shaders};
+    use neurotex::gpu::shader::{ShaderLibrary, list_entry_shaders};
 
     /// A Vulkan device as wgpu-hal 30 (`vulkan/adapter.rs`, `Adapter::open`) configures
     /// naga's SPIR-V writer for it.
@@ -652,7 +654,7 @@ mod spirv {
             let header = library.header(path).unwrap_or_else(|e| panic!("{e}"));
             for set in header.define_sets() {
                 let composed = library
-                    .compose(path, &define_refs(&set))
+                    .compose(path, &set)
                     .unwrap_or_else(|e| panic!("{e}"));
                 let (module, info) = composed.validate().unwrap_or_else(|e| panic!("{e}"));
                 for device in &DEVICES {

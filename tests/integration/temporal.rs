@@ -57,7 +57,7 @@ impl Harness {
 
     /// Records one frame of the pass into `encoder`.
     fn record(
-        &self,
+        &mut self,
         encoder: &mut wgpu::CommandEncoder,
         settings: &TemporalSettings,
     ) -> Result<(), TemporalError> {
@@ -400,6 +400,22 @@ fn reset_restarts_from_the_current_frame() {
             o[..3],
             c[..3],
             "after resize: output equals the current frame"
+        );
+        assert_eq!(o[3], 1.0);
+    }
+    // So does `TemporalPass::reset`, which the renderer's camera cuts call; the history
+    // it tells the renderer about is gone until the next frame.
+    assert!(harness.pass.has_history());
+    harness.pass.reset();
+    assert!(!harness.pass.has_history());
+    let current = noisy(&mut rng, &truth, 0.2);
+    let out = harness.frame(&current, &still(size), 0.5, &on);
+    assert!(harness.pass.has_history());
+    for (o, c) in out.iter().zip(&current) {
+        assert_eq!(
+            o[..3],
+            c[..3],
+            "after reset: output equals the current frame"
         );
         assert_eq!(o[3], 1.0);
     }

@@ -10,12 +10,11 @@
 //! array is read. A file that cannot be used is an error naming it and the remedy
 //! (delete it, or the whole `<out>.partial/` folder of `neurotex compress`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::cpu::AdamState;
-use super::gpu::GpuTrainError;
 use super::schedule::Schedule;
 use super::{TrainConfig, TrainError};
 use crate::ntc::format::{Cursor, NtcFormatError};
@@ -23,6 +22,39 @@ use crate::ntc::model::{
     DecoderWeights, GridShape, GroupModel, LatentLayout, LatentPyramid, MipPair,
 };
 use crate::texture::TextureSet;
+
+/// Errors of checkpoints: one that does not fit the run or the data, a damaged file, or
+/// a file that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// The settings in a checkpoint are invalid.
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    /// A checkpoint that does not fit the run or the data, or damaged bytes.
+    #[error("checkpoint: {0}")]
+    Invalid(String),
+    /// Reading or writing a checkpoint file failed.
+    #[error("checkpoint file {}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A checkpoint file that is damaged, not a checkpoint, or of another run.
+    #[error(
+        "cannot resume from the checkpoint {}: {reason}; delete it (or the whole folder {}) \
+         to train this group from the start",
+        path.display(),
+        path.parent().unwrap_or(path).display()
+    )]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
 
 /// Adam's moments of a whole group: one block for the decoder, one per material.
 #[derive(Clone, Debug, PartialEq)]
@@ -178,7 +210,7 @@ impl Checkpoint {
     /// JSON header (settings, step counts, latent layouts), then little-endian arrays —
     /// decoder parameters, m, v as f32; per material latents, m, v as f32; the losses as
     /// f64 — and a CRC-32 of everything before it.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, GpuTrainError> {
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
         let meta = CheckpointMeta {
             config: self.config.clone(),
             steps: self.steps,
@@ -195,9 +227,9 @@ impl Checkpoint {
             loss_count: self.losses.len() as u64,
         };
         let json = serde_json::to_vec(&meta)
-            .map_err(|e| GpuTrainError::Checkpoint(format!("header: {e}")))?;
+            .map_err(|e| CheckpointError::Invalid(format!("header: {e}")))?;
         let json_len = u32::try_from(json.len())
-            .map_err(|_| GpuTrainError::Checkpoint("header too large".into()))?;
+            .map_err(|_| CheckpointError::Invalid("header too large".into()))?;
         let mut out = Vec::new();
         out.extend_from_slice(&CHECKPOINT_MAGIC);
         out.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
@@ -223,9 +255,9 @@ impl Checkpoint {
     /// Parse [`to_bytes`](Self::to_bytes) output through the package format's bounded
     /// reader ([`Cursor`]), checking the magic, version, CRC, every layout and the
     /// arrays' total length against the file length before reading any of them.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, GpuTrainError> {
-        let bad = |reason: &str| GpuTrainError::Checkpoint(reason.to_owned());
-        let cursor_error = |e: NtcFormatError| GpuTrainError::Checkpoint(e.to_string());
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        let bad = |reason: &str| CheckpointError::Invalid(reason.to_owned());
+        let cursor_error = |e: NtcFormatError| CheckpointError::Invalid(e.to_string());
         let (body, crc) = bytes
             .split_last_chunk::<4>()
             .ok_or_else(|| bad("file too short"))?;
@@ -239,7 +271,7 @@ impl Checkpoint {
         c.array::<8>("magic").map_err(cursor_error)?;
         let version = c.u32("version").map_err(cursor_error)?;
         if version != CHECKPOINT_VERSION {
-            return Err(GpuTrainError::Checkpoint(format!(
+            return Err(CheckpointError::Invalid(format!(
                 "version {version}, this build reads version {CHECKPOINT_VERSION}"
             )));
         }
@@ -249,7 +281,7 @@ impl Checkpoint {
         }
         let json = c.take(json_len, "header").map_err(cursor_error)?;
         let meta: CheckpointMeta = serde_json::from_slice(json)
-            .map_err(|e| GpuTrainError::Checkpoint(format!("header: {e}")))?;
+            .map_err(|e| CheckpointError::Invalid(format!("header: {e}")))?;
         meta.config.validate()?;
         if meta.layouts.len() != meta.latent_adam_steps.len() || meta.layouts.is_empty() {
             return Err(bad("the header's material lists disagree or are empty"));
@@ -272,7 +304,7 @@ impl Checkpoint {
             .and_then(|b| loss_count.checked_mul(8)?.checked_add(b))
             .ok_or_else(|| bad("array sizes overflow"))?;
         if c.remaining() != array_bytes {
-            return Err(GpuTrainError::Checkpoint(format!(
+            return Err(CheckpointError::Invalid(format!(
                 "the arrays take {} bytes, the header implies {array_bytes}",
                 c.remaining()
             )));
@@ -319,24 +351,24 @@ impl Checkpoint {
     }
 
     /// Write the checkpoint to `path` (atomically: a temporary file, then a rename).
-    pub fn save(&self, path: &Path) -> Result<(), GpuTrainError> {
-        crate::io::write_atomic(path, &self.to_bytes()?).map_err(|e| GpuTrainError::CheckpointIo {
+    pub fn save(&self, path: &Path) -> Result<(), CheckpointError> {
+        crate::io::write_atomic(path, &self.to_bytes()?).map_err(|e| CheckpointError::Io {
             path: path.to_owned(),
             message: e.to_string(),
         })
     }
 
     /// Read and validate a checkpoint file. A file that is damaged or not a checkpoint is
-    /// [`GpuTrainError::CheckpointFile`], which names the file and how to start afresh.
-    pub fn load(path: &Path) -> Result<Self, GpuTrainError> {
-        let bytes = std::fs::read(path).map_err(|e| GpuTrainError::CheckpointIo {
+    /// [`CheckpointError::File`], which names the file and how to start afresh.
+    pub fn load(path: &Path) -> Result<Self, CheckpointError> {
+        let bytes = std::fs::read(path).map_err(|e| CheckpointError::Io {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
-        Self::from_bytes(&bytes).map_err(|e| GpuTrainError::CheckpointFile {
+        Self::from_bytes(&bytes).map_err(|e| CheckpointError::File {
             path: path.to_owned(),
             reason: match e {
-                GpuTrainError::Checkpoint(reason) => reason,
+                CheckpointError::Invalid(reason) => reason,
                 other => other.to_string(),
             },
         })
@@ -363,8 +395,8 @@ impl Checkpoint {
 
     /// Internal consistency: the model has the config's shape, the moments the model's,
     /// the step lies in the run and every step before it has a loss.
-    pub(super) fn check(&self) -> Result<(), GpuTrainError> {
-        let bad = |reason: String| Err(GpuTrainError::Checkpoint(reason));
+    pub(super) fn check(&self) -> Result<(), CheckpointError> {
+        let bad = |reason: String| Err(CheckpointError::Invalid(reason));
         self.config.validate()?;
         if *self.model.config() != self.config.model {
             return bad("the model's shape differs from the configuration's".into());
@@ -471,10 +503,7 @@ mod tests {
         let path = partial.join("group1.ckpt");
         std::fs::write(&path, &flipped).unwrap();
         let err = Checkpoint::load(&path).unwrap_err();
-        assert!(
-            matches!(err, GpuTrainError::CheckpointFile { .. }),
-            "{err:?}"
-        );
+        assert!(matches!(err, CheckpointError::File { .. }), "{err:?}");
         let msg = err.to_string();
         assert!(
             msg.contains("group1.ckpt") && msg.contains("CRC mismatch"),

@@ -141,6 +141,78 @@ impl LossWeights {
         w
     }
 
+    /// The weights in [`QUALITY_GROUPS`] order.
+    fn by_group(&self) -> [f64; 7] {
+        [
+            self.base_color,
+            self.alpha,
+            self.normal,
+            self.occlusion,
+            self.roughness,
+            self.metallic,
+            self.emissive,
+        ]
+    }
+
+    /// Weights balanced against a reference codec's errors (`--loss-weights balanced`):
+    /// `reference` holds per channel group its index in [`QUALITY_GROUPS`], the
+    /// reference's MSE and the values it was measured over (several entries of one group,
+    /// from the sets of a shared decoder, are pooled). Each group present weighs
+    /// `1 / MSE` (the MSE at least [`BALANCE_MSE_FLOOR`], the error of rounding to 8 bits,
+    /// so an exact reference does not take every weight), scaled so that the weights
+    /// average 1 over the channels present; a group without an entry keeps `self`'s
+    /// weight. The loss then counts each group's error relative to the reference's: at
+    /// the reference's error every group weighs in alike, whatever its size.
+    pub fn balanced(&self, reference: &[(usize, f64, u64)]) -> LossWeights {
+        let mut sse = [0.0f64; 7];
+        let mut count = [0u64; 7];
+        for &(g, mse, n) in reference {
+            if g < 7 && mse.is_finite() {
+                sse[g] += mse * n as f64;
+                count[g] += n;
+            }
+        }
+        let inverse: [Option<f64>; 7] = std::array::from_fn(|g| {
+            (count[g] > 0).then(|| 1.0 / (sse[g] / count[g] as f64).max(BALANCE_MSE_FLOOR))
+        });
+        let (mut sum, mut channels) = (0.0, 0u32);
+        for (g, (mask, _)) in QUALITY_GROUPS.iter().enumerate() {
+            if let Some(w) = inverse[g] {
+                sum += w * f64::from(mask.count());
+                channels += mask.count();
+            }
+        }
+        let scale = if sum > 0.0 {
+            f64::from(channels) / sum
+        } else {
+            1.0
+        };
+        let mut w = self.by_group();
+        for (slot, inv) in w.iter_mut().zip(inverse) {
+            if let Some(inv) = inv {
+                *slot = inv * scale;
+            }
+        }
+        let [
+            base_color,
+            alpha,
+            normal,
+            occlusion,
+            roughness,
+            metallic,
+            emissive,
+        ] = w;
+        LossWeights {
+            base_color,
+            alpha,
+            normal,
+            occlusion,
+            roughness,
+            metallic,
+            emissive,
+        }
+    }
+
     /// All weights, named, for validation.
     fn named(&self) -> [(&'static str, f64); 7] {
         [
@@ -153,6 +225,32 @@ impl LossWeights {
             ("loss_weights.emissive", self.emissive),
         ]
     }
+}
+
+/// The smallest reference MSE [`LossWeights::balanced`] divides by: `1 / (12 · 255²)`,
+/// the mean squared error of rounding uniform values to 8 bits.
+pub const BALANCE_MSE_FLOOR: f64 = 1.0 / (12.0 * 255.0 * 255.0);
+
+/// How a compression run weighs the channel groups in the loss (`--loss-weights`).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LossWeighting {
+    /// The recipe's fixed weights ([`TrainConfig::loss_weights`]).
+    #[default]
+    Fixed,
+    /// Per group of sets, [`LossWeights::balanced`] against the BC1/BC5 baseline's
+    /// per-group MSE at mip 0 of the group's sets.
+    Balanced,
 }
 
 /// Everything a training run needs besides the data, the step count and the seed.
@@ -427,6 +525,48 @@ mod tests {
             ]
         );
         assert!(all[12..].iter().all(|&x| x == 0.0));
+    }
+
+    /// By hand: base colour (3 channels) at reference MSE 1e-4, normal (2 channels) at
+    /// 1e-5. The inverse MSEs are 1e4 and 1e5; over the 5 channels they sum to
+    /// 3·1e4 + 2·1e5 = 2.3e5, so the scale is 5 / 2.3e5 and the weights are
+    /// 1e4 · 5 / 2.3e5 = 5/23 ≈ 0.2174 and 1e5 · 5 / 2.3e5 = 50/23 ≈ 2.1739: ten times
+    /// the normal's, averaging 1 per channel. A shared group pools its sets' entries by
+    /// value count; an exact reference counts at the 8-bit floor; absent groups keep
+    /// their weights.
+    #[test]
+    fn balanced_weights_follow_the_reference_errors() {
+        let fixed = LossWeights::default();
+        let w = fixed.balanced(&[(0, 1e-4, 300), (2, 1e-5, 200)]);
+        assert!((w.base_color - 5.0 / 23.0).abs() < 1e-12, "{w:?}");
+        assert!((w.normal - 50.0 / 23.0).abs() < 1e-12, "{w:?}");
+        assert_eq!((w.alpha, w.roughness), (fixed.alpha, fixed.roughness));
+        let per = w.per_output(ChannelMask::BASE_COLOR | ChannelMask::NORMAL);
+        assert!((per.iter().sum::<f64>() - 5.0).abs() < 1e-12);
+        // Two sets of a shared decoder: normal MSE (1e-5 · 100 + 3e-5 · 100) / 200 = 2e-5.
+        let shared = fixed.balanced(&[
+            (0, 1e-4, 150),
+            (0, 1e-4, 150),
+            (2, 1e-5, 100),
+            (2, 3e-5, 100),
+        ]);
+        // Inverses 1e4 and 5e4: scale 5 / (3e4 + 1e5) = 5 / 1.3e5.
+        assert!(
+            (shared.normal - 5e4 * 5.0 / 1.3e5).abs() < 1e-12,
+            "{shared:?}"
+        );
+        // An exact reference normal: 1 / floor = 12 · 255² = 780 300.
+        let exact = fixed.balanced(&[(0, 1e-4, 300), (2, 0.0, 200)]);
+        let scale = 5.0 / (3e4 + 2.0 * 780_300.0);
+        assert!((exact.normal - 780_300.0 * scale).abs() < 1e-9, "{exact:?}");
+        // No reference at all: unchanged.
+        assert_eq!(fixed.balanced(&[]), fixed);
+        TrainConfig {
+            loss_weights: w,
+            ..TrainConfig::default()
+        }
+        .validate()
+        .expect("valid");
     }
 
     #[test]

@@ -18,11 +18,13 @@
 //! [`DivergencePass::try_stats`] once a frame and gets the newest finished frame (usually
 //! one or two frames old); headless code calls [`DivergencePass::stats_blocking`] after
 //! submitting. When every staging buffer is still in flight, that frame's statistics are
-//! dropped rather than waited for. A staging buffer whose encoder was dropped without
-//! being submitted is noticed (its map callback is gone) and reused.
+//! dropped rather than waited for. Each buffer in flight holds the receiving end of a
+//! channel its map callback sends the result on; a staging buffer whose encoder was
+//! dropped without being submitted is noticed (the callback is gone, the channel
+//! disconnected) and reused.
 
-use std::sync::atomic::{AtomicU8, Ordering, fence};
-use std::sync::{Arc, Mutex, PoisonError};
+use crate::gpu::Defines;
+use std::sync::mpsc::{self, Receiver, TryRecvError};
 
 use wgpu::util::DeviceExt as _;
 
@@ -41,24 +43,12 @@ pub const TILE_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba32Uint;
 /// Staging buffers in the readback ring.
 pub const STATS_RING: usize = 3;
 
-/// Map states of a staging buffer in flight.
-const MAP_PENDING: u8 = 0;
-const MAP_OK: u8 = 1;
-const MAP_FAILED: u8 = 2;
-
 /// One staging buffer and, while it is in flight, the frame it holds.
 #[derive(Debug)]
 struct Slot {
     buffer: wgpu::Buffer,
-    /// (frame number, map state shared with the map callback).
-    in_flight: Option<(u64, Arc<AtomicU8>)>,
-}
-
-/// The readback ring: staging buffers plus the number of the next recorded frame.
-#[derive(Debug)]
-struct Ring {
-    slots: Vec<Slot>,
-    next_frame: u64,
+    /// (frame number, where the map callback sends the map's result).
+    in_flight: Option<(u64, Receiver<Result<(), wgpu::BufferAsyncError>>)>,
 }
 
 /// A material → decoder map on the GPU: entry `i` is material `i`'s decoder,
@@ -108,7 +98,10 @@ pub struct DivergencePass {
     kernel: ComputeKernel,
     /// The two histograms of `tile.pixels() + 1` `u32` bins each.
     histograms: wgpu::Buffer,
-    ring: Mutex<Ring>,
+    /// The readback ring's staging buffers.
+    slots: Vec<Slot>,
+    /// The number of the next recorded frame.
+    next_frame: u64,
 }
 
 impl DivergencePass {
@@ -124,7 +117,7 @@ impl DivergencePass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "divergence.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "count",
                 groups: &[Group::Slots(&[
                     Binding::UintTexture,
@@ -158,10 +151,8 @@ impl DivergencePass {
             tile,
             kernel,
             histograms,
-            ring: Mutex::new(Ring {
-                slots,
-                next_frame: 0,
-            }),
+            slots,
+            next_frame: 0,
         })
     }
 
@@ -186,7 +177,7 @@ impl DivergencePass {
     /// pass's tile size and the G-buffer's size) and the copy of the histograms into a
     /// free staging buffer.
     pub fn record(
-        &self,
+        &mut self,
         frame: &mut FrameEncoder<'_>,
         inputs: &DivergenceInputs<'_>,
         tiles: &Target,
@@ -205,21 +196,19 @@ impl DivergencePass {
         let grid = (tiles.texture.width(), tiles.texture.height());
         self.kernel.run(frame, resources, grid);
         let encoder = frame.encoder();
-        let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
-        let frame = ring.next_frame;
-        ring.next_frame += 1;
-        let Some(slot) = ring.slots.iter_mut().find(|s| s.in_flight.is_none()) else {
+        let frame = self.next_frame;
+        self.next_frame += 1;
+        let Some(slot) = self.slots.iter_mut().find(|s| s.in_flight.is_none()) else {
             log::debug!("divergence: every staging buffer in flight; frame {frame} dropped");
             return;
         };
         encoder.copy_buffer_to_buffer(&self.histograms, 0, &slot.buffer, 0, None);
-        let state = Arc::new(AtomicU8::new(MAP_PENDING));
-        let callback_state = Arc::clone(&state);
+        let (sender, receiver) = mpsc::channel();
         encoder.map_buffer_on_submit(&slot.buffer, wgpu::MapMode::Read, .., move |result| {
-            let value = if result.is_ok() { MAP_OK } else { MAP_FAILED };
-            callback_state.store(value, Ordering::Release);
+            // The receiver is gone only when the pass is: nothing is left to tell.
+            let _ = sender.send(result);
         });
-        slot.in_flight = Some((frame, state));
+        slot.in_flight = Some((frame, receiver));
     }
 
     /// Non-blocking: polls the device once and returns the statistics of the newest frame
@@ -264,23 +253,23 @@ impl DivergencePass {
     /// Reads every mapped staging buffer, frees it, and returns the newest frame's stats.
     fn take_ready(&mut self) -> Option<DivergenceStats> {
         let tile = self.tile;
-        let ring = self.ring.get_mut().unwrap_or_else(PoisonError::into_inner);
         let mut newest: Option<(u64, DivergenceStats)> = None;
-        for slot in &mut ring.slots {
-            let Some((frame, state)) = &slot.in_flight else {
+        for slot in &mut self.slots {
+            let Some((frame, result)) = &slot.in_flight else {
                 continue;
             };
             let frame = *frame;
-            // The map callback holds the other reference until it has run (after storing
-            // its result) or until its encoder is dropped without being submitted. The
-            // fence makes a result stored before that drop visible to the load below.
-            let callback_gone = Arc::strong_count(state) == 1;
-            fence(Ordering::Acquire);
-            match state.load(Ordering::Acquire) {
-                MAP_PENDING if !callback_gone => continue,
-                MAP_PENDING => log::debug!("divergence: frame {frame} was never submitted"),
-                MAP_FAILED => log::warn!("divergence: mapping frame {frame}'s statistics failed"),
-                _ => {
+            // The map callback sends once it has run; it is dropped unsent (disconnecting
+            // the channel) when its encoder is dropped without being submitted.
+            match result.try_recv() {
+                Err(TryRecvError::Empty) => continue,
+                Err(TryRecvError::Disconnected) => {
+                    log::debug!("divergence: frame {frame} was never submitted");
+                }
+                Ok(Err(e)) => {
+                    log::warn!("divergence: mapping frame {frame}'s statistics failed: {e}");
+                }
+                Ok(Ok(())) => {
                     let stats = read_histograms(&slot.buffer, tile);
                     slot.buffer.unmap();
                     if let Some(stats) = stats

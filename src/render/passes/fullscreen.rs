@@ -4,6 +4,7 @@
 //! full-screen passes ([`FullscreenPass`]: tonemap) and the heatmap overlay (which
 //! blends into its target).
 
+use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
 use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
@@ -16,7 +17,7 @@ pub struct ScreenPipelineDesc<'a> {
     /// The shader (entry points `vs_main` / `fs_main`).
     pub shader: &'a str,
     /// The shader's defines.
-    pub defines: &'a [(&'a str, &'a str)],
+    pub defines: &'a Defines,
     /// The entries of group 0, the group this pipeline binds.
     pub entries: &'a [wgpu::BindGroupLayoutEntry],
     /// The colour targets.
@@ -115,7 +116,7 @@ impl FullscreenPass {
         let desc = ScreenPipelineDesc {
             label,
             shader,
-            defines: &[],
+            defines: &Defines::new(),
             entries,
             targets: &[layout::target(target)],
         };

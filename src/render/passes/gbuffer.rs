@@ -7,6 +7,7 @@
 //! triangle) ids, 12 bytes per pixel instead of 36; the resolve
 //! ([`super::gbuffer_resolve`]) then rebuilds the other targets in compute.
 
+use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
 use crate::gpu::{GpuContext, ShaderError};
@@ -50,14 +51,14 @@ impl GBufferPass {
             layout::target(format::MOTION),
         ];
         let visibility_targets = [layout::target(format::VISIBILITY_IDS)];
-        let (targets, defines): (&[_], &[_]) = match mode {
-            GBufferMode::Raster => (&raster_targets, &[]),
-            GBufferMode::Visibility => (&visibility_targets, &[("VISIBILITY", "1")]),
+        let (targets, defines): (&[_], _) = match mode {
+            GBufferMode::Raster => (&raster_targets[..], Defines::new()),
+            GBufferMode::Visibility => (&visibility_targets[..], Defines::new().flag("VISIBILITY")),
         };
         let desc = SceneDrawDesc {
             label: Self::label(mode),
             shader: "gbuffer.wgsl",
-            defines,
+            defines: &defines,
             targets,
             // Reversed-Z.
             depth: layout::depth_test(format::DEPTH, true, wgpu::CompareFunction::Greater),

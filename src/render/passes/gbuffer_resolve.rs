@@ -12,6 +12,7 @@
 //!
 //! [`resolve_texel`] is its CPU reference, in f64.
 
+use crate::gpu::Defines;
 use glam::{DMat3, DMat4, DVec2, DVec3, DVec4};
 
 use crate::gpu::GpuContext;
@@ -55,13 +56,12 @@ impl GBufferResolvePass {
 
     /// Build the pipeline.
     pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
-        let floats = VERTEX_FLOATS.to_string();
         let kernel = ComputeKernel::new(
             ctx,
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "gbuffer_resolve.wgsl",
-                defines: &[("VERTEX_FLOATS", &floats)],
+                defines: &Defines::new().with("VERTEX_FLOATS", VERTEX_FLOATS),
                 entry: "resolve",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,
@@ -268,11 +268,7 @@ mod tests {
     #[test]
     fn vertex_floats_match_the_shader_default() {
         let header = ShaderHeader::parse(shader_source("gbuffer_resolve.wgsl").unwrap()).unwrap();
-        let default = header
-            .defaults
-            .iter()
-            .find(|(name, _)| name == "VERTEX_FLOATS")
-            .map(|(_, value)| value.as_str());
+        let default = header.defaults.get("VERTEX_FLOATS");
         assert_eq!(default, Some(VERTEX_FLOATS.to_string().as_str()));
     }
 

@@ -16,6 +16,7 @@
 //! pipelines are [`ScreenPipeline`]s that blend (a [`super::fullscreen::FullscreenPass`]
 //! clears its target).
 
+use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
 use crate::gpu::{GpuContext, ShaderError};
@@ -187,7 +188,7 @@ pub struct HeatmapInputs<'a> {
 fn variant(
     ctx: &GpuContext,
     label: &'static str,
-    defines: &[(&str, &str)],
+    defines: &Defines,
     sample_type: wgpu::TextureSampleType,
     output_format: wgpu::TextureFormat,
 ) -> Result<ScreenPipeline, ShaderError> {
@@ -244,14 +245,14 @@ impl HeatmapPass {
         let tiles = variant(
             ctx,
             "heatmap.tiles",
-            &[],
+            &Defines::new(),
             wgpu::TextureSampleType::Uint,
             output_format,
         )?;
         let error = variant(
             ctx,
             "heatmap.error",
-            &[("SOURCE_ERROR", "1")],
+            &Defines::new().flag("SOURCE_ERROR"),
             wgpu::TextureSampleType::Float { filterable: false },
             output_format,
         )?;

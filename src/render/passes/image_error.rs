@@ -24,6 +24,7 @@
 //! whose precision is the adapter's: lavapipe approximates the curve (≈ 2e-3 off in
 //! linear light near black), which moves the PSNR of such images by ≈ 0.01 dB.
 
+use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
@@ -248,7 +249,7 @@ impl ImageErrorPass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "image_error.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "measure",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,

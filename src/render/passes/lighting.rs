@@ -3,6 +3,7 @@
 //! ambient with occlusion, emissive, sky). One compute dispatch, a thread per pixel in
 //! 8×8 workgroups, storing into the HDR target through a storage view.
 
+use crate::gpu::Defines;
 use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
@@ -44,7 +45,7 @@ impl LightingPass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "lighting.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "light",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,

@@ -2,6 +2,7 @@
 //! Every pass is named by one label (its `LABEL` constant) that names its wgpu objects,
 //! its timestamp scope and its timing row.
 
+pub mod bcn_encode;
 pub mod divergence;
 pub mod fullscreen;
 pub mod gbuffer;
@@ -32,9 +33,7 @@ pub fn tiled_kernel(
     tile: TileSize,
     desc: &KernelDesc<'_>,
 ) -> Result<ComputeKernel, KernelError> {
-    let tile = tile.defines();
-    let tile = tile.iter().map(|(name, value)| (*name, value.as_str()));
-    let defines: Vec<(&str, &str)> = desc.defines.iter().copied().chain(tile).collect();
+    let defines = desc.defines.clone().merged(&tile.defines());
     ComputeKernel::new(
         ctx,
         &KernelDesc {

@@ -10,6 +10,7 @@
 //! sampled as `Rgba8UnormSrgb`, so the sRGB-encoded values decode in the sampler like the
 //! originals.
 
+use crate::gpu::Defines;
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::GpuContext;
@@ -71,18 +72,13 @@ impl NtcBakePass {
                 limit,
             });
         }
-        let defines = Self::defines(config);
-        let define_refs: Vec<(&str, &str)> = defines
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
         let target = Slot::WriteTexture(wgpu::TextureFormat::Rgba8Unorm);
         let kernel = ComputeKernel::new(
             ctx,
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "ntc_bake.wgsl",
-                defines: &define_refs,
+                defines: &Self::defines(config),
                 entry: "bake_mip",
                 groups: &[
                     Group::Slots(&[Slot::Uniform, target, target, target]),
@@ -94,10 +90,8 @@ impl NtcBakePass {
     }
 
     /// The defines `ntc_bake.wgsl` is composed with for decoders of shape `config`.
-    pub fn defines(config: &NtcConfig) -> Vec<(String, String)> {
-        let mut defines = model_defines(config, WORKGROUP_SIDE * WORKGROUP_SIDE);
-        defines.push(("NTC_KERNEL_F32".to_owned(), "1".to_owned()));
-        defines
+    pub fn defines(config: &NtcConfig) -> Defines {
+        model_defines(config, WORKGROUP_SIDE * WORKGROUP_SIDE).flag("NTC_KERNEL_F32")
     }
 
     /// Decode every package material of `package` (uploaded as `ntc`) into textures, in

@@ -21,14 +21,13 @@
 //! (one decoded texel per pixel and frame, whose average over frames is the trilinear
 //! filter), or the nearest mip and texel ([`DecodeSettings`]).
 
-use std::sync::Mutex;
+use crate::gpu::Defines;
 
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::{Slot, group_layout};
-use crate::gpu::shader::describe_defines;
 use crate::gpu::{CachedBindGroup, GpuContext, GpuError, GrantedFeatures, read_buffer};
 use crate::ntc::model::{NtcConfig, OUTPUTS};
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
@@ -84,6 +83,17 @@ pub enum NtcKernel {
     /// threads (four subgroups of 32 pixels) per run workgroup, weights read from the
     /// decoder buffer.
     SortedMma,
+    /// [`NtcKernel::Mma`] chained layer to layer: one f16 slice per subgroup, overwritten
+    /// in place by each layer, and subgroup barriers between layers (one workgroup
+    /// barrier per decoder of the tile); weights read from the decoder buffer (the slices
+    /// of a 16×16 tile and a weight copy would exceed 48 KiB). Needs [`NtcKernel::Mma`]'s
+    /// features and `SUBGROUP_BARRIER`.
+    Chain,
+    /// The sorted decode with [`NtcKernel::Chain`]'s evaluation, persistent: 192 threads
+    /// (six subgroups) per run workgroup load its decoder's weights into workgroup memory
+    /// once, then each subgroup runs tile after tile of 32 pixels against them
+    /// ([`CHAIN_ROUNDS`] per subgroup), with subgroup barriers only.
+    SortedChain,
 }
 
 /// Threads (and slots of a run) per workgroup of the sorted kernels' decode: `sorted-fma`
@@ -91,6 +101,12 @@ pub enum NtcKernel {
 /// the 48 KiB of workgroup memory most adapters have).
 const RUN_THREADS_FMA: u32 = 256;
 const RUN_THREADS_MMA: u32 = 128;
+/// Threads per workgroup of `sorted-chain`: six subgroups, whose single slices (24 KiB)
+/// and the default decoder's weights (16.3 KiB) fit 48 KiB of workgroup memory.
+const RUN_THREADS_CHAIN: u32 = 192;
+/// Tiles of 32 pixels each subgroup of `sorted-chain` runs per weight load (its
+/// workgroup's slots: [`RUN_THREADS_CHAIN`] · this).
+pub const CHAIN_ROUNDS: u32 = 8;
 /// Width of the sorted decode's indirect dispatch grid (`NTC_RUN_GRID_X`).
 const RUN_GRID_X: u32 = 1024;
 /// Side of the sort's screen tiles (`NTC_SORT_TILE`): runs hold whole 8×8 tiles.
@@ -100,7 +116,7 @@ const MAX_SORTED_SIDE: u32 = 0xFFFF;
 
 impl NtcKernel {
     /// Every kernel, the portable one first.
-    pub const ALL: [NtcKernel; 7] = [
+    pub const ALL: [NtcKernel; 9] = [
         NtcKernel::F32,
         NtcKernel::F16,
         NtcKernel::CoopMatrix,
@@ -108,9 +124,21 @@ impl NtcKernel {
         NtcKernel::Mma,
         NtcKernel::SortedFma,
         NtcKernel::SortedMma,
+        NtcKernel::Chain,
+        NtcKernel::SortedChain,
     ];
 
-    /// `f32`, `f16`, `coop-matrix`, `fma`, `mma`, `sorted-fma` or `sorted-mma`.
+    /// The kernels [`crate::render::kernel_choice`] calibrates: the sorted ones, which
+    /// decode any scene without divergence (the per-tile kernels slow down with every
+    /// further decoder in a tile, which a calibration frame cannot stand for).
+    pub const CANDIDATES: [NtcKernel; 3] = [
+        NtcKernel::SortedFma,
+        NtcKernel::SortedMma,
+        NtcKernel::SortedChain,
+    ];
+
+    /// `f32`, `f16`, `coop-matrix`, `fma`, `mma`, `sorted-fma`, `sorted-mma`, `chain` or
+    /// `sorted-chain`.
     pub fn name(self) -> &'static str {
         match self {
             NtcKernel::F32 => "f32",
@@ -120,12 +148,17 @@ impl NtcKernel {
             NtcKernel::Mma => "mma",
             NtcKernel::SortedFma => "sorted-fma",
             NtcKernel::SortedMma => "sorted-mma",
+            NtcKernel::Chain => "chain",
+            NtcKernel::SortedChain => "sorted-chain",
         }
     }
 
     /// Whether the frame's pixels are sorted by decoder before the decode.
     pub fn is_sorted(self) -> bool {
-        matches!(self, NtcKernel::SortedFma | NtcKernel::SortedMma)
+        matches!(
+            self,
+            NtcKernel::SortedFma | NtcKernel::SortedMma | NtcKernel::SortedChain
+        )
     }
 
     /// Slots each run of a sorted kernel is aligned to: its decode's pixels (threads) per
@@ -134,6 +167,7 @@ impl NtcKernel {
         match self {
             NtcKernel::SortedFma => Some(RUN_THREADS_FMA),
             NtcKernel::SortedMma => Some(RUN_THREADS_MMA),
+            NtcKernel::SortedChain => Some(RUN_THREADS_CHAIN * CHAIN_ROUNDS),
             _ => None,
         }
     }
@@ -142,7 +176,11 @@ impl NtcKernel {
     pub fn uses_matrices(self) -> bool {
         matches!(
             self,
-            NtcKernel::CoopMatrix | NtcKernel::Mma | NtcKernel::SortedMma
+            NtcKernel::CoopMatrix
+                | NtcKernel::Mma
+                | NtcKernel::SortedMma
+                | NtcKernel::Chain
+                | NtcKernel::SortedChain
         )
     }
 
@@ -157,7 +195,9 @@ impl NtcKernel {
         self.missing(granted).is_empty()
     }
 
-    /// The kernel used when none is chosen: the sorted f16-FMA decode where the adapter
+    /// The fixed choice where nothing was measured (software adapters, a failed
+    /// calibration; [`crate::render::kernel_choice`] picks by measurement otherwise): the
+    /// sorted f16-FMA decode where the adapter
     /// has f16 (measured the fastest of every kernel on the street at 1080p, 1.2× the
     /// sorted matrix decode, and within 1.27× of its own shared-decoder time at up to 16
     /// decoders per tile: docs/RESULTS.md), else f32. [`NtcKernel::Fma`] with 16×16 tiles
@@ -183,6 +223,12 @@ impl NtcKernel {
                 ("shader_f16", granted.shader_f16),
                 ("subgroup", granted.subgroup),
             ],
+            NtcKernel::Chain | NtcKernel::SortedChain => &[
+                ("cooperative_matrix", granted.cooperative_matrix),
+                ("shader_f16", granted.shader_f16),
+                ("subgroup", granted.subgroup),
+                ("subgroup_barrier", granted.subgroup_barrier),
+            ],
         };
         needs
             .iter()
@@ -193,21 +239,24 @@ impl NtcKernel {
 
     /// The kernel's shader defines (of `ntc_decode_tiles.wgsl`, or `ntc_decode_runs.wgsl` for
     /// the sorted kernels).
-    fn defines(self) -> &'static [&'static str] {
+    fn defines(self) -> Defines {
+        let f16 = |kernel: &str| Defines::new().flag(kernel).flag("NTC_F16");
         match self {
-            NtcKernel::F32 => &["NTC_KERNEL_F32"],
-            NtcKernel::F16 => &["NTC_KERNEL_F16", "NTC_F16"],
-            NtcKernel::CoopMatrix => &["NTC_KERNEL_COOP", "NTC_F16"],
+            NtcKernel::F32 => Defines::new().flag("NTC_KERNEL_F32"),
+            NtcKernel::F16 => f16("NTC_KERNEL_F16"),
+            NtcKernel::CoopMatrix => f16("NTC_KERNEL_COOP"),
             NtcKernel::Fma | NtcKernel::SortedFma => {
-                &["NTC_KERNEL_FMA", "NTC_F16", "NTC_FMA_PIXELS=1"]
+                f16("NTC_KERNEL_FMA").with("NTC_FMA_PIXELS", 1)
             }
-            NtcKernel::Mma => &["NTC_KERNEL_MMA", "NTC_F16"],
-            NtcKernel::SortedMma => &[
-                "NTC_KERNEL_MMA",
-                "NTC_F16",
-                "NTC_DECODERS_F16",
-                "NTC_COOP_STORAGE",
-            ],
+            NtcKernel::Mma => f16("NTC_KERNEL_MMA"),
+            NtcKernel::SortedMma => f16("NTC_KERNEL_MMA")
+                .flag("NTC_DECODERS_F16")
+                .flag("NTC_COOP_STORAGE"),
+            NtcKernel::Chain => f16("NTC_KERNEL_MMA")
+                .flag("NTC_DECODERS_F16")
+                .flag("NTC_COOP_STORAGE")
+                .flag("NTC_COOP_CHAIN"),
+            NtcKernel::SortedChain => f16("NTC_KERNEL_MMA").flag("NTC_COOP_CHAIN"),
         }
     }
 
@@ -217,13 +266,16 @@ impl NtcKernel {
             NtcKernel::F32 | NtcKernel::F16 => 1,
             NtcKernel::Fma | NtcKernel::SortedFma => 8,
             NtcKernel::CoopMatrix => 1,
-            NtcKernel::Mma | NtcKernel::SortedMma => 16,
+            NtcKernel::Mma | NtcKernel::SortedMma | NtcKernel::Chain | NtcKernel::SortedChain => 16,
         }
     }
 
     /// Threads per workgroup of the decode (the tile's pixels, or a run's slots).
     pub fn threads(self, tile: TileSize) -> u32 {
-        self.run_align().unwrap_or_else(|| tile.pixels())
+        match self {
+            NtcKernel::SortedChain => RUN_THREADS_CHAIN,
+            _ => self.run_align().unwrap_or_else(|| tile.pixels()),
+        }
     }
 
     /// Bytes of workgroup memory for `config` and `tile` (as declared in
@@ -239,9 +291,10 @@ impl NtcKernel {
             .chain([config.input_width(), OUTPUTS])
             .max()
             .unwrap_or(OUTPUTS) as u64;
-        // The staged matrix kernels: per subgroup of 32 pixels two f16 slices of the
-        // widest layer (ping-pong).
-        let staging = |threads: u32| u64::from(threads.div_ceil(32)) * 2 * 32 * widest * 2;
+        // The staged matrix kernels: per subgroup of 32 pixels `slices` f16 slices of the
+        // widest layer (two: ping-pong; one: chained in place).
+        let staging =
+            |threads: u32, slices: u64| u64::from(threads.div_ceil(32)) * slices * 32 * widest * 2;
         match self {
             NtcKernel::F32 | NtcKernel::F16 | NtcKernel::Fma => weights,
             NtcKernel::CoopMatrix => {
@@ -249,10 +302,55 @@ impl NtcKernel {
                 // f16 inputs and f32 products per row, plus the compaction counters.
                 weights + rows * widest * (2 + 4) + 8
             }
-            NtcKernel::Mma => weights + staging(tile.pixels()) + 4,
+            NtcKernel::Mma => weights + staging(tile.pixels(), 2) + 4,
+            NtcKernel::Chain => staging(tile.pixels(), 1) + 12,
             // The run batch (three words) beside the weights or the staging.
             NtcKernel::SortedFma => weights + 12,
-            NtcKernel::SortedMma => staging(RUN_THREADS_MMA) + 16,
+            NtcKernel::SortedMma => staging(RUN_THREADS_MMA, 2) + 16,
+            NtcKernel::SortedChain => weights + staging(RUN_THREADS_CHAIN, 1) + 12,
+        }
+    }
+}
+
+/// Which stages of a pixel's decode a pass runs: all of them (rendering), or one alone
+/// (`bench decode`'s stage costs; the cuts are defines of the decode shaders,
+/// `common/ntc_pixel.wgsl`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecodeStage {
+    /// The whole decode.
+    #[default]
+    All,
+    /// Texel choice, latent fetch, dequantisation, positional encoding, features stored.
+    Input,
+    /// The MLP alone, on inputs already on chip.
+    Mlp,
+    /// Clamping, neutral channels, transforms, G-buffer reads and target writes.
+    Output,
+}
+
+impl DecodeStage {
+    /// The three single stages, in a pixel's order.
+    pub const SINGLE: [DecodeStage; 3] =
+        [DecodeStage::Input, DecodeStage::Mlp, DecodeStage::Output];
+
+    /// `all`, `input`, `mlp` or `output`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DecodeStage::All => "all",
+            DecodeStage::Input => "input",
+            DecodeStage::Mlp => "mlp",
+            DecodeStage::Output => "output",
+        }
+    }
+
+    /// The define that cuts the decode to this stage (none for the whole decode).
+    fn define(self) -> Option<&'static str> {
+        match self {
+            DecodeStage::All => None,
+            DecodeStage::Input => Some("NTC_STAGE_INPUT"),
+            DecodeStage::Mlp => Some("NTC_STAGE_MLP"),
+            DecodeStage::Output => Some("NTC_STAGE_OUTPUT"),
         }
     }
 }
@@ -349,7 +447,8 @@ struct SortStages {
     count: ComputeKernel,
     scan: ComputeKernel,
     scatter: ComputeKernel,
-    buffers: Mutex<Option<SortBuffers>>,
+    /// The buffers of the last sorted frame's size and decoder count.
+    buffers: Option<SortBuffers>,
     sort_group: CachedBindGroup,
     runs_group: CachedBindGroup,
 }
@@ -429,6 +528,19 @@ impl NtcDecodePass {
         kernel: NtcKernel,
         tile: TileSize,
     ) -> Result<Self, NtcRenderError> {
+        Self::with_stage(ctx, config, kernel, tile, DecodeStage::All)
+    }
+
+    /// [`NtcDecodePass::new`] running only `stage` of every pixel's decode (the others
+    /// cut; its targets then hold nothing meaningful): what `bench decode` times stage by
+    /// stage.
+    pub fn with_stage(
+        ctx: &GpuContext,
+        config: &NtcConfig,
+        kernel: NtcKernel,
+        tile: TileSize,
+        stage: DecodeStage,
+    ) -> Result<Self, NtcRenderError> {
         Self::check(ctx, config, kernel, tile)?;
         let unavailable = |reason: String| NtcRenderError::KernelUnavailable {
             kernel: kernel.to_string(),
@@ -440,12 +552,8 @@ impl NtcDecodePass {
         let build = |label: &str,
                      shader: &str,
                      entry: &str,
-                     defines: &[(String, String)],
+                     defines: &Defines,
                      group2: Option<&wgpu::BindGroupLayout>| {
-            let define_refs: Vec<(&str, &str)> = defines
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
             let mut groups = vec![Group::Layout(&group0), Group::Layout(&group1)];
             groups.extend(group2.map(Group::Layout));
             // A compiler panic must not take the process down: it makes the kernel
@@ -455,7 +563,7 @@ impl NtcDecodePass {
                 &KernelDesc {
                     label,
                     shader,
-                    defines: &define_refs,
+                    defines,
                     entry,
                     groups: &groups,
                 },
@@ -463,8 +571,7 @@ impl NtcDecodePass {
             .map_err(|e| match e {
                 KernelError::Shader(e) => NtcRenderError::Shader(e),
                 KernelError::CompilerPanic(failure) => unavailable(format!(
-                    "the shader compiler panicked building {shader} with defines [{}]: {}",
-                    describe_defines(&define_refs),
+                    "the shader compiler panicked building {shader} with defines [{defines}]: {}",
                     failure.message
                 )),
                 KernelError::Pipeline(failure) => NtcRenderError::Gpu {
@@ -473,7 +580,10 @@ impl NtcDecodePass {
                 },
             })
         };
-        let defines = Self::defines(config, kernel, tile);
+        let mut defines = Self::defines(config, kernel, tile);
+        if let Some(cut) = stage.define() {
+            defines.set(cut, 1);
+        }
         let (pipeline, sort) = if let Some(align) = kernel.run_align() {
             let rw = |b: u32| Slot::StorageRw.entry(b);
             let sort_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -518,7 +628,7 @@ impl NtcDecodePass {
                 count,
                 scan,
                 scatter,
-                buffers: Mutex::new(None),
+                buffers: None,
                 sort_group: CachedBindGroup::new(),
                 runs_group: CachedBindGroup::new(),
             };
@@ -640,35 +750,30 @@ impl NtcDecodePass {
     /// The defines the decode shader (`ntc_decode_tiles.wgsl`, or `ntc_decode_runs.wgsl` for the
     /// sorted kernels) is composed with for decoders of shape `config`, evaluated with
     /// `kernel`, one workgroup per `tile`.
-    pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Vec<(String, String)> {
-        let mut defines = model_defines(config, kernel.threads(tile));
-        match kernel.run_align() {
-            Some(align) => defines.extend(Self::run_defines(align)),
-            None => defines.extend(tile.defines().map(|(k, v)| (k.to_owned(), v))),
-        }
-        defines.extend(kernel.defines().iter().map(|k| match k.split_once('=') {
-            Some((name, value)) => (name.to_owned(), value.to_owned()),
-            None => ((*k).to_owned(), "1".to_owned()),
-        }));
-        defines
+    pub fn defines(config: &NtcConfig, kernel: NtcKernel, tile: TileSize) -> Defines {
+        let layout = match kernel.run_align() {
+            Some(align) => Self::run_defines(align),
+            None => tile.defines(),
+        };
+        model_defines(config, kernel.threads(tile))
+            .merged(&layout)
+            .merged(&kernel.defines())
     }
 
     /// The defines of the sort (`ntc_sort.wgsl`) for decoders of shape `config`, making
     /// runs aligned to `align` slots (the sorted kernel's [`NtcKernel::run_align`]).
-    pub fn sort_defines(config: &NtcConfig, align: u32) -> Vec<(String, String)> {
-        let mut defines = model_defines(config, SORT_TILE * SORT_TILE);
-        defines.push(("NTC_SORT_TILE".to_owned(), SORT_TILE.to_string()));
-        defines.extend(Self::run_defines(align));
-        defines
+    pub fn sort_defines(config: &NtcConfig, align: u32) -> Defines {
+        model_defines(config, SORT_TILE * SORT_TILE)
+            .with("NTC_SORT_TILE", SORT_TILE)
+            .merged(&Self::run_defines(align))
     }
 
     /// `NTC_RUN_ALIGN` (runs aligned to `align` slots) and `NTC_RUN_GRID_X`, the same in
     /// the sort and the decode.
-    fn run_defines(align: u32) -> [(String, String); 2] {
-        [
-            ("NTC_RUN_ALIGN".to_owned(), align.to_string()),
-            ("NTC_RUN_GRID_X".to_owned(), RUN_GRID_X.to_string()),
-        ]
+    fn run_defines(align: u32) -> Defines {
+        Defines::new()
+            .with("NTC_RUN_ALIGN", align)
+            .with("NTC_RUN_GRID_X", RUN_GRID_X)
     }
 
     /// The kernel the pipeline evaluates the MLP with.
@@ -690,26 +795,18 @@ impl NtcDecodePass {
             .sum()
     }
 
-    /// The sort's buffers for a `size` frame and `decoders` decoders: the current ones, or
-    /// new ones (zeroed: the counts start at zero). Sizes are checked against the sort's
-    /// 16-bit pixel coordinates and the device's buffer limits first.
-    fn sort_buffers<'s>(
-        &self,
+    /// New sort buffers for a `size` frame and `decoders` decoders of `kernel`'s runs
+    /// (zeroed: the counts start at zero). Sizes are checked against the sort's 16-bit
+    /// pixel coordinates and the device's buffer limits first.
+    fn sort_buffers(
         device: &wgpu::Device,
-        stages: &'s SortStages,
+        kernel: NtcKernel,
         size: (u32, u32),
         decoders: usize,
-    ) -> Result<std::sync::MutexGuard<'s, Option<SortBuffers>>, NtcRenderError> {
-        let mut slot = stages
-            .buffers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if slot.as_ref().is_some_and(|b| b.key == (size, decoders)) {
-            return Ok(slot);
-        }
+    ) -> Result<SortBuffers, NtcRenderError> {
         if size.0 > MAX_SORTED_SIDE || size.1 > MAX_SORTED_SIDE {
             return Err(NtcRenderError::FrameTooLarge {
-                kernel: self.kernel.to_string(),
+                kernel: kernel.to_string(),
                 width: size.0,
                 height: size.1,
                 limit: MAX_SORTED_SIDE,
@@ -722,7 +819,7 @@ impl NtcDecodePass {
             .max_storage_buffer_binding_size
             .min(limits.max_buffer_size);
         let pixels = u64::from(size.0) * u64::from(size.1);
-        let padding = self.kernel.run_align().map_or(0, |a| a - 1);
+        let padding = kernel.run_align().map_or(0, |a| a - 1);
         let slot_bytes = 4 * (pixels + n * u64::from(padding));
         for (what, bytes) in [
             ("the sorted decode's slots", slot_bytes),
@@ -745,19 +842,21 @@ impl NtcDecodePass {
             })
         };
         let readable = wgpu::BufferUsages::COPY_SRC;
-        let buffers = crate::gpu::allocate(device, "the sorted decode's buffers", || {
-            let buffers = SortBuffers {
-                key: (size, decoders),
-                runs: storage("ntc.sort.runs", 8 * (n + 1), readable),
-                slots: storage("ntc.sort.slots", slot_bytes, readable),
-                counts: storage("ntc.sort.counts", 4 * n, wgpu::BufferUsages::empty()),
-                cursors: storage("ntc.sort.cursors", 4 * n, wgpu::BufferUsages::empty()),
-                dispatch: storage("ntc.sort.dispatch", 4 * 3, wgpu::BufferUsages::INDIRECT),
-            };
-            (buffers, slot_bytes + 8 * (n + 1) + 8 * n + 4 * 3)
-        })?;
-        *slot = Some(buffers);
-        Ok(slot)
+        Ok(crate::gpu::allocate(
+            device,
+            "the sorted decode's buffers",
+            || {
+                let buffers = SortBuffers {
+                    key: (size, decoders),
+                    runs: storage("ntc.sort.runs", 8 * (n + 1), readable),
+                    slots: storage("ntc.sort.slots", slot_bytes, readable),
+                    counts: storage("ntc.sort.counts", 4 * n, wgpu::BufferUsages::empty()),
+                    cursors: storage("ntc.sort.cursors", 4 * n, wgpu::BufferUsages::empty()),
+                    dispatch: storage("ntc.sort.dispatch", 4 * 3, wgpu::BufferUsages::INDIRECT),
+                };
+                (buffers, slot_bytes + 8 * (n + 1) + 8 * n + 4 * 3)
+            },
+        )?)
     }
 
     /// The runs and slots of the last sorted frame (submitted and finished), read back;
@@ -766,11 +865,7 @@ impl NtcDecodePass {
         let Some(stages) = &self.sort else {
             return Ok(None);
         };
-        let guard = stages
-            .buffers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(b) = guard.as_ref() else {
+        let Some(b) = stages.buffers.as_ref() else {
             return Ok(None);
         };
         let runs = read_buffer(ctx, &b.runs, 0..b.runs.size())?;
@@ -787,7 +882,7 @@ impl NtcDecodePass {
     /// per axis, sort buffers over the device's limits or out of memory) is an error and
     /// records nothing.
     pub fn record(
-        &self,
+        &mut self,
         frame: &mut FrameEncoder<'_>,
         inputs: &DecodeInputs<'_>,
         targets: &MaterialTargets,
@@ -819,7 +914,7 @@ impl NtcDecodePass {
             &inputs.package.resources(),
         );
         let size = (g.material.texture.width(), g.material.texture.height());
-        let Some(stages) = &self.sort else {
+        let Some(stages) = &mut self.sort else {
             frame.queue().write_buffer(
                 &self.params,
                 0,
@@ -834,9 +929,16 @@ impl NtcDecodePass {
             });
             return Ok(());
         };
-        let guard =
-            self.sort_buffers(frame.device(), stages, size, inputs.package.decoder_count())?;
-        let b = guard.as_ref().expect("made by sort_buffers");
+        let key = (size, inputs.package.decoder_count());
+        if stages.buffers.as_ref().is_none_or(|b| b.key != key) {
+            stages.buffers = Some(Self::sort_buffers(
+                frame.device(),
+                self.kernel,
+                key.0,
+                key.1,
+            )?);
+        }
+        let b = stages.buffers.as_ref().expect("made above");
         frame.queue().write_buffer(
             &self.params,
             0,

@@ -17,6 +17,7 @@
 //!
 //! This needs no binding arrays, which software adapters lack.
 
+use crate::gpu::Defines;
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::encoder::FrameEncoder;
@@ -125,7 +126,7 @@ impl MaterialClassify {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "material_classify.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "classify",
                 groups: &[Group::Slots(&[
                     Slot::UintTexture,
@@ -257,7 +258,7 @@ impl ReferencePass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "reference.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "shade",
                 groups: &[Group::Slots(&slots), Group::Layout(material_layout)],
             },

@@ -4,6 +4,7 @@
 //! The passes own their render pass setup (targets, clears, timing) and what their shader
 //! writes.
 
+use crate::gpu::Defines;
 use crate::gpu::layout;
 use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
 use crate::render::scene_gpu::SceneGpu;
@@ -28,7 +29,7 @@ pub struct SceneDrawDesc<'a> {
     /// Shader path; the `ALPHA_TEST` define selects the alpha-tested variant.
     pub shader: &'a str,
     /// Defines of both variants.
-    pub defines: &'a [(&'a str, &'a str)],
+    pub defines: &'a Defines,
     /// Colour targets of the fragment stage (empty for depth-only passes).
     pub targets: &'a [Option<wgpu::ColorTargetState>],
     /// Depth format, compare function and bias.
@@ -66,7 +67,7 @@ impl SceneDraw {
             ],
         });
         let opaque_module = create_shader_module(ctx, desc.shader, desc.defines)?;
-        let alpha_defines = [desc.defines, &[("ALPHA_TEST", "1")]].concat();
+        let alpha_defines = desc.defines.clone().flag("ALPHA_TEST");
         let alpha_module = create_shader_module(ctx, desc.shader, &alpha_defines)?;
         let opaque_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(desc.label),

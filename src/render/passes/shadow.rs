@@ -9,13 +9,16 @@
 //! The map depends on nothing the camera does: only on the sun (through the light's
 //! clip transform), whether shadows are on, the scene's draws (fixed for a renderer) and
 //! the alpha masks of the material textures bound (the originals, or an NTC package's
-//! baked textures). So the pass draws it only when one of those differs from the map's
-//! last drawing, and a frame with the same sun reuses it: on an H200 that saves the
-//! ≈ 1 ms of raster work the street's map takes at 2048² (a frame without a drawing has
-//! no `shadow` timing).
+//! baked textures). So the map is state of the pass, kept across frames like the
+//! temporal history (not in the frame's targets, which a frame writes before it reads):
+//! the pass draws it only when one of those inputs differs from the map's last drawing,
+//! and a frame with the same sun reuses it: on an H200 that saves the ≈ 1 ms of raster
+//! work the street's map takes at 2048² (a frame without a drawing has no `shadow`
+//! timing).
 
 use glam::{Mat4, Vec3};
 
+use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
 use crate::gpu::{GpuContext, ShaderError};
@@ -61,16 +64,16 @@ struct Drawn {
     enabled: bool,
     /// The material textures the alpha-tested draws read.
     materials: Vec<wgpu::BindGroup>,
-    /// The map drawn into.
-    map: wgpu::Texture,
 }
 
-/// The shadow pass.
+/// The shadow pass and its map.
 #[derive(Debug)]
 pub struct ShadowPass {
     draw: SceneDraw,
-    /// The inputs of the map as last drawn (`None`: never, or forgotten).
-    drawn: std::sync::Mutex<Option<Drawn>>,
+    /// The sun's shadow map ([`SHADOW_MAP_SIZE`]² [`format::SHADOW`]), kept across frames.
+    map: Target,
+    /// The inputs of the map as last drawn (`None`: never).
+    drawn: Option<Drawn>,
 }
 
 impl ShadowPass {
@@ -85,7 +88,7 @@ impl ShadowPass {
         let desc = SceneDrawDesc {
             label: Self::LABEL,
             shader: "shadow.wgsl",
-            defines: &[],
+            defines: &Defines::new(),
             targets: &[],
             depth: wgpu::DepthStencilState {
                 bias: wgpu::DepthBiasState {
@@ -101,47 +104,52 @@ impl ShadowPass {
         };
         Ok(Self {
             draw: SceneDraw::new(ctx, &desc, material_layout)?,
-            drawn: std::sync::Mutex::new(None),
+            map: Target::new(
+                &ctx.device,
+                "shadow.map",
+                (SHADOW_MAP_SIZE, SHADOW_MAP_SIZE),
+                format::SHADOW,
+                wgpu::TextureUsages::empty(),
+            ),
+            drawn: None,
         })
     }
 
-    /// Record the pass into `map` (a [`SHADOW_MAP_SIZE`]² [`format::SHADOW`] target) for
-    /// the sun's `light_clip_from_world` (the frame uniform's): clear it and, when
-    /// `enabled`, draw the scene from the sun — unless the map already holds that drawing
-    /// (same sun, setting, material textures and map), in which case nothing is recorded.
-    /// Returns whether the pass was recorded.
+    /// The shadow map, as the last recorded frame left it (what lighting reads).
+    pub fn map(&self) -> &Target {
+        &self.map
+    }
+
+    /// Record the pass into the map for the sun's `light_clip_from_world` (the frame
+    /// uniform's): clear it and, when `enabled`, draw the scene from the sun — unless the
+    /// map already holds that drawing (same sun, setting and material textures), in
+    /// which case nothing is recorded. Returns whether the pass was recorded.
     pub fn record(
-        &self,
+        &mut self,
         frame: &mut FrameEncoder<'_>,
         inputs: &SceneInputs<'_>,
         enabled: bool,
         light_clip_from_world: [[f32; 4]; 4],
-        map: &Target,
     ) -> bool {
-        {
-            let mut drawn = self
-                .drawn
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let same = drawn.as_ref().is_some_and(|d| {
-                d.light_clip_from_world == light_clip_from_world
-                    && d.enabled == enabled
-                    && d.materials == inputs.materials
-                    && d.map == map.texture
-            });
-            if same {
-                return false;
-            }
-            *drawn = Some(Drawn {
-                light_clip_from_world,
-                enabled,
-                materials: inputs.materials.to_vec(),
-                map: map.texture.clone(),
-            });
+        let same = self.drawn.as_ref().is_some_and(|d| {
+            d.light_clip_from_world == light_clip_from_world
+                && d.enabled == enabled
+                && d.materials == inputs.materials
+        });
+        if same {
+            return false;
         }
+        self.drawn = Some(Drawn {
+            light_clip_from_world,
+            enabled,
+            materials: inputs.materials.to_vec(),
+        });
         let bind_group = self.draw.bind_group(frame.device(), inputs);
-        let depth =
-            layout::depth_attachment(&map.view, wgpu::LoadOp::Clear(1.0), wgpu::StoreOp::Store);
+        let depth = layout::depth_attachment(
+            &self.map.view,
+            wgpu::LoadOp::Clear(1.0),
+            wgpu::StoreOp::Store,
+        );
         frame.render_pass(Self::LABEL, &[], depth, |pass| {
             if enabled {
                 self.draw.draw(pass, &bind_group, inputs);

@@ -10,6 +10,7 @@
 //! `LINEAR_TARGET` variant) gets them decoded to linear, which its hardware encodes
 //! back. Like the tonemap pass, each output pixel reads the internal pixel under it.
 
+use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
 use crate::gpu::{GpuContext, ShaderError};
@@ -124,17 +125,16 @@ impl SplitPass {
             layout::float_texture(3),
             layout::float_texture(4),
         ];
-        let defines: &[(&str, &str)] = if format.is_srgb() {
-            &[("LINEAR_TARGET", "1")]
-        } else {
-            &[]
-        };
+        let mut defines = Defines::new();
+        if format.is_srgb() {
+            defines.set("LINEAR_TARGET", 1);
+        }
         let pipeline = ScreenPipeline::new(
             ctx,
             &ScreenPipelineDesc {
                 label: Self::LABEL,
                 shader: "split.wgsl",
-                defines,
+                defines: &defines,
                 entries: &entries,
                 targets: &[layout::target(format)],
             },

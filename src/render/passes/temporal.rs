@@ -39,7 +39,9 @@
 //! [`TemporalSettings::reset`] ignores the history for one frame (camera cuts, mode
 //! switches, lighting or scene edits: anything that changes the image without motion,
 //! which a static pixel would otherwise fade in over `max_frames` frames). New targets
-//! ([`TemporalPass::new`], [`TemporalPass::resize`]) reset by themselves. Accumulation
+//! ([`TemporalPass::new`], [`TemporalPass::resize`]) and [`TemporalPass::reset`] drop the
+//! history until the next recorded frame; [`TemporalPass::has_history`] is the one answer
+//! to whether a history exists (the renderer asks it to decide a restart). Accumulation
 //! disabled writes the current frame with a count of 1 and still keeps the history, so
 //! enabling it again continues from that one sample.
 //!
@@ -47,8 +49,7 @@
 //! encoder that is never submitted desynchronises them, so record once per submitted
 //! frame (the settings also go through `queue.write_buffer`, which needs that anyway).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
+use crate::gpu::Defines;
 use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec3, Vec4};
 
@@ -207,10 +208,10 @@ pub struct TemporalPass {
     /// The history pair: each frame reads one and writes the other.
     history: [Target; 2],
     /// Index of the history that holds the last recorded frame; flipped by `record`.
-    front: AtomicBool,
-    /// Whether that history belongs to the current targets; cleared by `new` and `resize`,
-    /// set by `record`.
-    history_valid: AtomicBool,
+    front: usize,
+    /// Whether that history holds frames to continue from: cleared by `new`, `resize`
+    /// and `reset`, set by `record`.
+    history_valid: bool,
     /// Per front history: the bind group reading it and writing the other one.
     bind_groups: [CachedBindGroup; 2],
 }
@@ -227,7 +228,7 @@ impl TemporalPass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "temporal.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "resolve",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,
@@ -252,8 +253,8 @@ impl TemporalPass {
             kernel,
             params,
             history: Self::history(device, size),
-            front: AtomicBool::new(false),
-            history_valid: AtomicBool::new(false),
+            front: 0,
+            history_valid: false,
             bind_groups: Default::default(),
         })
     }
@@ -269,7 +270,18 @@ impl TemporalPass {
         let size = (size.0.max(1), size.1.max(1));
         self.history = Self::history(device, size);
         self.size = size;
-        self.history_valid.store(false, Ordering::Relaxed);
+        self.history_valid = false;
+    }
+
+    /// Drop the history: the next frame starts over, as if [`TemporalSettings::reset`].
+    pub fn reset(&mut self) {
+        self.history_valid = false;
+    }
+
+    /// Whether the next frame has a history to continue from (a frame was recorded since
+    /// the pass was made, resized or reset).
+    pub fn has_history(&self) -> bool {
+        self.history_valid
     }
 
     /// The screen size the history has.
@@ -282,7 +294,7 @@ impl TemporalPass {
     /// the module docs). Inputs or an output of another size than the pass are an error
     /// and record nothing (resize the pass with the targets).
     pub fn record(
-        &self,
+        &mut self,
         frame: &mut FrameEncoder<'_>,
         inputs: &TemporalInputs<'_>,
         output: &Target,
@@ -301,8 +313,9 @@ impl TemporalPass {
                 pass: self.size,
             });
         }
-        let history_valid = self.history_valid.swap(true, Ordering::Relaxed);
-        let front = usize::from(self.front.fetch_xor(true, Ordering::Relaxed));
+        let history_valid = std::mem::replace(&mut self.history_valid, true);
+        let front = self.front;
+        self.front = 1 - front;
         let (read, write) = (&self.history[front], &self.history[1 - front]);
         let view = wgpu::BindingResource::TextureView;
         let bind_group = self.bind_groups[front].get(
@@ -558,7 +571,8 @@ mod tests {
 
     #[test]
     fn params_match_the_shader_struct() {
-        let module = crate::gpu::shader::validate("temporal.wgsl", &[]).unwrap();
+        let module =
+            crate::gpu::shader::validate("temporal.wgsl", &crate::gpu::Defines::new()).unwrap();
         let params = crate::gpu::mirror::wgsl_struct(&module, "TemporalParams")
             .expect("temporal.wgsl declares TemporalParams");
         assert_eq!(params.size as usize, std::mem::size_of::<TemporalParams>());

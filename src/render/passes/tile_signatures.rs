@@ -20,6 +20,7 @@
 //! one bounded readback per view is the simpler exact choice. Pair counts (tiles where
 //! two sets appear) follow from the signatures on the host.
 
+use crate::gpu::Defines;
 use std::collections::BTreeMap;
 
 use crate::gpu::encoder::FrameEncoder;
@@ -125,7 +126,7 @@ impl CooccurrencePass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "cooccurrence.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "signature",
                 groups: &[Group::Slots(&[
                     Slot::UintTexture,

@@ -13,8 +13,7 @@
 //! full-screen copy or blit, which costs about what the raster pass does. Both entry points
 //! share the shader's `tonemapped` function, so the two differ only in who encodes.
 
-use std::sync::{Mutex, PoisonError};
-
+use crate::gpu::Defines;
 use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
@@ -50,8 +49,9 @@ pub struct TonemapPass {
     kernel: ComputeKernel,
     /// [`SrgbEncoder`]'s 255 thresholds as 64 `vec4f`.
     thresholds: wgpu::Buffer,
-    /// The storage view of the last output texture written by compute.
-    storage_view: Mutex<Option<(wgpu::Texture, wgpu::TextureView)>>,
+    /// The storage view of the last output texture written by compute (a cache: made
+    /// again for another texture).
+    storage_view: Option<(wgpu::Texture, wgpu::TextureView)>,
 }
 
 impl TonemapPass {
@@ -75,7 +75,7 @@ impl TonemapPass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "tonemap.wgsl",
-                defines: &[],
+                defines: &Defines::new(),
                 entry: "encode",
                 groups: &[Group::Slots(&[
                     Slot::Uniform,
@@ -103,7 +103,7 @@ impl TonemapPass {
             raster,
             kernel,
             thresholds,
-            storage_view: Mutex::new(None),
+            storage_view: None,
         })
     }
 
@@ -117,7 +117,7 @@ impl TonemapPass {
 
     /// Record the pass into `output` (a view in the format given to [`Self::new`]).
     pub fn record(
-        &self,
+        &mut self,
         frame: &mut FrameEncoder<'_>,
         inputs: &TonemapInputs<'_>,
         output: &wgpu::TextureView,
@@ -150,12 +150,8 @@ impl TonemapPass {
     }
 
     /// The [`STORAGE_FORMAT`] view of `texture`, made again only for another texture.
-    fn storage_view(&self, texture: &wgpu::Texture) -> wgpu::TextureView {
-        let mut cached = self
-            .storage_view
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match &*cached {
+    fn storage_view(&mut self, texture: &wgpu::Texture) -> wgpu::TextureView {
+        match &self.storage_view {
             Some((t, v)) if t == texture => v.clone(),
             _ => {
                 let v = texture.create_view(&wgpu::TextureViewDescriptor {
@@ -164,7 +160,7 @@ impl TonemapPass {
                     usage: Some(wgpu::TextureUsages::STORAGE_BINDING),
                     ..Default::default()
                 });
-                *cached = Some((texture.clone(), v.clone()));
+                self.storage_view = Some((texture.clone(), v.clone()));
                 v
             }
         }
