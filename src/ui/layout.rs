@@ -104,7 +104,9 @@ fn side_panel<R>(
         strip
             .exact_size(FOLDED_WIDTH)
             .resizable(false)
-            .frame(panel_frame(ui))
+            // A narrow margin: the unfold button fits the strip, so the strip keeps
+            // its width at the window's edge.
+            .frame(panel_frame(ui).inner_margin(egui::Margin::symmetric(2, 8)))
             .show(ui, |ui| {
                 if ui
                     .small_button(unfold)

@@ -1080,9 +1080,11 @@ fn help_window(ctx: &egui::Context, open: &mut bool, central: egui::Rect) {
         .open(open)
         .show(ctx, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
+                // The descriptions wrap, so the window fits a narrow central area.
                 egui::Grid::new("shortcuts")
                     .num_columns(2)
                     .striped(true)
+                    .max_col_width((central.width() - 200.0).max(120.0))
                     .show(ui, |ui| {
                         for shortcut in keys::SHORTCUTS {
                             ui.label(
@@ -1091,7 +1093,7 @@ fn help_window(ctx: &egui::Context, open: &mut bool, central: egui::Rect) {
                                     .strong()
                                     .color(ACCENT),
                             );
-                            ui.label(shortcut.help);
+                            ui.add(egui::Label::new(shortcut.help).wrap());
                             ui.end_row();
                         }
                     });
