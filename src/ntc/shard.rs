@@ -611,17 +611,10 @@ pub fn compress_shard(
     shard: Shard,
     progress: &mut dyn FnMut(&GroupProgress),
 ) -> Result<(Part, CompressReport), ShardError> {
-    let CompressJob {
-        sets,
-        constants,
-        groups,
-        opts,
-        out,
-        ..
-    } = *job;
+    let (sets, groups) = (job.sets, job.groups);
     check_groups(groups, sets.len())?;
     let split = split_by_weight(&group_texels(groups, sets), shard.count);
-    let manifest = PartialManifest::of_run(sets, constants, groups, opts)?;
+    let manifest = PartialManifest::of_run(sets, job.constants, groups, job.opts)?;
     let header = PartHeader {
         plan: plan_identity(&manifest),
         shard,
@@ -630,7 +623,7 @@ pub fn compress_shard(
     };
     let selection = header.groups().to_vec();
     let (package, report) = compress_selected(job, &selection, progress, &mut |package| {
-        write_part(out, &header, package)
+        write_part(job.out, &header, package)
     })?;
     Ok((Part { header, package }, report))
 }
