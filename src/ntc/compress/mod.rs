@@ -42,6 +42,11 @@
 //! constants, rate control). A folder is only resumed, or deleted to start afresh, when
 //! its manifest matches the run exactly; a folder without the marker (not made by neurotex) or with another run's
 //! manifest is an error naming it and what differs, and is never touched.
+//!
+//! Here: the job, its options and the driver over the groups. Beside it: `group` (one
+//! group's training, resumed or sealed), `rate` (rate control's presets, probes and
+//! tries), `partial` (the partial folder and its manifest) and `report` (the report and
+//! its files).
 
 mod group;
 mod partial;
