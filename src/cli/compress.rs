@@ -249,6 +249,16 @@ pub fn run(a: CompressArgs) -> Result<()> {
             ),
         );
     };
+    let job = ntc::compress::CompressJob {
+        devices: &devices.devices,
+        sets: &sets,
+        constants: &constants,
+        groups: &groups,
+        opts: &options,
+        inputs: &input_names,
+        out: &a.out,
+        cancel: &cancel,
+    };
     if a.rd
         && let Some(path) = &a.report
     {
@@ -261,17 +271,12 @@ pub fn run(a: CompressArgs) -> Result<()> {
                 skip_bcn: options.skip_bcn || i > 0,
                 ..options.clone()
             };
-            let (_, report) = ntc::compress::compress(
-                &devices.devices,
-                &sets,
-                &constants,
-                &groups,
-                &rung_options,
-                &input_names,
-                &out,
-                &cancel,
-                &mut progress,
-            )?;
+            let rung_job = ntc::compress::CompressJob {
+                opts: &rung_options,
+                out: &out,
+                ..job
+            };
+            let (_, report) = ntc::compress::compress(&rung_job, &mut progress)?;
             println!(
                 "rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
                 rung.label(),
@@ -295,30 +300,9 @@ pub fn run(a: CompressArgs) -> Result<()> {
         return Ok(());
     }
     let (package, report) = match shard {
-        None => ntc::compress::compress(
-            &devices.devices,
-            &sets,
-            &constants,
-            &groups,
-            &options,
-            &input_names,
-            &a.out,
-            &cancel,
-            &mut progress,
-        )?,
+        None => ntc::compress::compress(&job, &mut progress)?,
         Some(shard) => {
-            let (part, report) = ntc::shard::compress_shard(
-                &devices.devices,
-                &sets,
-                &constants,
-                &groups,
-                shard,
-                &options,
-                &input_names,
-                &a.out,
-                &cancel,
-                &mut progress,
-            )?;
+            let (part, report) = ntc::shard::compress_shard(&job, shard, &mut progress)?;
             println!(
                 "shard {}/{}: groups {:?} of {}",
                 shard.index,

@@ -48,7 +48,7 @@ use crate::cluster::{
 use crate::gpu::GpuContext;
 use crate::ntc::TrainConfig;
 use crate::ntc::compress::{
-    CompressError, CompressOptions, RateControl, compress, group_main_steps,
+    CompressError, CompressJob, CompressOptions, RateControl, compress, group_main_steps,
 };
 use crate::ntc::train::LossWeighting;
 use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
@@ -298,6 +298,26 @@ pub struct EvalOptions {
     pub loss_weights: LossWeighting,
     /// The command line, for the summary.
     pub command_line: String,
+}
+
+impl EvalOptions {
+    /// The compression settings of one run trained with `train`: no BCn baselines and a
+    /// fixed preset, the rest as the evaluation's.
+    pub(crate) fn compress_options(&self, train: TrainConfig) -> CompressOptions {
+        CompressOptions {
+            train,
+            steps: self.steps,
+            seed: self.seed,
+            resume: self.resume,
+            skip_bcn: true,
+            log_every: self.log_every,
+            rate: RateControl::Fixed,
+            kernel: self.kernel,
+            input_files: Vec::new(),
+            loss_weights: self.loss_weights,
+            flip: self.flip,
+        }
+    }
 }
 
 /// One point of the sweep: the run of `strategy` at `m` groups.
@@ -769,40 +789,28 @@ fn train_runs(
         }
         progress(&EvalEvent::RunStarted { run, runs, spec });
         let package = runs_dir.join(format!("{}.ntc", spec.name));
-        let options = CompressOptions {
-            train: train.clone(),
-            steps: opts.steps,
-            seed: opts.seed,
-            resume: opts.resume,
-            skip_bcn: true,
-            log_every: opts.log_every,
-            rate: RateControl::Fixed,
-            kernel: opts.kernel,
-            input_files: Vec::new(),
-            loss_weights: opts.loss_weights,
-            flip: opts.flip,
-        };
-        let result = compress(
+        let options = opts.compress_options(train.clone());
+        let job = CompressJob {
             devices,
-            inputs.sets,
-            inputs.constants,
-            &spec.groups,
-            &options,
-            inputs.description,
-            &package,
+            sets: inputs.sets,
+            constants: inputs.constants,
+            groups: &spec.groups,
+            opts: &options,
+            inputs: inputs.description,
+            out: &package,
             cancel,
-            &mut |p| {
-                progress(&EvalEvent::Training {
-                    run,
-                    runs,
-                    spec,
-                    device: p.device,
-                    group: p.group,
-                    groups: p.groups,
-                    progress: &p.train,
-                })
-            },
-        );
+        };
+        let result = compress(&job, &mut |p| {
+            progress(&EvalEvent::Training {
+                run,
+                runs,
+                spec,
+                device: p.device,
+                group: p.group,
+                groups: p.groups,
+                progress: &p.train,
+            })
+        });
         let report = match result {
             Ok((_, report)) => report,
             Err(CompressError::Interrupted { .. }) => {

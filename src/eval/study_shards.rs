@@ -28,7 +28,7 @@ use super::{
     prepare_outputs, train_runs, write_outputs,
 };
 use crate::gpu::GpuContext;
-use crate::ntc::compress::{CompressOptions, PartialManifest, RateControl, group_main_steps};
+use crate::ntc::compress::{PartialManifest, group_main_steps};
 use crate::ntc::shard::{
     MAX_SHARDS, Shard, capped_list, group_texels, plan_identity, split_by_weight,
 };
@@ -177,19 +177,8 @@ pub fn eval_identity(
     plan: &EvalPlan,
     opts: &EvalOptions,
 ) -> Result<String, EvalError> {
-    let compress = CompressOptions {
-        train: opts.train.clone(),
-        steps: opts.steps,
-        seed: opts.seed,
-        resume: false,
-        skip_bcn: true,
-        log_every: opts.log_every,
-        rate: RateControl::Fixed,
-        kernel: opts.kernel,
-        input_files: Vec::new(),
-        loss_weights: opts.loss_weights,
-        flip: opts.flip,
-    };
+    // Resuming does not enter the manifest.
+    let compress = opts.compress_options(opts.train.clone());
     let manifest =
         PartialManifest::of_run(inputs.sets, inputs.constants, &[], &compress).map_err(|e| {
             EvalError::Inputs {

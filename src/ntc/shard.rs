@@ -34,18 +34,15 @@
 //! from its own partial folder (`<part>.partial/`) like `compress`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
 use super::compress::{
-    CompressError, CompressOptions, CompressReport, PartialManifest, check_groups,
-    compress_selected,
+    CompressError, CompressJob, CompressReport, PartialManifest, check_groups, compress_selected,
 };
 use super::format::NtcPackage;
 use super::parallel::GroupProgress;
-use crate::gpu::GpuContext;
-use crate::texture::{CHANNELS, TextureSet};
+use crate::texture::TextureSet;
 
 /// The first eight bytes of every part file.
 pub const PART_MAGIC: [u8; 8] = *b"NTCPART\0";
@@ -606,28 +603,18 @@ pub fn merge(parts: &[(PathBuf, Part)]) -> Result<NtcPackage, ShardError> {
     Ok(package)
 }
 
-/// Train shard `shard` of the plan `groups` on `devices` and write its part to `out`
-/// (see [`compress_selected`] for the training, the partial folder and resuming). Returns the
+/// Train shard `shard` of `job`'s plan and write its part to `job.out` (see
+/// [`compress_selected`] for the training, the partial folder and resuming). Returns the
 /// part and the report of its groups.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "`compress`'s arguments plus the shard"
-)]
 pub fn compress_shard(
-    devices: &[GpuContext],
-    sets: &[TextureSet],
-    constants: &[[f32; CHANNELS]],
-    groups: &[Vec<usize>],
+    job: &CompressJob<'_>,
     shard: Shard,
-    opts: &CompressOptions,
-    inputs: &str,
-    out: &Path,
-    cancel: &AtomicBool,
     progress: &mut dyn FnMut(&GroupProgress),
 ) -> Result<(Part, CompressReport), ShardError> {
+    let (sets, groups) = (job.sets, job.groups);
     check_groups(groups, sets.len())?;
     let split = split_by_weight(&group_texels(groups, sets), shard.count);
-    let manifest = PartialManifest::of_run(sets, constants, groups, opts)?;
+    let manifest = PartialManifest::of_run(sets, job.constants, groups, job.opts)?;
     let header = PartHeader {
         plan: plan_identity(&manifest),
         shard,
@@ -635,19 +622,9 @@ pub fn compress_shard(
         split,
     };
     let selection = header.groups().to_vec();
-    let (package, report) = compress_selected(
-        devices,
-        sets,
-        constants,
-        groups,
-        &selection,
-        opts,
-        inputs,
-        out,
-        cancel,
-        progress,
-        &mut |package| write_part(out, &header, package),
-    )?;
+    let (package, report) = compress_selected(job, &selection, progress, &mut |package| {
+        write_part(job.out, &header, package)
+    })?;
     Ok((Part { header, package }, report))
 }
 
@@ -658,6 +635,7 @@ mod tests {
     use crate::ntc::format::NtcMaterial;
     use crate::ntc::model::LatentLayout;
     use crate::ntc::train::Quality;
+    use crate::texture::CHANNELS;
     use crate::texture::ChannelMask;
 
     #[test]

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use crate::cluster::{self, ClusterError, FileDigest, Plan, Strategy};
 use crate::gpu::GpuContext;
 use crate::inputs::{InputError, InputSets, InputSource};
-use crate::ntc::compress::{CompressError, CompressOptions, RateControl, compress};
+use crate::ntc::compress::{CompressError, CompressJob, CompressOptions, RateControl, compress};
 use crate::ntc::parallel::GroupProgress;
 use crate::ntc::train::LossWeighting;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
@@ -432,17 +432,17 @@ impl ScenePackages {
             }
         })?;
         let mut run = |options: &CompressOptions| {
-            compress(
+            let job = CompressJob {
                 devices,
                 sets,
-                &constants,
-                &groups,
-                options,
-                &self.scene.display().to_string(),
-                &path,
+                constants: &constants,
+                groups: &groups,
+                opts: options,
+                inputs: &self.scene.display().to_string(),
+                out: &path,
                 cancel,
-                &mut |p| progress(PackageProgress::Training(p)),
-            )
+            };
+            compress(&job, &mut |p| progress(PackageProgress::Training(p)))
         };
         let package = match run(&options) {
             Ok((package, _)) => package,

@@ -3,7 +3,7 @@
 //!
 //! **Reading** ([`Container::parse`]): the container is parsed by a maintained crate
 //! (`ddsfile`, `ktx2`), then every size is checked before anything is allocated: each side
-//! in 1..=[`MAX_IMAGE_SIDE`], at most a full mip chain of levels, every level's bytes
+//! in 1..=[`MAX_IMAGE_SIDE`](super::MAX_IMAGE_SIDE), at most a full mip chain of levels, every level's bytes
 //! present in the file, and each decode within the memory budget. Cubemaps, texture
 //! arrays, volume and 1D textures are refused with an error naming the file; so are
 //! supercompressed KTX2 (Basis Universal, Zstandard) and pixel formats outside
@@ -24,7 +24,7 @@
 //! (from [`super::bcn::encode_blocks`]), as a DDS with the DX10 header or a KTX2 with its
 //! basic data format descriptor, through a temporary file and a rename.
 
-use super::{DecodedImage, MAX_IMAGE_SIDE, Samples, TextureError, budget};
+use super::{DecodedImage, Samples, TextureError, budget};
 
 /// The first bytes of a KTX2 file.
 pub const KTX2_MAGIC: [u8; 12] = [
@@ -392,14 +392,7 @@ fn cut_levels<'a>(
     levels: u32,
     mut level_data: impl FnMut(usize, u64) -> Result<&'a [u8], TextureError>,
 ) -> Result<Vec<&'a [u8]>, TextureError> {
-    if width == 0 || height == 0 || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
-        return Err(TextureError::TooLarge {
-            file: file.to_string(),
-            width,
-            height,
-            max: MAX_IMAGE_SIDE,
-        });
-    }
+    TextureError::check_size(file, width, height)?;
     let most = full_chain(width, height);
     if levels > most {
         return Err(invalid(

@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::TextureError;
+use super::manifest::{OPTIONAL_IMAGES, REQUIRED};
 
 /// What an image holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -279,20 +280,6 @@ fn list_images(
 /// the manifest into the folder scanned).
 pub fn manifest_text(scan: &FolderScan) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let header = [
-        "set_id",
-        "category",
-        "paper_category",
-        "basecolor",
-        "normal",
-        "alpha",
-        "roughness_const",
-        "metallic_const",
-        "orm",
-        "metallic_roughness",
-        "occlusion",
-        "emissive",
-    ];
     let path = |set: &FolderSet, role: Role| {
         set.images
             .get(&role)
@@ -305,7 +292,7 @@ pub fn manifest_text(scan: &FolderScan) -> String {
             .unwrap_or_default()
     };
     // Writing CSV into a Vec cannot fail.
-    let _ = w.write_record(header);
+    let _ = w.write_record(REQUIRED.iter().chain(&OPTIONAL_IMAGES));
     for set in &scan.sets {
         // A set without a metallic image is a dielectric: metallic 0, not glTF's default 1.
         let metal = if set.images.contains_key(&Role::Orm) {
@@ -313,6 +300,7 @@ pub fn manifest_text(scan: &FolderScan) -> String {
         } else {
             "0"
         };
+        // In the header's order: the required columns, then the optional images.
         let _ = w.write_record([
             set.name.as_str(),
             set.category.as_str(),

@@ -3,7 +3,7 @@
 //! [`decode`] reads 8- and 16-bit PNG (gray, gray+alpha, RGB, RGBA; palette images are
 //! expanded) and JPEG into a [`DecodedImage`] that keeps the file's sample width, so
 //! 16-bit precision survives until the final 8-bit quantisation. The image size is read
-//! from the header and checked against [`MAX_IMAGE_SIDE`] before any pixel buffer is
+//! from the header and checked against [`MAX_IMAGE_SIDE`](super::MAX_IMAGE_SIDE) before any pixel buffer is
 //! allocated. DDS and KTX2 files (told by their first bytes) go through
 //! [`super::containers`]: level 0 is decoded, every level's size checked, and
 //! [`ImageInfo::block_format`] names a block-compressed (already lossy) source.
@@ -15,8 +15,8 @@ use std::path::Path;
 
 use image::{DynamicImage, ImageDecoder, ImageEncoder, ImageReader, Limits};
 
+use super::TextureError;
 use super::containers::{Container, ContainerKind};
-use super::{MAX_IMAGE_SIDE, TextureError};
 use crate::scene::ImageSource;
 
 /// The samples of a decoded image, interleaved, at the file's bit depth.
@@ -129,7 +129,7 @@ pub const EXPANSION_SLACK: u64 = 64 << 20;
 /// Decode a PNG or JPEG image from a file or embedded bytes.
 ///
 /// Before any pixel buffer is allocated, the header's size is checked: each side in
-/// 1..=[`MAX_IMAGE_SIDE`] ([`TextureError::TooLarge`]), the decoded bytes no more than
+/// 1..=[`MAX_IMAGE_SIDE`](super::MAX_IMAGE_SIDE) ([`TextureError::TooLarge`]), the decoded bytes no more than
 /// [`MAX_EXPANSION`] times the encoded ones plus [`EXPANSION_SLACK`] (a header whose
 /// pixels the data cannot hold, [`TextureError::InvalidInput`]) and within the memory
 /// budget ([`super::budget`]). Other errors: [`TextureError::Missing`] when the file does
@@ -206,18 +206,7 @@ fn container_bytes<'a>(
     source: &'a ImageSource,
     file: &str,
 ) -> Result<Option<std::borrow::Cow<'a, [u8]>>, TextureError> {
-    let io = |path: &Path, e: std::io::Error| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            TextureError::Missing {
-                file: file.to_string(),
-            }
-        } else {
-            TextureError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            }
-        }
-    };
+    let io = |path: &Path, e| TextureError::read(path, file, e);
     match source {
         ImageSource::Embedded { bytes, .. } => {
             Ok(ContainerKind::sniff(bytes).map(|_| std::borrow::Cow::Borrowed(&bytes[..])))
@@ -251,18 +240,7 @@ fn open_file(
     path: &Path,
     file: &str,
 ) -> Result<(ImageReader<std::io::BufReader<std::fs::File>>, u64), TextureError> {
-    let reader = ImageReader::open(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            TextureError::Missing {
-                file: file.to_string(),
-            }
-        } else {
-            TextureError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            }
-        }
-    })?;
+    let reader = ImageReader::open(path).map_err(|e| TextureError::read(path, file, e))?;
     let len = std::fs::metadata(path)
         .map_err(|e| TextureError::Io {
             path: path.to_path_buf(),
@@ -319,14 +297,7 @@ fn decode_reader<R: BufRead + Seek>(
 
     let decoder = reader.into_decoder().map_err(decode_err)?;
     let (width, height) = decoder.dimensions();
-    if width == 0 || height == 0 || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
-        return Err(TextureError::TooLarge {
-            file: file.to_string(),
-            width,
-            height,
-            max: MAX_IMAGE_SIDE,
-        });
-    }
+    TextureError::check_size(file, width, height)?;
     let color = decoder.color_type();
     use image::ColorType as C;
     let (channels, bytes_per_sample) = match color {

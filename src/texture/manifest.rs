@@ -27,7 +27,7 @@ pub struct ManifestEntry {
 }
 
 /// Columns a manifest must have.
-const REQUIRED: [&str; 8] = [
+pub(crate) const REQUIRED: [&str; 8] = [
     "set_id",
     "category",
     "paper_category",
@@ -53,18 +53,8 @@ pub const OPTIONAL_IMAGES: [&str; 4] = ["orm", "metallic_roughness", "occlusion"
 /// and `metallic_const` are numbers in \[0, 1\], and an empty cell means the glTF default
 /// 1.0. Errors name the manifest, the row (1-based line, header = row 1) and the column.
 pub fn read_manifest(path: &Path) -> Result<Vec<ManifestEntry>, TextureError> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            TextureError::Missing {
-                file: path.display().to_string(),
-            }
-        } else {
-            TextureError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            }
-        }
-    })?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| TextureError::read(path, &path.display().to_string(), e))?;
     parse_manifest(&bytes, path)
 }
 

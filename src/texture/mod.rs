@@ -234,6 +234,37 @@ pub enum TextureError {
     },
 }
 
+impl TextureError {
+    /// A failed read of `path` (named `file` in the message): [`TextureError::Missing`]
+    /// when it does not exist, else [`TextureError::Io`].
+    pub(crate) fn read(path: &Path, file: &str, e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TextureError::Missing {
+                file: file.to_string(),
+            }
+        } else {
+            TextureError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            }
+        }
+    }
+
+    /// [`TextureError::TooLarge`] unless `width`×`height` is within
+    /// `1..=`[`MAX_IMAGE_SIDE`] per side.
+    pub(crate) fn check_size(file: &str, width: u32, height: u32) -> Result<(), Self> {
+        if width == 0 || height == 0 || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
+            return Err(TextureError::TooLarge {
+                file: file.to_string(),
+                width,
+                height,
+                max: MAX_IMAGE_SIDE,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// One canonical channel. `Channel as usize` is its index in a texel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -123,22 +123,26 @@ impl LossWeights {
     /// The weight of every decoder output for a set with channels `present`: the group
     /// weight for present channels, 0 for absent ones and for the padding outputs 12–15.
     pub fn per_output(&self, present: ChannelMask) -> [f64; OUTPUTS] {
-        let groups = [
-            (ChannelMask::BASE_COLOR, self.base_color),
-            (ChannelMask::ALPHA, self.alpha),
-            (ChannelMask::NORMAL, self.normal),
-            (ChannelMask::OCCLUSION, self.occlusion),
-            (ChannelMask::ROUGHNESS, self.roughness),
-            (ChannelMask::METALLIC, self.metallic),
-            (ChannelMask::EMISSIVE, self.emissive),
-        ];
         let mut w = [0.0; OUTPUTS];
-        for (mask, weight) in groups {
-            for c in (mask & present).channels() {
+        for ((mask, _), weight) in QUALITY_GROUPS.iter().zip(self.by_group()) {
+            for c in (*mask & present).channels() {
                 w[c.index()] = weight;
             }
         }
         w
+    }
+
+    /// The weights of `w`, in [`QUALITY_GROUPS`] order (the inverse of `by_group`).
+    fn from_groups(w: [f64; 7]) -> LossWeights {
+        LossWeights {
+            base_color: w[0],
+            alpha: w[1],
+            normal: w[2],
+            occlusion: w[3],
+            roughness: w[4],
+            metallic: w[5],
+            emissive: w[6],
+        }
     }
 
     /// The weights in [`QUALITY_GROUPS`] order.
@@ -193,24 +197,7 @@ impl LossWeights {
                 *slot = inv * scale;
             }
         }
-        let [
-            base_color,
-            alpha,
-            normal,
-            occlusion,
-            roughness,
-            metallic,
-            emissive,
-        ] = w;
-        LossWeights {
-            base_color,
-            alpha,
-            normal,
-            occlusion,
-            roughness,
-            metallic,
-            emissive,
-        }
+        LossWeights::from_groups(w)
     }
 
     /// All weights, named, for validation.
