@@ -12,7 +12,7 @@
 // 2. the input matrix X (TRAIN_ROWS × NTC_INPUT_WIDTH, f16, one row per sample): both grids
 //    of the mip's pair bilinearly sampled in f32 with QAT noise (cpu::forward, cpu::qat_noise),
 //    the positional encoding, the LOD input, zero padding;
-// 3. forward, layer by layer, 16 output columns at a time: Z = A · Wᵀ with f16 operands
+// 3. forward, layer by layer, every output column at once: Z = A · Wᵀ with f16 operands
 //    (`weights16`, Adam's f16 copy of the decoder) and f32 accumulation into `stage`, then
 //    per element + bias (f32), activation → next A (f16) and act'(z) (f16);
 // 4. at the output: weighted L2 loss against the target (f32) and the output δ, stored in
@@ -20,18 +20,22 @@
 //    gradient (÷ 65536 at the usual batch) would fall below f16's normal range;
 // 5. backward, last layer first: dW += δᵀ · A and db += Σ δ over the chunk's rows into the
 //    workgroup's slice of `dw_partials` (f32; the first chunk stores, later ones add), and
-//    the inputs' δ = (δ · W) ⊙ act'(z) (f16 operands, f32 accumulation, 16 columns at a
-//    time, stored in place of act'(z)); for the first layer only the 2F latent inputs' δ,
+//    the inputs' δ = (δ · W) ⊙ act'(z) (f16 operands, f32 accumulation, every column at
+//    once, stored in place of act'(z)); for the first layer only the 2F latent inputs' δ,
 //    scattered to the 4 taps × F features of each grid with one atomic add per value
 //    (FLAG_LATENT_GRADIENTS; f32 or fixed point, ntc_train.wgsl), times
 //    1 / (batch_size · DELTA_SCALE).
+// So a chunk has two workgroup barriers per layer and direction: one after the layer's
+// product, one after the per-element phase that reads it. The latent gathers and scatters
+// run one thread per (row, grid, 4 features): the taps are computed once and the thread's
+// 16 loads (or atomics) are independent, so they are in flight together.
 // Each workgroup also writes its summed loss to wg_partials[workgroup]; Adam reduces the
 // losses and the decoder partials in a fixed order, so with fixed-point atomics a step is
 // deterministic (the products too: the same operands give the same sums).
 //
 // The matrix products are the only difference between the variants:
 // - TRAIN_COOP: 16×16×16 f16 cooperative matrices with f32 accumulators, one subgroup per
-//   16-row block (forward, δ) or per 16×16 tile of dW; needs every hidden width a multiple
+//   16×16 tile of the product (forward, δ) or of dW; needs every hidden width a multiple
 //   of 16 and TRAIN_ROWS a multiple of 16;
 // - default ("f16"): the same products with one thread per output element, f16 operands
 //   widened to f32 (exact) and summed in f32, for adapters with SHADER_F16 but without
@@ -39,9 +43,9 @@
 //
 // Workgroup memory (host: gpu::mixed_workgroup_bytes): `act`, TRAIN_ROWS × (NTC_INPUT_WIDTH
 // + 2 · Σ hidden + 16) f16 — X, every hidden layer's A, every hidden layer's act'(z) (then
-// its δ), the output δ, each row-major with its width as stride; `stage`, TRAIN_ROWS × 16 f32;
-// the rows' samples and the loss reduction. The host picks the largest TRAIN_ROWS of 64,
-// 48, 32, 16 that fits the adapter's limit.
+// its δ), the output δ, each row-major with its width as stride; `stage`, TRAIN_ROWS ×
+// STAGE_COLS f32 (a whole layer's product); the rows' samples and the loss reduction. The
+// host picks the largest TRAIN_ROWS of 64, 48, 32, 16 that fits the adapter's limit.
 
 enable f16;
 #ifdef TRAIN_COOP
@@ -58,10 +62,13 @@ const THREADS: u32 = ${TRAIN_THREADS}u;
 // The workgroup's loss sum (common/ntc_loss.wgsl).
 const LOSS_THREADS: u32 = THREADS;
 const DELTA_SCALE: f32 = ${DELTA_SCALE};
-// Columns of one pass through `stage`: one 16-wide column block.
-const COLS: u32 = 16u;
 // Inputs 0 .. LATENT_INPUTS are the two grids' features; the PE follows, then the LOD.
 const LATENT_INPUTS: u32 = 2u * NTC_FEATURES;
+// Groups of 4 features of a grid texel (NTC_FEATURES is a multiple of 4).
+const QUADS: u32 = NTC_FEATURES / 4u;
+// Columns of `stage`: the widest product, a layer's outputs (a hidden width or the 16
+// outputs) or the latent inputs' δ, each in whole 16-column blocks.
+const STAGE_COLS: u32 = max(max((NTC_MAX_HIDDEN + 15u) / 16u * 16u, NTC_OUTPUTS), (LATENT_INPUTS + 15u) / 16u * 16u);
 const LOD_INPUT: u32 = LATENT_INPUTS + 4u * NTC_PE_WAVES;
 // f16 values per row of `act`.
 const ROW_HALVES: u32 = NTC_INPUT_WIDTH + 2u * NTC_HIDDEN_TOTAL + NTC_OUTPUTS;
@@ -69,7 +76,7 @@ const ROW_HALVES: u32 = NTC_INPUT_WIDTH + 2u * NTC_HIDDEN_TOTAL + NTC_OUTPUTS;
 const NO_ENTRY: u32 = 0xffffffffu;
 
 var<workgroup> act: array<f16, ROWS * ROW_HALVES>;
-var<workgroup> stage: array<f32, ROWS * COLS>;
+var<workgroup> stage: array<f32, ROWS * STAGE_COLS>;
 // The chunk's samples: (entry of `mips` or NO_ENTRY, x | y << 16).
 var<workgroup> rows: array<vec2u, ROWS>;
 // 1 while the workgroup works on its first chunk (whose gradients are stored, not added).
@@ -154,28 +161,33 @@ fn load_rows(first: u32, thread: u32) {
 
 // The input matrix X of the chunk's rows (zeros for rows without a sample).
 fn build_inputs(thread: u32) {
-    // The grids' features, one thread per (row, input), inputs fastest.
-    for (var e = thread; e < ROWS * LATENT_INPUTS; e += THREADS) {
-        let r = e / LATENT_INPUTS;
-        let i = e % LATENT_INPUTS;
+    // The grids' features, one thread per (row, grid, 4 features).
+    for (var e = thread; e < ROWS * 2u * QUADS; e += THREADS) {
+        let r = e / (2u * QUADS);
+        let coarse = (e / QUADS) % 2u == 1u;
+        let first = 4u * (e % QUADS);
         let row = rows[r];
-        var value = 0.0;
+        var value = vec4f(0.0);
         if row.x != NO_ENTRY {
             let entry = mips[row.x];
-            let coarse = i >= NTC_FEATURES;
             let taps = grid_taps(entry, row_texel(row, entry), coarse);
-            let base = select(entry.fine_offset, entry.coarse_offset, coarse) + i % NTC_FEATURES;
+            let base = select(entry.fine_offset, entry.coarse_offset, coarse) + first;
             let key = qat_noise_key(step_params.noise_seed, step_params.step, entry.material);
             for (var t = 0u; t < 4u; t++) {
-                let index = base + taps.texel[t] * NTC_FEATURES;
-                var latent = params[entry.latent_base + index];
-                if (step_params.flags & FLAG_QAT) != 0u {
-                    latent += qat_noise(key, index, step_params.quant_step);
+                for (var j = 0u; j < 4u; j++) {
+                    let index = base + taps.texel[t] * NTC_FEATURES + j;
+                    var latent = params[entry.latent_base + index];
+                    if (step_params.flags & FLAG_QAT) != 0u {
+                        latent += qat_noise(key, index, step_params.quant_step);
+                    }
+                    value[j] += taps.weight[t] * latent;
                 }
-                value += taps.weight[t] * latent;
             }
         }
-        act[r * NTC_INPUT_WIDTH + i] = f16(value);
+        let at = r * NTC_INPUT_WIDTH + select(0u, NTC_FEATURES, coarse) + first;
+        for (var j = 0u; j < 4u; j++) {
+            act[at + j] = f16(value[j]);
+        }
     }
     // The positional encoding, the LOD input and the zero padding.
     let rest = NTC_INPUT_WIDTH - LATENT_INPUTS;
@@ -204,44 +216,50 @@ fn build_inputs(thread: u32) {
 }
 
 #ifdef TRAIN_COOP
-// stage (ROWS × 16) = M · B, one 16-row block per subgroup at a time: M (ROWS × k_len) at
-// `m` in `act` (row stride k_len); B (k_len × 16) in weights16, its k-th block of 16 rows
-// at b + k · b_step, of stride n_in, read column-major by product_0 and row-major by
-// product_1. The layout is a constant of each copy (#for), because cooperative-matrix
+// stage[.., 0 .. n_cols] (ROWS × n_cols, n_cols a multiple of 16) = M · B, one 16×16 tile
+// per subgroup at a time: M (ROWS × k_len) at `m` in `act` (row stride k_len); B (k_len ×
+// n_cols) in weights16, the 16 × 16 block at rows k .. k + 16 and columns c .. c + 16 at
+// b + k · k_step + c · c_step, of stride n_in, read column-major by product_0 and row-major
+// by product_1. The layout is a constant of each copy (#for), because cooperative-matrix
 // loads need uniform control flow and naga counts function arguments as non-uniform.
 #for ROW_MAJOR in 0..2
-fn product_${ROW_MAJOR}(m: u32, k_len: u32, b: u32, b_step: u32, n_in: u32, ids: Ids) {
-    for (var rb = ids.subgroup; rb < ROWS / 16u; rb += ids.subgroups) {
+fn product_${ROW_MAJOR}(
+    m: u32, k_len: u32, n_cols: u32, b: u32, k_step: u32, c_step: u32, n_in: u32, ids: Ids,
+) {
+    let col_blocks = n_cols / 16u;
+    for (var t = ids.subgroup; t < (ROWS / 16u) * col_blocks; t += ids.subgroups) {
+        let rb = t / col_blocks;
+        let c = 16u * (t % col_blocks);
         var acc = coop_mat16x16<f32, C>();
         for (var k = 0u; k < k_len; k += 16u) {
             let a = coopLoadT<coop_mat16x16<f16, A>>(&act[m + rb * 16u * k_len + k], k_len);
             var w: coop_mat16x16<f16, B>;
             if ${ROW_MAJOR}u == 1u {
-                w = coopLoadT<coop_mat16x16<f16, B>>(&weights16[b + k * b_step], n_in);
+                w = coopLoadT<coop_mat16x16<f16, B>>(&weights16[b + k * k_step + c * c_step], n_in);
             } else {
-                w = coopLoad<coop_mat16x16<f16, B>>(&weights16[b + k * b_step], n_in);
+                w = coopLoad<coop_mat16x16<f16, B>>(&weights16[b + k * k_step + c * c_step], n_in);
             }
             acc = coopMultiplyAdd(a, w, acc);
         }
         // coopStore operands must be values (naga 30; see common/ntc_decode.wgsl).
         let result = acc;
-        let at = rb * 16u * COLS;
-        coopStoreT(result, &stage[at], COLS);
+        coopStoreT(result, &stage[rb * 16u * STAGE_COLS + c], STAGE_COLS);
     }
 }
 #endfor
 
-// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer: A at `x` in `act`
-// (row stride n_in), W (row-major [out][in]) from parameter `w` of weights16. Wᵀ's column n
-// is W's row n: a column-major B operand of stride n_in.
-fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
-    product_0(x, n_in, w + cb * n_in, 1u, n_in, ids);
+// stage (ROWS × n_out) = A · Wᵀ for a layer: A at `x` in `act` (row stride n_in), W
+// (row-major [out][in]) from parameter `w` of weights16. Wᵀ's column n is W's row n: a
+// column-major B operand of stride n_in.
+fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, ids: Ids) {
+    product_0(x, n_in, n_out, w, 1u, n_in, n_in, ids);
 }
 
-// stage (ROWS × 16) = δ · W for input columns cb .. cb + 16 of a layer: δ at `d` in `act`
-// (row stride n_out), W row-major [out][in] (a row-major B operand of stride n_in).
-fn product_backward(d: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
-    product_1(d, n_out, w + cb, n_in, n_in, ids);
+// stage (ROWS × n_cols) = δ · W for a layer's first n_cols inputs (a multiple of 16, at
+// most n_in): δ at `d` in `act` (row stride n_out), W row-major [out][in] (a row-major B
+// operand of stride n_in).
+fn product_backward(d: u32, n_in: u32, n_out: u32, n_cols: u32, w: u32, ids: Ids) {
+    product_1(d, n_out, n_cols, w, n_in, 1u, n_in, ids);
 }
 
 // dw_partials[at ..] (row-major [n_out][n_in]) += δᵀ · A over the chunk's rows, one 16×16
@@ -268,36 +286,31 @@ fn accumulate_weights(d: u32, x: u32, n_in: u32, n_out: u32, at: u32, ids: Ids) 
     }
 }
 #else
-// stage (ROWS × 16) = M · B for 16 columns cb .. cb + 16 (columns past n_cols get 0), one
-// thread per element: M (ROWS × k_len) at `m` in `act` (row stride k_len), B[k][c] =
-// weights16[b + k · k_step + c · c_step]; f16 operands widened to f32, summed over k in
-// order.
-fn product(
-    m: u32, k_len: u32, n_cols: u32, b: u32, k_step: u32, c_step: u32, cb: u32, ids: Ids,
-) {
-    for (var e = ids.thread; e < ROWS * COLS; e += THREADS) {
-        let r = e / COLS;
-        let c = cb + e % COLS;
+// stage[.., 0 .. n_cols] = M · B, one thread per element: M (ROWS × k_len) at `m` in `act`
+// (row stride k_len), B[k][c] = weights16[b + k · k_step + c · c_step]; f16 operands
+// widened to f32, summed over k in order.
+fn product(m: u32, k_len: u32, n_cols: u32, b: u32, k_step: u32, c_step: u32, ids: Ids) {
+    for (var e = ids.thread; e < ROWS * n_cols; e += THREADS) {
+        let r = e / n_cols;
+        let c = e % n_cols;
         var sum = 0.0;
-        if c < n_cols {
-            for (var k = 0u; k < k_len; k++) {
-                sum += f32(act[m + r * k_len + k]) * f32(weights16[b + k * k_step + c * c_step]);
-            }
+        for (var k = 0u; k < k_len; k++) {
+            sum += f32(act[m + r * k_len + k]) * f32(weights16[b + k * k_step + c * c_step]);
         }
-        stage[e] = sum;
+        stage[r * STAGE_COLS + c] = sum;
     }
 }
 
-// stage (ROWS × 16) = A · Wᵀ for output columns cb .. cb + 16 of a layer (columns past
-// n_out get 0): A at `x` in `act` (row stride n_in), W from parameter `w` of weights16.
-fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
-    product(x, n_in, n_out, w, 1u, n_in, cb, ids);
+// stage (ROWS × n_out) = A · Wᵀ for a layer: A at `x` in `act` (row stride n_in), W from
+// parameter `w` of weights16.
+fn product_forward(x: u32, n_in: u32, n_out: u32, w: u32, ids: Ids) {
+    product(x, n_in, n_out, w, 1u, n_in, ids);
 }
 
-// stage (ROWS × 16) = δ · W for input columns cb .. cb + 16 of a layer (columns past n_in
-// get 0): δ at `d` in `act` (row stride n_out).
-fn product_backward(d: u32, n_in: u32, n_out: u32, w: u32, cb: u32, ids: Ids) {
-    product(d, n_out, n_in, w, n_in, 1u, cb, ids);
+// stage (ROWS × n_cols) = δ · W for a layer's first n_cols inputs: δ at `d` in `act` (row
+// stride n_out).
+fn product_backward(d: u32, n_in: u32, n_out: u32, n_cols: u32, w: u32, ids: Ids) {
+    product(d, n_out, n_cols, w, n_in, 1u, ids);
 }
 
 // dw_partials[at ..] (row-major [n_out][n_in]) += δᵀ · A over the chunk's rows, one thread
@@ -334,30 +347,28 @@ fn accumulate_biases(d: u32, n_out: u32, at: u32, thread: u32) {
     }
 }
 
-// After a hidden layer's stage pass: A and act'(z) of output columns cb .. cb + 16, from
-// z = stage + bias (biases from parameter `b` of the f32 params). Four columns per thread.
-fn activate(layer: u32, cb: u32, b: u32, thread: u32) {
+// After a hidden layer's product: its A and act'(z), from z = stage + bias (biases from
+// parameter `b` of the f32 params). Four columns per thread.
+fn activate(layer: u32, b: u32, thread: u32) {
     let n = ntc_layer_outputs(layer);
     let a_at = input_region(layer + 1u);
     let s_at = slope_region(layer + 1u);
-    for (var e = thread; e < ROWS * COLS / 4u; e += THREADS) {
-        let r = e / (COLS / 4u);
-        let c = cb + 4u * (e % (COLS / 4u));
-        if c < n {
-            let s = r * COLS + c - cb;
-            let z = vec4f(stage[s], stage[s + 1u], stage[s + 2u], stage[s + 3u])
-                + vec4f(params[b + c], params[b + c + 1u], params[b + c + 2u], params[b + c + 3u]);
-            let a = ntc_activation(z);
-            let slope = ntc_activation_slope(z);
-            for (var j = 0u; j < 4u; j++) {
-                act[a_at + r * n + c + j] = f16(a[j]);
-                act[s_at + r * n + c + j] = f16(slope[j]);
-            }
+    for (var e = thread; e < ROWS * (n / 4u); e += THREADS) {
+        let r = e / (n / 4u);
+        let c = 4u * (e % (n / 4u));
+        let s = r * STAGE_COLS + c;
+        let z = vec4f(stage[s], stage[s + 1u], stage[s + 2u], stage[s + 3u])
+            + vec4f(params[b + c], params[b + c + 1u], params[b + c + 2u], params[b + c + 3u]);
+        let a = ntc_activation(z);
+        let slope = ntc_activation_slope(z);
+        for (var j = 0u; j < 4u; j++) {
+            act[a_at + r * n + c + j] = f16(a[j]);
+            act[s_at + r * n + c + j] = f16(slope[j]);
         }
     }
 }
 
-// After the output layer's stage pass: the loss of this thread's (row, channel quad)
+// After the output layer's product: the loss of this thread's (row, channel quad)
 // elements, and the output δ (DELTA_SCALE · 2 w (y − t), 0 for rows without a sample).
 fn output_loss(b: u32, thread: u32) -> f32 {
     let d_at = delta_region(NTC_LAYERS - 1u);
@@ -370,7 +381,7 @@ fn output_loss(b: u32, thread: u32) -> f32 {
         if row.x != NO_ENTRY {
             let entry = mips[row.x];
             let texel = row_texel(row, entry);
-            let s = r * COLS + 4u * q;
+            let s = r * STAGE_COLS + 4u * q;
             let c = b + 4u * q;
             let y = vec4f(stage[s], stage[s + 1u], stage[s + 2u], stage[s + 3u])
                 + vec4f(params[c], params[c + 1u], params[c + 2u], params[c + 3u]);
@@ -390,39 +401,40 @@ fn output_loss(b: u32, thread: u32) -> f32 {
     return loss;
 }
 
-// After a hidden layer's backward stage pass: δ of input columns cb .. cb + 16 = stage ⊙
-// act'(z), stored over act'(z).
-fn scale_by_slope(layer: u32, cb: u32, thread: u32) {
+// After a hidden layer's backward product: the δ of its inputs = stage ⊙ act'(z), stored
+// over act'(z).
+fn scale_by_slope(layer: u32, thread: u32) {
     let n = ntc_layer_inputs(layer);
     let s_at = slope_region(layer);
-    for (var e = thread; e < ROWS * COLS; e += THREADS) {
-        let r = e / COLS;
-        let c = cb + e % COLS;
-        if c < n {
-            let at = s_at + r * n + c;
-            act[at] = f16(stage[e] * f32(act[at]));
-        }
+    for (var e = thread; e < ROWS * n; e += THREADS) {
+        let r = e / n;
+        let c = e % n;
+        let at = s_at + r * n + c;
+        act[at] = f16(stage[r * STAGE_COLS + c] * f32(act[at]));
     }
 }
 
-// After the first layer's backward stage pass: input columns cb .. cb + 16 that are latent
-// features get their δ (unscaled to the mean batch loss's gradient) scattered to the four
-// taps of their grid.
-fn scatter_latents(cb: u32, thread: u32) {
+// After the first layer's backward product: the latent inputs' δ (unscaled to the mean
+// batch loss's gradient) scattered to the four taps of their grid, one thread per (row,
+// grid, 4 features).
+fn scatter_latents(thread: u32) {
     let unscale = step_params.inv_batch / DELTA_SCALE;
-    for (var e = thread; e < ROWS * COLS; e += THREADS) {
-        let r = e / COLS;
-        let i = cb + e % COLS;
+    for (var e = thread; e < ROWS * 2u * QUADS; e += THREADS) {
+        let r = e / (2u * QUADS);
+        let coarse = (e / QUADS) % 2u == 1u;
+        let first = 4u * (e % QUADS);
         let row = rows[r];
-        if i < LATENT_INPUTS && row.x != NO_ENTRY {
+        if row.x != NO_ENTRY {
             let entry = mips[row.x];
-            let coarse = i >= NTC_FEATURES;
             let taps = grid_taps(entry, row_texel(row, entry), coarse);
             let base = entry.latent_base + select(entry.fine_offset, entry.coarse_offset, coarse)
-                + i % NTC_FEATURES;
-            let g = stage[e] * unscale;
+                + first;
+            let s = r * STAGE_COLS + select(0u, NTC_FEATURES, coarse) + first;
+            let g = vec4f(stage[s], stage[s + 1u], stage[s + 2u], stage[s + 3u]) * unscale;
             for (var t = 0u; t < 4u; t++) {
-                grad_add(base + taps.texel[t] * NTC_FEATURES, taps.weight[t] * g);
+                for (var j = 0u; j < 4u; j++) {
+                    grad_add(base + taps.texel[t] * NTC_FEATURES + j, taps.weight[t] * g[j]);
+                }
             }
         }
     }
@@ -436,16 +448,14 @@ fn forward(ids: Ids) -> f32 {
         let n_out = ntc_layer_outputs(layer);
         let w = ntc_layer_params(layer);
         let b = w + n_in * n_out;
-        for (var cb = 0u; cb < n_out; cb += COLS) {
-            product_forward(input_region(layer), n_in, n_out, w, cb, ids);
-            workgroupBarrier();
-            if layer + 1u < NTC_LAYERS {
-                activate(layer, cb, b, ids.thread);
-            } else {
-                loss += output_loss(b, ids.thread);
-            }
-            workgroupBarrier();
+        product_forward(input_region(layer), n_in, n_out, w, ids);
+        workgroupBarrier();
+        if layer + 1u < NTC_LAYERS {
+            activate(layer, b, ids.thread);
+        } else {
+            loss += output_loss(b, ids.thread);
         }
+        workgroupBarrier();
     }
     return loss;
 }
@@ -463,18 +473,16 @@ fn backward(slot: u32, ids: Ids) {
         let d = delta_region(layer);
         accumulate_weights(d, input_region(layer), n_in, n_out, slot + w, ids);
         accumulate_biases(d, n_out, slot + b, ids.thread);
-        var n_prop = n_in;
-        if layer == 0u {
-            n_prop = select(0u, LATENT_INPUTS, latents);
-        }
-        for (var cb = 0u; cb < n_prop; cb += COLS) {
-            product_backward(d, n_in, n_out, w, cb, ids);
+        if layer > 0u {
+            product_backward(d, n_in, n_out, n_in, w, ids);
             workgroupBarrier();
-            if layer > 0u {
-                scale_by_slope(layer, cb, ids.thread);
-            } else {
-                scatter_latents(cb, ids.thread);
-            }
+            scale_by_slope(layer, ids.thread);
+            workgroupBarrier();
+        } else if latents {
+            // The latent inputs' δ, in whole 16-column blocks (the first 2F ≤ n_in).
+            product_backward(d, n_in, n_out, (LATENT_INPUTS + 15u) / 16u * 16u, w, ids);
+            workgroupBarrier();
+            scatter_latents(ids.thread);
             workgroupBarrier();
         }
     }

@@ -94,6 +94,18 @@ impl Viewer {
                 s.passes.inference_on_load = !s.passes.inference_on_load;
             }
             Action::ShowAov(aov) => s.aov = aov,
+            Action::ToggleSplit => {
+                s.compare.enabled = !s.compare.enabled;
+                // Both sides' PSNR comes with the first split frame.
+                self.psnr_request |= s.compare.enabled;
+            }
+            Action::NextRightMode => {
+                s.compare.next_right(&self.options.modes);
+                self.status = format!("right side {}", s.compare.split.right.mode);
+                self.psnr_request = true;
+            }
+            Action::ToggleDifference => s.compare.difference = !s.compare.difference,
+            Action::ToggleInspect => s.inspect = !s.inspect,
         }
         false
     }

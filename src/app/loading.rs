@@ -100,6 +100,7 @@ impl LoadRequest {
             focus,
             packages: None,
             textures: Some(Arc::new(textures)),
+            split: None,
         })
     }
 }

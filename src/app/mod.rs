@@ -26,15 +26,19 @@
 //! - `loading`: background scene loads, reloads and their failures;
 //! - `paths`: camera-path selection and playback, recording and saving;
 //! - `input`: keys and mouse through the key table (`ui::keys`), the camera update;
+//! - `compare`: the split frame, its figures, the inspected pixel, video memory;
+//! - [`persist`]: the overlay's layout remembered between runs;
 //! - [`package_jobs`]: the background thread that reads or makes the NTC packages.
 //!
 //! It does not draw any panel itself (that is `ui`) and contains no camera rules (that is
 //! `scene::camera_control`).
 
+mod compare;
 mod input;
 mod loading;
 pub mod package_jobs;
 mod paths;
+pub mod persist;
 mod present;
 
 use std::path::{Path, PathBuf};
@@ -53,6 +57,7 @@ use crate::packages::PackageRecipe;
 use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::UploadOptions;
+use crate::render::split::{SideSource, SplitView};
 use crate::render::{Aov, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer};
 use crate::scene::camera_control::{CameraState, InputState, PathPlayer, PathRecorder};
 use crate::scene::description::CameraPath;
@@ -62,16 +67,15 @@ use crate::ui::keys::{Action, keys_of};
 use crate::ui::painter::OverlayPainter;
 use crate::ui::timings::PerfHistory;
 use crate::ui::{
-    self, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats, UiAction,
-    ViewSettings,
+    self, CompareSettings, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats,
+    UiAction, ViewSettings,
 };
 use loading::{Loading, scene_name};
 use package_jobs::{PackageJobs, PackageStatus};
 use present::{Presenter, next_free_path, next_screenshot_path};
 pub use present::{SurfaceFormats, choose_surface_format, scaled_size, to_rgba8};
 
-/// Window size when neither `--size` nor anything else says.
-pub const DEFAULT_WINDOW_SIZE: (u32, u32) = (1280, 720);
+pub use crate::ui::layout::DEFAULT_WINDOW_SIZE;
 
 /// How the viewer starts.
 #[derive(Clone, Debug)]
@@ -104,6 +108,8 @@ pub struct ViewerOptions {
     pub passes: PassSettings,
     /// Start with the divergence heatmap on.
     pub heatmap: bool,
+    /// Start with the split view, this material source on the right.
+    pub compare: Option<RenderMode>,
     /// The NTC modes whose packages the viewer prepares (the others stay unavailable).
     pub modes: Vec<RenderMode>,
     /// The devices missing packages are compressed on (`--devices`); empty: the
@@ -128,6 +134,7 @@ impl Default for ViewerOptions {
             ntc: KernelChoice::default(),
             passes: PassSettings::default(),
             heatmap: false,
+            compare: None,
             modes: RenderMode::ALL.to_vec(),
             train_devices: Vec::new(),
         }
@@ -224,6 +231,9 @@ impl ApplicationHandler for App {
         match viewer.window_event(event) {
             Flow::Continue => {}
             Flow::Exit(result) => {
+                if viewer.options.frames.is_none() {
+                    persist::save_ui_state(&viewer.egui_ctx, &persist::ui_state_path());
+                }
                 self.outcome = result;
                 event_loop.exit();
             }
@@ -261,6 +271,8 @@ struct LoadedScene {
     /// a package compressed in the background trains on the sets the renderer uploaded
     /// instead of decoding the images again.
     textures: Option<Arc<SceneTextures>>,
+    /// The split comparison's targets and passes, built when it is first shown.
+    split: Option<SplitView>,
 }
 
 /// Everything the running viewer holds.
@@ -342,6 +354,11 @@ impl Viewer {
         let formats = presenter.formats;
 
         let egui_ctx = egui::Context::default();
+        // The remembered layout first: its memory carries egui's options, which the
+        // overlay's style then replaces. Scripted runs start from the defaults.
+        if options.frames.is_none() {
+            persist::load_ui_state(&egui_ctx, &persist::ui_state_path());
+        }
         ui::install_style(&egui_ctx);
         let max_texture_side = ctx.device.limits().max_texture_dimension_2d as usize;
         let egui_state = egui_winit::State::new(
@@ -368,6 +385,18 @@ impl Viewer {
             show_heatmap: options.heatmap,
             heatmap_source: HeatmapSource::Decoders,
             ntc: options.ntc,
+            compare: CompareSettings {
+                enabled: options.compare.is_some(),
+                split: crate::render::split::SplitSettings {
+                    right: SideSource {
+                        mode: options.compare.unwrap_or_default(),
+                        kernel: None,
+                    },
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            inspect: false,
         };
         let placeholder = Camera::framing(&Aabb {
             min: glam::Vec3::splat(-1.0),
@@ -429,18 +458,23 @@ impl Viewer {
         }
     }
 
-    /// Whether the chosen mode renders as chosen (or its package failed): scripted runs
-    /// count frames only then.
+    /// Whether the chosen mode (and the split's right side) renders as chosen (or its
+    /// package failed): scripted runs count frames only then.
     fn mode_settled(&self) -> bool {
         let Some(scene) = &self.scene else {
             return true;
         };
-        let mode = self.settings.mode;
-        scene.renderer.has_mode(mode)
-            || scene
-                .packages
-                .as_ref()
-                .is_some_and(|p| matches!(p.status(mode), PackageStatus::Failed(_)))
+        let right = self.settings.compare.split().map(|s| s.right.mode);
+        [Some(self.settings.mode), right]
+            .into_iter()
+            .flatten()
+            .all(|mode| {
+                scene.renderer.has_mode(mode)
+                    || scene
+                        .packages
+                        .as_ref()
+                        .is_some_and(|p| matches!(p.status(mode), PackageStatus::Failed(_)))
+            })
     }
 
     /// Hands finished packages to the renderer and refreshes the NTC overlay facts.
@@ -450,13 +484,14 @@ impl Viewer {
             self.ntc = NtcInfo::default();
             return;
         };
+        let right = self.settings.compare.split().map(|s| s.right.mode);
         if scene.packages.is_none()
-            && self.settings.mode != RenderMode::Reference
+            && (self.settings.mode.is_ntc() || right.is_some_and(RenderMode::is_ntc))
             && let Some(textures) = scene.textures.take()
         {
-            // The chosen mode first, then the others in order.
+            // The chosen modes first, then the others in order.
             let mut modes = self.options.modes.clone();
-            modes.sort_by_key(|m| *m != self.settings.mode);
+            modes.sort_by_key(|m| *m != self.settings.mode && Some(*m) != right);
             let devices = if self.options.train_devices.is_empty() {
                 vec![self.ctx.clone()]
             } else {
@@ -533,10 +568,7 @@ impl Viewer {
         self.ntc.active_mode = renderer.plan(&settings).mode();
         self.ntc.decoders = renderer.decoder_count(self.ntc.active_mode);
         self.ntc.flops_per_pixel = renderer.decode_flops_per_pixel();
-        self.ntc.color_bar = settings
-            .passes
-            .heatmap
-            .and_then(|h| renderer.color_bar_rect().map(|r| (r, h.lo, h.hi)));
+        self.ntc.heatmap_range = settings.passes.heatmap.map(|h| (h.lo, h.hi));
     }
 
     fn apply(&mut self, action: UiAction) {
@@ -679,8 +711,8 @@ impl Viewer {
                 &mut self.selected_path,
             );
             self.egui_ctx.run_ui(raw_input, |ui| {
-                actions = ui::show(
-                    ui.ctx(),
+                (actions, _) = ui::show(
+                    ui,
                     &info,
                     OverlayControls {
                         settings: &mut *settings,
@@ -817,23 +849,30 @@ impl Viewer {
             size_in_pixels: [w, h],
             pixels_per_point,
         };
+        let split = self.split_settings();
         let (ctx, profiler, painter) = (&self.ctx, &self.profiler, &mut self.painter);
         let scene = &mut self.scene;
         let recorded = ctx.error_scope(|| {
-            let plan = match scene {
-                Some(s) => Some(
-                    s.renderer
-                        .record(ctx, &mut encoder, &target, &settings, profiler),
-                ),
+            let outcome = match scene {
+                Some(s) => Some(compare::record_scene(
+                    s,
+                    ctx,
+                    &mut encoder,
+                    &target,
+                    &settings,
+                    split.as_ref(),
+                    formats.surface,
+                    profiler,
+                )),
                 None => {
                     clear(&mut encoder, &target);
                     None
                 }
             };
             let extra = painter.paint(ctx, &mut encoder, &overlay_target, &screen, &jobs);
-            (plan, extra)
+            (outcome, extra)
         });
-        let (plan, extra) = match recorded {
+        let (outcome, extra) = match recorded {
             Ok(recorded) => recorded,
             Err(e) => {
                 // Dropping the encoder and the unpresented surface texture skips the frame.
@@ -858,9 +897,12 @@ impl Viewer {
             .queue
             .submit(extra.into_iter().chain([encoder.finish()]));
         self.profiler.end_frame(&self.ctx);
+        if let Some(outcome) = &outcome {
+            self.after_frame(outcome);
+        }
         if settings.passes.compare && self.psnr_request {
             self.psnr_request = false;
-            if let (Some(s), Some(plan)) = (&self.scene, &plan) {
+            if let (Some(s), Some(plan)) = (&self.scene, outcome.as_ref().map(|o| &o.plan)) {
                 let mode = plan.mode();
                 self.ntc.psnr = Some(match s.renderer.psnr_blocking(&self.ctx) {
                     Ok(Some(p)) => format!("{mode}: {p:.2} dB"),
@@ -927,10 +969,12 @@ fn heatmap_settings(source: HeatmapSource) -> HeatmapSettings {
         HeatmapSource::Error => (0.0, 0.05),
         _ => (1.0, 8.0),
     };
+    // The overlay's figures panel draws the scale (the image's right edge lies under it).
     HeatmapSettings {
         source,
         lo,
         hi,
+        color_bar: false,
         ..HeatmapSettings::default()
     }
 }

@@ -4,8 +4,11 @@
 //! PNG chart. Speed claims come from here (and `eval`), measured on one adapter in one
 //! process, and are reported as ratios to the baseline of the same kernel and tile.
 //!
-//! Each configuration renders `warmup` frames (not timed) and then `frames` frames along
-//! the path, each submitted and timed on its own with timestamp queries; the report keeps
+//! Each configuration renders untimed frames at the path's start until its frame times
+//! settle (at least `warmup` frames and `warmup_time`, [`trust`]) and then `frames`
+//! frames along the path, each submitted and timed on its own with timestamp queries,
+//! once more when their p90/p10 exceeds [`trust::STABLE_RATIO`]; a configuration still
+//! unstable is flagged in every output and its medians enter no ratio. The report keeps
 //! the median and the 10th/90th percentiles of the material pass (`ntc.decode`, or every
 //! `reference*` step of the reference pass), of the whole frame (the sum
 //! of every timed pass) and of every pass by its label (the G-buffer's `gbuffer`, or
@@ -19,6 +22,7 @@ pub mod output;
 pub mod trust;
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -32,6 +36,7 @@ use crate::render::{
 use crate::scene::{Camera, Lighting};
 use crate::screen::divergence::DivergenceStats;
 use crate::screen::tiles::TileSize;
+use trust::Trusted;
 
 /// Errors of a benchmark run.
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +119,11 @@ pub struct BenchRow {
     pub divergence: DivergenceStats,
     /// Timed frames.
     pub frames: u32,
+    /// Whether the first measurement was unstable and the path was timed again.
+    pub remeasured: bool,
+    /// Whether the kept frames are still unstable (p90/p10 of the frame time above
+    /// [`trust::STABLE_RATIO`]): no conclusion uses this row's medians.
+    pub unstable: bool,
 }
 
 /// One pass's time per frame (the sum of its scopes of that label in the frame).
@@ -168,8 +178,11 @@ pub struct BenchOptions {
     pub kernels: Vec<NtcKernel>,
     /// Tile sizes.
     pub tiles: Vec<TileSize>,
-    /// Untimed frames before each configuration.
+    /// Least untimed frames before each configuration.
     pub warmup: u32,
+    /// Least warm-up time of each configuration ([`trust::MIN_WARMUP`] unless a test
+    /// shortens it).
+    pub warmup_time: Duration,
     /// Also write the timed frames as a Chrome trace to this file.
     pub trace: Option<std::path::PathBuf>,
 }
@@ -250,8 +263,15 @@ pub fn run_bench(
                 ..row
             };
             note(&format!(
-                "{label}: material {:.3} ms, frame {:.3} ms, 𝒟 {:.3}",
-                row.material_ms.median, row.frame_ms.median, row.divergence.score
+                "{label}: material {}, frame {} ms, 𝒟 {:.3}{}",
+                trust::spread_cell(&row.material_ms, row.unstable),
+                trust::spread_cell(&row.frame_ms, row.unstable),
+                row.divergence.score,
+                if row.remeasured {
+                    " (measured twice)"
+                } else {
+                    ""
+                }
             ));
             rows.push(row);
         }
@@ -315,24 +335,33 @@ fn measure(
     let first = cameras.first().cloned().ok_or(BenchError::NoFrames)?;
     // Every frame's statistics are read (collecting the timings waited for the GPU), so
     // the readback ring never fills and the middle frame's are its own.
-    for _ in 0..opts.warmup {
-        frame(renderer, &first, profiler)?;
+    trust::warm_up(opts.warmup, opts.warmup_time, || {
+        let timings = frame(renderer, &first, profiler)?;
         renderer.try_divergence(&ctx.device);
-    }
-    let mut material = Vec::new();
-    let mut total = Vec::new();
-    let mut timed = Vec::new();
-    let mut divergence = None;
-    for (i, camera) in cameras.iter().enumerate() {
-        let timings = frame(renderer, camera, profiler)?;
-        material.push(material_ms(&timings));
-        total.push(timings.iter().map(|t| t.ms).sum());
-        timed.push(timings);
-        let stats = renderer.try_divergence(&ctx.device);
-        if i == cameras.len() / 2 {
-            divergence = stats;
-        }
-    }
+        Ok::<_, BenchError>(timings.iter().map(|t| t.ms).sum())
+    })?;
+    let Trusted {
+        samples,
+        remeasured,
+        unstable,
+    } = trust::measure_trusted(
+        || {
+            cameras
+                .iter()
+                .enumerate()
+                .map(|(i, camera)| {
+                    let timings = frame(renderer, camera, profiler)?;
+                    let stats = renderer.try_divergence(&ctx.device);
+                    Ok::<_, BenchError>((timings, stats.filter(|_| i == cameras.len() / 2)))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        },
+        |(timings, _)| timings.iter().map(|t| t.ms).sum(),
+    )?;
+    let divergence = samples.iter().find_map(|(_, d)| d.clone());
+    let timed: Vec<Vec<PassTiming>> = samples.into_iter().map(|(t, _)| t).collect();
+    let material: Vec<f64> = timed.iter().map(|t| material_ms(t)).collect();
+    let total: Vec<f64> = timed.iter().map(|t| t.iter().map(|p| p.ms).sum()).collect();
     let divergence = match divergence {
         Some(d) => d,
         None => {
@@ -360,6 +389,8 @@ fn measure(
         passes: pass_spreads(&timed),
         divergence,
         frames: cameras.len() as u32,
+        remeasured,
+        unstable,
     })
 }
 
@@ -371,19 +402,26 @@ impl BenchReport {
         })
     }
 
+    /// `row`'s material pass over its baseline's, when both are stable (no ratio comes
+    /// from a flagged configuration).
+    fn ratio_to_baseline(&self, row: &BenchRow) -> Option<f64> {
+        self.baseline_of(row)
+            .filter(|b| b.material_ms.median > 0.0 && !b.unstable && !row.unstable)
+            .map(|b| row.material_ms.median / b.material_ms.median)
+    }
+
     /// CSV: one row per configuration.
     pub fn csv(&self) -> String {
         let mut s = String::from(
-            "mode,kernel,tile,decoders,material_ms_median,material_ms_p10,material_ms_p90,frame_ms_median,frame_ms_p10,frame_ms_p90,divergence,baseline_divergence,mean_decoders_per_tile,material_ratio_to_baseline,frames\n",
+            "mode,kernel,tile,decoders,material_ms_median,material_ms_p10,material_ms_p90,frame_ms_median,frame_ms_p10,frame_ms_p90,divergence,baseline_divergence,mean_decoders_per_tile,material_ratio_to_baseline,frames,remeasured,unstable\n",
         );
         for r in &self.rows {
             let ratio = self
-                .baseline_of(r)
-                .filter(|b| b.material_ms.median > 0.0)
-                .map(|b| format!("{:.4}", r.material_ms.median / b.material_ms.median))
+                .ratio_to_baseline(r)
+                .map(|x| format!("{x:.4}"))
                 .unwrap_or_default();
             s.push_str(&format!(
-                "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.3},{},{}\n",
+                "{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.3},{},{},{},{}\n",
                 r.mode,
                 r.kernel.map(|k| k.to_string()).unwrap_or_default(),
                 r.tile.map(|t| t.to_string()).unwrap_or_default(),
@@ -398,7 +436,9 @@ impl BenchReport {
                 r.divergence.baseline_score,
                 r.divergence.mean_decoders,
                 ratio,
-                r.frames
+                r.frames,
+                r.remeasured,
+                r.unstable
             ));
         }
         s
@@ -416,26 +456,28 @@ impl BenchReport {
             self.gbuffer,
             self.command
         );
-        s.push_str("| mode | kernel | tile | decoders | material pass ms (p10–p90) | × baseline | frame ms | 𝒟 | mean D |\n");
+        let flagged = self.rows.iter().filter(|r| r.unstable).count();
+        if flagged > 0 {
+            s.push_str(&format!(
+                "**{flagged} configuration(s) UNSTABLE** (p90/p10 of the frame time above {} after a second measurement): their medians are not results and enter no ratio.\n\n",
+                trust::STABLE_RATIO
+            ));
+        }
+        s.push_str("| mode | kernel | tile | decoders | material pass ms (p10–p90) | × baseline | frame ms (p10–p90) | 𝒟 | mean D |\n");
         s.push_str("|---|---|---|---|---|---|---|---|---|\n");
         for r in &self.rows {
             let ratio = self
-                .baseline_of(r)
-                .filter(|b| b.material_ms.median > 0.0)
-                .map_or("–".into(), |b| {
-                    format!("{:.2}", r.material_ms.median / b.material_ms.median)
-                });
+                .ratio_to_baseline(r)
+                .map_or("–".into(), |x| format!("{x:.2}"));
             s.push_str(&format!(
-                "| {} | {} | {} | {} | {:.3} ({:.3}–{:.3}) | {} | {:.3} | {:.3} | {:.2} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.2} |\n",
                 r.mode,
                 r.kernel.map_or("–".into(), |k| k.to_string()),
                 r.tile.map_or("–".into(), |t| t.to_string()),
                 r.decoders.map_or("–".into(), |d| d.to_string()),
-                r.material_ms.median,
-                r.material_ms.p10,
-                r.material_ms.p90,
+                trust::spread_cell(&r.material_ms, r.unstable),
                 ratio,
-                r.frame_ms.median,
+                trust::spread_cell(&r.frame_ms, r.unstable),
                 r.divergence.score,
                 r.divergence.mean_decoders
             ));
@@ -447,7 +489,7 @@ impl BenchReport {
             }
         }
         if !labels.is_empty() {
-            s.push_str("\nGPU passes, median ms per frame:\n\n| mode | kernel | tile |");
+            s.push_str("\nGPU passes, ms per frame, median (p10–p90):\n\n| mode | kernel | tile |");
             for l in &labels {
                 s.push_str(&format!(" {l} |"));
             }
@@ -461,7 +503,9 @@ impl BenchReport {
                 ));
                 for l in &labels {
                     match r.passes.iter().find(|p| p.label == *l) {
-                        Some(p) => s.push_str(&format!(" {:.3} |", p.ms.median)),
+                        Some(p) => {
+                            s.push_str(&format!(" {} |", trust::spread_cell(&p.ms, r.unstable)));
+                        }
                         None => s.push_str(" – |"),
                     }
                 }
@@ -471,7 +515,8 @@ impl BenchReport {
         s
     }
 
-    /// A chart: material-pass time per mode, one line per kernel × tile.
+    /// A chart: material-pass time per mode, one line per kernel × tile (configurations
+    /// flagged unstable left out).
     pub fn write_png(&self, path: &Path) -> Result<(), BenchError> {
         let modes: Vec<RenderMode> = RenderMode::ALL
             .into_iter()
@@ -498,6 +543,7 @@ impl BenchReport {
                         self.rows
                             .iter()
                             .find(|r| r.mode == *m && r.kernel == k && r.tile == t)
+                            .filter(|r| !r.unstable)
                             .map(|r| (i as f64 + 1.0, r.material_ms.median))
                     })
                     .collect(),
@@ -506,7 +552,7 @@ impl BenchReport {
         let reference = self
             .rows
             .iter()
-            .find(|r| r.mode == RenderMode::Reference)
+            .find(|r| r.mode == RenderMode::Reference && !r.unstable)
             .map(|r| r.material_ms.median);
         let names: Vec<String> = modes.iter().map(|m| m.to_string()).collect();
         let panel = Panel {
@@ -577,5 +623,96 @@ mod tests {
         // Frames without the label count 0; the two scopes of the first frame add up.
         assert_eq!(spreads[2].ms.median, 0.0);
         assert_eq!(spreads[2].ms.p90, 0.75);
+    }
+
+    fn row(mode: RenderMode, material: f64, unstable: bool) -> BenchRow {
+        let ms = Spread {
+            median: material,
+            p10: material * 0.9,
+            p90: material * if unstable { 2.0 } else { 1.1 },
+        };
+        BenchRow {
+            mode,
+            kernel: Some(NtcKernel::Fma),
+            tile: Some(TileSize::T8x8),
+            decoders: Some(1),
+            material_ms: ms,
+            frame_ms: ms,
+            passes: vec![PassSpread {
+                label: "ntc.decode".into(),
+                ms,
+            }],
+            divergence: DivergenceStats {
+                tile: TileSize::T8x8,
+                tiles_covered: 1,
+                baseline_tiles_covered: 1,
+                histogram: vec![0, 1],
+                baseline_histogram: vec![0, 1],
+                score: 0.0,
+                baseline_score: 0.0,
+                mean_decoders: 1.0,
+                baseline_mean_decoders: 1.0,
+            },
+            frames: 10,
+            remeasured: unstable,
+            unstable,
+        }
+    }
+
+    fn report(rows: Vec<BenchRow>) -> BenchReport {
+        BenchReport {
+            adapter: "a".into(),
+            scene: "s".into(),
+            size: (8, 8),
+            camera: "static".into(),
+            gbuffer: GBufferMode::Raster,
+            command: "c".into(),
+            rows,
+        }
+    }
+
+    #[test]
+    fn an_unstable_row_is_flagged_everywhere_and_enters_no_ratio() {
+        let stable = report(vec![
+            row(RenderMode::Baseline, 2.0, false),
+            row(RenderMode::Clustered, 1.0, false),
+        ]);
+        assert!(
+            stable
+                .csv()
+                .lines()
+                .nth(2)
+                .unwrap()
+                .contains(",0.5000,10,false,false")
+        );
+        let md = stable.markdown();
+        assert!(md.contains("| 0.50 |"), "{md}");
+        assert!(md.contains("1.000 (0.900–1.100)"), "{md}");
+        assert!(!md.contains("UNSTABLE"), "{md}");
+
+        let flagged = report(vec![
+            row(RenderMode::Baseline, 2.0, true),
+            row(RenderMode::Clustered, 1.0, false),
+        ]);
+        let csv = flagged.csv();
+        assert!(
+            csv.lines()
+                .next()
+                .unwrap()
+                .ends_with(",remeasured,unstable")
+        );
+        assert!(csv.lines().nth(1).unwrap().ends_with(",true,true"), "{csv}");
+        // The clustered row's ratio to its unstable baseline is left empty.
+        assert!(
+            csv.lines().nth(2).unwrap().ends_with(",,10,false,false"),
+            "{csv}"
+        );
+        let md = flagged.markdown();
+        assert!(md.contains("**1 configuration(s) UNSTABLE**"), "{md}");
+        assert!(md.contains("2.000 (1.800–4.000) UNSTABLE"), "{md}");
+        assert!(!md.contains("| 0.50 |"), "{md}");
+        let json = serde_json::to_value(&flagged).unwrap();
+        assert_eq!(json["rows"][0]["unstable"], true);
+        assert_eq!(json["rows"][1]["remeasured"], false);
     }
 }

@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use crate::bench::Spread;
 
+/// The least warm-up of a configuration: an idle GPU ramps its clocks back over hundreds
+/// of milliseconds.
+pub const MIN_WARMUP: Duration = Duration::from_millis(300);
 /// The largest p90/p10 of a measurement that counts as stable.
 pub const STABLE_RATIO: f64 = 1.25;
 /// Warm-up frames compared at a time: warm-up ends when the last window is stable and its
@@ -52,6 +55,21 @@ pub fn warm_enough(times: &[f64], elapsed: Duration, min_frames: u32, min_time: 
     let before = &times[times.len() - 2 * WINDOW..times.len() - WINDOW];
     let (a, b) = (Spread::of(before).median, Spread::of(last).median);
     is_stable(last) && (b - a).abs() <= SETTLED * a
+}
+
+/// Run untimed frames (`frame` returns each one's time) until [`warm_enough`] says the
+/// warm-up may end.
+pub fn warm_up<E>(
+    min_frames: u32,
+    min_time: Duration,
+    mut frame: impl FnMut() -> Result<f64, E>,
+) -> Result<(), E> {
+    let start = std::time::Instant::now();
+    let mut times = Vec::new();
+    while !warm_enough(&times, start.elapsed(), min_frames, min_time) {
+        times.push(frame()?);
+    }
+    Ok(())
 }
 
 /// A measurement after the trust rules: the samples kept, whether they were measured
@@ -136,6 +154,22 @@ mod tests {
         let noisy = [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0];
         assert!(!warm_enough(&noisy, min * 9, 3, min));
         assert!(warm_enough(&noisy, min * MAX_WARMUP_FACTOR, 3, min));
+    }
+
+    #[test]
+    fn warm_up_runs_frames_until_warm_enough_and_passes_errors_on() {
+        // No minimum time: the time cap is reached at once, so the least frames end it.
+        let mut frames = 0;
+        warm_up(3, Duration::ZERO, || {
+            frames += 1;
+            Ok::<_, ()>(if frames % 2 == 0 { 4.0 } else { 1.0 })
+        })
+        .unwrap();
+        assert_eq!(frames, 3);
+        assert_eq!(
+            warm_up(3, Duration::ZERO, || Err::<f64, _>("lost")),
+            Err("lost")
+        );
     }
 
     #[test]

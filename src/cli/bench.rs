@@ -48,7 +48,8 @@ pub struct BenchArgs {
     /// Timed frames per configuration.
     #[arg(long, default_value_t = 60, value_parser = parse_frames)]
     frames: u32,
-    /// Untimed frames before each configuration.
+    /// Least untimed frames before each configuration (which also warms up for at least
+    /// 300 ms and until its frame times settle).
     #[arg(long, default_value_t = 10)]
     warmup: u32,
     /// Also write every frame's GPU passes as a Chrome trace (chrome://tracing, Perfetto).
@@ -129,6 +130,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         kernels,
         tiles: a.tiles.clone(),
         warmup: a.warmup,
+        warmup_time: neurotex::bench::trust::MIN_WARMUP,
         trace: a.trace.clone(),
     };
     let rows = run_bench(

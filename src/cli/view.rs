@@ -41,6 +41,10 @@ pub struct ViewArgs {
     /// Start with the heatmap of distinct decoders per tile.
     #[arg(long)]
     heatmap: bool,
+    /// Start with the split view: --mode on the left, this material source on the right
+    /// (K toggles it, N picks the next source).
+    #[arg(long, value_enum)]
+    compare: Option<RenderMode>,
     /// The NTC modes to prepare packages for (default: all; fewer saves compression time).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = RenderMode::ALL)]
     modes: Vec<RenderMode>,
@@ -110,6 +114,7 @@ pub fn run(a: ViewArgs) -> Result<()> {
         ntc: a.ntc.kernel_choice(),
         passes: a.ntc.options(),
         heatmap: a.heatmap,
+        compare: a.compare,
         modes: a.modes.clone(),
         train_devices,
     })?;

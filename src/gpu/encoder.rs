@@ -1,7 +1,11 @@
 //! [`FrameEncoder`]: what a pass records one frame with — the device and queue (bind
 //! groups, uniform writes), the command encoder, and the profiler that times each compute
 //! or render pass under its label (STYLE pattern 6: one label names the wgpu objects, the
-//! timestamp scope, the timing row and the benchmark key).
+//! timestamp scope, the timing row and the benchmark key). A prefixed encoder
+//! ([`FrameEncoder::with_prefix`]) times the same passes under `prefix + label`, for a
+//! second instance of a pass in one frame (the split comparison's right side).
+
+use std::borrow::Cow;
 
 use super::{GpuContext, GpuProfiler};
 
@@ -10,6 +14,7 @@ pub struct FrameEncoder<'a> {
     ctx: &'a GpuContext,
     encoder: &'a mut wgpu::CommandEncoder,
     profiler: &'a GpuProfiler,
+    prefix: &'static str,
 }
 
 impl<'a> FrameEncoder<'a> {
@@ -23,6 +28,26 @@ impl<'a> FrameEncoder<'a> {
             ctx,
             encoder,
             profiler,
+            prefix: "",
+        }
+    }
+
+    /// This encoder, timing and labelling its passes as `prefix` + their label.
+    pub fn with_prefix(&mut self, prefix: &'static str) -> FrameEncoder<'_> {
+        FrameEncoder {
+            ctx: self.ctx,
+            encoder: self.encoder,
+            profiler: self.profiler,
+            prefix,
+        }
+    }
+
+    /// `label` under this encoder's prefix.
+    fn label<'l>(&self, label: &'l str) -> Cow<'l, str> {
+        if self.prefix.is_empty() {
+            Cow::Borrowed(label)
+        } else {
+            Cow::Owned(format!("{}{label}", self.prefix))
         }
     }
 
@@ -47,6 +72,8 @@ impl<'a> FrameEncoder<'a> {
         label: &str,
         f: impl FnOnce(&mut wgpu::ComputePass<'_>) -> R,
     ) -> R {
+        let label = self.label(label);
+        let label = label.as_ref();
         let scopes = self.profiler.scopes();
         let query = scopes.begin_pass_query(label, self.encoder);
         let result = {
@@ -74,6 +101,8 @@ impl<'a> FrameEncoder<'a> {
         depth: Option<wgpu::RenderPassDepthStencilAttachment<'_>>,
         f: impl FnOnce(&mut wgpu::RenderPass<'_>) -> R,
     ) -> R {
+        let label = self.label(label);
+        let label = label.as_ref();
         let scopes = self.profiler.scopes();
         let query = scopes.begin_pass_query(label, self.encoder);
         let result = {

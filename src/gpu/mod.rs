@@ -13,7 +13,7 @@
 //!   per chosen adapter).
 //! - [`profiler`]: [`GpuProfiler`], timestamp scopes keyed by pass label, [`PassTiming`]
 //!   rows, Chrome traces.
-//! - [`readback`]: [`read_texture`] / [`read_buffer`] with row-padding handling, [`TextureData`].
+//! - [`readback`]: [`read_texture`] (or a rectangle of it, [`read_texture_rect`]) / [`read_buffer`] with row-padding handling, [`TextureData`].
 //! - [`defines`]: [`Defines`], the names and values a shader is composed with.
 //! - [`shader`]: the embedded shader tree, the `#import` composer, naga validation,
 //!   [`create_shader_module`].
@@ -44,7 +44,7 @@ pub use defines::Defines;
 pub use devices::{DeviceChoice, DeviceSet, DevicesError};
 pub use kernel::{ComputeKernel, KernelError};
 pub use profiler::{GpuProfiler, PassTiming};
-pub use readback::{TextureData, read_buffer, read_texture};
+pub use readback::{TextureData, read_buffer, read_texture, read_texture_rect};
 pub use shader::{ComposedShader, ShaderError, ShaderLibrary, create_shader_module};
 
 /// Result alias for fallible GPU operations.

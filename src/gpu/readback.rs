@@ -173,6 +173,46 @@ pub fn read_texture(
     mip_level: u32,
     layer: u32,
 ) -> Result<TextureData, GpuError> {
+    read_region(ctx, texture, mip_level, layer, None)
+}
+
+/// Copies the `size` texels at `origin` of mip 0, layer 0 of `texture` (a small
+/// readback, e.g. one pixel or one screen tile; block-compressed formats are read whole
+/// by [`read_texture`] instead). The rectangle must lie inside the texture.
+pub fn read_texture_rect(
+    ctx: &GpuContext,
+    texture: &wgpu::Texture,
+    origin: (u32, u32),
+    size: (u32, u32),
+) -> Result<TextureData, GpuError> {
+    let inside = origin
+        .0
+        .checked_add(size.0)
+        .is_some_and(|x| x <= texture.width())
+        && origin
+            .1
+            .checked_add(size.1)
+            .is_some_and(|y| y <= texture.height());
+    if !inside || size.0 == 0 || size.1 == 0 || texture.format().block_dimensions() != (1, 1) {
+        return Err(GpuError::Readback(format!(
+            "rectangle {size:?} at {origin:?} of a {}×{} {:?} texture: it must be non-empty, \
+             inside the texture, of a format without blocks",
+            texture.width(),
+            texture.height(),
+            texture.format()
+        )));
+    }
+    read_region(ctx, texture, 0, 0, Some((origin, size)))
+}
+
+/// [`read_texture`] of the whole level, or of `rect` (origin, size) in it.
+fn read_region(
+    ctx: &GpuContext,
+    texture: &wgpu::Texture,
+    mip_level: u32,
+    layer: u32,
+    rect: Option<((u32, u32), (u32, u32))>,
+) -> Result<TextureData, GpuError> {
     let format = texture.format();
     if !texture.usage().contains(wgpu::TextureUsages::COPY_SRC) {
         return Err(GpuError::Readback(format!(
@@ -186,7 +226,7 @@ pub fn read_texture(
             texture.mip_level_count()
         )));
     }
-    let size = texture
+    let mut size = texture
         .size()
         .mip_level_size(mip_level, texture.dimension());
     if layer >= size.depth_or_array_layers {
@@ -195,6 +235,14 @@ pub fn read_texture(
             size.depth_or_array_layers
         )));
     }
+    let (x, y) = match rect {
+        Some((origin, (w, h))) => {
+            size.width = w;
+            size.height = h;
+            origin
+        }
+        None => (0, 0),
+    };
     let aspect = if format.has_depth_aspect() {
         wgpu::TextureAspect::DepthOnly
     } else if format.has_stencil_aspect() {
@@ -231,11 +279,7 @@ pub fn read_texture(
             wgpu::TexelCopyTextureInfo {
                 texture,
                 mip_level,
-                origin: wgpu::Origin3d {
-                    x: 0,
-                    y: 0,
-                    z: layer,
-                },
+                origin: wgpu::Origin3d { x, y, z: layer },
                 aspect,
             },
             wgpu::TexelCopyBufferInfo {

@@ -30,11 +30,14 @@
 pub mod blue_noise;
 pub mod gpu_types;
 pub mod headless;
+pub mod inspect;
 pub mod kernel_choice;
+pub mod memory;
 pub mod ntc_gpu;
 pub mod passes;
 pub mod plan;
 pub mod scene_gpu;
+pub mod split;
 pub mod targets;
 
 use std::collections::HashMap;
@@ -70,7 +73,7 @@ use passes::{
 };
 pub use plan::{Fallback, FramePlan, MaterialPath, Unusable};
 use scene_gpu::{SceneGpu, UploadError};
-use targets::FrameTargets;
+use targets::{FrameTargets, MaterialTargets};
 pub use targets::{GBufferMode, VisibilityUnsupported};
 
 /// Which image the renderer outputs.
@@ -318,6 +321,33 @@ struct DecodePath {
     /// Why the last frame could not record the pass ([`Unusable::Record`]), so that a
     /// failure repeated frame after frame is logged once.
     record_failure: Option<Arc<Unusable>>,
+}
+
+impl DecodePath {
+    /// Record the decode pass into `out`. A failure to record is kept, logged unless the
+    /// last frame failed the same way, and returned, so that the caller draws the
+    /// reference and its plan says why.
+    fn record(
+        &mut self,
+        frame: &mut FrameEncoder<'_>,
+        inputs: &DecodeInputs<'_>,
+        out: &MaterialTargets,
+    ) -> Result<(), Arc<Unusable>> {
+        let pass = self.pass.as_mut().map_err(|e| Arc::clone(e))?;
+        let failure = pass.record(frame, inputs, out).err().map(|e| {
+            let failure = Arc::new(Unusable::Record(e));
+            let repeated = self
+                .record_failure
+                .as_ref()
+                .is_some_and(|f| f.to_string() == failure.to_string());
+            if !repeated {
+                log::error!("{failure}");
+            }
+            failure
+        });
+        self.record_failure.clone_from(&failure);
+        failure.map_or(Ok(()), Err)
+    }
 }
 
 /// The passes of a frame, one struct each.
@@ -686,26 +716,35 @@ impl Renderer {
     /// kept (and logged once); the plan then falls back to the reference.
     fn provide(&mut self, ctx: &GpuContext, settings: &FrameSettings) {
         let mode = settings.mode;
-        let Some(loaded) = self.packages.get_mut(&mode) else {
+        let Some(loaded) = self.packages.get(&mode) else {
             return;
         };
         if settings.passes.inference_on_load {
-            if loaded.baked.is_none() {
-                let baked = NtcBakePass::new(ctx, &loaded.package.config)
-                    .and_then(|bake| {
-                        bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
-                    })
-                    .map_err(|e| {
-                        let failure = Arc::new(Unusable::Bake(e));
-                        log::error!("{mode}: {failure}");
-                        failure
-                    });
-                loaded.baked = Some(baked);
-            }
+            self.provide_baked(ctx, mode);
         } else {
             let config = loaded.gpu.config().clone();
             // A failure is kept in the decode path; the plan reads it.
             self.decode_path(ctx, &config);
+        }
+    }
+
+    /// Bake `mode`'s package into textures unless it was (or failed to be) already; a
+    /// failure is kept and logged once.
+    fn provide_baked(&mut self, ctx: &GpuContext, mode: RenderMode) {
+        let Some(loaded) = self.packages.get_mut(&mode) else {
+            return;
+        };
+        if loaded.baked.is_none() {
+            let baked = NtcBakePass::new(ctx, &loaded.package.config)
+                .and_then(|bake| {
+                    bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
+                })
+                .map_err(|e| {
+                    let failure = Arc::new(Unusable::Bake(e));
+                    log::error!("{mode}: {failure}");
+                    failure
+                });
+            loaded.baked = Some(baked);
         }
     }
 
@@ -715,28 +754,8 @@ impl Renderer {
     pub fn plan(&self, settings: &FrameSettings) -> FramePlan {
         let mode = settings.mode;
         let passes = &settings.passes;
-        let (material, fallback) = match self.packages.get(&mode) {
-            None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
-            None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
-            Some(loaded) if passes.inference_on_load => match &loaded.baked {
-                Some(Err(e)) => (
-                    MaterialPath::Reference,
-                    Some(Fallback::Unusable(Arc::clone(e))),
-                ),
-                _ => (MaterialPath::Baked(mode), None),
-            },
-            Some(loaded) => match &self.decode {
-                Some(DecodePath {
-                    config,
-                    pass: Err(e),
-                    ..
-                }) if same_decoder_shape(config, loaded.gpu.config()) => (
-                    MaterialPath::Reference,
-                    Some(Fallback::Unusable(Arc::clone(e))),
-                ),
-                _ => (MaterialPath::Decode(mode), None),
-            },
-        };
+        let (material, fallback) =
+            self.material_path(mode, passes.inference_on_load, self.decode.as_ref());
         let restart_history =
             !self.passes.temporal.has_history() || self.history.path != Some(material);
         FramePlan {
@@ -750,6 +769,38 @@ impl Renderer {
             },
             compare: passes.compare && matches!(material, MaterialPath::Decode(_)),
             heatmap: passes.heatmap,
+        }
+    }
+
+    /// The material path of `mode` given what the renderer holds and `decode` (the
+    /// decode path its package would be decoded with), and why it is not `mode`'s own.
+    fn material_path(
+        &self,
+        mode: RenderMode,
+        inference_on_load: bool,
+        decode: Option<&DecodePath>,
+    ) -> (MaterialPath, Option<Fallback>) {
+        match self.packages.get(&mode) {
+            None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
+            None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
+            Some(loaded) if inference_on_load => match &loaded.baked {
+                Some(Err(e)) => (
+                    MaterialPath::Reference,
+                    Some(Fallback::Unusable(Arc::clone(e))),
+                ),
+                _ => (MaterialPath::Baked(mode), None),
+            },
+            Some(loaded) => match decode {
+                Some(DecodePath {
+                    config,
+                    pass: Err(e),
+                    ..
+                }) if same_decoder_shape(config, loaded.gpu.config()) => (
+                    MaterialPath::Reference,
+                    Some(Fallback::Unusable(Arc::clone(e))),
+                ),
+                _ => (MaterialPath::Decode(mode), None),
+            },
         }
     }
 
@@ -800,15 +851,10 @@ impl Renderer {
         let t = &self.targets;
         let p = &mut self.passes;
         let package = self.packages.get(&plan.mode());
-        // The scene as the material path samples it: baked textures, or the originals.
-        let materials = match (plan.material, package.and_then(|p| p.baked.as_ref())) {
-            (MaterialPath::Baked(_), Some(Ok(baked))) => &baked.bind_groups,
-            _ => &self.scene.material_bind_groups,
-        };
         let scene = SceneInputs {
             frame: &self.frame_buffer,
             scene: &self.scene,
-            materials,
+            materials: material_bind_groups(&self.packages, &self.scene, plan.material),
         };
         let mut frame = FrameEncoder::new(ctx, encoder, profiler);
         let frame = &mut frame;
@@ -825,15 +871,7 @@ impl Renderer {
         // G-buffer (+ package) ─► material targets; a decode that cannot record this
         // frame draws the reference, and the plan says so
         let decoded = match (plan.material, package, self.decode.as_mut()) {
-            (
-                MaterialPath::Decode(_),
-                Some(package),
-                Some(DecodePath {
-                    pass: Ok(pass),
-                    record_failure,
-                    ..
-                }),
-            ) => {
+            (MaterialPath::Decode(_), Some(package), Some(path)) if path.pass.is_ok() => {
                 let inputs = DecodeInputs {
                     frame: &self.frame_buffer,
                     materials: &self.scene.material_buffer,
@@ -842,21 +880,13 @@ impl Renderer {
                     package: &package.gpu,
                     settings: &settings.passes.decode,
                 };
-                *record_failure = match pass.record(frame, &inputs, &t.materials) {
-                    Ok(()) => None,
-                    Err(e) => {
-                        let failure = Arc::new(Unusable::Record(e));
-                        let repeated = record_failure
-                            .as_ref()
-                            .is_some_and(|f| f.to_string() == failure.to_string());
-                        if !repeated {
-                            log::error!("{failure}");
-                        }
-                        plan.fall_back(Fallback::Unusable(Arc::clone(&failure)));
-                        Some(failure)
+                match path.record(frame, &inputs, &t.materials) {
+                    Ok(()) => true,
+                    Err(failure) => {
+                        plan.fall_back(Fallback::Unusable(failure));
+                        false
                     }
-                };
-                record_failure.is_none()
+                }
             }
             _ => false,
         };
@@ -895,20 +925,7 @@ impl Renderer {
         // The reference path ─► comparison targets; accumulated vs reference ─► error
         if plan.compare {
             let c = &t.comparison;
-            let originals = SceneInputs {
-                materials: &self.scene.material_bind_groups,
-                ..scene
-            };
-            p.reference.record(
-                frame,
-                &ReferenceInputs {
-                    scene: originals,
-                    gbuffer: &t.gbuffer,
-                },
-                &c.materials,
-            );
-            p.reference_lighting
-                .record(frame, &lit(&c.materials), &c.hdr);
+            record_reference_comparison(p, t, &scene, frame);
             let compared = ImageErrorInputs {
                 a: &t.accumulated,
                 b: &c.hdr,
@@ -988,6 +1005,47 @@ fn record_gbuffer_passes(
         };
         resolve.record(frame, &inputs, gbuffer);
     }
+}
+
+/// The scene's textures as `path` samples them: a package's baked textures, or the
+/// originals.
+fn material_bind_groups<'a>(
+    packages: &'a HashMap<RenderMode, LoadedPackage>,
+    scene: &'a SceneGpu,
+    path: MaterialPath,
+) -> &'a [wgpu::BindGroup] {
+    let baked = packages.get(&path.mode()).and_then(|p| p.baked.as_ref());
+    match (path, baked) {
+        (MaterialPath::Baked(_), Some(Ok(baked))) => &baked.bind_groups,
+        _ => &scene.material_bind_groups,
+    }
+}
+
+/// Record the reference path of `scene` over its original textures into the comparison
+/// targets of `targets`: its material targets, then their lit radiance.
+fn record_reference_comparison(
+    passes: &Passes,
+    targets: &FrameTargets,
+    scene: &SceneInputs<'_>,
+    frame: &mut FrameEncoder<'_>,
+) {
+    let c = &targets.comparison;
+    let originals = SceneInputs {
+        materials: &scene.scene.material_bind_groups,
+        ..*scene
+    };
+    let inputs = ReferenceInputs {
+        scene: originals,
+        gbuffer: &targets.gbuffer,
+    };
+    passes.reference.record(frame, &inputs, &c.materials);
+    let lit = LightingInputs {
+        frame: scene.frame,
+        depth: &targets.gbuffer.depth,
+        materials: &c.materials,
+        shadow_map: passes.shadow.map(),
+    };
+    passes.reference_lighting.record(frame, &lit, &c.hdr);
 }
 
 /// The decode pass for `config` with `choice`'s kernel and tile. A kernel left to the renderer

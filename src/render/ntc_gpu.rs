@@ -400,6 +400,15 @@ impl NtcSceneGpu {
         &self.decoder_of_material
     }
 
+    /// Bytes of the package's GPU buffers (latents, decoder weights, material and mip
+    /// tables): its video memory.
+    pub fn gpu_bytes(&self) -> u64 {
+        [&self.latents, &self.decoders, &self.materials, &self.mips]
+            .iter()
+            .map(|b| b.size())
+            .sum()
+    }
+
     /// Number of decoders in the package.
     pub fn decoder_count(&self) -> usize {
         self.decoder_count

@@ -92,6 +92,14 @@ pub enum Action {
     ToggleInferenceOnLoad,
     /// Show this output.
     ShowAov(Aov),
+    /// The split comparison on or off.
+    ToggleSplit,
+    /// The next material source of the split's right side.
+    NextRightMode,
+    /// The split's difference view on or off.
+    ToggleDifference,
+    /// The pixel inspector on or off.
+    ToggleInspect,
 }
 
 /// The input of a shortcut.
@@ -270,7 +278,23 @@ pub const SHORTCUTS: &[Shortcut] = &[
     },
     Shortcut {
         input: Input::Keys(&[(K::KeyX, A::Ui(UiAction::MeasurePsnr))]),
-        help: "Measure the PSNR against the reference",
+        help: "Measure the PSNR against the reference (both sides in the split view)",
+    },
+    Shortcut {
+        input: Input::Keys(&[(K::KeyK, A::ToggleSplit)]),
+        help: "Split view on / off: the material source left, another right, one G-buffer",
+    },
+    Shortcut {
+        input: Input::Keys(&[(K::KeyN, A::NextRightMode)]),
+        help: "Split view: the right side's next material source",
+    },
+    Shortcut {
+        input: Input::Keys(&[(K::KeyJ, A::ToggleDifference)]),
+        help: "Split view: each side's error against the reference, amplified (gain in the Compare panel)",
+    },
+    Shortcut {
+        input: Input::Keys(&[(K::KeyI, A::ToggleInspect)]),
+        help: "Inspector on / off: material, decoder, decoded and reference texels under the cursor",
     },
 ];
 

@@ -1,8 +1,9 @@
-//! The viewer's egui overlay: the controls panel (scene, view, neural textures, lighting,
-//! camera, camera paths, device), the GPU timing panel (per-pass medians and a rolling
-//! frame-time graph), the divergence window (score and histograms of this mode next to
-//! the baseline), the heatmap's colour-bar labels, the help panel, the loading indicator
-//! and the scene error panel.
+//! The viewer's egui overlay, docked ([`layout`]): the controls panel on the left (scene,
+//! view, neural textures, compare, lighting, camera, camera paths, device), the figures
+//! panel on the right (per-pass GPU timings with a rolling frame-time graph, the split
+//! comparison's figures, the divergence of this mode next to the baseline, the heatmap's
+//! scale, the inspected pixel, video memory per material source), the status bar with
+//! the loading indicator, and the help and scene-error windows inside the image.
 //!
 //! The overlay reads facts ([`OverlayInfo`]), edits settings in place
 //! ([`OverlayControls`]) and returns what the viewer must do ([`UiAction`]); it owns no
@@ -12,8 +13,12 @@
 //! - [`keys`]: the key table (every shortcut, its help text and action), which the
 //!   viewer's input handler and the help panel both read.
 //! - [`painter`]: draws egui's output with `egui-wgpu`.
+//! - [`layout`]: the docked panels and the central windows.
+//! - [`compare`]: the split view's controls, the inspector's and video memory's figures.
 
+pub mod compare;
 pub mod keys;
+pub mod layout;
 pub mod painter;
 pub mod timings;
 
@@ -22,7 +27,8 @@ use std::ops::RangeInclusive;
 use egui::{Align2, Color32, CornerRadius, FontId, RichText, Stroke, Vec2, pos2, vec2};
 
 use crate::gpu::GrantedFeatures;
-use crate::render::passes::heatmap::{HeatmapSource, PixelRect};
+use crate::render::memory::SourceMemory;
+use crate::render::passes::heatmap::HeatmapSource;
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::{Aov, KernelChoice, PassSettings, RenderMode};
 use crate::scene::Lighting;
@@ -32,7 +38,10 @@ use crate::scene::camera_control::{
 };
 use crate::screen::divergence::DivergenceStats;
 use crate::screen::tiles::TileSize;
+pub use compare::{CompareSettings, Inspection};
+use compare::{compare_section, heatmap_legend, inspection_figures, memory_figures};
 use keys::{Action, hint, keys_of};
+use layout::{Layout, SplitFacts, central_window, split_figures};
 use timings::PerfHistory;
 
 /// Allowed render scales: the renderer's internal size over the window size.
@@ -97,6 +106,10 @@ pub struct ViewSettings {
     pub heatmap_source: HeatmapSource,
     /// Decode kernel and tile size.
     pub ntc: KernelChoice,
+    /// The split comparison (K).
+    pub compare: CompareSettings,
+    /// The pixel under the cursor is inspected (I).
+    pub inspect: bool,
 }
 
 /// The UI name of a heatmap source.
@@ -128,8 +141,14 @@ pub struct NtcInfo {
     pub divergence: Option<DivergenceStats>,
     /// The last PSNR measurement against the reference (mode, dB or why not).
     pub psnr: Option<String>,
-    /// The heatmap's colour bar in physical pixels, with its (lo, hi) values.
-    pub color_bar: Option<(PixelRect, f32, f32)>,
+    /// The heatmap's (lo, hi) values while it is drawn.
+    pub heatmap_range: Option<(f32, f32)>,
+    /// The split comparison's figures while it is on.
+    pub split: Option<SplitFacts>,
+    /// The pixel under the cursor while the inspector is on.
+    pub inspection: Option<Inspection>,
+    /// Video memory per material source.
+    pub memory: Vec<SourceMemory>,
 }
 
 /// Scene figures for the overlay.
@@ -268,49 +287,71 @@ pub fn install_style(ctx: &egui::Context) {
     });
 }
 
-/// Draws the overlay for one frame and returns the actions the user asked for.
-pub fn show(ctx: &egui::Context, info: &OverlayInfo<'_>, c: OverlayControls<'_>) -> Vec<UiAction> {
+/// Draws the overlay for one frame into the root `ui` (see [`layout`]) and returns the
+/// actions the user asked for, with the layout it made.
+pub fn show(
+    ui: &mut egui::Ui,
+    info: &OverlayInfo<'_>,
+    mut c: OverlayControls<'_>,
+) -> (Vec<UiAction>, Layout) {
     let mut actions = Vec::new();
-    if c.settings.show_overlay {
-        controls_window(
-            ctx,
-            info,
-            c.settings,
-            c.camera,
-            c.player,
-            c.selected_path,
-            &mut actions,
-        );
-        timings_window(ctx, info);
-        status_bar(ctx, info);
-        if let Some(d) = &info.ntc.divergence {
-            divergence_window(ctx, info.ntc, d);
+    let show_overlay = c.settings.show_overlay;
+    let layout = if show_overlay {
+        layout::show_panels(ui, info, &mut c, &mut actions)
+    } else {
+        Layout {
+            central: ui.available_rect_before_wrap(),
+            controls_fit: None,
         }
-        if c.settings.show_heatmap
-            && let Some(bar) = info.ntc.color_bar
-        {
-            color_bar_labels(ctx, bar, c.settings.heatmap_source);
-        }
+    };
+    let ctx = ui.ctx().clone();
+    if let Some(error) = info.error {
+        // The error takes the help window's place: one window in the image at a time.
+        error_window(&ctx, error, layout.central, &mut actions);
+    } else if c.settings.show_help {
+        help_window(&ctx, &mut c.settings.show_help, layout.central);
     }
-    if c.settings.show_help {
-        help_window(ctx, &mut c.settings.show_help);
-    }
-    if let Some(what) = info.loading {
-        egui::Area::new(egui::Id::unique("loading"))
+    if !show_overlay && let Some(what) = info.loading {
+        // Without the status bar, the loading indicator sits in the image.
+        egui::Area::new(egui::Id::unique("neurotex.loading"))
             .anchor(Align2::CENTER_CENTER, Vec2::ZERO)
-            .show(ctx, |ui| {
-                egui::Frame::window(ui.style()).show(ui, |ui| {
-                    ui.horizontal(|ui| {
-                        ui.add(egui::Spinner::new());
-                        ui.label(RichText::new(format!("Loading {what}…")).size(16.0));
-                    });
-                });
+            .show(&ctx, |ui| {
+                egui::Frame::window(ui.style()).show(ui, |ui| loading_line(ui, what));
             });
     }
-    if let Some(error) = info.error {
-        error_window(ctx, error, &mut actions);
+    (actions, layout)
+}
+
+/// The loading indicator: a spinner and what is being loaded.
+fn loading_line(ui: &mut egui::Ui, what: &str) {
+    ui.horizontal(|ui| {
+        ui.add(egui::Spinner::new());
+        ui.label(RichText::new(format!("Loading {what}…")).color(ACCENT));
+    });
+}
+
+/// The figures panel's contents: what the frame measured.
+fn figures(ui: &mut egui::Ui, info: &OverlayInfo<'_>, settings: &ViewSettings) {
+    section(ui, "GPU timings", true, |ui| timings_section(ui, info));
+    if let Some(split) = &info.ntc.split {
+        section(ui, "Split view", true, |ui| split_figures(ui, split));
     }
-    actions
+    if let Some(d) = &info.ntc.divergence {
+        section(ui, "Divergence", true, |ui| {
+            divergence_section(ui, info.ntc, d)
+        });
+    }
+    if settings.show_heatmap
+        && let Some((lo, hi)) = info.ntc.heatmap_range
+    {
+        section(ui, "Heatmap", true, |ui| {
+            heatmap_legend(ui, heatmap_source_name(settings.heatmap_source), lo, hi);
+        });
+    }
+    if let Some(inspection) = &info.ntc.inspection {
+        inspection_figures(ui, inspection);
+    }
+    memory_figures(ui, &info.ntc.memory);
 }
 
 fn section(ui: &mut egui::Ui, title: &str, open: bool, body: impl FnOnce(&mut egui::Ui)) {
@@ -350,39 +391,8 @@ fn format_count(n: usize) -> String {
     out
 }
 
-fn controls_window(
-    ctx: &egui::Context,
-    info: &OverlayInfo<'_>,
-    settings: &mut ViewSettings,
-    camera: &mut CameraState,
-    player: &mut PathPlayer,
-    selected: &mut Option<usize>,
-    actions: &mut Vec<UiAction>,
-) {
-    egui::Window::new(RichText::new("neurotex").strong())
-        .id(egui::Id::unique("controls"))
-        .anchor(Align2::LEFT_TOP, vec2(8.0, 8.0))
-        .default_size([300.0, ctx.content_rect().height() - 60.0])
-        .max_height(ctx.content_rect().height() - 60.0)
-        // Small windows start with the controls folded so the timings stay visible.
-        .default_open(ctx.content_rect().width() >= 900.0)
-        .resizable(false)
-        .collapsible(true)
-        .show(ctx, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| {
-                scene_section(ui, info, actions);
-                view_section(ui, info, settings);
-                ntc_section(ui, info, settings, actions);
-                lighting_section(ui, &mut settings.lighting);
-                camera_section(ui, camera, actions);
-                paths_section(ui, info, player, selected, actions);
-                device_section(ui, info);
-            });
-        });
-}
-
 fn scene_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>, actions: &mut Vec<UiAction>) {
-    section(ui, "Scene", true, |ui| {
+    section(ui, "Scene", false, |ui| {
         match info.scene {
             Some(s) => {
                 egui::Grid::new("scene_stats")
@@ -557,7 +567,9 @@ fn ntc_section(
         ui.horizontal(|ui| {
             if ui
                 .add_enabled(
-                    ntc.active_mode != RenderMode::Reference && !settings.passes.inference_on_load,
+                    settings.compare.enabled
+                        || (ntc.active_mode != RenderMode::Reference
+                            && !settings.passes.inference_on_load),
                     egui::Button::new(hint("PSNR vs reference", Action::Ui(UiAction::MeasurePsnr))),
                 )
                 .clicked()
@@ -584,41 +596,34 @@ pub fn mode_name(mode: RenderMode) -> &'static str {
     }
 }
 
-fn divergence_window(ctx: &egui::Context, ntc: &NtcInfo, d: &DivergenceStats) {
-    egui::Window::new(RichText::new("Divergence").strong())
-        .id(egui::Id::unique("divergence"))
-        .anchor(Align2::LEFT_BOTTOM, vec2(8.0, -36.0))
-        .resizable(false)
-        .collapsible(true)
-        .show(ctx, |ui| {
-            egui::Grid::new("divergence_stats")
-                .num_columns(3)
-                .show(ui, |ui| {
-                    ui.label(RichText::new(format!("per {} tile", d.tile)).color(DIM));
-                    ui.label(RichText::new(ntc.active_mode.name()).color(GPU_COLOR));
-                    ui.label(RichText::new("baseline").color(FRAME_COLOR));
-                    ui.end_row();
-                    ui.label(RichText::new("score mean |D − 1|").color(DIM));
-                    ui.label(
-                        RichText::new(format!("{:.3}", d.score))
-                            .monospace()
-                            .strong(),
-                    );
-                    ui.label(RichText::new(format!("{:.3}", d.baseline_score)).monospace());
-                    ui.end_row();
-                    ui.label(RichText::new("mean D").color(DIM));
-                    ui.label(RichText::new(format!("{:.2}", d.mean_decoders)).monospace());
-                    ui.label(RichText::new(format!("{:.2}", d.baseline_mean_decoders)).monospace());
-                    ui.end_row();
-                });
-            if let Some(r) = d.reduction() {
-                ui.label(
-                    RichText::new(format!("{:.1} % less divergence than baseline", 100.0 * r))
-                        .color(ACCENT),
-                );
-            }
-            histogram(ui, d);
+fn divergence_section(ui: &mut egui::Ui, ntc: &NtcInfo, d: &DivergenceStats) {
+    egui::Grid::new("divergence_stats")
+        .num_columns(3)
+        .show(ui, |ui| {
+            ui.label(RichText::new(format!("per {} tile", d.tile)).color(DIM));
+            ui.label(RichText::new(ntc.active_mode.name()).color(GPU_COLOR));
+            ui.label(RichText::new("baseline").color(FRAME_COLOR));
+            ui.end_row();
+            ui.label(RichText::new("score mean |D − 1|").color(DIM));
+            ui.label(
+                RichText::new(format!("{:.3}", d.score))
+                    .monospace()
+                    .strong(),
+            );
+            ui.label(RichText::new(format!("{:.3}", d.baseline_score)).monospace());
+            ui.end_row();
+            ui.label(RichText::new("mean D").color(DIM));
+            ui.label(RichText::new(format!("{:.2}", d.mean_decoders)).monospace());
+            ui.label(RichText::new(format!("{:.2}", d.baseline_mean_decoders)).monospace());
+            ui.end_row();
         });
+    if let Some(r) = d.reduction() {
+        ui.label(
+            RichText::new(format!("{:.1} % less divergence than baseline", 100.0 * r))
+                .color(ACCENT),
+        );
+    }
+    histogram(ui, d);
 }
 
 /// Tiles per distinct-decoder count, this mode next to the baseline.
@@ -679,41 +684,6 @@ fn histogram(ui: &mut egui::Ui, d: &DivergenceStats) {
     );
 }
 
-/// Value labels beside the heatmap's colour bar (drawn by the renderer).
-fn color_bar_labels(ctx: &egui::Context, bar: (PixelRect, f32, f32), source: HeatmapSource) {
-    let (rect, lo, hi) = bar;
-    let ppp = ctx.pixels_per_point();
-    let x = rect.x as f32 / ppp - 4.0;
-    let top = rect.y as f32 / ppp;
-    let bottom = (rect.y + rect.height) as f32 / ppp;
-    let painter = ctx.layer_painter(egui::LayerId::new(
-        egui::Order::Foreground,
-        egui::Id::unique("color_bar"),
-    ));
-    let label = |y: f32, text: String| {
-        painter.text(
-            pos2(x, y),
-            Align2::RIGHT_CENTER,
-            text,
-            FontId::monospace(12.0),
-            Color32::WHITE,
-        );
-    };
-    let fmt = |v: f32| {
-        if source == HeatmapSource::Error {
-            format!("{v:.3}")
-        } else {
-            format!("{v:.0}")
-        }
-    };
-    label(top, fmt(hi));
-    label(bottom, fmt(lo));
-    label(
-        (top + bottom) / 2.0,
-        heatmap_source_name(source).to_string(),
-    );
-}
-
 fn lighting_section(ui: &mut egui::Ui, lighting: &mut Lighting) {
     section(ui, "Lighting", false, |ui| {
         let (mut azimuth, mut elevation) = sun_angles(lighting.sun_direction);
@@ -738,7 +708,7 @@ fn lighting_section(ui: &mut egui::Ui, lighting: &mut Lighting) {
 }
 
 fn camera_section(ui: &mut egui::Ui, camera: &mut CameraState, actions: &mut Vec<UiAction>) {
-    section(ui, "Camera", true, |ui| {
+    section(ui, "Camera", false, |ui| {
         egui::Grid::new("camera").num_columns(2).show(ui, |ui| {
             ui.label(RichText::new(hint("mode", Action::ToggleCameraMode)).color(DIM));
             ui.horizontal(|ui| {
@@ -786,7 +756,7 @@ fn paths_section(
     selected: &mut Option<usize>,
     actions: &mut Vec<UiAction>,
 ) {
-    section(ui, "Camera paths", true, |ui| {
+    section(ui, "Camera paths", false, |ui| {
         if info.path_names.is_empty() {
             ui.label(RichText::new("the scene has no camera paths").color(DIM));
         } else {
@@ -900,112 +870,100 @@ fn device_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>) {
     });
 }
 
-fn timings_window(ctx: &egui::Context, info: &OverlayInfo<'_>) {
-    egui::Window::new(RichText::new("GPU timings").strong())
-        .id(egui::Id::unique("timings"))
-        .anchor(Align2::RIGHT_TOP, vec2(-8.0, 8.0))
-        .resizable(false)
-        .collapsible(true)
-        .show(ctx, |ui| {
-            let perf = info.perf;
-            let frame = perf.frame_median_ms();
-            let fps = if frame > 0.0 { 1000.0 / frame } else { 0.0 };
-            ui.horizontal(|ui| {
+fn timings_section(ui: &mut egui::Ui, info: &OverlayInfo<'_>) {
+    let perf = info.perf;
+    let frame = perf.frame_median_ms();
+    let fps = if frame > 0.0 { 1000.0 / frame } else { 0.0 };
+    ui.horizontal(|ui| {
+        ui.label(
+            RichText::new(format!("{fps:5.1} fps"))
+                .size(18.0)
+                .strong()
+                .monospace(),
+        );
+        ui.label(
+            RichText::new(format!(
+                "frame {frame:.2} ms · CPU {:.2} ms",
+                perf.cpu_median_ms()
+            ))
+            .monospace()
+            .color(DIM),
+        );
+    });
+    let rows = perf.rows();
+    if rows.is_empty() {
+        let why = if info.scene.is_none() {
+            "no scene on screen"
+        } else if info.features.timestamps {
+            "waiting for timestamp queries…"
+        } else {
+            "no timestamp queries on this adapter"
+        };
+        ui.label(RichText::new(why).color(DIM));
+    } else {
+        let total = perf.gpu_median_ms();
+        egui::Grid::new("timing_rows")
+            .num_columns(4)
+            .striped(true)
+            .spacing(vec2(10.0, 2.0))
+            .show(ui, |ui| {
+                ui.label(RichText::new("pass").color(DIM));
+                ui.label(RichText::new("median").color(DIM));
+                ui.label(RichText::new("last").color(DIM));
+                ui.label(RichText::new("share").color(DIM));
+                ui.end_row();
+                for row in &rows {
+                    ui.label(RichText::new(&row.label).monospace());
+                    ui.label(RichText::new(format!("{:7.3} ms", row.median_ms)).monospace());
+                    ui.label(
+                        RichText::new(format!("{:7.3}", row.last_ms))
+                            .monospace()
+                            .color(DIM),
+                    );
+                    share_bar(
+                        ui,
+                        if total > 0.0 {
+                            row.median_ms / total
+                        } else {
+                            0.0
+                        },
+                    );
+                    ui.end_row();
+                }
+                let decode =
+                    timings::decode_tflops(&rows, info.render_size, info.ntc.flops_per_pixel);
+                if let Some(tflops) = decode {
+                    ui.label(RichText::new("decode MLP").monospace().color(DIM));
+                    ui.label(
+                        RichText::new(format!("{tflops:7.2} TFLOP/s"))
+                            .monospace()
+                            .color(GPU_COLOR),
+                    );
+                    ui.label(RichText::new("every pixel").color(DIM));
+                    ui.label("");
+                    ui.end_row();
+                }
+                ui.label(RichText::new("GPU total").monospace().strong());
                 ui.label(
-                    RichText::new(format!("{fps:5.1} fps"))
-                        .size(18.0)
+                    RichText::new(format!("{total:7.3} ms"))
+                        .monospace()
                         .strong()
-                        .monospace(),
+                        .color(GPU_COLOR),
                 );
-                ui.label(
-                    RichText::new(format!(
-                        "frame {frame:.2} ms · CPU {:.2} ms",
-                        perf.cpu_median_ms()
-                    ))
-                    .monospace()
-                    .color(DIM),
-                );
+                ui.label("");
+                ui.label("");
+                ui.end_row();
             });
-            let rows = perf.rows();
-            if rows.is_empty() {
-                let why = if info.scene.is_none() {
-                    "no scene on screen"
-                } else if info.features.timestamps {
-                    "waiting for timestamp queries…"
-                } else {
-                    "no timestamp queries on this adapter"
-                };
-                ui.label(RichText::new(why).color(DIM));
-            } else {
-                let total = perf.gpu_median_ms();
-                egui::Grid::new("timing_rows")
-                    .num_columns(4)
-                    .striped(true)
-                    .spacing(vec2(10.0, 2.0))
-                    .show(ui, |ui| {
-                        ui.label(RichText::new("pass").color(DIM));
-                        ui.label(RichText::new("median").color(DIM));
-                        ui.label(RichText::new("last").color(DIM));
-                        ui.label(RichText::new("share").color(DIM));
-                        ui.end_row();
-                        for row in &rows {
-                            ui.label(RichText::new(&row.label).monospace());
-                            ui.label(
-                                RichText::new(format!("{:7.3} ms", row.median_ms)).monospace(),
-                            );
-                            ui.label(
-                                RichText::new(format!("{:7.3}", row.last_ms))
-                                    .monospace()
-                                    .color(DIM),
-                            );
-                            share_bar(
-                                ui,
-                                if total > 0.0 {
-                                    row.median_ms / total
-                                } else {
-                                    0.0
-                                },
-                            );
-                            ui.end_row();
-                        }
-                        let decode = timings::decode_tflops(
-                            &rows,
-                            info.render_size,
-                            info.ntc.flops_per_pixel,
-                        );
-                        if let Some(tflops) = decode {
-                            ui.label(RichText::new("decode MLP").monospace().color(DIM));
-                            ui.label(
-                                RichText::new(format!("{tflops:7.2} TFLOP/s"))
-                                    .monospace()
-                                    .color(GPU_COLOR),
-                            );
-                            ui.label(RichText::new("every pixel").color(DIM));
-                            ui.label("");
-                            ui.end_row();
-                        }
-                        ui.label(RichText::new("GPU total").monospace().strong());
-                        ui.label(
-                            RichText::new(format!("{total:7.3} ms"))
-                                .monospace()
-                                .strong()
-                                .color(GPU_COLOR),
-                        );
-                        ui.label("");
-                        ui.label("");
-                        ui.end_row();
-                    });
-                ui.label(
-                    RichText::new(format!(
-                        "median of the last {} frames",
-                        timings::TABLE_FRAMES
-                    ))
-                    .small()
-                    .color(DIM),
-                );
-            }
-            frame_graph(ui, perf);
-        });
+        ui.label(
+            RichText::new(format!(
+                "median of the last {} frames",
+                timings::TABLE_FRAMES
+            ))
+            .small()
+            .color(DIM),
+        );
+    }
+    frame_graph(ui, perf);
 }
 
 fn share_bar(ui: &mut egui::Ui, fraction: f64) {
@@ -1093,70 +1051,67 @@ fn frame_graph(ui: &mut egui::Ui, perf: &PerfHistory) {
     });
 }
 
-fn status_bar(ctx: &egui::Context, info: &OverlayInfo<'_>) {
-    egui::Area::new(egui::Id::unique("status"))
-        .anchor(Align2::LEFT_BOTTOM, vec2(8.0, -6.0))
-        .interactable(false)
-        .show(ctx, |ui| {
-            egui::Frame::new()
-                .fill(PANEL_FILL)
-                .corner_radius(CornerRadius::same(4))
-                .inner_margin(egui::Margin::symmetric(8, 4))
-                .show(ui, |ui| {
-                    ui.horizontal(|ui| {
-                        if !info.status.is_empty() {
-                            ui.label(RichText::new(info.status).color(ACCENT));
-                            ui.separator();
-                        }
-                        let keys = format!(
-                            "{} overlay · {} help · {} screenshot · {} fly/orbit",
-                            keys_of(Action::ToggleOverlay),
-                            keys_of(Action::ToggleHelp),
-                            keys_of(Action::Ui(UiAction::Screenshot)),
-                            keys_of(Action::ToggleCameraMode),
-                        );
-                        ui.label(RichText::new(keys).color(DIM).small());
-                    });
-                });
-        });
+/// The status bar's line: loading, the last status message and the main keys.
+fn status_line(ui: &mut egui::Ui, info: &OverlayInfo<'_>) {
+    ui.horizontal(|ui| {
+        if let Some(what) = info.loading {
+            loading_line(ui, what);
+            ui.separator();
+        }
+        if !info.status.is_empty() {
+            ui.label(RichText::new(info.status).color(ACCENT));
+            ui.separator();
+        }
+        let keys = format!(
+            "{} overlay · {} help · {} screenshot · {} fly/orbit · {} split · {} inspect",
+            keys_of(Action::ToggleOverlay),
+            keys_of(Action::ToggleHelp),
+            keys_of(Action::Ui(UiAction::Screenshot)),
+            keys_of(Action::ToggleCameraMode),
+            keys_of(Action::ToggleSplit),
+            keys_of(Action::ToggleInspect),
+        );
+        ui.label(RichText::new(keys).color(DIM).small());
+    });
 }
 
-fn help_window(ctx: &egui::Context, open: &mut bool) {
-    egui::Window::new(RichText::new("Shortcuts").strong())
-        .id(egui::Id::unique("help"))
+fn help_window(ctx: &egui::Context, open: &mut bool, central: egui::Rect) {
+    central_window(RichText::new("Shortcuts").strong(), "help", central)
         .open(open)
-        .anchor(Align2::CENTER_CENTER, Vec2::ZERO)
-        .resizable(false)
-        .collapsible(false)
         .show(ctx, |ui| {
-            egui::Grid::new("shortcuts")
-                .num_columns(2)
-                .striped(true)
-                .show(ui, |ui| {
-                    for shortcut in keys::SHORTCUTS {
-                        ui.label(
-                            RichText::new(shortcut.keys())
-                                .monospace()
-                                .strong()
-                                .color(ACCENT),
-                        );
-                        ui.label(shortcut.help);
-                        ui.end_row();
-                    }
-                });
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                egui::Grid::new("shortcuts")
+                    .num_columns(2)
+                    .striped(true)
+                    .show(ui, |ui| {
+                        for shortcut in keys::SHORTCUTS {
+                            ui.label(
+                                RichText::new(shortcut.keys())
+                                    .monospace()
+                                    .strong()
+                                    .color(ACCENT),
+                            );
+                            ui.label(shortcut.help);
+                            ui.end_row();
+                        }
+                    });
+            });
         });
 }
 
-fn error_window(ctx: &egui::Context, error: &str, actions: &mut Vec<UiAction>) {
-    egui::Window::new(
+fn error_window(
+    ctx: &egui::Context,
+    error: &str,
+    central: egui::Rect,
+    actions: &mut Vec<UiAction>,
+) {
+    central_window(
         RichText::new("Scene failed to load")
             .strong()
             .color(Color32::WHITE),
+        "scene_error",
+        central,
     )
-    .id(egui::Id::unique("scene_error"))
-    .anchor(Align2::CENTER_CENTER, Vec2::ZERO)
-    .resizable(false)
-    .collapsible(false)
     .frame(
         egui::Frame::window(&ctx.global_style())
             .fill(Color32::from_rgba_premultiplied(90, 16, 16, 235))

@@ -1161,3 +1161,65 @@ fn gbuffer_mode_reaches_the_renderer() {
         assert!(help.contains("--gbuffer"), "{cmd}: {help}");
     }
 }
+
+/// `bench` on a tiny scene (lavapipe in CI): every configuration warms up and is measured
+/// under the trust rules, and the stability flags and spreads reach JSON, CSV and Markdown.
+#[test]
+fn scene_bench_reports_stability_and_spread() {
+    let dir = temp_dir("benchtrust");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let out = dir.join("report");
+    let started = std::time::Instant::now();
+    let (ok, _, stderr) = run(&[
+        "bench",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&out),
+        "--size",
+        "32x24",
+        "--frames",
+        "4",
+        "--warmup",
+        "1",
+        "--modes",
+        "reference",
+    ]);
+    assert!(ok, "{stderr}");
+    // Warmed up for at least 300 ms (the NTC modes follow the same path; their kernels
+    // take minutes to compile on lavapipe).
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{json}");
+    for r in rows {
+        assert!(
+            r["unstable"].is_boolean() && r["remeasured"].is_boolean(),
+            "{r}"
+        );
+        let ms = &r["material_ms"];
+        assert!(
+            ms["p10"].as_f64().unwrap() <= ms["median"].as_f64().unwrap(),
+            "{r}"
+        );
+        assert!(
+            ms["median"].as_f64().unwrap() <= ms["p90"].as_f64().unwrap(),
+            "{r}"
+        );
+    }
+    let csv = std::fs::read_to_string(out.join("bench.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",remeasured,unstable"),
+        "{csv}"
+    );
+    let md = std::fs::read_to_string(out.join("bench.md")).unwrap();
+    assert!(md.contains("frame ms (p10–p90)"), "{md}");
+    assert!(md.contains("median (p10–p90)"), "{md}");
+    let unstable = rows.iter().any(|r| r["unstable"] == true);
+    assert_eq!(md.contains("UNSTABLE"), unstable, "{md}");
+}

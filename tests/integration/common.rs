@@ -240,6 +240,27 @@ pub fn write_checker_png(path: &Path, size: u32) {
     image::save_buffer(path, &px, size, size, image::ExtendedColorType::Rgba8).expect("write png");
 }
 
+/// The golden comparison's measures of RGBA8 pixels `a` against `b` (alpha ignored):
+/// the mean absolute difference per colour channel in 8-bit steps, and the fraction of
+/// pixels off by more than 12 steps in any colour channel.
+pub fn golden_distance(a: &[u8], b: &[u8]) -> (f64, f64) {
+    let mut sum = 0u64;
+    let mut bad = 0usize;
+    for (a, b) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        let d = [0, 1, 2].map(|c| a[c].abs_diff(b[c]));
+        sum += d.iter().map(|&v| u64::from(v)).sum::<u64>();
+        bad += usize::from(d.iter().any(|&v| v > 12));
+    }
+    let pixels = (a.len() / 4).max(1);
+    (sum as f64 / (pixels * 3) as f64, bad as f64 / pixels as f64)
+}
+
+/// Whether RGBA8 pixels `a` are `b` within the golden tolerance ([`assert_golden`]).
+pub fn within_golden_tolerance(a: &[u8], b: &[u8]) -> bool {
+    let (mean, bad) = golden_distance(a, b);
+    mean < 1.0 && bad <= 0.01
+}
+
 /// Compare an RGBA8 image with `tests/golden/<name>.png`.
 ///
 /// Tolerance: lavapipe is deterministic for one Mesa build, but LLVM versions differ in
@@ -279,26 +300,16 @@ pub fn assert_golden(name: &str, width: u32, height: u32, rgba: &[u8]) {
         (width, height),
         "golden {name}: size differs"
     );
-    let mut sum = 0u64;
-    let mut bad = 0usize;
-    let mut diff = Vec::with_capacity(rgba.len());
-    for (a, e) in rgba.chunks_exact(4).zip(expected.as_raw().chunks_exact(4)) {
-        let d: Vec<u8> = (0..3).map(|c| a[c].abs_diff(e[c])).collect();
-        sum += d.iter().map(|&v| v as u64).sum::<u64>();
-        if d.iter().any(|&v| v > 12) {
-            bad += 1;
-        }
-        diff.extend_from_slice(&[
-            d[0].saturating_mul(8),
-            d[1].saturating_mul(8),
-            d[2].saturating_mul(8),
-            255,
-        ]);
-    }
-    let pixels = (width * height) as usize;
-    let mean = sum as f64 / (pixels * 3) as f64;
-    let bad_frac = bad as f64 / pixels as f64;
-    if mean >= 1.0 || bad_frac > 0.01 {
+    let diff: Vec<u8> = rgba
+        .chunks_exact(4)
+        .zip(expected.as_raw().chunks_exact(4))
+        .flat_map(|(a, e)| {
+            let d = |c: usize| a[c].abs_diff(e[c]).saturating_mul(8);
+            [d(0), d(1), d(2), 255]
+        })
+        .collect();
+    let (mean, bad_frac) = golden_distance(rgba, expected.as_raw());
+    if !within_golden_tolerance(rgba, expected.as_raw()) {
         let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/golden-failures");
         std::fs::create_dir_all(&out).ok();
         let actual = out.join(format!("{name}.actual.png"));

@@ -7,6 +7,7 @@
 mod bench_decode;
 mod cli;
 mod common;
+mod compare;
 mod containers;
 mod cooccurrence;
 mod devices;

@@ -879,3 +879,157 @@ fn baked_textures_replace_the_scene_set() {
     assert_eq!(before, restored);
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
+
+/// The inspector reads, at a known pixel of a generated scene (a glTF quad whose set the
+/// package decodes), what the CPU reference gives: the material, its set and decoder, the
+/// tile's decoders, the decode pass's material targets (from the G-buffer read back at
+/// that pixel), the reference pass's targets and the per-pixel error as the image-error
+/// reference computes them from the frames; and the video memory lists the package.
+#[test]
+fn inspector_reads_the_cpu_reference_values() {
+    use neurotex::render::headless::render_frame;
+    use neurotex::render::inspect::InspectSource;
+    use neurotex::render::passes::image_error::{ErrorSpace, reference_error};
+    use neurotex::render::{Aov, FrameSettings, MaterialPath, RenderMode};
+    let ctx = ctx();
+    let dir = crate::common::temp_dir("ntc_inspect");
+    crate::common::write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
+    let opened = neurotex::open::open(Some(&gltf)).expect("open");
+    let camera = neurotex::open::select_camera(&opened, None).expect("camera");
+    let mut package = package();
+    package.materials[0].name = "checker".into();
+    let map = neurotex::render::ntc_gpu::map_scene_materials(&package, &opened.scene).expect("map");
+    let size = (32, 32);
+    let mut renderer = crate::common::renderer(&opened.scene, &UploadOptions::default(), size);
+    renderer
+        .set_package(ctx, RenderMode::Baseline, package.clone(), &map)
+        .expect("package");
+    let mut settings = FrameSettings::new(camera, opened.description.lighting, Aov::Final);
+    settings.mode = RenderMode::Baseline;
+    settings.passes.decode.stochastic = false;
+    settings.passes.compare = true;
+    let frame = render_frame(ctx, &mut renderer, &settings).expect("frame");
+    assert_eq!(
+        frame.plan.material,
+        MaterialPath::Decode(RenderMode::Baseline)
+    );
+    assert!(frame.plan.compare);
+
+    let t = renderer.targets();
+    let read = |target: &Target| read_texture(ctx, &target.texture, 0, 0).expect("read");
+    let f32s = |target: &Target| read(target).to_f32().expect("f32");
+    let at = |v: &[f32], n: usize, i: usize| v[n * i..n * i + n].to_vec();
+    let words = read(&t.gbuffer.material).to_u32().expect("words");
+    let (uvs, grads, nts) = (
+        f32s(&t.gbuffer.uv),
+        f32s(&t.gbuffer.uv_grad),
+        f32s(&t.gbuffer.normal_tangent),
+    );
+    let input_at = |i: usize| {
+        let (uv, grad, nt) = (at(&uvs, 2, i), at(&grads, 4, i), at(&nts, 4, i));
+        PixelInput {
+            word: words[i],
+            uv: [uv[0], uv[1]],
+            uv_grad: [grad[0], grad[1], grad[2], grad[3]],
+            normal_tangent: [nt[0], nt[1], nt[2], nt[3]],
+            xi: [0.0; 3],
+        }
+    };
+    // A covered pixel near the middle whose texel choice is clear of a boundary (where
+    // the GPU's and the CPU's roundings could pick neighbouring texels).
+    let layout = &package.materials[0].layout;
+    let i = (size.1 / 2 * size.0..size.1 / 2 * size.0 + size.0)
+        .map(|i| i as usize)
+        .find(|&i| {
+            let input = input_at(i);
+            let c = neurotex::render::ntc_gpu::choose_texel(
+                layout,
+                input.uv,
+                input.uv_grad,
+                &settings.passes.decode,
+                input.xi,
+            );
+            words[i] != u32::MAX && c.margin >= 2e-3
+        })
+        .expect("a clear pixel on the middle row");
+    let pixel = (i as u32 % size.0, i as u32 / size.0);
+    let source = InspectSource {
+        mode: RenderMode::Baseline,
+        materials: None,
+        compared: true,
+        error: Some(&t.comparison.error.error),
+    };
+    let got = renderer
+        .inspect_blocking(ctx, pixel, &source)
+        .expect("inspect")
+        .expect("inside the frame");
+    assert_eq!(got.material, Some(0));
+    assert_eq!(got.texture_set, Some(0));
+    assert_eq!(got.decoder, Some(package.materials[0].decoder));
+    assert_eq!(got.tile_decoders, vec![package.materials[0].decoder]);
+
+    // The decode pass's targets: the CPU reference on the G-buffer at the pixel.
+    let input = input_at(i);
+    let materials: Vec<MaterialData> = opened
+        .scene
+        .materials
+        .iter()
+        .map(MaterialData::from_material)
+        .collect();
+    let reference = NtcCpuReference::new(&package, &map, &materials).expect("reference");
+    let want = reference
+        .pixel(&input, &settings.passes.decode)
+        .expect("cpu");
+    // As the decode tests allow: f16 storage, and the f16 kernels' arithmetic.
+    let tolerance = if renderer.kernel() == Some(NtcKernel::F32) {
+        1e-4
+    } else {
+        2e-2
+    };
+    for (target, (g, w)) in got.decoded.targets().iter().zip(want).enumerate() {
+        for k in 0..4 {
+            let err = (g[k] - w[k]).abs() - w[k].abs() / 1024.0;
+            assert!(
+                err <= tolerance,
+                "target {target} channel {k}: read {}, CPU {}",
+                g[k],
+                w[k]
+            );
+        }
+    }
+    // The reference texels and the error: the frames' own values at the pixel.
+    let reference_texels = got.reference.expect("compared");
+    let c = &t.comparison.materials;
+    for (target, texel) in [&c.base_color, &c.normal_rm, &c.emissive_ao]
+        .into_iter()
+        .zip(reference_texels.targets())
+    {
+        assert_eq!(at(&f32s(target), 4, i), texel.to_vec());
+    }
+    let (errors, _) = reference_error(
+        &f32s(&t.accumulated),
+        &f32s(&t.comparison.hdr),
+        &words,
+        ErrorSpace::SrgbEncoded,
+    );
+    let e = got.error.expect("measured");
+    assert!(
+        (e - errors[i]).abs() <= 1e-5 + errors[i] * 1e-4,
+        "error {e}, CPU {}",
+        errors[i]
+    );
+
+    // Outside the frame: nothing.
+    assert!(
+        renderer
+            .inspect_blocking(ctx, size, &source)
+            .expect("inspect")
+            .is_none()
+    );
+    let memory = renderer.source_memory();
+    let modes: Vec<RenderMode> = memory.iter().map(|m| m.mode).collect();
+    assert_eq!(modes, [RenderMode::Reference, RenderMode::Baseline]);
+    assert!(memory[1].package.is_some_and(|b| b > 0) && memory[1].baked.is_none());
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+}

@@ -21,7 +21,7 @@ use neurotex::scene::camera_control::{
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription};
 use neurotex::ui::timings::{PerfHistory, median, timing_rows};
 
-use crate::common::{quad_scene, s, temp_dir};
+use crate::common::{quad_scene, s, temp_dir, write_checker_png};
 
 // ---------------------------------------------------------------------------------------
 // The real window under Xvfb.
@@ -218,6 +218,108 @@ fn viewer_screenshots_under_xvfb() {
         .unwrap_or_else(|| panic!("no `error:` line: {}", run.stderr));
     assert!(line.contains("nope.gltf"), "{line}");
     assert_screenshot(&error_shot, 480, 300);
+    drop(display);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The columns `xs` of rows `ys` of an RGBA8 image `width` pixels wide.
+fn strip(rgba: &[u8], width: u32, xs: std::ops::Range<u32>, ys: std::ops::Range<u32>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for y in ys {
+        let row = (y * width) as usize * 4;
+        out.extend_from_slice(&rgba[row + xs.start as usize * 4..row + xs.end as usize * 4]);
+    }
+    out
+}
+
+/// A scripted split run (the reference left, the baseline's NTC decode right, divider at
+/// 50 %) against `render` of each source: beside the divider, between the panels, each
+/// side is its own source's frame within the golden tolerance, and the two differ.
+#[test]
+fn split_view_shows_each_source_as_render_does() {
+    let display = Display::get();
+    let dir = temp_dir("viewer_split");
+    let cache = dir.join("cache");
+    // One textured quad: its package compresses in seconds on a CPU adapter.
+    write_checker_png(&dir.join("checker.png"), 16);
+    let scene = quad_scene(&dir, Some("checker.png"));
+    let (w, h) = (1400u32, 400u32);
+    let size = format!("{w}x{h}");
+    let ntc = [
+        "--ntc-steps",
+        "2",
+        "--no-stochastic",
+        "--kernel",
+        "f32",
+        "--modes",
+        "baseline",
+    ];
+    // `render` first: it compresses the baseline package into the shared cache.
+    let mut rendered = Vec::new();
+    for mode in ["reference", "baseline"] {
+        let out = dir.join(format!("{mode}.png"));
+        let mut args = vec![
+            "render",
+            "--scene",
+            s(&scene),
+            "--mode",
+            mode,
+            "--size",
+            &size,
+            "--accumulate",
+            "4",
+            "--out",
+            s(&out),
+        ];
+        args.extend_from_slice(&ntc[..5]);
+        let status = Command::new(env!("CARGO_BIN_EXE_neurotex"))
+            .args(&args)
+            .env("NEUROTEX_CACHE", &cache)
+            .status()
+            .expect("run neurotex render");
+        assert!(status.success(), "render --mode {mode}");
+        rendered.push(image::open(&out).unwrap().to_rgba8().into_raw());
+    }
+    let shot = dir.join("split.png");
+    let mut args = vec![
+        "--scene",
+        s(&scene),
+        "--frames",
+        "4",
+        "--screenshot",
+        s(&shot),
+        "--size",
+        &size,
+        "--mode",
+        "reference",
+        "--compare",
+        "baseline",
+    ];
+    args.extend_from_slice(&ntc);
+    let run = view(&display, &cache, &args);
+    assert!(run.success, "split run failed: {}", run.stderr);
+    assert_screenshot(&shot, w, h);
+    let got = image::open(&shot).unwrap().to_rgba8().into_raw();
+    // Beside the divider (x = w/2, drawn over by the overlay), clear of the side panels
+    // (the figures panel widens to its timing table: about 500 points here), the
+    // divider's labels at the top and the status bar.
+    let rows = 48..h - 40;
+    let (left, right) = (w / 2 - 120..w / 2 - 6, w / 2 + 6..w / 2 + 120);
+    for (side, xs, want) in [("left", left, &rendered[0]), ("right", right, &rendered[1])] {
+        let a = strip(&got, w, xs.clone(), rows.clone());
+        let b = strip(want, w, xs, rows.clone());
+        let (mean, bad) = crate::common::golden_distance(&a, &b);
+        assert!(
+            crate::common::within_golden_tolerance(&a, &b),
+            "{side} side: mean |diff| {mean:.3}/255, {:.2} % pixels off by > 12/255",
+            bad * 100.0
+        );
+    }
+    let differ = crate::common::golden_distance(&rendered[0], &rendered[1]).0;
+    assert!(
+        differ > 0.5,
+        "the two sources render alike ({differ:.3}): nothing was compared"
+    );
     drop(display);
     std::fs::remove_dir_all(&dir).ok();
 }

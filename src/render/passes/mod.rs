@@ -15,6 +15,7 @@ pub mod ntc_decode;
 pub mod reference;
 pub mod scene_draw;
 pub mod shadow;
+pub mod split;
 pub mod temporal;
 pub mod tile_signatures;
 pub mod tonemap;

@@ -28,11 +28,12 @@ pub(super) const EVAL_WORKGROUPS: u32 = 4096;
 
 /// Candidate threads of a `train_step` workgroup (`TRAIN_THREADS` in `train_step.wgsl`),
 /// largest first: the trainer takes the first the device allows. 512 are sixteen
-/// subgroups of 32 on NVIDIA GPUs, each running its share of the matrix products (the
-/// forward and δ products have one 16-row block per subgroup for four of them, the weight
-/// gradients' 16×16 tiles go to all) and of the scalar phases between them. Measured on
-/// an H200 (1024² set, batch 65 536, `coop-matrix`): 103.9 M texels/s with 512 threads,
-/// 93.3 M with 256 and 70.7 M with 128, to the same final loss.
+/// subgroups of 32 on NVIDIA GPUs, each running its share of the matrix products (one
+/// 16×16 output tile at a time: 12 tiles for a 64-wide layer over 48 rows) and of the
+/// per-element phases between them. Measured on an H200 (1024² set, batch 65 536,
+/// `coop-matrix`, chunks of 64 computed 16 columns at a time): 103.9 M texels/s with 512
+/// threads, 93.3 M with 256 and 70.7 M with 128, to the same final loss; with whole-layer
+/// products, 512 threads over 48 rows 103 M, 256 over 48 90.1 M, 512 over 32 99.4 M.
 pub const TRAIN_THREADS: [u32; 3] = [512, 256, 128];
 
 /// Candidate sample rows per `train_step` chunk (`TRAIN_ROWS`), largest first: the trainer
@@ -318,12 +319,21 @@ pub(super) fn mixed_defines(
 
 /// Bytes of workgroup memory `train_step` needs with chunks of `rows` samples and
 /// `threads` threads: the f16 activations (`rows × (input + 2 · Σ hidden + 16)`), the f32
-/// stage (`rows × 16`), the rows' samples (8 bytes each), the loss sums (4 per thread) and
-/// the first-chunk flag.
+/// stage (`rows ×` [`stage_columns`]), the rows' samples (8 bytes each), the loss sums (4
+/// per thread) and the first-chunk flag.
 pub fn mixed_workgroup_bytes(config: &NtcConfig, rows: u32, threads: u32) -> u32 {
     let hidden: u32 = config.hidden.iter().sum();
     let halves = config.input_width() as u32 + 2 * hidden + OUTPUTS as u32;
-    rows * (2 * halves + 4 * 16 + 8) + 4 * threads + 4
+    rows * (2 * halves + 4 * stage_columns(config) + 8) + 4 * threads + 4
+}
+
+/// Columns of `train_step`'s f32 stage (`STAGE_COLS`): its widest product, a layer's
+/// outputs or the latent inputs' δ, in whole 16-column blocks.
+fn stage_columns(config: &NtcConfig) -> u32 {
+    let widest = config.hidden.iter().copied().max().unwrap_or(0);
+    (widest.next_multiple_of(16))
+        .max(OUTPUTS as u32)
+        .max((2 * config.features).next_multiple_of(16))
 }
 
 /// The shape of a `train_step` workgroup: sample rows per chunk and threads.
@@ -511,7 +521,7 @@ mod tests {
                 }
             }
         }
-        // The default decoder: chunks of 64 in an NVIDIA GPU's 48 KiB, 32 in lavapipe's
+        // The default decoder: chunks of 48 in an NVIDIA GPU's 48 KiB, 32 in lavapipe's
         // 32 KiB.
         let limits = |storage: u32, threads: u32| wgpu::Limits {
             max_compute_workgroup_storage_size: storage,
@@ -521,7 +531,7 @@ mod tests {
         let chunk = |rows, threads| Some(Chunk { rows, threads });
         assert_eq!(
             pick_chunk(&default, &limits(49152, 1024)).ok(),
-            chunk(64, 512)
+            chunk(48, 512)
         );
         assert_eq!(
             pick_chunk(&default, &limits(32768, 1024)).ok(),
@@ -529,7 +539,7 @@ mod tests {
         );
         assert_eq!(
             pick_chunk(&default, &limits(49152, 256)).ok(),
-            chunk(64, 256)
+            chunk(48, 256)
         );
         for (storage, threads) in [(4096, 1024), (49152, 64)] {
             assert!(matches!(
