@@ -295,11 +295,10 @@ impl CooccurrenceRecord {
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
             return Some(format!("texture set `{}` is listed twice", w[0]));
         }
-        if src.size[0] == 0 || src.size[1] == 0 {
-            return Some(format!(
-                "output size {}×{} is empty",
-                src.size[0], src.size[1]
-            ));
+        // The render size check bounds the tiles a view counts (at most 2²³), so the
+        // sums over views stay far from overflowing.
+        if let Err(e) = crate::scene::description::check_size(src.size[0], src.size[1]) {
+            return Some(format!("output size {e}"));
         }
         if self.views.len() != src.views.len() {
             return Some(format!(
@@ -687,9 +686,27 @@ mod tests {
             "format",
         );
         check(&text.replace("\"b\"", "\"a\""), "listed twice");
+        // The output size bounds the tiles of a view: 32 views claiming 2⁵⁹ tiles each
+        // of a 4294967295² view would overflow every sum.
+        let mut huge = serde_json::to_value(record()).expect("value");
+        huge["source"]["size"] = serde_json::json!([u32::MAX, u32::MAX]);
+        check(&huge.to_string(), "1..=16384");
+        huge["source"]["size"] = serde_json::json!([0, 5]);
+        check(&huge.to_string(), "1..=16384");
         let mut two_views = serde_json::to_value(record()).expect("value");
         two_views["views"].as_array_mut().expect("views").pop();
         check(&two_views.to_string(), "1 view histograms for 2 views");
+        // The set count sizes the pairwise counts: from 1 to MAX_RECORD_SETS.
+        let with_sets = |n: usize| {
+            let mut value = serde_json::to_value(record()).expect("value");
+            value["source"]["set_names"] = (0..n).map(|i| format!("set{i}")).collect();
+            value.to_string()
+        };
+        check(&with_sets(0), "0 texture sets (from 1 to 4096)");
+        check(&with_sets(MAX_RECORD_SETS + 1), "4097 texture sets");
+        let most = CooccurrenceRecord::from_slice(with_sets(MAX_RECORD_SETS).as_bytes(), &path)
+            .expect("the most sets a record may name");
+        assert_eq!(most.set_tiles().len(), MAX_RECORD_SETS);
         let _ = std::fs::remove_dir_all(&dir);
         assert!(matches!(
             CooccurrenceRecord::read(&dir.join("missing.json")),

@@ -219,6 +219,7 @@ pub fn capped_list(
 
 /// One shard of a run: `index` of `count`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Shard {
     /// The shard, `0..count`.
     pub index: u32,

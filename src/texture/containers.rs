@@ -610,8 +610,32 @@ fn fourcc_text(code: u32) -> String {
     }
 }
 
+/// Why `ktx2` 0.5's reader would panic on `bytes`, if it would: it reads a basic data
+/// format descriptor block's texel block dimensions as `byte + 1` in a `u8`, so a
+/// dimension byte of 255 overflows (found by the `ktx2` fuzz target). The walk over the
+/// descriptor's blocks is the crate's own; what it refuses itself is left to it.
+fn ktx2_reader_panic(bytes: &[u8]) -> Option<String> {
+    let word = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    let (offset, length) = (word(48)? as usize, word(52)? as usize);
+    let mut blocks = bytes.get(offset.checked_add(4)?..offset.checked_add(length)?)?;
+    while let Some(header) = blocks.get(..8) {
+        let size = usize::from(u16::from_le_bytes([header[6], header[7]]));
+        let block = blocks.get(..size).filter(|_| size >= 8)?;
+        // The basic block: vendor 0, type 0, version 2; dimensions after 4 bytes of data.
+        let basic = header[..6] == [0, 0, 0, 0, 2, 0];
+        if basic && block.get(12..16).is_some_and(|d| d.contains(&255)) {
+            return Some("a texel block dimension of 256 in the data format descriptor".into());
+        }
+        blocks = &blocks[size..];
+    }
+    None
+}
+
 fn parse_ktx2<'a>(bytes: &'a [u8], file: &str) -> Result<Container<'a>, TextureError> {
     use ktx2::Format as K;
+    if let Some(reason) = ktx2_reader_panic(bytes) {
+        return Err(invalid(file, format!("KTX2: {reason}")));
+    }
     let reader = ktx2::Reader::new(bytes).map_err(|e| invalid(file, format!("KTX2: {e}")))?;
     let h = reader.header();
     if let Some(scheme) = h.supercompression_scheme {
@@ -974,6 +998,20 @@ mod tests {
                 [r, g, b, a]
             })
             .collect()
+    }
+
+    #[test]
+    fn a_descriptor_block_dimension_of_256_is_an_error_not_a_panic() {
+        let mut bytes = ktx2_bytes(&chain(BlockFormat::Bc1, 8, 4), "t.ktx2").expect("ktx2");
+        let dfd = u32::from_le_bytes(bytes[48..52].try_into().expect("4 bytes")) as usize;
+        Container::parse(&bytes, "t.ktx2").expect("as written");
+        // The total size, the block header, 4 bytes of data, then the block dimensions.
+        bytes[dfd + 4 + 8 + 4] = 255;
+        let e = Container::parse(&bytes, "t.ktx2").unwrap_err().to_string();
+        assert!(
+            e.contains("t.ktx2") && e.contains("texel block dimension"),
+            "{e}"
+        );
     }
 
     #[test]

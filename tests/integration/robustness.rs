@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common::{expect_error, failed, run_in, s, succeeded, temp_dir};
+use crate::common::{expect_error, expect_ok, failed, run_in, s, succeeded, temp_dir};
 use base64::Engine as _;
 use neurotex::ntc::NtcPackage;
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription, SceneDescription};
@@ -1412,6 +1412,12 @@ fn eval_parts_bound_their_counts_before_sizing_anything() {
     }
     let ok = part(1, 2, vec![vec![0, 2], vec![1]], &[1]);
     assert_eq!(EvalPart::from_slice(&ok.to_bytes()).expect("valid"), ok);
+    // Unknown keys are errors, inside the shard too (the checksum, which covers only the
+    // fields read, would hold).
+    let mut extra: serde_json::Value = serde_json::from_slice(&ok.to_bytes()).expect("json");
+    extra["shard"]["weight"] = 1.into();
+    let e = EvalPart::from_slice(extra.to_string().as_bytes()).unwrap_err();
+    assert!(e.contains("unknown field `weight`"), "{e}");
     // Through `eval --merge`: the file is named, nothing is written.
     let (dir, manifest) = crate::common::checker_library("eval-merge-huge");
     let shard = dir.join("shard0");
@@ -1549,4 +1555,85 @@ fn frame_sizes_are_checked_against_the_device_before_allocating() {
     assert!(check_frame_size(&limits, (64, 48)).is_ok());
     let side = limits.max_texture_dimension_2d.saturating_add(1);
     assert!(check_frame_size(&limits, (side, 1)).is_err());
+}
+
+#[test]
+fn a_plan_made_for_other_inputs_names_the_plan() {
+    let (dir, manifest) = crate::common::checker_library("plan-other-inputs");
+    let plan = dir.join("made-for-four.json");
+    expect_ok(&[
+        "cluster",
+        "--manifest",
+        s(&manifest),
+        "--out",
+        s(&plan),
+        "--m",
+        "2",
+    ]);
+    // Four other sets, and one set fewer.
+    let text = std::fs::read_to_string(&manifest).expect("read");
+    for i in 0..4 {
+        crate::common::write_checker_png(&dir.join(format!("t{i}.png")), 8);
+    }
+    let other_sets = dir.join("other.csv");
+    std::fs::write(&other_sets, text.replace("\ns", "\nt").replace(",s", ",t")).expect("write");
+    let fewer = dir.join("fewer.csv");
+    std::fs::write(&fewer, text.trim_end().rsplit_once('\n').expect("rows").0).expect("write");
+    let out = dir.join("o.ntc");
+    for (other, why) in [
+        (&other_sets, "the plan says `s"),
+        (&fewer, "made for 4 texture sets, given 3"),
+    ] {
+        expect_error(
+            &[
+                "compress",
+                "--manifest",
+                s(other),
+                "--plan",
+                s(&plan),
+                "--out",
+                s(&out),
+                "--steps",
+                "8",
+            ],
+            &["invalid plan", "made-for-four.json", why],
+        );
+    }
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_finished_group_of_another_run_is_refused_on_resume() {
+    let dir = temp_dir("foreign-group");
+    crate::common::write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
+    let ntc = dir.join("quad.ntc");
+    let partial = dir.join("quad.ntc.partial");
+    let args = [
+        "compress",
+        "--scene",
+        s(&gltf),
+        "--out",
+        s(&ntc),
+        "--steps",
+        "100000",
+    ];
+    assert!(crate::common::kill_once_exists(
+        &args,
+        &partial.join("neurotex-partial.json")
+    ));
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    // A well-formed package put in the place of group 0, without a seal and then with a
+    // seal that is not this run's (the hash of the package alone).
+    let package = small_package_bytes();
+    std::fs::write(partial.join("group0.ntc"), &package).expect("write");
+    expect_error(&resume, &["group0.ntc", "not group 0 as this run wrote it"]);
+    std::fs::write(
+        partial.join("group0.seal"),
+        blake3::hash(&package).to_hex().as_bytes(),
+    )
+    .expect("write");
+    expect_error(&resume, &["group0.ntc", "group0.seal", "does not match"]);
+    assert!(!ntc.exists());
 }
