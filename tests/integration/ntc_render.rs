@@ -823,6 +823,28 @@ fn material_table_and_params_match_wgsl() {
     assert_mirrors::<BakeParams>(&module, "BakeParams");
 }
 
+/// A glTF quad textured with `checker.png` (in a fresh folder named after `name`), its
+/// start camera, the test package with its material named `checker`, and the
+/// scene-material → package-material map (the quad's material is the package's first).
+fn checker_quad(
+    name: &str,
+) -> (
+    neurotex::open::OpenedScene,
+    neurotex::scene::Camera,
+    NtcPackage,
+    Vec<Option<u32>>,
+) {
+    let dir = crate::common::temp_dir(name);
+    crate::common::write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
+    let opened = neurotex::open::open(Some(&gltf)).expect("open");
+    let camera = neurotex::open::select_camera(&opened, None).expect("camera");
+    let mut package = package();
+    package.materials[0].name = "checker".into();
+    let map = neurotex::render::ntc_gpu::map_scene_materials(&package, &opened.scene).expect("map");
+    (opened, camera, package, map)
+}
+
 /// Inference on load end to end: a glTF quad textured with `checker.png` renders (albedo
 /// view) with the baked textures of the package material `checker` instead of the
 /// original image, without validation errors, and the image changes.
@@ -832,14 +854,7 @@ fn baked_textures_replace_the_scene_set() {
     use neurotex::render::passes::ntc_bake::NtcBakePass;
     use neurotex::render::{Aov, FrameSettings, MaterialPath, RenderMode};
     let ctx = ctx();
-    let dir = crate::common::temp_dir("ntc_bake_scene");
-    crate::common::write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
-    let opened = neurotex::open::open(Some(&gltf)).expect("open");
-    let camera = neurotex::open::select_camera(&opened, None).expect("camera");
-    let mut package = package();
-    package.materials[0].name = "checker".into();
-    let map = neurotex::render::ntc_gpu::map_scene_materials(&package, &opened.scene).expect("map");
+    let (opened, camera, package, map) = checker_quad("ntc_bake_scene");
     assert_eq!(map, vec![Some(0)]);
     let mut renderer = crate::common::renderer(&opened.scene, &UploadOptions::default(), (32, 32));
     let settings = FrameSettings {
@@ -892,14 +907,7 @@ fn inspector_reads_the_cpu_reference_values() {
     use neurotex::render::passes::image_error::{ErrorSpace, reference_error};
     use neurotex::render::{Aov, FrameSettings, MaterialPath, RenderMode};
     let ctx = ctx();
-    let dir = crate::common::temp_dir("ntc_inspect");
-    crate::common::write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
-    let opened = neurotex::open::open(Some(&gltf)).expect("open");
-    let camera = neurotex::open::select_camera(&opened, None).expect("camera");
-    let mut package = package();
-    package.materials[0].name = "checker".into();
-    let map = neurotex::render::ntc_gpu::map_scene_materials(&package, &opened.scene).expect("map");
+    let (opened, camera, package, map) = checker_quad("ntc_inspect");
     let size = (32, 32);
     let mut renderer = crate::common::renderer(&opened.scene, &UploadOptions::default(), size);
     renderer
