@@ -262,36 +262,25 @@ pub fn run(a: CompressArgs) -> Result<()> {
     if a.rd
         && let Some(path) = &a.report
     {
-        let mut reports = Vec::new();
-        for (i, rung) in ntc::rd::LADDER.into_iter().enumerate() {
-            let out = rung_package(&a.out, rung);
-            let rung_options = ntc::compress::CompressOptions {
-                train: rung.config(&options.train),
-                // The baselines do not depend on the rung: measured once.
-                skip_bcn: options.skip_bcn || i > 0,
-                ..options.clone()
-            };
-            let rung_job = ntc::compress::CompressJob {
-                opts: &rung_options,
-                out: &out,
-                ..job
-            };
-            let (_, report) = ntc::compress::compress(&rung_job, &mut progress)?;
-            println!(
-                "rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
-                rung.label(),
-                report.mean_bits_per_texel,
-                report
-                    .mean_psnr
-                    .map_or("–".into(), |p| format!("{p:.2} dB")),
-                report.seconds
-            );
-            reports.push((rung, report));
-        }
+        let rd = ntc::rd::compress_ladder(
+            &job,
+            &|rung| rung_package(&a.out, rung),
+            &mut progress,
+            &mut |rung, report| {
+                bars.suspend(|| {
+                    println!(
+                        "rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
+                        rung.label(),
+                        report.mean_bits_per_texel,
+                        report
+                            .mean_psnr
+                            .map_or("–".into(), |p| format!("{p:.2} dB")),
+                        report.seconds
+                    )
+                })
+            },
+        )?;
         bars.finish();
-        let rd = ntc::rd::RdReport::from_reports(
-            &reports.iter().map(|(r, rep)| (*r, rep)).collect::<Vec<_>>(),
-        );
         rd.write(path)?;
         println!(
             "wrote {} (+ .rd.csv, .rd.md, .rd.png)",

@@ -109,6 +109,13 @@ pub struct EvalArgs {
     /// against the BC1/BC5 baseline's error in each channel group.
     #[arg(long, value_enum, default_value_t = ntc::train::LossWeighting::default())]
     loss_weights: ntc::train::LossWeighting,
+    /// Also the rate–distortion curves of the sets: one decoder per set with the
+    /// evaluation's training settings at every rung of the latent-shape ladder (2–10.7
+    /// bits per texel), beside the BCn baselines, into --out/rd/ (one package per rung,
+    /// `curves.rd.json`, `.rd.csv`, `.rd.md`, `.rd.png`), with the NTC rate that matches
+    /// each BCn baseline per set.
+    #[arg(long, conflicts_with_all = ["seeds", "budgets", "shard", "merge", "resume"])]
+    rd: bool,
     /// Print the runs the evaluation would train, then stop (`divergence-aware`'s groups
     /// need the co-occurrence record, so a missing or stale cached one is recorded first).
     #[arg(long)]
@@ -459,8 +466,44 @@ pub fn run(a: EvalArgs) -> Result<()> {
         &cancel,
         &mut on_event,
     )?;
-    bar.finish();
     print!("{}", report.table2.markdown());
     println!("wrote the evaluation into {}", a.out.display());
+    if a.rd {
+        let mut progress = |p: &GroupProgress| {
+            bar.show(
+                p,
+                &format!("rd group {}/{}", p.group + 1, p.groups),
+                format!("loss {:.5}  ≈{:.2} dB", p.train.loss, p.train.psnr_estimate),
+            )
+        };
+        eval::rd::rd_curves(
+            &devices.devices,
+            &eval_inputs,
+            &options,
+            &a.out,
+            &cancel,
+            &mut progress,
+            &mut |rung, report| {
+                bar.suspend(|| {
+                    println!(
+                        "rd rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
+                        rung.label(),
+                        report.mean_bits_per_texel,
+                        report
+                            .mean_psnr
+                            .map_or("–".into(), |p| format!("{p:.2} dB")),
+                        report.seconds
+                    )
+                })
+            },
+        )?;
+        println!(
+            "wrote the rate–distortion curves into {}",
+            eval::rd::rd_report_path(&a.out)
+                .with_extension("rd.json")
+                .display()
+        );
+    }
+    bar.finish();
     Ok(())
 }

@@ -32,6 +32,7 @@
 pub mod budgets;
 mod divergence;
 mod figures;
+pub mod rd;
 mod runs;
 pub mod seeds;
 pub mod study_shards;

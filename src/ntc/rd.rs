@@ -4,7 +4,8 @@
 //! it matches each BCn point ([`match_rate`]), as RTXNTC's NTC-against-BCn protocol
 //! reports it.
 //!
-//! The curves are built from one compression report per rung ([`RdReport::from_reports`]);
+//! [`compress_ladder`] trains every rung (for `compress --rd` and `eval --rd`), and the
+//! curves are built from one compression report per rung ([`RdReport::from_reports`]);
 //! every PSNR is the report's pooled one at mip 0 ([`crate::texture::metrics`]), for NTC
 //! and BCn alike. Files: JSON, CSV (one row per set and point), Markdown (per set the
 //! matching rates and the NTC points) and a chart (mean over the sets, and every set).
@@ -13,8 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::compress::{CompressError, CompressReport};
+use super::compress::{CompressError, CompressJob, CompressOptions, CompressReport, compress};
 use super::model::{LatentBits, LatentLayout, Preset, full_mip_count};
+use super::parallel::GroupProgress;
 use super::train::TrainConfig;
 use crate::charts::{Panel, Series, SeriesLabelPosition, write_panels_png};
 
@@ -150,6 +152,39 @@ pub fn match_rate(curve: &[RdPoint], psnr: f64) -> Option<(f64, bool)> {
         let ((b0, p0), (b1, p1)) = (w[0], w[1]);
         (p0 < psnr && p1 >= psnr).then(|| (b0 + (b1 - b0) * (psnr - p0) / (p1 - p0), false))
     })
+}
+
+/// Compress `job` once per rung of [`LADDER`], fewest bits first, each with the rung's
+/// latent shape on top of `job`'s training settings into the package `package(rung)`
+/// (instead of `job.out`), and build the curves. The BCn baselines do not depend on the rung: the first rung
+/// measures them (unless `job` skips them), the others do not. `on_rung` hears each
+/// rung's report as it finishes.
+pub fn compress_ladder(
+    job: &CompressJob<'_>,
+    package: &dyn Fn(Rung) -> PathBuf,
+    progress: &mut dyn FnMut(&GroupProgress),
+    on_rung: &mut dyn FnMut(Rung, &CompressReport),
+) -> Result<RdReport, CompressError> {
+    let mut reports = Vec::with_capacity(LADDER.len());
+    for (i, rung) in LADDER.into_iter().enumerate() {
+        let out = package(rung);
+        let options = CompressOptions {
+            train: rung.config(&job.opts.train),
+            skip_bcn: job.opts.skip_bcn || i > 0,
+            ..job.opts.clone()
+        };
+        let rung_job = CompressJob {
+            opts: &options,
+            out: &out,
+            ..*job
+        };
+        let (_, report) = compress(&rung_job, progress)?;
+        on_rung(rung, &report);
+        reports.push((rung, report));
+    }
+    Ok(RdReport::from_reports(
+        &reports.iter().map(|(r, rep)| (*r, rep)).collect::<Vec<_>>(),
+    ))
 }
 
 impl RdReport {

@@ -792,3 +792,89 @@ fn eval_over_budgets_writes_each_budget_the_curves_and_reuses_finished_runs() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `eval --rd` on two tiny sets: beside the study, the curves in `out/rd/` from the
+/// ladder `compress --rd` trains: one package per rung, per set every rung and BCn
+/// baseline a CSV row, the matching rates in the JSON and Markdown, the chart; and
+/// `--rd` with `--resume` refused before anything is trained.
+#[test]
+fn eval_rd_writes_the_curves_of_every_set() {
+    let dir = temp_dir("eval-rd");
+    let six = std::fs::read_to_string(fixture(&dir, true)).expect("manifest");
+    let manifest = dir.join("two.csv");
+    let two: String = six.lines().take(3).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&manifest, two).expect("write manifest");
+    let out = dir.join("out");
+    let extra = [
+        "--strategies",
+        "baseline",
+        "--no-ablation",
+        "--no-sweep",
+        "--rd",
+    ];
+    let stdout = expect_ok(&study_args(&manifest, &out, &extra));
+    assert!(stdout.contains("rd rung high-16x4"), "{stdout}");
+    assert!(
+        out.join("summary.json").is_file(),
+        "the study is written too"
+    );
+    let rungs = [
+        "low-24x4",
+        "medium-16x4",
+        "medium-24x4",
+        "medium-32x4",
+        "high-16x4",
+        "medium-high-32x4",
+        "high-24x4",
+        "very-high-16x4",
+        "high-32x4",
+    ];
+    for rung in rungs {
+        assert!(
+            out.join("rd").join(format!("{rung}.ntc")).is_file(),
+            "{rung}"
+        );
+    }
+    let (header, rows) = read_csv(&out.join("rd").join("curves.rd.csv"));
+    assert_eq!(header, ["set", "codec", "bits_per_texel", "psnr", "flip"]);
+    // Per set: 9 rungs, then the 3 baselines, each with a PSNR.
+    assert_eq!(rows.len(), 2 * (9 + 3), "{rows:?}");
+    for (i, set) in rows.chunks(12).enumerate() {
+        assert!(set.iter().all(|r| r["set"] == format!("set{i}")), "{set:?}");
+        // The rungs sorted by rate (on sets this small the ladder's order can differ).
+        let mut codecs: Vec<&str> = set[..9].iter().map(|r| r["codec"].as_str()).collect();
+        let bits: Vec<f64> = set[..9]
+            .iter()
+            .map(|r| r["bits_per_texel"].parse().expect("bpt"))
+            .collect();
+        assert!(bits.windows(2).all(|w| w[0] <= w[1]), "{bits:?}");
+        codecs.sort_unstable();
+        let mut ladder = rungs;
+        ladder.sort_unstable();
+        assert_eq!(codecs, ladder);
+        for r in set {
+            psnr(r, "psnr");
+        }
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("rd").join("curves.rd.json")).unwrap())
+            .unwrap();
+    let sets = json["sets"].as_array().expect("sets");
+    assert_eq!(sets.len(), 2, "{json}");
+    assert!(
+        sets.iter()
+            .all(|s| s["matches"].as_array().map(Vec::len) == Some(3)),
+        "{json}"
+    );
+    let md = std::fs::read_to_string(out.join("rd").join("curves.rd.md")).unwrap();
+    assert!(
+        md.contains("| BCn | BCn bpt | BCn PSNR | NTC bpt at that PSNR |"),
+        "{md}"
+    );
+    let png = image::open(out.join("rd").join("curves.rd.png")).unwrap();
+    assert_eq!((png.width(), png.height()), (1200, 480));
+    expect_error(
+        &study_args(&manifest, &out, &["--rd", "--resume"]),
+        &["--rd", "--resume"],
+    );
+}
