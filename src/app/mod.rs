@@ -51,6 +51,7 @@ use winit::event::WindowEvent;
 use winit::event_loop::{ActiveEventLoop, EventLoop};
 use winit::window::{Window, WindowId};
 
+use crate::cluster::Strategy;
 use crate::gpu::{GpuContext, GpuError, GpuProfiler};
 use crate::open::OpenedScene;
 use crate::packages::PackageRecipe;
@@ -513,7 +514,7 @@ impl Viewer {
                 self.options.packages.clone(),
                 &modes,
                 modes
-                    .contains(&RenderMode::DivergenceAware)
+                    .contains(&RenderMode::Ntc(Strategy::DivergenceAware))
                     .then(|| (Arc::new(scene.opened.clone()), arg)),
             ));
         }

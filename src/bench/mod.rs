@@ -27,6 +27,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
+use crate::cluster::Strategy;
 use crate::gpu::profiler::{TraceError, distinct_labels, label_ms};
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
 use crate::render::passes::ntc_decode::{NtcDecodePass, NtcKernel};
@@ -398,7 +399,9 @@ impl BenchReport {
     /// The baseline row of the same kernel and tile as `row`.
     fn baseline_of(&self, row: &BenchRow) -> Option<&BenchRow> {
         self.rows.iter().find(|r| {
-            r.mode == RenderMode::Baseline && r.kernel == row.kernel && r.tile == row.tile
+            r.mode == RenderMode::Ntc(Strategy::Baseline)
+                && r.kernel == row.kernel
+                && r.tile == row.tile
         })
     }
 
@@ -674,8 +677,8 @@ mod tests {
     #[test]
     fn an_unstable_row_is_flagged_everywhere_and_enters_no_ratio() {
         let stable = report(vec![
-            row(RenderMode::Baseline, 2.0, false),
-            row(RenderMode::Clustered, 1.0, false),
+            row(RenderMode::Ntc(Strategy::Baseline), 2.0, false),
+            row(RenderMode::Ntc(Strategy::Clustered), 1.0, false),
         ]);
         assert!(
             stable
@@ -691,8 +694,8 @@ mod tests {
         assert!(!md.contains("UNSTABLE"), "{md}");
 
         let flagged = report(vec![
-            row(RenderMode::Baseline, 2.0, true),
-            row(RenderMode::Clustered, 1.0, false),
+            row(RenderMode::Ntc(Strategy::Baseline), 2.0, true),
+            row(RenderMode::Ntc(Strategy::Clustered), 1.0, false),
         ]);
         let csv = flagged.csv();
         assert!(

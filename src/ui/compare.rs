@@ -297,6 +297,7 @@ pub(super) fn heatmap_legend(ui: &mut egui::Ui, name: &str, lo: f32, hi: f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::Strategy;
     use crate::render::split::SideSource;
 
     #[test]
@@ -308,15 +309,15 @@ mod tests {
         c.difference = true;
         assert_eq!(c.split().unwrap().difference, Some(8.0));
         // The reference always comes first, whether listed or not.
-        c.next_right(&[RenderMode::Baseline]);
-        assert_eq!(c.split.right.mode, RenderMode::Baseline);
-        c.next_right(&[RenderMode::Baseline]);
+        c.next_right(&[RenderMode::Ntc(Strategy::Baseline)]);
+        assert_eq!(c.split.right.mode, RenderMode::Ntc(Strategy::Baseline));
+        c.next_right(&[RenderMode::Ntc(Strategy::Baseline)]);
         assert_eq!(c.split.right.mode, RenderMode::Reference);
         c.split.right = SideSource {
-            mode: RenderMode::Single,
+            mode: RenderMode::Ntc(Strategy::Single),
             kernel: None,
         };
-        c.next_right(&[RenderMode::Reference, RenderMode::Baseline]);
+        c.next_right(&[RenderMode::Reference, RenderMode::Ntc(Strategy::Baseline)]);
         assert_eq!(
             c.split.right.mode,
             RenderMode::Reference,

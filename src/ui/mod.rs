@@ -26,6 +26,7 @@ use std::ops::RangeInclusive;
 
 use egui::{Align2, Color32, CornerRadius, FontId, RichText, Stroke, Vec2, pos2, vec2};
 
+use crate::cluster::Strategy;
 use crate::gpu::GrantedFeatures;
 use crate::render::memory::SourceMemory;
 use crate::render::passes::heatmap::HeatmapSource;
@@ -587,12 +588,12 @@ fn ntc_section(
 pub fn mode_name(mode: RenderMode) -> &'static str {
     match mode {
         RenderMode::Reference => "Reference",
-        RenderMode::Baseline => "Baseline (a decoder per material)",
-        RenderMode::Clustered => "Clustered (k-means groups)",
-        RenderMode::Single => "Single (one decoder)",
-        RenderMode::Random => "Random groups",
-        RenderMode::Category => "Category groups",
-        RenderMode::DivergenceAware => "Divergence-aware groups",
+        RenderMode::Ntc(Strategy::Baseline) => "Baseline (a decoder per material)",
+        RenderMode::Ntc(Strategy::Clustered) => "Clustered (k-means groups)",
+        RenderMode::Ntc(Strategy::Single) => "Single (one decoder)",
+        RenderMode::Ntc(Strategy::Random) => "Random groups",
+        RenderMode::Ntc(Strategy::Category) => "Category groups",
+        RenderMode::Ntc(Strategy::DivergenceAware) => "Divergence-aware groups",
     }
 }
 
