@@ -30,6 +30,18 @@ pub struct CompareSettings {
     pub gain: f32,
 }
 
+impl CompareSettings {
+    /// The split view on, with `right` on the right side, or off for `None`.
+    pub fn showing(right: Option<RenderMode>) -> Self {
+        let mut c = Self {
+            enabled: right.is_some(),
+            ..Self::default()
+        };
+        c.split.right.mode = right.unwrap_or_default();
+        c
+    }
+}
+
 impl Default for CompareSettings {
     /// Off; the reference on the right at 50 %; difference ×8 when turned on.
     fn default() -> Self {

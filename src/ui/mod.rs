@@ -113,6 +113,28 @@ pub struct ViewSettings {
     pub inspect: bool,
 }
 
+impl Default for ViewSettings {
+    /// The final image of the reference under the default lighting and passes, with the
+    /// overlay, vsync and full render scale.
+    fn default() -> Self {
+        Self {
+            aov: Aov::Final,
+            lighting: Lighting::default(),
+            vsync: true,
+            render_scale: 1.0,
+            show_overlay: true,
+            show_help: false,
+            mode: RenderMode::Reference,
+            passes: PassSettings::default(),
+            show_heatmap: false,
+            heatmap_source: HeatmapSource::Decoders,
+            ntc: KernelChoice::default(),
+            compare: CompareSettings::default(),
+            inspect: false,
+        }
+    }
+}
+
 /// The UI name of a heatmap source.
 pub fn heatmap_source_name(source: HeatmapSource) -> &'static str {
     match source {
