@@ -333,29 +333,24 @@ fn measure(
         profiler.end_frame(ctx);
         Ok(profiler.collect(ctx))
     };
-    let first = cameras.first().cloned().ok_or(BenchError::NoFrames)?;
+    if cameras.is_empty() {
+        return Err(BenchError::NoFrames);
+    }
     // Every frame's statistics are read (collecting the timings waited for the GPU), so
-    // the readback ring never fills and the middle frame's are its own.
-    trust::warm_up(opts.warmup, opts.warmup_time, || {
-        let timings = frame(renderer, &first, profiler)?;
-        renderer.try_divergence(&ctx.device);
-        Ok::<_, BenchError>(timings.iter().map(|t| t.ms).sum())
-    })?;
+    // the readback ring never fills and the middle frame's are its own; the warm-up
+    // renders the first camera.
     let Trusted {
         samples,
         remeasured,
         unstable,
-    } = trust::measure_trusted(
-        || {
-            cameras
-                .iter()
-                .enumerate()
-                .map(|(i, camera)| {
-                    let timings = frame(renderer, camera, profiler)?;
-                    let stats = renderer.try_divergence(&ctx.device);
-                    Ok::<_, BenchError>((timings, stats.filter(|_| i == cameras.len() / 2)))
-                })
-                .collect::<Result<Vec<_>, _>>()
+    } = trust::run(
+        opts.warmup,
+        opts.warmup_time,
+        cameras.len(),
+        |i| {
+            let timings = frame(renderer, &cameras[i], profiler)?;
+            let stats = renderer.try_divergence(&ctx.device);
+            Ok::<_, BenchError>((timings, stats.filter(|_| i == cameras.len() / 2)))
         },
         |(timings, _)| timings.iter().map(|t| t.ms).sum(),
     )?;
