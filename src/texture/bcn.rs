@@ -309,6 +309,11 @@ pub fn bcn_baselines(set: &TextureSet, flip: bool) -> Vec<BcnResult> {
         .collect()
 }
 
+/// [`bcn_baselines`] of every set, the sets spread over all cores, in `sets`' order.
+pub fn bcn_baselines_all(sets: &[&TextureSet], flip: bool) -> Vec<Vec<BcnResult>> {
+    super::set::map_parallel(sets, |set| bcn_baselines(set, flip))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

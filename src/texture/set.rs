@@ -669,24 +669,22 @@ pub(crate) fn unique_names(descs: &[TextureSetDesc]) -> Vec<String> {
     out
 }
 
-/// Decode sets on all cores, keeping the order.
-pub fn load_parallel(
-    sets: &[TextureSetDesc],
-    opts: &LoadOptions,
-) -> Result<Vec<LoadedSet>, TextureError> {
+/// `f` of every item on all cores (each worker takes the next unclaimed item), in the
+/// items' order.
+pub fn map_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(sets.len().max(1));
+        .min(items.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<LoadedSet, TextureError>>>> =
-        sets.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let slots: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(desc) = sets.get(i) else { break };
-                    let r = desc.load(opts);
+                    let Some(item) = items.get(i) else { break };
+                    let r = f(item);
                     if let Ok(mut slot) = slots[i].lock() {
                         *slot = Some(r);
                     }
@@ -700,8 +698,18 @@ pub fn load_parallel(
             slot.into_inner()
                 .ok()
                 .flatten()
-                .expect("every set index is claimed by exactly one worker")
+                .expect("every item index is claimed by exactly one worker")
         })
+        .collect()
+}
+
+/// Decode sets on all cores, keeping the order.
+pub fn load_parallel(
+    sets: &[TextureSetDesc],
+    opts: &LoadOptions,
+) -> Result<Vec<LoadedSet>, TextureError> {
+    map_parallel(sets, |desc| desc.load(opts))
+        .into_iter()
         .collect()
 }
 
@@ -865,6 +873,22 @@ mod tests {
     use image::DynamicImage;
     use std::path::{Path, PathBuf};
     use std::sync::Arc;
+
+    /// More items than cores, each taking a different time: every result in its item's
+    /// place, each item mapped once; no items, no results.
+    #[test]
+    fn map_parallel_keeps_the_order_and_maps_each_item_once() {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let items: Vec<u64> = (0..37).collect();
+        let out = map_parallel(&items, |&i| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_micros((37 - i) * 50));
+            i * i
+        });
+        assert_eq!(out, items.iter().map(|i| i * i).collect::<Vec<_>>());
+        assert_eq!(calls.into_inner(), 37);
+        assert!(map_parallel(&[] as &[u8], |&b| b).is_empty());
+    }
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
 

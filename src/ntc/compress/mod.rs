@@ -76,7 +76,7 @@ use super::train::{
 use super::{NtcFormatError, TrainError};
 use crate::charts::PlotError;
 use crate::gpu::GpuContext;
-use crate::texture::bcn::{BcnResult, bcn_baselines};
+use crate::texture::bcn::{BcnResult, bcn_baselines_all};
 use crate::texture::{CHANNELS, TextureSet};
 
 /// Errors of a compression run.
@@ -352,9 +352,11 @@ pub fn compress_selected(
     let mut bcn: Vec<Option<Vec<BcnResult>>> = vec![None; sets.len()];
     if matches!(opts.rate, RateControl::MatchBcn(_)) || opts.loss_weights == LossWeighting::Balanced
     {
-        for (set, slot) in sets.iter().zip(&mut bcn) {
-            *slot = Some(bcn_baselines(set, flip_bcn));
-        }
+        let all: Vec<&TextureSet> = sets.iter().collect();
+        bcn = bcn_baselines_all(&all, flip_bcn)
+            .into_iter()
+            .map(Some)
+            .collect();
     }
     let targets: Vec<Option<f64>> = match opts.rate {
         RateControl::Fixed => vec![None; sets.len()],
@@ -458,6 +460,21 @@ pub fn compress_selected(
     } else {
         vec![None; package.materials.len()]
     };
+    // The baselines not measured before training, of every reported set at once.
+    if !opts.skip_bcn {
+        let wanted: Vec<usize> = order
+            .iter()
+            .map(|&(_, _, s)| s)
+            .filter(|&s| bcn[s].is_none())
+            .collect();
+        let in_order: Vec<&TextureSet> = wanted.iter().map(|&s| &sets[s]).collect();
+        for (s, results) in wanted
+            .into_iter()
+            .zip(bcn_baselines_all(&in_order, flip_bcn))
+        {
+            bcn[s] = Some(results);
+        }
+    }
     let materials: Vec<MaterialReport> = order
         .iter()
         .zip(&package.materials)
@@ -481,13 +498,7 @@ pub fn compress_selected(
                 target_reached,
                 rate_tries: std::mem::take(&mut tries_of[s]),
                 flip: flip.take(),
-                bcn: if opts.skip_bcn {
-                    Vec::new()
-                } else {
-                    bcn[s]
-                        .take()
-                        .unwrap_or_else(|| bcn_baselines(&sets[s], flip_bcn))
-                },
+                bcn: bcn[s].take().unwrap_or_default(),
             }
         })
         .collect();

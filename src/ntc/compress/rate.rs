@@ -27,7 +27,7 @@ pub enum BcnTarget {
 }
 
 impl BcnTarget {
-    /// Index of this baseline in [`bcn_baselines`]' list.
+    /// Index of this baseline in [`bcn_baselines`](crate::texture::bcn::bcn_baselines)' list.
     pub(super) fn index(self) -> usize {
         match self {
             BcnTarget::Bc1 => 0,
