@@ -267,17 +267,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
             &|rung| rung_package(&a.out, rung),
             &mut progress,
             &mut |rung, report| {
-                bars.suspend(|| {
-                    println!(
-                        "rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
-                        rung.label(),
-                        report.mean_bits_per_texel,
-                        report
-                            .mean_psnr
-                            .map_or("–".into(), |p| format!("{p:.2} dB")),
-                        report.seconds
-                    )
-                })
+                bars.suspend(|| println!("{}", ntc::rd::rung_summary(rung, report)))
             },
         )?;
         bars.finish();

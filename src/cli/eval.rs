@@ -478,17 +478,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
             &cancel,
             &mut progress,
             &mut |rung, report| {
-                bar.suspend(|| {
-                    println!(
-                        "rd rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
-                        rung.label(),
-                        report.mean_bits_per_texel,
-                        report
-                            .mean_psnr
-                            .map_or("–".into(), |p| format!("{p:.2} dB")),
-                        report.seconds
-                    )
-                })
+                bar.suspend(|| println!("rd {}", ntc::rd::rung_summary(rung, report)))
             },
         )?;
         println!(

@@ -187,6 +187,20 @@ pub fn compress_ladder(
     ))
 }
 
+/// One line on a finished rung: `rung high-16x4: 5.33 bits/texel, mean PSNR 41.20 dB,
+/// 61.0 s`.
+pub fn rung_summary(rung: Rung, report: &CompressReport) -> String {
+    format!(
+        "rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
+        rung.label(),
+        report.mean_bits_per_texel,
+        report
+            .mean_psnr
+            .map_or("–".into(), |p| format!("{p:.2} dB")),
+        report.seconds
+    )
+}
+
 impl RdReport {
     /// The curves of one compression report per rung (rungs in any order); the BCn points
     /// come from the first report that measured them for a set.
