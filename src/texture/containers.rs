@@ -318,8 +318,8 @@ impl<'a> Container<'a> {
                     BlockKind::Bc3 => t::decode_bc3(data, w, h, &mut packed),
                     BlockKind::Bc4 => t::decode_bc4(data, w, h, &mut packed),
                     BlockKind::Bc5 => t::decode_bc5(data, w, h, &mut packed),
-                    BlockKind::Bc6hUfloat => t::decode_bc6(data, w, h, &mut packed, false),
-                    BlockKind::Bc6hSfloat => t::decode_bc6(data, w, h, &mut packed, true),
+                    BlockKind::Bc6hUfloat => Ok(decode_bc6h(data, w, h, false, &mut packed)),
+                    BlockKind::Bc6hSfloat => Ok(decode_bc6h(data, w, h, true, &mut packed)),
                     BlockKind::Bc7 => t::decode_bc7(data, w, h, &mut packed),
                 }
                 .map_err(|m| TextureError::Decode {
@@ -386,6 +386,29 @@ fn uastc_layout(channel_id: u8) -> Option<Plain> {
         },
         _ => return None,
     })
+}
+
+/// BC6H blocks (exactly `width × height`'s, checked by the parser) into texels packed as
+/// `texture2ddecoder` packs them, each channel clamped to \[0, 1\]. By `bcdec_rs`:
+/// `texture2ddecoder` 0.1 builds mode 15's endpoint mask (16-bit endpoints) with a `u16`
+/// shift by 16, a panic with overflow checks and a zero mask without (found by the
+/// `ktx2` fuzz target).
+fn decode_bc6h(data: &[u8], width: usize, height: usize, signed: bool, out: &mut [u32]) {
+    let blocks_x = width.div_ceil(4);
+    let mut rgb = [0f32; 4 * 4 * 3];
+    let unorm = |v: f32| (v * 255.0).clamp(0.0, 255.0) as u8;
+    for (i, block) in data.chunks_exact(16).enumerate() {
+        bcdec_rs::bc6h_float(block, &mut rgb, 4 * 3, signed);
+        let (x0, y0) = ((i % blocks_x) * 4, (i / blocks_x) * 4);
+        for (y, row) in rgb.chunks_exact(4 * 3).enumerate() {
+            for (x, p) in row.chunks_exact(3).enumerate() {
+                if x0 + x < width && y0 + y < height {
+                    out[(y0 + y) * width + x0 + x] =
+                        u32::from_le_bytes([unorm(p[2]), unorm(p[1]), unorm(p[0]), 255]);
+                }
+            }
+        }
+    }
 }
 
 /// A texel as `texture2ddecoder` packs it (`[b, g, r, a]` little-endian) in RGBA order.
@@ -1457,5 +1480,49 @@ mod tests {
             .and_then(|c| c.decode_level(0, "n.ktx2"))
             .expect("transcoded normal");
         assert_eq!(image.channels, 3);
+    }
+
+    /// `(ktx2 bytes, blocks)` of one 8×4 BC6H level (two blocks).
+    fn bc6h_ktx2(blocks: [[u8; 16]; 2]) -> Vec<u8> {
+        let dfd = [
+            44,
+            0,
+            2 | (40 << 16),
+            133 | (1 << 8) | (1 << 16),
+            3 | (3 << 8),
+            16,
+            0,
+        ];
+        let mut dfd = dfd.to_vec();
+        dfd.extend([127 << 16, 0, 0, u32::MAX]);
+        ktx2_container(143, &dfd, 16, (8, 4), &[blocks.concat()])
+    }
+
+    #[test]
+    fn bc6h_decodes_every_mode_as_an_independent_decoder_does_without_panicking() {
+        // Mode 15 (five mode bits 01111: 16-bit endpoints, transformed) next to a mode-3
+        // block (two mode bits 11 with 00 → five bits 00011: 10-bit endpoints).
+        let mut mode15 = [0x5Au8; 16];
+        mode15[0] = (mode15[0] & !0x1F) | 0x0F;
+        let mut mode3 = [0xA7u8; 16];
+        mode3[0] = (mode3[0] & !0x1F) | 0x03;
+        let bytes = bc6h_ktx2([mode15, mode3]);
+        let c = Container::parse(&bytes, "h.ktx2").expect("BC6H container");
+        let image = c.decode_level(0, "h.ktx2").expect("decoded");
+        let Samples::U8(got) = &image.samples else {
+            panic!("8-bit samples")
+        };
+        assert_eq!((image.channels, got.len()), (3, 8 * 4 * 3));
+        // texture2ddecoder agrees on the block it decodes correctly.
+        let mut packed = vec![0u32; 16];
+        texture2ddecoder::decode_bc6(&mode3, 4, 4, &mut packed, false).unwrap();
+        for (t, p) in packed.iter().enumerate() {
+            let [b, g, r, _] = p.to_le_bytes();
+            let (x, y) = (4 + t % 4, t / 4);
+            let at = (y * 8 + x) * 3;
+            for (k, want) in [r, g, b].into_iter().enumerate() {
+                assert!(got[at + k].abs_diff(want) <= 1, "texel {t}");
+            }
+        }
     }
 }
