@@ -318,8 +318,11 @@ impl<'a> Container<'a> {
                     BlockKind::Bc3 => t::decode_bc3(data, w, h, &mut packed),
                     BlockKind::Bc4 => t::decode_bc4(data, w, h, &mut packed),
                     BlockKind::Bc5 => t::decode_bc5(data, w, h, &mut packed),
-                    BlockKind::Bc6hUfloat => Ok(decode_bc6h(data, w, h, false, &mut packed)),
-                    BlockKind::Bc6hSfloat => Ok(decode_bc6h(data, w, h, true, &mut packed)),
+                    BlockKind::Bc6hUfloat | BlockKind::Bc6hSfloat => {
+                        let signed = kind == BlockKind::Bc6hSfloat;
+                        decode_bc6h(data, w, h, signed, &mut packed);
+                        Ok(())
+                    }
                     BlockKind::Bc7 => t::decode_bc7(data, w, h, &mut packed),
                 }
                 .map_err(|m| TextureError::Decode {
