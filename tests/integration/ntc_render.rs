@@ -748,7 +748,7 @@ fn bake_matches_cpu_decode() {
     let ctx = ctx();
     let f = fixture();
     let reference = NtcCpuReference::new(&f.package, &f.map, &f.materials).expect("reference");
-    let bake = NtcBakePass::new(ctx, &f.package.config).expect("bake pass");
+    let bake = NtcBakePass::new(ctx, &f.package.config, None).expect("bake pass");
     // Over the memory budget: refused before anything is allocated.
     let needed = f.package.upload_bytes(true);
     let err = bake
@@ -760,8 +760,8 @@ fn bake_matches_cpu_decode() {
         "{err}"
     );
     let baked = bake.bake(ctx, &f.package, &f.ntc, needed).expect("bake");
-    assert_eq!(baked.len(), f.package.materials.len());
-    for (p, set) in baked.iter().enumerate() {
+    assert_eq!(baked.sets.len(), f.package.materials.len());
+    for (p, set) in baked.sets.iter().enumerate() {
         let m = &f.package.materials[p];
         assert_eq!(set.name, m.name);
         for mip in 0..m.layout.mips() {
@@ -778,6 +778,54 @@ fn bake_matches_cpu_decode() {
                 }
             }
         }
+    }
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+}
+
+/// The transcoded bake (`--transcode bc1|bc7`): block-compressed textures in the formats
+/// [`set_formats`] names with full mip chains (down to 1×1, below the block size), the
+/// bytes [`package_baked_bytes`] predicts without baking (under a third of RGBA8's),
+/// and blocks whose decoded error on the NTC-decoded texels stays within a bound of the
+/// CPU reference's (ISPC in the same formats, on the same texels).
+#[test]
+fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
+    use neurotex::render::passes::ntc_bake::{
+        Transcode, package_baked_bytes, set_formats, texture_bytes,
+    };
+    use neurotex::render::transcode::transcode_quality;
+    let ctx = ctx();
+    let f = fixture();
+    let rgba8 = package_baked_bytes(&f.package, None);
+    for t in Transcode::ALL {
+        let bake = NtcBakePass::new(ctx, &f.package.config, Some(t)).expect("bake pass");
+        assert_eq!(bake.transcode(), Some(t));
+        let baked = bake.bake(ctx, &f.package, &f.ntc, u64::MAX).expect("bake");
+        let mut bytes = 0;
+        for (set, m) in baked.sets.iter().zip(&f.package.materials) {
+            let formats = set_formats(m.present, Some(t));
+            assert!(
+                m.layout
+                    .mip_size(m.layout.mips() - 1)
+                    .is_some_and(|(w, _)| w < 4)
+            );
+            for (g, texture) in set.textures.iter().enumerate() {
+                assert_eq!(texture.format(), formats[g].0, "`{}` group {g}", m.name);
+                assert_eq!(texture.mip_level_count(), m.layout.mips() as u32);
+                let size = (texture.width(), texture.height());
+                bytes += texture_bytes(texture.format(), size, texture.mip_level_count());
+            }
+        }
+        assert_eq!(bytes, package_baked_bytes(&f.package, Some(t)));
+        assert!(bytes * 3 < rgba8, "{t}: {bytes} bytes, RGBA8 {rgba8}");
+        let q = transcode_quality(ctx, &f.package, &f.ntc, t).expect("quality");
+        eprintln!("{t}: GPU {:.2} dB, ISPC {:.2} dB", q.gpu_db, q.ispc_db);
+        // A one-pass encoder (BC7 in mode 6 only) against ISPC's searches.
+        assert!(
+            q.gpu_db > q.ispc_db - 3.0 && q.gpu_db > 30.0,
+            "{t}: GPU {} dB, ISPC {} dB",
+            q.gpu_db,
+            q.ispc_db
+        );
     }
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
@@ -868,7 +916,7 @@ fn baked_textures_replace_the_scene_set() {
         .expect("frame")
         .rgba8;
     let ntc = NtcSceneGpu::upload(ctx, &package, &map).expect("upload");
-    let bake = NtcBakePass::new(ctx, &package.config).expect("bake pass");
+    let bake = NtcBakePass::new(ctx, &package.config, None).expect("bake pass");
     let baked = bake
         .bake_materials(ctx, &package, &ntc, &renderer.scene)
         .expect("bake");

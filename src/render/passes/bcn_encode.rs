@@ -120,7 +120,8 @@ impl BcnEncodePass {
     }
 
     /// Record the encoding of `source` (a view of one RGBA8 level of `size` texels) as
-    /// `format` into `target`, in its own compute pass of `encoder`.
+    /// `format` into `target`, in its own compute pass of `encoder` (which writes
+    /// `timestamps` when given).
     pub fn record(
         &self,
         device: &wgpu::Device,
@@ -129,6 +130,7 @@ impl BcnEncodePass {
         size: (u32, u32),
         format: GpuBlockFormat,
         target: BlockTarget<'_>,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) {
         let blocks = (size.0.div_ceil(4), size.1.div_ceil(4));
         let params = EncodeParams {
@@ -167,7 +169,7 @@ impl BcnEncodePass {
         );
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(Self::LABEL),
-            timestamp_writes: None,
+            timestamp_writes: timestamps,
         });
         pass.set_pipeline(kernel.pipeline());
         pass.set_bind_group(0, &bind_group, &[]);
@@ -224,6 +226,7 @@ impl BcnEncodePass {
                     offset: 0,
                     row_bytes,
                 },
+                None,
             );
             ctx.queue.submit([encoder.finish()]);
         })?;
