@@ -592,7 +592,9 @@ impl Renderer {
         mode: RenderMode,
         transcode: Option<Transcode>,
     ) -> Result<Option<f64>, RenderError> {
-        self.provide_baked(ctx, mode, transcode);
+        if self.provide_baked(ctx, mode, transcode) {
+            self.reset_history();
+        }
         match self.packages.get(&mode).and_then(|p| p.baked.as_ref()) {
             Some((_, Ok(baked))) => Ok(baked.gpu_ms),
             Some((_, Err(e))) => Err(RenderError::Unusable(Arc::clone(e))),
@@ -757,7 +759,10 @@ impl Renderer {
             return;
         };
         if settings.passes.inference_on_load {
-            self.provide_baked(ctx, mode, settings.passes.transcode);
+            if self.provide_baked(ctx, mode, settings.passes.transcode) {
+                // Other textures: frames of the previous bake must not blend in.
+                self.reset_history();
+            }
         } else {
             let config = loaded.gpu.config().clone();
             // A failure is kept in the decode path; the plan reads it.
@@ -767,10 +772,16 @@ impl Renderer {
 
     /// Bake `mode`'s package into textures (block-compressed as `transcode` says)
     /// unless it was (or failed to be) already; a failure is kept and logged once. A bake
-    /// with another transcode is dropped first, so one baked copy is resident.
-    fn provide_baked(&mut self, ctx: &GpuContext, mode: RenderMode, transcode: Option<Transcode>) {
+    /// with another transcode is dropped first, so one baked copy is resident. Returns
+    /// whether it baked (the textures changed).
+    fn provide_baked(
+        &mut self,
+        ctx: &GpuContext,
+        mode: RenderMode,
+        transcode: Option<Transcode>,
+    ) -> bool {
         let Some(loaded) = self.packages.get_mut(&mode) else {
-            return;
+            return false;
         };
         if loaded.baked.as_ref().is_none_or(|(t, _)| *t != transcode) {
             loaded.baked = None;
@@ -792,7 +803,9 @@ impl Renderer {
                 );
             }
             loaded.baked = Some((transcode, baked));
+            return true;
         }
+        false
     }
 
     /// What a frame of `settings` does, given what the renderer holds now (see

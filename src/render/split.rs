@@ -346,9 +346,10 @@ impl Renderer {
             .packages
             .get(&right_mode)
             .map(|l| l.gpu.config().clone());
+        let mut rebaked = false;
         match config {
             Some(_) if settings.passes.inference_on_load => {
-                self.provide_baked(ctx, right_mode, settings.passes.transcode);
+                rebaked = self.provide_baked(ctx, right_mode, settings.passes.transcode);
             }
             Some(config) => {
                 view.decode_path(ctx, &config, choice);
@@ -357,7 +358,7 @@ impl Renderer {
         }
         let decode = view.decode.as_ref().map(|d| &d.path);
         let (material, fallback) = self.material_path(right_mode, &settings.passes, decode);
-        let restart = left.restart_history || view.history != Some(material);
+        let restart = left.restart_history || rebaked || view.history != Some(material);
         let kernel = match (material, decode) {
             (MaterialPath::Decode(_), Some(DecodePath { pass: Ok(pass), .. })) => {
                 Some(pass.kernel())
