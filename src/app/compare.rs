@@ -95,7 +95,7 @@ impl Viewer {
         self.ntc.memory = scene.renderer.source_memory();
         match (&outcome.right, &scene.split) {
             (Some(right), Some(view)) => {
-                let rows = self.perf.rows();
+                let rows = self.clock.perf.rows();
                 let ms = side_decode_ms(rows.iter().map(|r| (r.label.as_str(), r.median_ms)));
                 let kernel = scene.renderer.kernel().map(|k| k.to_string());
                 let left = &outcome.plan;
@@ -122,7 +122,7 @@ impl Viewer {
                                 side.psnr = Some(psnr_text(p));
                             }
                         }
-                        Err(e) => self.status = format!("PSNR failed: {e}"),
+                        Err(e) => self.status.set(format!("PSNR failed: {e}")),
                     }
                 }
                 self.ntc.split = Some(facts);
@@ -181,7 +181,7 @@ impl Viewer {
             Ok(Some(pixel)) => Some(Inspection::new(pixel, mode, &scene.opened.scene)),
             Ok(None) => None,
             Err(e) => {
-                self.status = format!("inspector: {e}");
+                self.status.set(format!("inspector: {e}"));
                 None
             }
         };

@@ -23,18 +23,18 @@ impl Viewer {
     pub(super) fn update_camera(&mut self, dt: f32) {
         let duration = self.selected().map(CameraPath::duration);
         match duration {
-            Some(duration) if self.player.playing => {
-                self.player.advance(duration, dt);
+            Some(duration) if self.path_state.player.playing => {
+                self.path_state.player.advance(duration, dt);
                 self.follow_path();
             }
             _ => {
-                self.player.playing = false;
+                self.path_state.player.playing = false;
                 self.camera =
                     camera_control::step(&self.camera, &self.input, dt.min(MAX_CONTROL_STEP));
             }
         }
         self.input.end_frame();
-        if let Some(rec) = &mut self.recorder {
+        if let Some(rec) = &mut self.path_state.recorder {
             rec.advance(&self.camera.camera(), dt);
         }
     }
@@ -56,21 +56,23 @@ impl Viewer {
             Action::ToggleTrace => self.toggle_trace(),
             Action::ToggleCameraMode => self.camera.mode = self.camera.mode.toggled(),
             Action::PauseResumePath => {
-                if self.selected_path.is_some() {
-                    self.player.playing = !self.player.playing;
+                if self.path_state.selected.is_some() {
+                    self.path_state.player.playing = !self.path_state.player.playing;
                 }
             }
-            Action::ToggleLoop => self.player.looping = !self.player.looping,
+            Action::ToggleLoop => self.path_state.player.looping = !self.path_state.player.looping,
             Action::PathSpeed(f) => {
-                self.player.speed = (self.player.speed * f)
+                self.path_state.player.speed = (self.path_state.player.speed * f)
                     .clamp(*PATH_SPEED_RANGE.start(), *PATH_SPEED_RANGE.end());
-                self.status = format!("path speed {}×", self.player.speed);
+                self.status
+                    .set(format!("path speed {}×", self.path_state.player.speed));
             }
             Action::NextPath => {
                 let n = self.paths().len();
                 if n > 0 {
-                    self.selected_path = Some(self.selected_path.map_or(0, |i| (i + 1) % n));
-                    self.player.time = 0.0;
+                    self.path_state.selected =
+                        Some(self.path_state.selected.map_or(0, |i| (i + 1) % n));
+                    self.path_state.player.time = 0.0;
                     self.follow_path();
                 }
             }
@@ -85,7 +87,7 @@ impl Viewer {
                     .position(|m| *m == s.mode)
                     .unwrap_or(0);
                 s.mode = RenderMode::ALL[(i + 1) % RenderMode::ALL.len()];
-                self.status = format!("mode {}", s.mode);
+                self.status.set(format!("mode {}", s.mode));
             }
             Action::ToggleHeatmap => s.show_heatmap = !s.show_heatmap,
             Action::ToggleTemporal => s.passes.temporal.enabled = !s.passes.temporal.enabled,
@@ -101,7 +103,8 @@ impl Viewer {
             }
             Action::NextRightMode => {
                 s.compare.next_right(&self.options.modes);
-                self.status = format!("right side {}", s.compare.split.right.mode);
+                self.status
+                    .set(format!("right side {}", s.compare.split.right.mode));
                 self.psnr_request = true;
             }
             Action::ToggleDifference => s.compare.difference = !s.compare.difference,

@@ -168,7 +168,7 @@ impl Viewer {
         if initial {
             self.initial_error = Some(message.clone());
         } else if self.scene.is_some() {
-            self.status = "reload failed; kept the previous scene".into();
+            self.status.set("reload failed; kept the previous scene");
         }
         self.scene_error = Some(message);
     }
@@ -199,24 +199,24 @@ impl Viewer {
                 if initial {
                     self.camera = CameraState::from_camera(&loaded.start, speed, loaded.focus);
                     if let Some(name) = &self.options.camera_path {
-                        self.selected_path = loaded
+                        self.path_state.selected = loaded
                             .opened
                             .description
                             .camera_paths
                             .iter()
                             .position(|p| &p.name == name);
-                        self.player = PathPlayer {
-                            playing: self.selected_path.is_some(),
+                        self.path_state.player = PathPlayer {
+                            playing: self.path_state.selected.is_some(),
                             ..PathPlayer::default()
                         };
                     } else if !loaded.opened.description.camera_paths.is_empty() {
-                        self.selected_path = Some(0);
+                        self.path_state.selected = Some(0);
                     }
                 } else {
-                    self.status = format!("reloaded {}", loaded.stats.name);
+                    self.status.set(format!("reloaded {}", loaded.stats.name));
                 }
                 self.scene_error = None;
-                self.perf.clear();
+                self.clock.perf.clear();
                 self.scene = Some(loaded);
             }
         }

@@ -51,15 +51,16 @@ use winit::event::WindowEvent;
 use winit::event_loop::{ActiveEventLoop, EventLoop};
 use winit::window::{Window, WindowId};
 
+use crate::cluster::Strategy;
 use crate::gpu::{GpuContext, GpuError, GpuProfiler};
 use crate::open::OpenedScene;
 use crate::packages::PackageRecipe;
 use crate::render::passes::heatmap::{HeatmapSettings, HeatmapSource};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::UploadOptions;
-use crate::render::split::{SideSource, SplitView};
-use crate::render::{Aov, FrameSettings, KernelChoice, PassSettings, RenderMode, Renderer};
-use crate::scene::camera_control::{CameraState, InputState, PathPlayer, PathRecorder};
+use crate::render::split::SplitView;
+use crate::render::{FrameSettings, KernelChoice, RenderMode, Renderer};
+use crate::scene::camera_control::{CameraState, InputState};
 use crate::scene::description::CameraPath;
 use crate::scene::{Aabb, Camera};
 use crate::texture::SceneTextures;
@@ -67,11 +68,12 @@ use crate::ui::keys::{Action, keys_of};
 use crate::ui::painter::OverlayPainter;
 use crate::ui::timings::PerfHistory;
 use crate::ui::{
-    self, CompareSettings, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats,
-    UiAction, ViewSettings,
+    self, NtcInfo, OverlayControls, OverlayInfo, RENDER_SCALE_RANGE, SceneStats, UiAction,
+    ViewSettings,
 };
 use loading::{Loading, scene_name};
 use package_jobs::{PackageJobs, PackageStatus};
+use paths::PathState;
 use present::{Presenter, next_free_path, next_screenshot_path};
 pub use present::{SurfaceFormats, choose_surface_format, scaled_size, to_rgba8};
 
@@ -90,26 +92,16 @@ pub struct ViewerOptions {
     pub screenshot: Option<PathBuf>,
     /// Play this camera path from the start.
     pub camera_path: Option<String>,
-    /// Start with vsync (FIFO presentation).
-    pub vsync: bool,
-    /// Initial render scale, clamped to [`RENDER_SCALE_RANGE`].
-    pub render_scale: f32,
     /// Scene upload options (missing textures, texture size cap, anisotropy).
     pub upload: UploadOptions,
-    /// The material source to start with.
-    pub mode: RenderMode,
     /// How packages missing from the cache are made.
     pub recipe: PackageRecipe,
     /// A folder of `<strategy>.ntc` packages to use instead of the cache where present.
     pub packages: Option<PathBuf>,
-    /// Decode kernel and tile size to start with.
-    pub ntc: KernelChoice,
-    /// Pass settings to start with (filtering, accumulation, inference on load).
-    pub passes: PassSettings,
-    /// Start with the divergence heatmap on.
-    pub heatmap: bool,
-    /// Start with the split view, this material source on the right.
-    pub compare: Option<RenderMode>,
+    /// What the viewer shows first (material source, kernel, passes, heatmap, split,
+    /// vsync, render scale — clamped to [`RENDER_SCALE_RANGE`]); the overlay and the keys
+    /// edit a copy.
+    pub settings: ViewSettings,
     /// The NTC modes whose packages the viewer prepares (the others stay unavailable).
     pub modes: Vec<RenderMode>,
     /// The devices missing packages are compressed on (`--devices`); empty: the
@@ -125,16 +117,10 @@ impl Default for ViewerOptions {
             frames: None,
             screenshot: None,
             camera_path: None,
-            vsync: true,
-            render_scale: 1.0,
             upload: UploadOptions::default(),
-            mode: RenderMode::Reference,
             recipe: PackageRecipe::default(),
             packages: None,
-            ntc: KernelChoice::default(),
-            passes: PassSettings::default(),
-            heatmap: false,
-            compare: None,
+            settings: ViewSettings::default(),
             modes: RenderMode::ALL.to_vec(),
             train_devices: Vec::new(),
         }
@@ -275,6 +261,65 @@ struct LoadedScene {
     split: Option<SplitView>,
 }
 
+/// The overlay's status line: the last event worth a word (a saved file, a failure, a
+/// mode switch). [`StatusLine::set`] is its one writer, and also logs it, so that
+/// scripted runs keep it.
+#[derive(Debug, Default)]
+struct StatusLine(String);
+
+impl StatusLine {
+    fn set(&mut self, message: impl Into<String>) {
+        let message = message.into();
+        log::info!("{message}");
+        self.0 = message;
+    }
+
+    fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Frame pacing and the frame-time history.
+#[derive(Debug)]
+struct FrameClock {
+    perf: PerfHistory,
+    last_frame: Instant,
+    /// Time the last frame spent waiting for a surface texture or a screenshot readback.
+    waited: std::time::Duration,
+    /// Frames rendered since the scene became ready (scripted runs stop at `--frames`).
+    frames_done: u32,
+}
+
+impl FrameClock {
+    fn new() -> Self {
+        Self {
+            perf: PerfHistory::default(),
+            last_frame: Instant::now(),
+            waited: std::time::Duration::ZERO,
+            frames_done: 0,
+        }
+    }
+}
+
+/// Screenshots and traces asked for: the next screenshot's path and the numbers of the
+/// next files.
+#[derive(Debug)]
+struct Captures {
+    screenshot: Option<PathBuf>,
+    screenshot_counter: u32,
+    trace_counter: u32,
+}
+
+impl Default for Captures {
+    fn default() -> Self {
+        Self {
+            screenshot: None,
+            screenshot_counter: 1,
+            trace_counter: 1,
+        }
+    }
+}
+
 /// Everything the running viewer holds.
 struct Viewer {
     options: ViewerOptions,
@@ -296,26 +341,14 @@ struct Viewer {
     camera: CameraState,
     input: InputState,
     cursor: Option<(f64, f64)>,
-    player: PathPlayer,
-    selected_path: Option<usize>,
-    recorder: Option<PathRecorder>,
-    /// Paths recorded this session (saved together by F10).
-    recordings: Vec<CameraPath>,
-    unsaved: bool,
-
-    perf: PerfHistory,
-    last_frame: Instant,
-    /// Time the last frame spent waiting for a surface texture or a screenshot readback.
-    waited: std::time::Duration,
+    path_state: PathState,
+    clock: FrameClock,
     /// Set by wgpu's device-lost callback (reason and message); the next frame exits.
     device_lost: Arc<std::sync::Mutex<Option<String>>>,
     /// Consecutive failures to recreate a lost surface.
     surface_failures: u32,
-    status: String,
-    screenshot: Option<PathBuf>,
-    screenshot_counter: u32,
-    trace_counter: u32,
-    frames_done: u32,
+    status: StatusLine,
+    captures: Captures,
     ntc: NtcInfo,
     /// Measure the PSNR of the next frame.
     psnr_request: bool,
@@ -350,7 +383,7 @@ impl Viewer {
                 *s = Some(format!("{reason:?}: {message}"));
             }
         });
-        let presenter = Presenter::new(surface, &ctx, window.inner_size(), options.vsync)?;
+        let presenter = Presenter::new(surface, &ctx, window.inner_size(), options.settings.vsync)?;
         let formats = presenter.formats;
 
         let egui_ctx = egui::Context::default();
@@ -371,33 +404,10 @@ impl Viewer {
         );
         let painter = OverlayPainter::new(&ctx, formats.overlay);
         let profiler = GpuProfiler::new(&ctx);
-        let settings = ViewSettings {
-            aov: Aov::Final,
-            lighting: Default::default(),
-            vsync: options.vsync,
-            render_scale: options
-                .render_scale
-                .clamp(*RENDER_SCALE_RANGE.start(), *RENDER_SCALE_RANGE.end()),
-            show_overlay: true,
-            show_help: false,
-            mode: options.mode,
-            passes: options.passes,
-            show_heatmap: options.heatmap,
-            heatmap_source: HeatmapSource::Decoders,
-            ntc: options.ntc,
-            compare: CompareSettings {
-                enabled: options.compare.is_some(),
-                split: crate::render::split::SplitSettings {
-                    right: SideSource {
-                        mode: options.compare.unwrap_or_default(),
-                        kernel: None,
-                    },
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            inspect: false,
-        };
+        let mut settings = options.settings.clone();
+        settings.render_scale = settings
+            .render_scale
+            .clamp(*RENDER_SCALE_RANGE.start(), *RENDER_SCALE_RANGE.end());
         let placeholder = Camera::framing(&Aabb {
             min: glam::Vec3::splat(-1.0),
             max: glam::Vec3::splat(1.0),
@@ -419,21 +429,12 @@ impl Viewer {
             camera: CameraState::from_camera(&placeholder, 1.0, 2.0),
             input: InputState::default(),
             cursor: None,
-            player: PathPlayer::default(),
-            selected_path: None,
-            recorder: None,
-            recordings: Vec::new(),
-            unsaved: false,
-            perf: PerfHistory::default(),
-            last_frame: Instant::now(),
-            waited: std::time::Duration::ZERO,
+            path_state: PathState::default(),
+            clock: FrameClock::new(),
             device_lost,
             surface_failures: 0,
-            status: String::new(),
-            screenshot: None,
-            screenshot_counter: 1,
-            trace_counter: 1,
-            frames_done: 0,
+            status: StatusLine::default(),
+            captures: Captures::default(),
             ntc: NtcInfo::default(),
             psnr_request: false,
             last_lighting: None,
@@ -513,7 +514,7 @@ impl Viewer {
                 self.options.packages.clone(),
                 &modes,
                 modes
-                    .contains(&RenderMode::DivergenceAware)
+                    .contains(&RenderMode::Ntc(Strategy::DivergenceAware))
                     .then(|| (Arc::new(scene.opened.clone()), arg)),
             ));
         }
@@ -528,15 +529,15 @@ impl Viewer {
                 ready.package,
                 &ready.material_map,
             ) {
-                log::error!("{} package: {e}", ready.mode);
-                self.status = format!("{} package failed: {e}", ready.mode);
+                self.status
+                    .set(format!("{} package failed: {e}", ready.mode));
             }
         }
         if let Err(e) = scene
             .renderer
             .set_kernel_choice(&self.ctx, self.settings.ntc)
         {
-            self.status = e.to_string();
+            self.status.set(e.to_string());
             self.settings.ntc = KernelChoice {
                 kernel: scene.renderer.kernel(),
                 tile: scene.renderer.tile(),
@@ -576,24 +577,27 @@ impl Viewer {
             UiAction::Reload => self.start_load(false),
             UiAction::Screenshot => {
                 let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-                self.screenshot = Some(next_screenshot_path(&dir, &mut self.screenshot_counter));
+                self.captures.screenshot = Some(next_screenshot_path(
+                    &dir,
+                    &mut self.captures.screenshot_counter,
+                ));
             }
             UiAction::ResetCamera => {
                 if let Some(s) = &mut self.scene {
-                    self.player.playing = false;
+                    self.path_state.player.playing = false;
                     self.camera = self.camera.reset(&s.start, s.focus);
-                    self.status = "camera reset".into();
+                    self.status.set("camera reset");
                     // A camera cut: the history would be reprojected from far away.
                     s.renderer.reset_history();
                 }
             }
             UiAction::PlayPath => {
-                if self.selected_path.is_none() && !self.paths().is_empty() {
-                    self.selected_path = Some(0);
+                if self.path_state.selected.is_none() && !self.paths().is_empty() {
+                    self.path_state.selected = Some(0);
                 }
-                if self.selected_path.is_some() {
-                    self.player.time = 0.0;
-                    self.player.playing = true;
+                if self.path_state.selected.is_some() {
+                    self.path_state.player.time = 0.0;
+                    self.path_state.player.playing = true;
                     if let Some(s) = &mut self.scene {
                         s.renderer.reset_history();
                     }
@@ -610,20 +614,21 @@ impl Viewer {
     /// recorded to the next free `trace-<n>.json` in the working directory.
     fn toggle_trace(&mut self) {
         if !self.profiler.is_enabled() {
-            self.status = "no GPU timestamps on this adapter: nothing to trace".into();
+            self.status
+                .set("no GPU timestamps on this adapter: nothing to trace");
             return;
         }
         if !self.profiler.is_tracing() {
             self.profiler.start_trace();
-            self.status = format!(
+            self.status.set(format!(
                 "tracing the GPU passes: {} saves the trace",
                 keys_of(Action::ToggleTrace)
-            );
+            ));
             return;
         }
         let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        let path = next_free_path(&dir, "trace", "json", &mut self.trace_counter);
-        self.status = match self.profiler.write_trace(&path) {
+        let path = next_free_path(&dir, "trace", "json", &mut self.captures.trace_counter);
+        self.status.set(match self.profiler.write_trace(&path) {
             Ok(scopes) => {
                 log::info!("GPU trace: {} ({scopes} timed passes)", path.display());
                 format!("saved {} ({scopes} timed passes)", path.display())
@@ -632,7 +637,7 @@ impl Viewer {
                 log::error!("{e}");
                 e.to_string()
             }
-        };
+        });
     }
 
     fn window_event(&mut self, event: WindowEvent) -> Flow {
@@ -666,20 +671,20 @@ impl Viewer {
             return Flow::Exit(Err(ViewerError::DeviceLost(reason)));
         }
         let started = Instant::now();
-        let frame_ms = (started - self.last_frame).as_secs_f64() * 1e3;
-        let dt = (started - self.last_frame).as_secs_f32().min(1.0);
-        self.last_frame = started;
+        let frame_ms = (started - self.clock.last_frame).as_secs_f64() * 1e3;
+        let dt = (started - self.clock.last_frame).as_secs_f32().min(1.0);
+        self.clock.last_frame = started;
 
         self.poll_loading();
         self.poll_packages();
         self.update_camera(dt);
         if let Some(t) = self.profiler.try_collect(&self.ctx) {
-            self.perf.push_gpu(t);
+            self.clock.perf.push_gpu(t);
         }
 
         // The overlay.
         let raw_input = self.egui_state.take_egui_input(&self.window);
-        let path_time = self.player.time;
+        let path_time = self.path_state.player.time;
         let mut actions = Vec::new();
         let mut output = {
             let path_names: Vec<String> = self.paths().iter().map(|p| p.name.clone()).collect();
@@ -691,12 +696,12 @@ impl Viewer {
                 scene: self.scene.as_ref().map(|s| &s.stats),
                 loading: self.loading.as_ref().map(|l| l.what.as_str()),
                 error: self.scene_error.as_deref(),
-                perf: &self.perf,
+                perf: &self.clock.perf,
                 path_names: &path_names,
                 path_duration,
-                recording: self.recorder.as_ref(),
-                can_save_recording: self.unsaved,
-                status: &self.status,
+                recording: self.path_state.recorder.as_ref(),
+                can_save_recording: self.path_state.unsaved,
+                status: self.status.as_str(),
                 surface_size: self.surface_size(),
                 render_size: self.scene.as_ref().map(|s| s.renderer.size()),
                 present_mode: self.presenter.config.present_mode,
@@ -707,8 +712,8 @@ impl Viewer {
             let (settings, camera, player, selected) = (
                 &mut self.settings,
                 &mut self.camera,
-                &mut self.player,
-                &mut self.selected_path,
+                &mut self.path_state.player,
+                &mut self.path_state.selected,
             );
             self.egui_ctx.run_ui(raw_input, |ui| {
                 (actions, _) = ui::show(
@@ -730,7 +735,7 @@ impl Viewer {
         for action in actions {
             self.apply(action);
         }
-        if self.player.time != path_time && !self.player.playing {
+        if self.path_state.player.time != path_time && !self.path_state.player.playing {
             self.follow_path();
         }
         self.sync_settings();
@@ -748,11 +753,11 @@ impl Viewer {
             && self
                 .options
                 .frames
-                .is_some_and(|n| self.frames_done + 1 >= n);
+                .is_some_and(|n| self.clock.frames_done + 1 >= n);
         let screenshot = if scripted_last {
             self.options.screenshot.clone()
         } else {
-            self.screenshot.take()
+            self.captures.screenshot.take()
         };
         let rendered = self.render(
             output.shapes,
@@ -760,17 +765,21 @@ impl Viewer {
             screenshot.as_deref(),
         );
         self.painter.end_frame();
-        let cpu_ms = started.elapsed().saturating_sub(self.waited).as_secs_f64() * 1e3;
-        self.perf.push_frame(frame_ms, cpu_ms);
+        let cpu_ms = started
+            .elapsed()
+            .saturating_sub(self.clock.waited)
+            .as_secs_f64()
+            * 1e3;
+        self.clock.perf.push_frame(frame_ms, cpu_ms);
 
         match rendered {
             Ok(true) => {
                 if let Some(path) = &screenshot {
-                    self.status = format!("saved {}", path.display());
+                    self.status.set(format!("saved {}", path.display()));
                     log::info!("screenshot: {}", path.display());
                 }
                 if ready && self.options.frames.is_some() {
-                    self.frames_done += 1;
+                    self.clock.frames_done += 1;
                 }
             }
             Ok(false) => {
@@ -778,7 +787,7 @@ impl Viewer {
                     && !scripted_last
                 {
                     // Try again on the next presented frame.
-                    self.screenshot = Some(path);
+                    self.captures.screenshot = Some(path);
                 }
             }
             Err(e) => {
@@ -787,11 +796,16 @@ impl Viewer {
                 {
                     return Flow::Exit(Err(e));
                 }
-                self.status = e.to_string();
+                self.status.set(e.to_string());
                 log::error!("{e}");
             }
         }
-        if scripted_last && self.options.frames.is_some_and(|n| self.frames_done >= n) {
+        if scripted_last
+            && self
+                .options
+                .frames
+                .is_some_and(|n| self.clock.frames_done >= n)
+        {
             return Flow::Exit(match &self.initial_error {
                 Some(e) => Err(ViewerError::Scene(e.clone())),
                 None => Ok(()),
@@ -917,7 +931,7 @@ impl Viewer {
             Some(path) => self.save_screenshot(target_texture, path),
             None => Ok(()),
         };
-        self.waited += reading.elapsed();
+        self.clock.waited += reading.elapsed();
         if offscreen.is_some()
             && !self
                 .presenter

@@ -228,7 +228,7 @@ fn run(job: Job, cancel: &AtomicBool, tx: &mpsc::Sender<Event>) {
         if cancel.load(Ordering::Relaxed) {
             return;
         }
-        let Some(strategy) = crate::packages::strategy_of(mode) else {
+        let Some(strategy) = mode.strategy() else {
             continue;
         };
         let fresh = packages.is_fresh(strategy);

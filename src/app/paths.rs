@@ -11,25 +11,43 @@ use crate::scene::description::{CameraPath, SceneDescription};
 use crate::ui::UiAction;
 use crate::ui::keys::{Action, keys_of};
 
+/// The viewer's side of the camera paths: playback, the selected path, a recording in
+/// progress and this session's recordings.
+#[derive(Debug, Default)]
+pub(super) struct PathState {
+    pub(super) player: PathPlayer,
+    /// Index into [`Viewer::paths`].
+    pub(super) selected: Option<usize>,
+    pub(super) recorder: Option<PathRecorder>,
+    /// Paths recorded this session (saved together by F10).
+    pub(super) recordings: Vec<CameraPath>,
+    /// Recordings not saved yet.
+    pub(super) unsaved: bool,
+}
+
 impl Viewer {
     /// The scene's camera paths followed by this session's recordings.
     pub(super) fn paths(&self) -> Vec<&CameraPath> {
         self.scene
             .iter()
             .flat_map(|s| s.opened.description.camera_paths.iter())
-            .chain(self.recordings.iter())
+            .chain(self.path_state.recordings.iter())
             .collect()
     }
 
     /// The selected camera path, if any.
     pub(super) fn selected(&self) -> Option<&CameraPath> {
-        self.selected_path
+        self.path_state
+            .selected
             .and_then(|i| self.paths().get(i).copied())
     }
 
     /// Puts the camera where the player is on the selected path (keeping fly or orbit).
     pub(super) fn follow_path(&mut self) {
-        if let Some(cam) = self.selected().and_then(|p| self.player.camera(p)) {
+        if let Some(cam) = self
+            .selected()
+            .and_then(|p| self.path_state.player.camera(p))
+        {
             let mode = self.camera.mode;
             self.camera = CameraState {
                 mode,
@@ -40,14 +58,14 @@ impl Viewer {
 
     /// Starts recording a camera path, or finishes the one being recorded.
     pub(super) fn toggle_recording(&mut self) {
-        match self.recorder.take() {
+        match self.path_state.recorder.take() {
             None => {
-                self.player.playing = false;
-                self.recorder = Some(PathRecorder::new(&self.camera.camera()));
-                self.status = format!(
+                self.path_state.player.playing = false;
+                self.path_state.recorder = Some(PathRecorder::new(&self.camera.camera()));
+                self.status.set(format!(
                     "recording: fly around, {} stops",
                     keys_of(Action::Ui(UiAction::ToggleRecording))
-                );
+                ));
             }
             Some(rec) => {
                 let seconds = rec.elapsed();
@@ -55,22 +73,24 @@ impl Viewer {
                 let name = camera_control::unique_path_name(&taken, "recorded");
                 match rec.finish(name) {
                     Some(path) => {
-                        self.status = format!(
+                        self.status.set(format!(
                             "recorded `{}`: {} keys, {seconds:.1} s — {} saves",
                             path.name,
                             path.keys.len(),
                             keys_of(Action::Ui(UiAction::SaveRecording))
-                        );
-                        self.recordings.push(path);
-                        self.selected_path = Some(self.paths().len() - 1);
-                        self.player = PathPlayer {
-                            looping: self.player.looping,
-                            speed: self.player.speed,
+                        ));
+                        self.path_state.recordings.push(path);
+                        self.path_state.selected = Some(self.paths().len() - 1);
+                        self.path_state.player = PathPlayer {
+                            looping: self.path_state.player.looping,
+                            speed: self.path_state.player.speed,
                             ..PathPlayer::default()
                         };
-                        self.unsaved = true;
+                        self.path_state.unsaved = true;
                     }
-                    None => self.status = "recording too short (under 0.5 s); nothing kept".into(),
+                    None => self
+                        .status
+                        .set("recording too short (under 0.5 s); nothing kept"),
                 }
             }
         }
@@ -81,11 +101,11 @@ impl Viewer {
         let Some(scene) = &self.scene else {
             return;
         };
-        if self.recordings.is_empty() {
-            self.status = format!(
+        if self.path_state.recordings.is_empty() {
+            self.status.set(format!(
                 "nothing recorded yet ({} records)",
                 keys_of(Action::Ui(UiAction::ToggleRecording))
-            );
+            ));
             return;
         }
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
@@ -93,16 +113,16 @@ impl Viewer {
         match camera_control::save_recording(
             scene.source.as_deref(),
             description,
-            self.recordings.clone(),
+            self.path_state.recordings.clone(),
             &cwd,
         ) {
             Ok(path) => {
-                self.status = format!("saved {}", path.display());
+                self.status.set(format!("saved {}", path.display()));
                 log::info!("saved the recorded camera paths into {}", path.display());
-                self.unsaved = false;
+                self.path_state.unsaved = false;
             }
             Err(e) => {
-                self.status = format!("saving failed: {e}");
+                self.status.set(format!("saving failed: {e}"));
                 log::error!("saving the recording failed: {e}");
             }
         }

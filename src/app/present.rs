@@ -269,7 +269,7 @@ impl Viewer {
         }
         let acquiring = Instant::now();
         let acquired = self.presenter.surface.get_current_texture();
-        self.waited = acquiring.elapsed();
+        self.clock.waited = acquiring.elapsed();
         let frame = match acquired {
             wgpu::CurrentSurfaceTexture::Success(t) => t,
             wgpu::CurrentSurfaceTexture::Suboptimal(t) => {

@@ -27,6 +27,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::charts::{Panel, PlotError, Series, SeriesLabelPosition, write_panels_png};
+use crate::cluster::Strategy;
 use crate::gpu::profiler::{TraceError, distinct_labels, label_ms};
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, PassTiming};
 use crate::render::passes::ntc_decode::{NtcDecodePass, NtcKernel};
@@ -358,29 +359,24 @@ fn measure(
         profiler.end_frame(ctx);
         Ok(profiler.collect(ctx))
     };
-    let first = cameras.first().cloned().ok_or(BenchError::NoFrames)?;
+    if cameras.is_empty() {
+        return Err(BenchError::NoFrames);
+    }
     // Every frame's statistics are read (collecting the timings waited for the GPU), so
-    // the readback ring never fills and the middle frame's are its own.
-    trust::warm_up(opts.warmup, opts.warmup_time, || {
-        let timings = frame(renderer, &first, profiler)?;
-        renderer.try_divergence(&ctx.device);
-        Ok::<_, BenchError>(timings.iter().map(|t| t.ms).sum())
-    })?;
+    // the readback ring never fills and the middle frame's are its own; the warm-up
+    // renders the first camera.
     let Trusted {
         samples,
         remeasured,
         unstable,
-    } = trust::measure_trusted(
-        || {
-            cameras
-                .iter()
-                .enumerate()
-                .map(|(i, camera)| {
-                    let timings = frame(renderer, camera, profiler)?;
-                    let stats = renderer.try_divergence(&ctx.device);
-                    Ok::<_, BenchError>((timings, stats.filter(|_| i == cameras.len() / 2)))
-                })
-                .collect::<Result<Vec<_>, _>>()
+    } = trust::run(
+        opts.warmup,
+        opts.warmup_time,
+        cameras.len(),
+        |i| {
+            let timings = frame(renderer, &cameras[i], profiler)?;
+            let stats = renderer.try_divergence(&ctx.device);
+            Ok::<_, BenchError>((timings, stats.filter(|_| i == cameras.len() / 2)))
         },
         |(timings, _)| timings.iter().map(|t| t.ms).sum(),
     )?;
@@ -424,7 +420,9 @@ impl BenchReport {
     /// The baseline row of the same kernel and tile as `row`.
     fn baseline_of(&self, row: &BenchRow) -> Option<&BenchRow> {
         self.rows.iter().find(|r| {
-            r.mode == RenderMode::Baseline && r.kernel == row.kernel && r.tile == row.tile
+            r.mode == RenderMode::Ntc(Strategy::Baseline)
+                && r.kernel == row.kernel
+                && r.tile == row.tile
         })
     }
 
@@ -736,8 +734,8 @@ mod tests {
     #[test]
     fn an_unstable_row_is_flagged_everywhere_and_enters_no_ratio() {
         let stable = report(vec![
-            row(RenderMode::Baseline, 2.0, false),
-            row(RenderMode::Clustered, 1.0, false),
+            row(RenderMode::Ntc(Strategy::Baseline), 2.0, false),
+            row(RenderMode::Ntc(Strategy::Clustered), 1.0, false),
         ]);
         assert!(
             stable
@@ -753,8 +751,8 @@ mod tests {
         assert!(!md.contains("UNSTABLE"), "{md}");
 
         let flagged = report(vec![
-            row(RenderMode::Baseline, 2.0, true),
-            row(RenderMode::Clustered, 1.0, false),
+            row(RenderMode::Ntc(Strategy::Baseline), 2.0, true),
+            row(RenderMode::Ntc(Strategy::Clustered), 1.0, false),
         ]);
         let csv = flagged.csv();
         assert!(

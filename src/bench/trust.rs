@@ -59,7 +59,7 @@ pub fn warm_enough(times: &[f64], elapsed: Duration, min_frames: u32, min_time: 
 
 /// Run untimed frames (`frame` returns each one's time) until [`warm_enough`] says the
 /// warm-up may end.
-pub fn warm_up<E>(
+fn warm_up<E>(
     min_frames: u32,
     min_time: Duration,
     mut frame: impl FnMut() -> Result<f64, E>,
@@ -86,7 +86,7 @@ pub struct Trusted<T> {
 
 /// Measure with `measure` (which returns samples and the frame time of each), once more
 /// when the first measurement is unstable; the second replaces the first.
-pub fn measure_trusted<T, E>(
+fn measure_trusted<T, E>(
     mut measure: impl FnMut() -> Result<Vec<T>, E>,
     time: impl Fn(&T) -> f64,
 ) -> Result<Trusted<T>, E> {
@@ -106,6 +106,21 @@ pub fn measure_trusted<T, E>(
         remeasured: true,
         unstable,
     })
+}
+
+/// The whole protocol of a timed measurement: warm up on frame 0 until [`warm_enough`]
+/// (at least `min_frames` frames and `min_time`), then time frames `0..frames` under
+/// [`measure_trusted`]. `frame(i)` renders frame `i` and returns its sample, `time` the
+/// sample's frame time.
+pub fn run<T, E>(
+    min_frames: u32,
+    min_time: Duration,
+    frames: usize,
+    mut frame: impl FnMut(usize) -> Result<T, E>,
+    time: impl Fn(&T) -> f64,
+) -> Result<Trusted<T>, E> {
+    warm_up(min_frames, min_time, || frame(0).map(|s| time(&s)))?;
+    measure_trusted(|| (0..frames).map(&mut frame).collect(), time)
 }
 
 /// `median (p10–p90)`, with ` UNSTABLE` when flagged: the cell every Markdown table uses.
@@ -199,6 +214,38 @@ mod tests {
         assert_eq!(
             spread_cell(&Spread::of(&[2.0]), false),
             "2.000 (2.000–2.000)"
+        );
+    }
+
+    #[test]
+    fn run_warms_up_on_the_first_frame_then_times_every_frame_in_order() {
+        let mut calls = Vec::new();
+        let trusted = run(
+            3,
+            Duration::ZERO,
+            4,
+            |i| {
+                calls.push(i);
+                Ok::<_, ()>((i, 1.0))
+            },
+            |s| s.1,
+        )
+        .unwrap();
+        assert_eq!(calls, vec![0, 0, 0, 0, 1, 2, 3]);
+        assert_eq!(
+            trusted.samples.iter().map(|s| s.0).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3]
+        );
+        assert!(!trusted.remeasured);
+        assert_eq!(
+            run(
+                3,
+                Duration::ZERO,
+                4,
+                |_| Err::<(usize, f64), _>("lost"),
+                |s| s.1
+            ),
+            Err("lost")
         );
     }
 }

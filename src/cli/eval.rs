@@ -382,44 +382,12 @@ pub fn run(a: EvalArgs) -> Result<()> {
         );
         return Ok(());
     }
-    if budgets.is_some() {
+    // An evaluation per budget or per seed, each into its own folder.
+    let mut evaluate_each = |folder: &dyn Fn(&eval::EvalOptions) -> (PathBuf, String)| {
         let mut reports = Vec::with_capacity(evaluations.len());
         for (options, plan) in &evaluations {
-            let dir = eval::budgets::budget_dir(&a.out, options.steps);
-            bar.suspend(|| {
-                println!(
-                    "budget {} steps per set: evaluating into {}",
-                    options.steps,
-                    dir.display()
-                )
-            });
-            let report = eval::evaluate(
-                &devices.devices,
-                &eval_inputs,
-                plan,
-                options,
-                &dir,
-                &cancel,
-                &mut on_event,
-            )?;
-            reports.push(report);
-        }
-        bar.finish();
-        let study = eval::budgets::BudgetStudy::new(&reports);
-        study.write(&a.out)?;
-        print!("{}", study.markdown());
-        println!(
-            "wrote the evaluation over {} budgets into {}",
-            reports.len(),
-            a.out.display()
-        );
-        return Ok(());
-    }
-    if seeds.is_some() {
-        let mut reports = Vec::with_capacity(evaluations.len());
-        for (options, plan) in &evaluations {
-            let dir = eval::seeds::seed_dir(&a.out, options.seed);
-            bar.suspend(|| println!("seed {}: evaluating into {}", options.seed, dir.display()));
+            let (dir, what) = folder(options);
+            bar.suspend(|| println!("{what}: evaluating into {}", dir.display()));
             reports.push(eval::evaluate(
                 &devices.devices,
                 &eval_inputs,
@@ -431,6 +399,32 @@ pub fn run(a: EvalArgs) -> Result<()> {
             )?);
         }
         bar.finish();
+        anyhow::Ok(reports)
+    };
+    if budgets.is_some() {
+        let reports = evaluate_each(&|o| {
+            (
+                eval::budgets::budget_dir(&a.out, o.steps),
+                format!("budget {} steps per set", o.steps),
+            )
+        })?;
+        let study = eval::budgets::BudgetStudy::new(&reports);
+        study.write(&a.out)?;
+        print!("{}", study.markdown());
+        println!(
+            "wrote the evaluation over {} budgets into {}",
+            reports.len(),
+            a.out.display()
+        );
+        return Ok(());
+    }
+    if seeds.is_some() {
+        let reports = evaluate_each(&|o| {
+            (
+                eval::seeds::seed_dir(&a.out, o.seed),
+                format!("seed {}", o.seed),
+            )
+        })?;
         let results: Vec<eval::seeds::SeedResult> = reports
             .iter()
             .map(|r| eval::seeds::SeedResult {

@@ -252,7 +252,8 @@ fn load_package(
     source: &PackageSource<'_>,
 ) -> Result<()> {
     use anyhow::Context as _;
-    let strategy = neurotex::packages::strategy_of(mode)
+    let strategy = mode
+        .strategy()
         .ok_or_else(|| anyhow::anyhow!("the reference mode has no package"))?;
     // The scene as named (a description's `asset_folders` admit its glTF's URIs).
     let scene = source.scene.unwrap_or(&opened.scene.source);

@@ -30,7 +30,6 @@ use crate::ntc::parallel::GroupProgress;
 use crate::ntc::train::LossWeighting;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::open::{OpenedScene, cache_dir};
-use crate::render::RenderMode;
 use crate::render::ntc_gpu::{NtcRenderError, map_materials};
 use crate::scene::ImageSource;
 use crate::texture::{SceneTextures, TextureSet, set_constants};
@@ -129,20 +128,6 @@ impl PackageRecipe {
     /// freezing for every group of two or more sets).
     pub fn train_config(&self) -> TrainConfig {
         Recipe::Default.config(self.preset)
-    }
-}
-
-/// The decoder-sharing strategy whose packages an NTC render mode renders (`None` for the
-/// reference).
-pub fn strategy_of(mode: RenderMode) -> Option<Strategy> {
-    match mode {
-        RenderMode::Reference => None,
-        RenderMode::Baseline => Some(Strategy::Baseline),
-        RenderMode::Clustered => Some(Strategy::Clustered),
-        RenderMode::Single => Some(Strategy::Single),
-        RenderMode::Random => Some(Strategy::Random),
-        RenderMode::Category => Some(Strategy::Category),
-        RenderMode::DivergenceAware => Some(Strategy::DivergenceAware),
     }
 }
 
@@ -553,18 +538,4 @@ fn sets_key(inputs: &InputSets) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_ntc_mode_has_the_strategy_of_its_name() {
-        assert_eq!(strategy_of(RenderMode::Reference), None);
-        for mode in RenderMode::ALL.into_iter().filter(|m| m.is_ntc()) {
-            let strategy = strategy_of(mode).expect("an NTC mode has a strategy");
-            assert_eq!(strategy.name(), mode.name(), "{mode:?}");
-        }
-    }
 }

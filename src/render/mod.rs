@@ -46,6 +46,7 @@ use std::sync::Arc;
 
 use glam::{Mat4, Vec3};
 
+use crate::cluster::Strategy;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::{GpuContext, GpuError, GpuProfiler, KernelError, ShaderError};
 use crate::ntc::{NtcConfig, NtcPackage};
@@ -101,40 +102,29 @@ pub enum Aov {
     MaterialId = 7,
 }
 
-/// Where the material channels of a frame come from: the original textures, or NTC
-/// packages made with one of the decoder-sharing strategies.
+/// Where the material channels of a frame come from: the original textures, or the NTC
+/// packages of one decoder-sharing strategy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[derive(clap::ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum RenderMode {
     /// The original textures, sampled with hardware filtering.
     #[default]
     Reference,
-    /// NTC, one decoder per texture set.
-    Baseline,
-    /// NTC, one decoder per k-means cluster of texture sets.
-    Clustered,
-    /// NTC, one decoder for every texture set.
-    Single,
-    /// NTC, random groups with the clustered group sizes.
-    Random,
-    /// NTC, one decoder per texture category.
-    Category,
-    /// NTC, groups that cut the distinct decoders per screen tile on the scene's recorded
-    /// views while staying similar in appearance.
-    DivergenceAware,
+    /// NTC, the packages made with this strategy.
+    Ntc(Strategy),
 }
 
 impl RenderMode {
     /// Every mode, in shortcut order.
     pub const ALL: [RenderMode; 7] = [
         RenderMode::Reference,
-        RenderMode::Baseline,
-        RenderMode::Clustered,
-        RenderMode::Single,
-        RenderMode::Random,
-        RenderMode::Category,
-        RenderMode::DivergenceAware,
+        RenderMode::Ntc(Strategy::Baseline),
+        RenderMode::Ntc(Strategy::Clustered),
+        RenderMode::Ntc(Strategy::Single),
+        RenderMode::Ntc(Strategy::Random),
+        RenderMode::Ntc(Strategy::Category),
+        RenderMode::Ntc(Strategy::DivergenceAware),
     ];
 
     /// Whether the mode renders NTC textures (every mode but the reference).
@@ -142,16 +132,19 @@ impl RenderMode {
         self != RenderMode::Reference
     }
 
-    /// The mode's name, as on the command line.
+    /// The strategy whose packages the mode renders (`None` for the reference).
+    pub fn strategy(self) -> Option<Strategy> {
+        match self {
+            RenderMode::Reference => None,
+            RenderMode::Ntc(strategy) => Some(strategy),
+        }
+    }
+
+    /// The mode's name, as on the command line: `reference` or the strategy's.
     pub fn name(self) -> &'static str {
         match self {
             RenderMode::Reference => "reference",
-            RenderMode::Baseline => "baseline",
-            RenderMode::Clustered => "clustered",
-            RenderMode::Single => "single",
-            RenderMode::Random => "random",
-            RenderMode::Category => "category",
-            RenderMode::DivergenceAware => "divergence-aware",
+            RenderMode::Ntc(strategy) => strategy.name(),
         }
     }
 }
@@ -159,6 +152,37 @@ impl RenderMode {
 impl std::fmt::Display for RenderMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl From<RenderMode> for &'static str {
+    fn from(mode: RenderMode) -> Self {
+        mode.name()
+    }
+}
+
+impl TryFrom<String> for RenderMode {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, String> {
+        RenderMode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == name)
+            .ok_or_else(|| format!("unknown render mode `{name}`"))
+    }
+}
+
+impl clap::ValueEnum for RenderMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(match self {
+            RenderMode::Reference => clap::builder::PossibleValue::new("reference")
+                .help("The original textures, sampled with hardware filtering"),
+            RenderMode::Ntc(strategy) => clap::ValueEnum::to_possible_value(strategy)?,
+        })
     }
 }
 
@@ -1152,4 +1176,34 @@ fn same_decoder_shape(a: &NtcConfig, b: &NtcConfig) -> bool {
     let mut a = a.clone();
     a.preset = b.preset;
     &a == b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum as _;
+
+    #[test]
+    fn render_modes_are_the_reference_and_every_strategy_once_under_one_name() {
+        let strategies: Vec<Strategy> = RenderMode::ALL
+            .iter()
+            .filter_map(|m| m.strategy())
+            .collect();
+        assert_eq!(RenderMode::ALL[0], RenderMode::Reference);
+        assert_eq!(strategies.len(), Strategy::value_variants().len());
+        for s in Strategy::value_variants() {
+            assert!(strategies.contains(s), "{s} has no render mode");
+        }
+        for mode in RenderMode::ALL {
+            let json = serde_json::to_string(&mode).unwrap();
+            assert_eq!(json, format!("\"{}\"", mode.name()));
+            assert_eq!(serde_json::from_str::<RenderMode>(&json).unwrap(), mode);
+            assert_eq!(RenderMode::from_str(mode.name(), false).unwrap(), mode);
+            assert_eq!(
+                mode.strategy().map(Strategy::name).unwrap_or("reference"),
+                mode.name()
+            );
+        }
+        assert!(serde_json::from_str::<RenderMode>("\"clusterd\"").is_err());
+    }
 }

@@ -30,6 +30,18 @@ pub struct CompareSettings {
     pub gain: f32,
 }
 
+impl CompareSettings {
+    /// The split view on, with `right` on the right side, or off for `None`.
+    pub fn showing(right: Option<RenderMode>) -> Self {
+        let mut c = Self {
+            enabled: right.is_some(),
+            ..Self::default()
+        };
+        c.split.right.mode = right.unwrap_or_default();
+        c
+    }
+}
+
 impl Default for CompareSettings {
     /// Off; the reference on the right at 50 %; difference ×8 when turned on.
     fn default() -> Self {
@@ -327,6 +339,7 @@ pub(super) fn heatmap_legend(ui: &mut egui::Ui, name: &str, lo: f32, hi: f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::Strategy;
     use crate::render::split::SideSource;
 
     #[test]
@@ -338,15 +351,15 @@ mod tests {
         c.difference = true;
         assert_eq!(c.split().unwrap().difference, Some(8.0));
         // The reference always comes first, whether listed or not.
-        c.next_right(&[RenderMode::Baseline]);
-        assert_eq!(c.split.right.mode, RenderMode::Baseline);
-        c.next_right(&[RenderMode::Baseline]);
+        c.next_right(&[RenderMode::Ntc(Strategy::Baseline)]);
+        assert_eq!(c.split.right.mode, RenderMode::Ntc(Strategy::Baseline));
+        c.next_right(&[RenderMode::Ntc(Strategy::Baseline)]);
         assert_eq!(c.split.right.mode, RenderMode::Reference);
         c.split.right = SideSource {
-            mode: RenderMode::Single,
+            mode: RenderMode::Ntc(Strategy::Single),
             kernel: None,
         };
-        c.next_right(&[RenderMode::Reference, RenderMode::Baseline]);
+        c.next_right(&[RenderMode::Reference, RenderMode::Ntc(Strategy::Baseline)]);
         assert_eq!(
             c.split.right.mode,
             RenderMode::Reference,

@@ -356,6 +356,7 @@ pub fn window_id(name: &str) -> egui::Id {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::Strategy;
     use crate::render::passes::heatmap::HeatmapSource;
     use crate::render::{Aov, RenderMode};
     use crate::scene::camera_control::{CameraState, PathPlayer};
@@ -419,7 +420,7 @@ mod tests {
             render_scale: 1.0,
             show_overlay: true,
             show_help: false,
-            mode: RenderMode::Clustered,
+            mode: RenderMode::Ntc(Strategy::Clustered),
             passes: Default::default(),
             show_heatmap: true,
             heatmap_source: HeatmapSource::Decoders,

@@ -26,6 +26,7 @@ use std::ops::RangeInclusive;
 
 use egui::{Align2, Color32, CornerRadius, FontId, RichText, Stroke, Vec2, pos2, vec2};
 
+use crate::cluster::Strategy;
 use crate::gpu::GrantedFeatures;
 use crate::render::memory::SourceMemory;
 use crate::render::passes::heatmap::HeatmapSource;
@@ -111,6 +112,28 @@ pub struct ViewSettings {
     pub compare: CompareSettings,
     /// The pixel under the cursor is inspected (I).
     pub inspect: bool,
+}
+
+impl Default for ViewSettings {
+    /// The final image of the reference under the default lighting and passes, with the
+    /// overlay, vsync and full render scale.
+    fn default() -> Self {
+        Self {
+            aov: Aov::Final,
+            lighting: Lighting::default(),
+            vsync: true,
+            render_scale: 1.0,
+            show_overlay: true,
+            show_help: false,
+            mode: RenderMode::Reference,
+            passes: PassSettings::default(),
+            show_heatmap: false,
+            heatmap_source: HeatmapSource::Decoders,
+            ntc: KernelChoice::default(),
+            compare: CompareSettings::default(),
+            inspect: false,
+        }
+    }
 }
 
 /// The UI name of a heatmap source.
@@ -602,12 +625,12 @@ fn ntc_section(
 pub fn mode_name(mode: RenderMode) -> &'static str {
     match mode {
         RenderMode::Reference => "Reference",
-        RenderMode::Baseline => "Baseline (a decoder per material)",
-        RenderMode::Clustered => "Clustered (k-means groups)",
-        RenderMode::Single => "Single (one decoder)",
-        RenderMode::Random => "Random groups",
-        RenderMode::Category => "Category groups",
-        RenderMode::DivergenceAware => "Divergence-aware groups",
+        RenderMode::Ntc(Strategy::Baseline) => "Baseline (a decoder per material)",
+        RenderMode::Ntc(Strategy::Clustered) => "Clustered (k-means groups)",
+        RenderMode::Ntc(Strategy::Single) => "Single (one decoder)",
+        RenderMode::Ntc(Strategy::Random) => "Random groups",
+        RenderMode::Ntc(Strategy::Category) => "Category groups",
+        RenderMode::Ntc(Strategy::DivergenceAware) => "Divergence-aware groups",
     }
 }
 

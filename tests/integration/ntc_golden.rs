@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 
 use glam::Vec3;
 use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
+use neurotex::cluster::Strategy;
 use neurotex::gpu::read_texture;
 use neurotex::inputs::{InputSets, InputSource};
 use neurotex::ntc::{NtcConfig, NtcPackage, Preset, TrainConfig, train_cpu};
@@ -305,7 +306,7 @@ fn reference(frames: u32) -> &'static (Vec<u8>, Vec<bool>) {
     };
     cell.get_or_init(|| {
         let f = fixture();
-        let mut r = renderer(RenderMode::Baseline, &f.map);
+        let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
         let rgba = render(&mut r, &settings(RenderMode::Reference, false), frames);
         let mask = geometry_mask(&r);
         let covered = mask.iter().filter(|&&m| m).count();
@@ -377,8 +378,12 @@ fn assert_background_identical(a: &[u8], frames: u32, what: &str) {
 #[test]
 fn golden_ntc_baseline_nearest() {
     let f = fixture();
-    let mut r = renderer(RenderMode::Baseline, &f.map);
-    let rgba = render(&mut r, &settings(RenderMode::Baseline, false), 1);
+    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let rgba = render(
+        &mut r,
+        &settings(RenderMode::Ntc(Strategy::Baseline), false),
+        1,
+    );
     let (reference, mask) = reference(1);
     assert_eq!(&geometry_mask(&r), mask, "same view, same coverage");
     let db = psnr(&rgba, reference, mask);
@@ -404,8 +409,8 @@ fn golden_ntc_baseline_nearest() {
 #[test]
 fn golden_ntc_baseline_stochastic_accumulated() {
     let f = fixture();
-    let s = settings(RenderMode::Baseline, true);
-    let mut r = renderer(RenderMode::Baseline, &f.map);
+    let s = settings(RenderMode::Ntc(Strategy::Baseline), true);
+    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
     let rgba = render(&mut r, &s, FRAMES);
     let (accumulated, mask) = reference(FRAMES);
     let db = psnr(&rgba, accumulated, mask);
@@ -421,7 +426,7 @@ fn golden_ntc_baseline_stochastic_accumulated() {
     assert_background_identical(&rgba, FRAMES, "stochastic");
 
     // Accumulation matters: one stochastic frame is noisier than the average of 16.
-    let mut single = renderer(RenderMode::Baseline, &f.map);
+    let mut single = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
     let one = render(&mut single, &s, 1);
     let db_one = psnr(&one, &reference(1).0, mask);
     eprintln!("stochastic, 1 frame: {db_one:.2} dB against the reference");
@@ -512,12 +517,19 @@ fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
 fn golden_ntc_divergence_heatmap() {
     let ctx = ctx();
     let f = fixture();
-    let mut without = renderer(RenderMode::Baseline, &f.map);
-    assert_eq!(without.decoder_count(RenderMode::Baseline), Some(2));
-    let plain = render(&mut without, &settings(RenderMode::Baseline, false), 1);
-    let mut s = settings(RenderMode::Baseline, false);
+    let mut without = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    assert_eq!(
+        without.decoder_count(RenderMode::Ntc(Strategy::Baseline)),
+        Some(2)
+    );
+    let plain = render(
+        &mut without,
+        &settings(RenderMode::Ntc(Strategy::Baseline), false),
+        1,
+    );
+    let mut s = settings(RenderMode::Ntc(Strategy::Baseline), false);
     s.passes.heatmap = Some(HeatmapSettings::default());
-    let mut r = renderer(RenderMode::Baseline, &f.map);
+    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
     let rgba = render(&mut r, &s, 1);
     let stats = r.divergence_blocking(ctx).expect("divergence statistics");
 
@@ -590,13 +602,13 @@ fn golden_ntc_divergence_heatmap() {
 #[test]
 fn wrong_map_or_mode_exceeds_tolerance() {
     let f = fixture();
-    let s = settings(RenderMode::Baseline, false);
-    let mut r = renderer(RenderMode::Baseline, &f.map);
+    let s = settings(RenderMode::Ntc(Strategy::Baseline), false);
+    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
     let good = render(&mut r, &s, 1);
     let (reference_one, mask) = reference(1);
 
     let swapped_map = [Some(1), Some(0), None];
-    let mut swapped = renderer(RenderMode::Baseline, &swapped_map);
+    let mut swapped = renderer(RenderMode::Ntc(Strategy::Baseline), &swapped_map);
     let bad = render(&mut swapped, &s, 1);
     let (ok, mean, frac) = within_golden_tolerance(&bad, &good);
     eprintln!(
@@ -610,8 +622,12 @@ fn wrong_map_or_mode_exceeds_tolerance() {
         db < MIN_PSNR_NEAREST - 3.0,
         "swapped map is {db:.2} dB from the reference"
     );
-    let mut swapped = renderer(RenderMode::Baseline, &swapped_map);
-    let bad = render(&mut swapped, &settings(RenderMode::Baseline, true), FRAMES);
+    let mut swapped = renderer(RenderMode::Ntc(Strategy::Baseline), &swapped_map);
+    let bad = render(
+        &mut swapped,
+        &settings(RenderMode::Ntc(Strategy::Baseline), true),
+        FRAMES,
+    );
     let db = psnr(&bad, &reference(FRAMES).0, mask);
     eprintln!("swapped map, {FRAMES} stochastic frames: {db:.2} dB against the reference");
     assert!(
@@ -626,8 +642,12 @@ fn wrong_map_or_mode_exceeds_tolerance() {
     );
     assert!(!ok, "the reference image passes as the NTC golden");
 
-    let mut fresh = renderer(RenderMode::Baseline, &f.map);
-    let stochastic = render(&mut fresh, &settings(RenderMode::Baseline, true), 1);
+    let mut fresh = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let stochastic = render(
+        &mut fresh,
+        &settings(RenderMode::Ntc(Strategy::Baseline), true),
+        1,
+    );
     let (ok, mean, frac) = within_golden_tolerance(&stochastic, &good);
     eprintln!(
         "stochastic frame: mean {mean:.2}/255, {:.1} % pixels off",
@@ -636,7 +656,7 @@ fn wrong_map_or_mode_exceeds_tolerance() {
     assert!(!ok, "a stochastic frame passes as the nearest golden");
 
     // No package for Clustered: the frame is the reference, byte for byte.
-    let clustered = settings(RenderMode::Clustered, false);
+    let clustered = settings(RenderMode::Ntc(Strategy::Clustered), false);
     assert_eq!(r.plan(&clustered).mode(), RenderMode::Reference);
     let fallback = render_frames(ctx(), &mut r, &clustered, 1).expect("render");
     assert_eq!(fallback.plan.mode(), RenderMode::Reference);

@@ -7,6 +7,7 @@
 
 use glam::{Vec2, Vec3};
 use half::f16;
+use neurotex::cluster::Strategy;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::assert_mirrors;
 use neurotex::gpu::shader::ShaderLibrary;
@@ -947,15 +948,15 @@ fn baked_textures_replace_the_scene_set() {
     assert_eq!(baked.replaced, 1);
     // The renderer's inference-on-load path: the same bake, sampled by the passes.
     renderer
-        .set_package(ctx, RenderMode::Baseline, package, &map)
+        .set_package(ctx, RenderMode::Ntc(Strategy::Baseline), package, &map)
         .expect("package");
     let mut baked_settings = settings.clone();
-    baked_settings.mode = RenderMode::Baseline;
+    baked_settings.mode = RenderMode::Ntc(Strategy::Baseline);
     baked_settings.passes.inference_on_load = true;
     let after = render_frame(ctx, &mut renderer, &baked_settings).expect("frame");
     assert_eq!(
         after.plan.material,
-        MaterialPath::Baked(RenderMode::Baseline),
+        MaterialPath::Baked(RenderMode::Ntc(Strategy::Baseline)),
         "{:?}",
         after.plan.fallback
     );
@@ -983,16 +984,21 @@ fn inspector_reads_the_cpu_reference_values() {
     let size = (32, 32);
     let mut renderer = crate::common::renderer(&opened.scene, &UploadOptions::default(), size);
     renderer
-        .set_package(ctx, RenderMode::Baseline, package.clone(), &map)
+        .set_package(
+            ctx,
+            RenderMode::Ntc(Strategy::Baseline),
+            package.clone(),
+            &map,
+        )
         .expect("package");
     let mut settings = FrameSettings::new(camera, opened.description.lighting, Aov::Final);
-    settings.mode = RenderMode::Baseline;
+    settings.mode = RenderMode::Ntc(Strategy::Baseline);
     settings.passes.decode.stochastic = false;
     settings.passes.compare = true;
     let frame = render_frame(ctx, &mut renderer, &settings).expect("frame");
     assert_eq!(
         frame.plan.material,
-        MaterialPath::Decode(RenderMode::Baseline)
+        MaterialPath::Decode(RenderMode::Ntc(Strategy::Baseline))
     );
     assert!(frame.plan.compare);
 
@@ -1035,7 +1041,7 @@ fn inspector_reads_the_cpu_reference_values() {
         .expect("a clear pixel on the middle row");
     let pixel = (i as u32 % size.0, i as u32 / size.0);
     let source = InspectSource {
-        mode: RenderMode::Baseline,
+        mode: RenderMode::Ntc(Strategy::Baseline),
         materials: None,
         compared: true,
         error: Some(&t.comparison.error.error),
@@ -1109,7 +1115,10 @@ fn inspector_reads_the_cpu_reference_values() {
     );
     let memory = renderer.source_memory();
     let modes: Vec<RenderMode> = memory.iter().map(|m| m.mode).collect();
-    assert_eq!(modes, [RenderMode::Reference, RenderMode::Baseline]);
+    assert_eq!(
+        modes,
+        [RenderMode::Reference, RenderMode::Ntc(Strategy::Baseline)]
+    );
     assert!(memory[1].package.is_some_and(|b| b > 0) && memory[1].baked.is_none());
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }

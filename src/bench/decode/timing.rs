@@ -78,19 +78,15 @@ impl Timer<'_> {
         frame: &Frame,
     ) -> Result<Measured, BenchError> {
         let total = |stages: &Vec<(String, f64)>| stages.iter().map(|s| s.1).sum::<f64>();
-        trust::warm_up(opts.warmup, opts.warmup_time, || {
-            Ok::<_, BenchError>(total(&self.frame(pass, content, package, frame)?))
-        })?;
         let Trusted {
             samples,
             remeasured,
             unstable,
-        } = trust::measure_trusted(
-            || {
-                (0..opts.frames)
-                    .map(|_| self.frame(pass, content, package, frame))
-                    .collect::<Result<Vec<_>, _>>()
-            },
+        } = trust::run(
+            opts.warmup,
+            opts.warmup_time,
+            opts.frames as usize,
+            |_| self.frame(pass, content, package, frame),
             total,
         )?;
         let mut per_stage: Vec<(String, Vec<f64>)> = Vec::new();
