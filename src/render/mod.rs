@@ -328,6 +328,10 @@ pub struct KernelChoice {
     pub tile: TileSize,
 }
 
+/// A package's bake for inference on load: the block compression asked for, and the
+/// baked textures or why baking failed.
+type Bake = (Option<Transcode>, Result<BakedMaterials, Arc<Unusable>>);
+
 /// One NTC mode's package on the GPU.
 #[derive(Debug)]
 struct LoadedPackage {
@@ -337,7 +341,7 @@ struct LoadedPackage {
     decoders: DecoderMap,
     /// Inference on load: the package baked into textures (with the block compression
     /// asked for) on first use, or why baking failed.
-    baked: Option<(Option<Transcode>, Result<BakedMaterials, Arc<Unusable>>)>,
+    baked: Option<Bake>,
 }
 
 /// The per-pixel decode pass for one decoder shape (the first package's, then whichever

@@ -455,20 +455,22 @@ fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
     use neurotex::render::passes::ntc_bake::Transcode;
     let ctx = ctx();
     let f = fixture();
-    let mut r = renderer(RenderMode::Baseline, &f.map);
-    let mut s = settings(RenderMode::Baseline, false);
+    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut s = settings(RenderMode::Ntc(Strategy::Baseline), false);
     s.passes.inference_on_load = true;
     let bake = |r: &mut Renderer, s: &FrameSettings| {
         let frame = render_frames(ctx, r, s, 1).expect("render");
         assert_eq!(
             frame.plan.material,
-            MaterialPath::Baked(RenderMode::Baseline),
+            MaterialPath::Baked(RenderMode::Ntc(Strategy::Baseline)),
             "{:?}",
             frame.plan.fallback
         );
         assert_eq!(ctx.uncaptured_error_count(), 0, "validation errors");
         let memory = r.source_memory();
-        let baked = memory.iter().find(|m| m.mode == RenderMode::Baseline);
+        let baked = memory
+            .iter()
+            .find(|m| m.mode == RenderMode::Ntc(Strategy::Baseline));
         (frame.rgba8, baked.and_then(|m| m.baked.zip(m.on_load)))
     };
     let (rgba8, memory) = bake(&mut r, &s);

@@ -26,7 +26,7 @@ use crate::gpu::layout::{self, Slot};
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
-use crate::render::passes::bcn_encode::{BcnEncodePass, BlockTarget, GpuBlockFormat};
+use crate::render::passes::bcn_encode::{BcnEncodePass, BlockTarget, GpuBlockFormat, LevelSource};
 use crate::render::scene_gpu::{SET_FORMATS, SceneGpu};
 use crate::texture::ChannelMask;
 
@@ -192,14 +192,17 @@ impl NtcBakePass {
         }
         let encoder = match transcode {
             None => None,
-            Some(t) => {
-                ctx.require(wgpu::Features::TEXTURE_COMPRESSION_BC)
-                    .map_err(|e| NtcRenderError::Gpu {
-                        what: format!("transcoding to {t} on load"),
-                        message: e.to_string(),
-                    })?;
-                Some((t, BcnEncodePass::new(ctx)?))
+            Some(t) if !ctx.granted.texture_compression_bc => {
+                return Err(NtcRenderError::Gpu {
+                    what: format!("transcoding to {t} on load"),
+                    message: format!(
+                        "{} offers no block-compressed textures (TEXTURE_COMPRESSION_BC); \
+                         render without --transcode, or pick another adapter with WGPU_ADAPTER_NAME",
+                        ctx.describe()
+                    ),
+                });
             }
+            Some(t) => Some((t, BcnEncodePass::new(ctx)?)),
         };
         let target = Slot::WriteTexture(wgpu::TextureFormat::Rgba8Unorm);
         let kernel = ComputeKernel::new(
@@ -523,8 +526,10 @@ fn transcode_set(
             bcn.record(
                 device,
                 &mut encoder,
-                &sampled,
-                size,
+                LevelSource {
+                    view: &sampled,
+                    size,
+                },
                 *encoding,
                 BlockTarget {
                     buffer: &blocks,
