@@ -6,7 +6,7 @@
 //! in 1..=[`MAX_IMAGE_SIDE`](super::MAX_IMAGE_SIDE), at most a full mip chain of levels, every level's bytes
 //! present in the file, and each decode within the memory budget. Cubemaps, texture
 //! arrays, volume and 1D textures are refused with an error naming the file; so are
-//! supercompressed KTX2 (Basis Universal, Zstandard) and pixel formats outside
+//! supercompressed KTX2 (BasisLZ/ETC1S, Zstandard) and pixel formats outside
 //! [`Encoding`]'s list. Block formats are decoded by `texture2ddecoder`:
 //!
 //! | format | decoded channels |
@@ -19,6 +19,12 @@
 //!
 //! Two-channel uncompressed formats (`R8G8`, `R16G16`) read like BC5. sRGB and UNORM
 //! variants hold the same encoded values (the canonical set keeps them as stored).
+//!
+//! Basis Universal **UASTC** KTX2 (no Vulkan format, the UASTC colour model) is read with
+//! the `basis` feature: Binomial's transcoder (`basis-universal`) turns each level's
+//! blocks into BC7, decoded as above, and the descriptor's channel id picks the channels
+//! kept (RGB, RGBA, R, R + A, or R, G read like BC5). Without the feature, and for BasisLZ/ETC1S (whose
+//! transcoder that binding does not expose for KTX2), the file is refused by name.
 //!
 //! **Writing** ([`write_dds`], [`write_ktx2`]): a chain of BC1, BC3, BC5 or BC7 levels
 //! (from [`super::bcn::encode_blocks`]), as a DDS with the DX10 header or a KTX2 with its
@@ -165,7 +171,13 @@ pub enum Encoding {
     Block(BlockKind),
     /// One pixel after another, rows unpadded.
     Plain(Plain),
+    /// Basis Universal UASTC 4×4 blocks (16 bytes each), transcoded to RGBA8 pixels that
+    /// are then read with this layout.
+    Uastc(Plain),
 }
+
+/// Bytes of a UASTC block.
+const UASTC_BLOCK_BYTES: u64 = 16;
 
 impl Encoding {
     /// Bytes of a `width × height` level.
@@ -176,6 +188,11 @@ impl Encoding {
                 u64::from(height.div_ceil(4)),
                 b.block_bytes(),
             ]),
+            Self::Uastc(_) => budget::product(&[
+                u64::from(width.div_ceil(4)),
+                u64::from(height.div_ceil(4)),
+                UASTC_BLOCK_BYTES,
+            ]),
             Self::Plain(p) => budget::product(&[
                 u64::from(width),
                 u64::from(height),
@@ -184,10 +201,12 @@ impl Encoding {
         }
     }
 
-    /// The block format, when the source was already lossily compressed.
-    pub fn lossy(self) -> Option<BlockKind> {
+    /// The name of the block format (`BC1` … `BC7`, `UASTC`), when the source was already
+    /// lossily compressed.
+    pub fn lossy(self) -> Option<&'static str> {
         match self {
-            Self::Block(b) => Some(b),
+            Self::Block(b) => Some(b.name()),
+            Self::Uastc(_) => Some("UASTC"),
             Self::Plain(_) => None,
         }
     }
@@ -236,7 +255,7 @@ impl<'a> Container<'a> {
     /// RGB when no block is transparent).
     pub fn channels(&self) -> u8 {
         match self.encoding {
-            Encoding::Plain(p) => p.channels(),
+            Encoding::Plain(p) | Encoding::Uastc(p) => p.channels(),
             Encoding::Block(BlockKind::Bc4) => 1,
             Encoding::Block(BlockKind::Bc5 | BlockKind::Bc6hUfloat | BlockKind::Bc6hSfloat) => 3,
             Encoding::Block(_) => 4,
@@ -246,7 +265,7 @@ impl<'a> Container<'a> {
     /// Bytes per decoded sample.
     pub fn sample_bytes(&self) -> u8 {
         match self.encoding {
-            Encoding::Plain(p) => p.sample_bytes,
+            Encoding::Plain(p) | Encoding::Uastc(p) => p.sample_bytes,
             Encoding::Block(_) => 1,
         }
     }
@@ -257,7 +276,7 @@ impl<'a> Container<'a> {
         let texels = u64::from(w) * u64::from(h);
         let samples = texels * u64::from(self.channels()) * u64::from(self.sample_bytes());
         match self.encoding {
-            Encoding::Block(_) => samples + texels * 4,
+            Encoding::Block(_) | Encoding::Uastc(_) => samples + texels * 4,
             Encoding::Plain(_) => samples,
         }
     }
@@ -277,6 +296,18 @@ impl<'a> Container<'a> {
         let texels = width as usize * height as usize;
         match self.encoding {
             Encoding::Plain(p) => Ok(decode_plain(p, data, width, height)),
+            Encoding::Uastc(p) => {
+                let fail = |message: String| TextureError::Decode {
+                    file: file.to_string(),
+                    message: format!("UASTC level {level}: {message}"),
+                };
+                let bc7 = transcode_uastc(data, width, height).map_err(fail)?;
+                let mut packed = vec![0u32; texels];
+                texture2ddecoder::decode_bc7(&bc7, width as usize, height as usize, &mut packed)
+                    .map_err(|m| fail(format!("its BC7 blocks: {m}")))?;
+                let rgba: Vec<u8> = packed.iter().flat_map(|p| bgra_to_rgba(*p)).collect();
+                Ok(decode_plain(p, &rgba, width, height))
+            }
             Encoding::Block(kind) => {
                 let mut packed = vec![0u32; texels];
                 let (w, h) = (width as usize, height as usize);
@@ -301,13 +332,72 @@ impl<'a> Container<'a> {
     }
 }
 
+/// BC7 blocks of a `width × height` level of UASTC blocks (`data` holds exactly its
+/// blocks, checked by the parser), by Binomial's transcoder. UASTC → BC7 is the format's
+/// designed near-lossless path; the binding's RGBA32 output is not used, as it sizes its
+/// buffer in 4×4 blocks rather than pixels.
+#[cfg(feature = "basis")]
+fn transcode_uastc(data: &[u8], width: u32, height: u32) -> Result<Vec<u8>, String> {
+    use basis_universal::{
+        DecodeFlags, LowLevelUastcTranscoder, SliceParametersUastc, TranscoderBlockFormat,
+    };
+    let blocks = LowLevelUastcTranscoder::new()
+        .transcode_slice(
+            data,
+            SliceParametersUastc {
+                num_blocks_x: width.div_ceil(4),
+                num_blocks_y: height.div_ceil(4),
+                has_alpha: true,
+                original_width: width,
+                original_height: height,
+            },
+            DecodeFlags::HIGH_QUALITY,
+            TranscoderBlockFormat::BC7,
+        )
+        .map_err(|e| format!("the transcoder failed ({e:?})"))?;
+    if blocks.len() != data.len() {
+        return Err(format!(
+            "the transcoder returned {} bytes of BC7 blocks for {} of UASTC",
+            blocks.len(),
+            data.len()
+        ));
+    }
+    Ok(blocks)
+}
+
+/// Without the `basis` feature no UASTC container parses, so no level reaches here.
+#[cfg(not(feature = "basis"))]
+fn transcode_uastc(_: &[u8], _: u32, _: u32) -> Result<Vec<u8>, String> {
+    Err("this build cannot transcode Basis Universal (build with `--features basis`)".into())
+}
+
+/// The layout of a UASTC texture's transcoded RGBA8 pixels, by the data format
+/// descriptor's channel id (KTX2 spec, "Basis Universal UASTC": RGB 0, RGBA 3, RRR 4,
+/// RRRG 5, RG 6).
+fn uastc_layout(channel_id: u8) -> Option<Plain> {
+    Some(match channel_id {
+        0 => Plain::RGBX8,
+        3 => Plain::RGBA8,
+        4 => Plain::new(4, 1, &[0]),
+        5 => Plain::new(4, 1, &[0, 3]),
+        6 => Plain {
+            rg: true,
+            ..Plain::new(4, 1, &[0, 1])
+        },
+        _ => return None,
+    })
+}
+
+/// A texel as `texture2ddecoder` packs it (`[b, g, r, a]` little-endian) in RGBA order.
+fn bgra_to_rgba(packed: u32) -> [u8; 4] {
+    let [b, g, r, a] = packed.to_le_bytes();
+    [r, g, b, a]
+}
+
 /// The decoded texels of a block format (`texture2ddecoder` packs `[b, g, r, a]`
 /// little-endian) with the channels of the module's table.
 fn unpack_blocks(kind: BlockKind, packed: &[u32], width: u32, height: u32) -> DecodedImage {
-    let rgba = packed.iter().map(|p| {
-        let [b, g, r, a] = p.to_le_bytes();
-        [r, g, b, a]
-    });
+    let rgba = packed.iter().map(|p| bgra_to_rgba(*p));
     let samples: Vec<u8> = match kind {
         BlockKind::Bc4 => rgba.map(|p| p[0]).collect(),
         BlockKind::Bc5 => rgba
@@ -640,7 +730,9 @@ fn parse_ktx2<'a>(bytes: &'a [u8], file: &str) -> Result<Container<'a>, TextureE
     let h = reader.header();
     if let Some(scheme) = h.supercompression_scheme {
         let what = if scheme == ktx2::SupercompressionScheme::BasisLZ {
-            "Basis Universal (BasisLZ/ETC1S) KTX2, which this build cannot transcode".to_string()
+            "Basis Universal BasisLZ/ETC1S KTX2, which is not transcoded (re-encode it as \
+             UASTC)"
+                .to_string()
         } else {
             format!("KTX2 supercompressed with {scheme:?}")
         };
@@ -677,10 +769,7 @@ fn parse_ktx2<'a>(bytes: &'a [u8], file: &str) -> Result<Container<'a>, TextureE
         ));
     }
     let Some(format) = h.format else {
-        return Err(unsupported(
-            file,
-            "KTX2 without a Vulkan format (Basis Universal UASTC), which this build cannot transcode".into(),
-        ));
+        return parse_uastc(bytes, &reader, file);
     };
     let encoding = match format {
         K::BC1_RGB_UNORM_BLOCK
@@ -705,6 +794,53 @@ fn parse_ktx2<'a>(bytes: &'a [u8], file: &str) -> Result<Container<'a>, TextureE
         K::R16G16B16A16_UNORM => Encoding::Plain(Plain::RGBA16),
         other => return Err(unsupported(file, format!("KTX2 format {other:?}"))),
     };
+    ktx2_levels(bytes, &reader, file, format!("{format:?}"), encoding)
+}
+
+/// A KTX2 file of UASTC blocks (no Vulkan format): read with the `basis` feature, its
+/// channels from the descriptor; refused otherwise.
+fn parse_uastc<'a>(
+    bytes: &'a [u8],
+    reader: &ktx2::Reader<&'a [u8]>,
+    file: &str,
+) -> Result<Container<'a>, TextureError> {
+    let basic = reader
+        .basic_dfd()
+        .filter(|b| b.color_model == Some(ktx2::ColorModel::UASTC));
+    let Some(basic) = basic else {
+        return Err(unsupported(
+            file,
+            "KTX2 without a Vulkan format that is not UASTC".into(),
+        ));
+    };
+    if !cfg!(feature = "basis") {
+        return Err(unsupported(
+            file,
+            "Basis Universal UASTC KTX2, which this build cannot transcode (build with \
+             `--features basis`)"
+                .into(),
+        ));
+    }
+    let channel = basic.sample_information.first().map(|s| s.channel_type);
+    let layout = channel.and_then(uastc_layout).ok_or_else(|| {
+        invalid(
+            file,
+            format!("UASTC KTX2 with the unknown channel id {channel:?} in its descriptor"),
+        )
+    })?;
+    ktx2_levels(bytes, reader, file, "UASTC".into(), Encoding::Uastc(layout))
+}
+
+/// The container of a parsed KTX2 `reader` over `bytes`: every level cut and its size
+/// checked against `encoding`.
+fn ktx2_levels<'a>(
+    bytes: &'a [u8],
+    reader: &ktx2::Reader<&'a [u8]>,
+    file: &str,
+    format_name: String,
+    encoding: Encoding,
+) -> Result<Container<'a>, TextureError> {
+    let h = reader.header();
     // The levels as slices of `bytes` itself (the reader's borrow ends here).
     let base = bytes.as_ptr() as usize;
     let stored: Vec<&'a [u8]> = reader
@@ -737,7 +873,7 @@ fn parse_ktx2<'a>(bytes: &'a [u8], file: &str) -> Result<Container<'a>, TextureE
     )?;
     Ok(Container {
         kind: ContainerKind::Ktx2,
-        format_name: format!("{format:?}"),
+        format_name,
         encoding,
         width: h.pixel_width,
         height: h.pixel_height,
@@ -1209,9 +1345,117 @@ mod tests {
         refused(&patched(12 + 4 * 6, 6), "cubemap");
         refused(&patched(12 + 4 * 5, 2), "array of 2 layers");
         refused(&patched(12 + 4 * 4, 2), "volume");
-        refused(&patched(12 + 4 * 8, 1), "Basis Universal");
-        refused(&patched(12, 0), "Basis Universal");
+        refused(&patched(12 + 4 * 8, 1), "BasisLZ/ETC1S");
+        refused(&patched(12, 0), "not UASTC");
         refused(&patched(12 + 4 * 2, 64), "holds");
         refused(&good[..good.len() - 3], "KTX2");
+    }
+
+    /// A KTX2 file of UASTC `levels` (level 0 first) whose descriptor names `channel`.
+    fn uastc_ktx2(channel: u32, (w, h): (u32, u32), levels: &[Vec<u8>]) -> Vec<u8> {
+        // Colour model 166 (UASTC), BT.709, linear, 4×4×1×1 blocks of 16 bytes, one
+        // 128-bit sample of `channel`.
+        let dfd = [
+            44,
+            0,
+            2 | (40 << 16),
+            166 | (1 << 8) | (1 << 16),
+            3 | (3 << 8),
+            16,
+            0,
+            (127 << 16) | (channel << 24),
+            0,
+            0,
+            u32::MAX,
+        ];
+        ktx2_container(0, &dfd, 16, (w, h), levels)
+    }
+
+    #[test]
+    fn uastc_ktx2_is_read_with_the_basis_feature_and_refused_by_name_without() {
+        // Any 16-byte blocks make a well-formed container; without the feature it is
+        // refused before the blocks matter.
+        let bytes = uastc_ktx2(3, (8, 8), &[vec![0; 64]]);
+        let short = uastc_ktx2(3, (8, 8), &[vec![0; 63]]);
+        let unknown = uastc_ktx2(9, (8, 8), &[vec![0; 64]]);
+        if cfg!(feature = "basis") {
+            let c = Container::parse(&bytes, "u.ktx2").expect("UASTC container");
+            assert_eq!((c.encoding.lossy(), c.channels()), (Some("UASTC"), 4));
+            refused(&short, "holds 63 bytes");
+            refused(&unknown, "channel id Some(9)");
+        } else {
+            for b in [&bytes, &short, &unknown] {
+                refused(b, "--features basis");
+            }
+        }
+    }
+
+    /// UASTC blocks of an RGBA image made by Binomial's encoder: its `.basis` file's one
+    /// slice (header and slice descriptor as `basisu_file_headers.h` lays them out).
+    #[cfg(feature = "basis")]
+    fn uastc_blocks(rgba: &[u8], w: u32, h: u32) -> Vec<u8> {
+        use basis_universal::{BasisTextureFormat, Compressor, CompressorParams};
+        let mut params = CompressorParams::new();
+        params.set_basis_format(BasisTextureFormat::UASTC4x4);
+        params.set_generate_mipmaps(false);
+        params.source_image_mut(0).init(rgba, w, h, 4);
+        let mut compressor = Compressor::new(1);
+        // SAFETY: the parameters outlive `init`, which copies them; `process` runs on
+        // the compressor's own copy.
+        #[expect(unsafe_code, reason = "the binding's encoder entry points are unsafe")]
+        unsafe {
+            assert!(compressor.init(&params));
+            compressor.process().expect("UASTC encoding");
+        }
+        let file = compressor.basis_file().to_vec();
+        let uint = |at: usize, n: usize| {
+            (0..n).fold(0usize, |v, i| v | (usize::from(file[at + i]) << (8 * i)))
+        };
+        assert_eq!(uint(14, 3), 1, "one slice");
+        let slice = uint(65, 4);
+        let (offset, size) = (uint(slice + 13, 4), uint(slice + 17, 4));
+        file[offset..offset + size].to_vec()
+    }
+
+    #[cfg(feature = "basis")]
+    #[test]
+    fn uastc_levels_decode_close_to_their_source_in_every_channel_layout() {
+        let (w, h) = (16, 12);
+        let rgba = gradient(w, h);
+        let blocks = uastc_blocks(&rgba, w, h);
+        assert_eq!(blocks.len(), 4 * 3 * 16);
+        // RGBA (3), RGB (0), R (4), R + A (5), and R, G with Z rebuilt (6).
+        for (channel, taken) in [
+            (3, &[0, 1, 2, 3][..]),
+            (0, &[0, 1, 2]),
+            (4, &[0]),
+            (5, &[0, 3]),
+        ] {
+            let bytes = uastc_ktx2(channel, (w, h), std::slice::from_ref(&blocks));
+            let c = Container::parse(&bytes, "u.ktx2").expect("UASTC container");
+            let image = c.decode_level(0, "u.ktx2").expect("transcoded");
+            let Samples::U8(got) = &image.samples else {
+                panic!("8-bit samples")
+            };
+            assert_eq!(
+                usize::from(image.channels),
+                taken.len(),
+                "channel id {channel}"
+            );
+            let worst = (0..(w * h) as usize)
+                .flat_map(|t| taken.iter().enumerate().map(move |(k, &src)| (t, k, src)))
+                .map(|(t, k, src)| {
+                    let a = i32::from(got[t * taken.len() + k]);
+                    (a - i32::from(rgba[t * 4 + src])).abs()
+                })
+                .max()
+                .unwrap();
+            assert!(worst <= 16, "channel id {channel}: worst error {worst}");
+        }
+        let normal = uastc_ktx2(6, (w, h), std::slice::from_ref(&blocks));
+        let image = Container::parse(&normal, "n.ktx2")
+            .and_then(|c| c.decode_level(0, "n.ktx2"))
+            .expect("transcoded normal");
+        assert_eq!(image.channels, 3);
     }
 }

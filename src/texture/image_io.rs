@@ -175,7 +175,7 @@ pub fn probe(source: &ImageSource) -> Result<ImageInfo, TextureError> {
             channels: c.channels(),
             bytes_per_sample: c.sample_bytes(),
             encoded_len: bytes.len() as u64,
-            block_format: c.encoding.lossy().map(|b| b.name()),
+            block_format: c.encoding.lossy(),
         };
         super::budget::check(
             || format!("decoding {file} ({}×{})", c.width, c.height),

@@ -32,7 +32,8 @@ use neurotex::ntc::train::checkpoint::Checkpoint;
 use neurotex::ntc::train::cpu::{self, AdamState, Gradients};
 use neurotex::ntc::train::gpu::{
     GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer, GpuTrainerOptions,
-    GradientAtomics, QatNoise, TrainKernel, TrainOptions, train_gpu,
+    GradientAtomics, MAX_TRAIN_WORKGROUPS, QatNoise, TRAIN_ROWS, TrainKernel, TrainOptions,
+    train_gpu,
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
@@ -312,6 +313,55 @@ fn gpu_gradients_match_the_cpu_reference() {
                 .expect("gradients");
             assert!(block_error(&plain.decoder, &noisy.decoder).0 > 1e-5);
         }
+    }
+}
+
+#[test]
+fn decoder_gradients_add_up_over_each_workgroups_chunks() {
+    // Every sample of the tiny group 200 times: more chunks than MAX_TRAIN_WORKGROUPS
+    // workgroups take one each at any chunk size, so the mixed-precision step's workgroups
+    // add several chunks' weight and bias gradients to their partials.
+    let (mut config, model, sets) = tiny_group(Activation::HardGelu, 6);
+    let batch: Vec<Sample> = std::iter::repeat_n(all_samples(&sets), 200)
+        .flatten()
+        .collect();
+    config.batch_size = batch.len() as u32;
+    assert!(batch.len() > (MAX_TRAIN_WORKGROUPS * TRAIN_ROWS[0]) as usize);
+    let latents: Vec<Vec<f32>> = model
+        .pyramids()
+        .iter()
+        .map(|p| p.values().to_vec())
+        .collect();
+    let (cpu_loss, cpu_grads) =
+        cpu::batch_gradients(&model, &sets, &latents, &batch, &config.loss_weights)
+            .expect("cpu gradients");
+    // The decoder's gradients only: the latents' come from atomics, whose fixed-point
+    // rounding grows with the adds and is tested above.
+    let mixed = kernels_for(&config.model)
+        .into_iter()
+        .filter(|&k| k != TrainKernel::F32);
+    for kernel in mixed {
+        let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto, kernel);
+        let (gpu_loss, gpu_grads) = gpu.gradients(&batch, None).expect("gpu gradients");
+        let tol = tolerance(kernel);
+        assert!(
+            (gpu_loss - cpu_loss).abs() <= tol * cpu_loss,
+            "{kernel}: loss {gpu_loss} vs {cpu_loss}"
+        );
+        let (err, max) = block_error(&gpu_grads.decoder, &cpu_grads.decoder);
+        assert!(
+            max > 1e-3,
+            "{kernel}: decoder gradients too small to test ({max})"
+        );
+        assert!(
+            err <= tol * max,
+            "{kernel}: decoder gradient error {err:e} (largest gradient {max:e})"
+        );
+        println!(
+            "{kernel}, {} samples: decoder {:.1e} (of |g|max)",
+            batch.len(),
+            err / max
+        );
     }
 }
 
