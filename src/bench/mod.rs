@@ -168,6 +168,32 @@ pub struct BenchReport {
     pub command: String,
     /// The rows.
     pub rows: Vec<BenchRow>,
+    /// Video memory of each mode's material paths ([`crate::render::Renderer::source_memory`]).
+    pub memory: Vec<MemoryRow>,
+}
+
+/// The video memory of one mode's material paths, in bytes.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct MemoryRow {
+    /// The mode.
+    pub mode: RenderMode,
+    /// The scene's original textures.
+    pub textures: u64,
+    /// The package on the GPU (per-pixel decode; `None` for the reference).
+    pub package: Option<u64>,
+    /// Inference on load per path, beside the BCn bundles (`None` for the reference).
+    pub on_load: Option<crate::render::memory::OnLoadMemory>,
+}
+
+impl From<&crate::render::memory::SourceMemory> for MemoryRow {
+    fn from(m: &crate::render::memory::SourceMemory) -> Self {
+        Self {
+            mode: m.mode,
+            textures: m.textures,
+            package: m.package,
+            on_load: m.on_load,
+        }
+    }
 }
 
 /// What to measure.
@@ -510,6 +536,41 @@ impl BenchReport {
                 s.push('\n');
             }
         }
+        s.push_str(&self.memory_markdown());
+        s
+    }
+
+    /// The video memory table: per mode, MiB of each material path (inference on load
+    /// transcoded beside the BCn bundle of the same sets).
+    fn memory_markdown(&self) -> String {
+        if self.memory.is_empty() {
+            return String::new();
+        }
+        let mib = |b: u64| format!("{:.2}", b as f64 / 1_048_576.0);
+        let opt = |b: Option<u64>| b.map_or("–".to_owned(), mib);
+        let mut s = String::from(
+            "\nVideo memory, MiB\n\n| mode | original textures | package (per-pixel decode) | RGBA8 on load | BC1 on load (BC1/BC5 bundle) | BC7 on load (BC7/BC5 bundle) |\n|---|---|---|---|---|---|\n",
+        );
+        for m in &self.memory {
+            let o = m.on_load;
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                m.mode,
+                mib(m.textures),
+                opt(m.package),
+                opt(o.map(|o| o.rgba8)),
+                o.map_or("–".to_owned(), |o| format!(
+                    "{} ({})",
+                    mib(o.bc1),
+                    mib(o.bundle_bc1_bc5)
+                )),
+                o.map_or("–".to_owned(), |o| format!(
+                    "{} ({})",
+                    mib(o.bc7),
+                    mib(o.bundle_bc7_bc5)
+                )),
+            ));
+        }
         s
     }
 
@@ -666,6 +727,7 @@ mod tests {
             gbuffer: GBufferMode::Raster,
             command: "c".into(),
             rows,
+            memory: Vec::new(),
         }
     }
 

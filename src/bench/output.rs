@@ -81,6 +81,7 @@ mod tests {
             gbuffer: crate::render::GBufferMode::Raster,
             command: "neurotex bench".into(),
             rows: Vec::new(),
+            memory: Vec::new(),
         };
         let md = write_report(&dir.join("nested"), &report).unwrap();
         assert!(md.starts_with("Adapter: test adapter"), "{md}");

@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::Args;
 
 use neurotex::packages::PackageRecipe;
+use neurotex::render::passes::ntc_bake::Transcode;
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{GBufferMode, KernelChoice, PassSettings, RenderMode};
@@ -153,6 +154,10 @@ pub struct NtcModeArgs {
     /// Decode the package into mipmapped textures at load and render those.
     #[arg(long)]
     pub inference_on_load: bool,
+    /// With --inference-on-load, block-compress the decoded textures on the GPU: `bc1`
+    /// (BC1, BC7 for groups of four channels) or `bc7` (BC7 throughout).
+    #[arg(long, value_enum, requires = "inference_on_load")]
+    pub transcode: Option<Transcode>,
     #[command(flatten)]
     pub recipe: PackageRecipeArgs,
 }
@@ -178,6 +183,7 @@ impl NtcModeArgs {
         let mut o = PassSettings::default();
         o.decode.stochastic = !self.no_stochastic;
         o.inference_on_load = self.inference_on_load;
+        o.transcode = self.transcode;
         o
     }
 

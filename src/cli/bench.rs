@@ -150,6 +150,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         gbuffer: renderer.gbuffer_mode(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
         rows,
+        memory: renderer.source_memory().iter().map(Into::into).collect(),
     };
     let md = write_report(&out, &report)?;
     print!("{md}");

@@ -85,6 +85,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         .size
         .or(opened.description.render.size.map(|[w, h]| (w, h)))
         .unwrap_or((1280, 720));
+    let started = std::time::Instant::now();
     let ctx = GpuContext::headless()?;
     // Logged under the binary's target, as before the command line had modules.
     log::info!(target: "neurotex", "{}", ctx.describe());
@@ -95,11 +96,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         println!("missing texture (constants used): {m}");
     }
     let mode = a.ntc.mode;
-    if a.psnr && a.ntc.inference_on_load {
-        anyhow::bail!(
-            "--psnr compares per-pixel decoding with the reference; it is not available with --inference-on-load"
-        );
-    }
+    let scene_loaded = started.elapsed();
     if mode != RenderMode::Reference {
         let source = PackageSource {
             package: a.ntc.package.as_deref(),
@@ -110,6 +107,22 @@ pub fn run(a: RenderArgs) -> Result<()> {
         load_package(&ctx, &mut renderer, &opened, &textures, mode, &source)?;
         renderer.set_kernel_choice(&ctx, a.ntc.kernel_choice())?;
         renderer.prepare(&ctx, mode)?;
+        let package_loaded = started.elapsed();
+        if a.ntc.inference_on_load {
+            let gpu_ms = renderer.prepare_baked(&ctx, mode, a.ntc.transcode)?;
+            ctx.wait_idle()?;
+            let baked = started.elapsed();
+            println!(
+                "load: scene and textures {:.3} s, package {:.3} s, inference on load ({}) {:.1} ms{}; {:.3} s in all",
+                scene_loaded.as_secs_f64(),
+                (package_loaded - scene_loaded).as_secs_f64(),
+                a.ntc.transcode.map_or("rgba8", |t| t.name()),
+                (baked - package_loaded).as_secs_f64() * 1e3,
+                gpu_ms.map_or(String::new(), |ms| format!(" (GPU {ms:.3} ms)")),
+                baked.as_secs_f64()
+            );
+        }
+        print_memory(&renderer, mode);
     }
     let mut settings = FrameSettings {
         camera,
@@ -129,9 +142,11 @@ pub fn run(a: RenderArgs) -> Result<()> {
         println!("mode {mode}, kernel {kernel}, tile {}", renderer.tile());
     }
     if a.psnr {
-        match renderer.psnr_blocking(&ctx)? {
-            Some(p) => println!("PSNR against the reference: {p:.2} dB"),
-            None => println!("PSNR against the reference: identical (or nothing compared)"),
+        if !a.ntc.inference_on_load {
+            match renderer.psnr_blocking(&ctx)? {
+                Some(p) => println!("PSNR against the reference: {p:.2} dB"),
+                None => println!("PSNR against the reference: identical (or nothing compared)"),
+            }
         }
         let reference_settings = FrameSettings {
             mode: RenderMode::Reference,
@@ -154,6 +169,19 @@ pub fn run(a: RenderArgs) -> Result<()> {
             frame.height,
         )
         .ok_or_else(|| anyhow::anyhow!("the reference frame has another size than the output"))?;
+        println!(
+            "frame PSNR against the reference (8-bit sRGB RGB): {:.2} dB",
+            rgb8_psnr(&rgb(&reference.rgba8), &rgb(&frame.rgba8))
+        );
+        if let Some(t) = a.ntc.transcode.filter(|_| mode != RenderMode::Reference) {
+            let q = renderer.transcode_quality(&ctx, mode, t)?;
+            println!(
+                "transcode {t} of the decoded texels: GPU encoder {:.2} dB, ISPC {:.2} dB ({:+.2} dB)",
+                q.gpu_db,
+                q.ispc_db,
+                q.gpu_db - q.ispc_db
+            );
+        }
         println!("ꟻLIP against the reference: {:.4} (mean)", map.mean());
         if let Some(path) = &a.flip_map {
             let rgba: Vec<u8> = map
@@ -200,4 +228,48 @@ pub fn run(a: RenderArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Print the video memory of `mode`'s material paths: the originals, the package
+/// (per-pixel decode), inference on load as RGBA8 and transcoded (beside the BCn bundles
+/// of the same sets), and what is baked now.
+fn print_memory(renderer: &neurotex::render::Renderer, mode: RenderMode) {
+    let mib = |b: u64| format!("{:.2} MiB", b as f64 / 1048576.0);
+    for m in renderer.source_memory().iter().filter(|m| m.mode == mode) {
+        println!(
+            "video memory of {mode}: original textures {}",
+            mib(m.textures)
+        );
+        if let Some(p) = m.package {
+            println!("  per-pixel decode: package {}", mib(p));
+        }
+        if let Some(o) = m.on_load {
+            println!(
+                "  inference on load: RGBA8 {}, BC1 {} (BC1/BC5 bundle {}), BC7 {} (BC7/BC5 bundle {})",
+                mib(o.rgba8),
+                mib(o.bc1),
+                mib(o.bundle_bc1_bc5),
+                mib(o.bc7),
+                mib(o.bundle_bc7_bc5)
+            );
+        }
+        if let Some((t, bytes)) = m.baked {
+            println!(
+                "  baked now: {} {}",
+                t.map_or("rgba8", |t| t.name()),
+                mib(bytes)
+            );
+        }
+    }
+}
+
+/// PSNR in dB of two 8-bit images of the same size (the project's convention,
+/// [`texture::metrics::psnr_from_mse`]).
+fn rgb8_psnr(a: &[u8], b: &[u8]) -> f64 {
+    let sse: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(&x, &y)| (f64::from(x) - f64::from(y)).powi(2))
+        .sum();
+    texture::metrics::psnr_from_mse(sse / (255.0f64.powi(2) * a.len().max(1) as f64))
 }

@@ -45,7 +45,8 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
     .union(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     .union(wgpu::Features::FLOAT32_FILTERABLE)
     .union(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
-    .union(wgpu::Features::PRIMITIVE_INDEX);
+    .union(wgpu::Features::PRIMITIVE_INDEX)
+    .union(wgpu::Features::TEXTURE_COMPRESSION_BC);
 
 /// Errors from adapter/device creation and from GPU work checked with error scopes.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +112,8 @@ pub struct GrantedFeatures {
     pub primitive_index: bool,
     /// Downlevel flag `ANISOTROPIC_FILTERING`: samplers may use `anisotropy_clamp > 1`.
     pub anisotropic_filtering: bool,
+    /// `TEXTURE_COMPRESSION_BC`: BC1–BC7 textures (inference on load's transcode).
+    pub texture_compression_bc: bool,
 }
 
 impl GrantedFeatures {
@@ -129,11 +132,12 @@ impl GrantedFeatures {
             cooperative_matrix: features.contains(F::EXPERIMENTAL_COOPERATIVE_MATRIX),
             primitive_index: features.contains(F::PRIMITIVE_INDEX),
             anisotropic_filtering: downlevel.contains(wgpu::DownlevelFlags::ANISOTROPIC_FILTERING),
+            texture_compression_bc: features.contains(F::TEXTURE_COMPRESSION_BC),
         }
     }
 
     /// Every flag with its name (the field name), in declaration order.
-    pub fn flags(&self) -> [(&'static str, bool); 11] {
+    pub fn flags(&self) -> [(&'static str, bool); 12] {
         [
             ("timestamps", self.timestamps),
             (
@@ -149,6 +153,7 @@ impl GrantedFeatures {
             ("cooperative_matrix", self.cooperative_matrix),
             ("primitive_index", self.primitive_index),
             ("anisotropic_filtering", self.anisotropic_filtering),
+            ("texture_compression_bc", self.texture_compression_bc),
         ]
     }
 }
@@ -483,6 +488,7 @@ fn features_named(list: &str) -> wgpu::Features {
             "float32_filterable" => F::FLOAT32_FILTERABLE,
             "cooperative_matrix" => F::EXPERIMENTAL_COOPERATIVE_MATRIX,
             "primitive_index" => F::PRIMITIVE_INDEX,
+            "texture_compression_bc" => F::TEXTURE_COMPRESSION_BC,
             other => {
                 log::warn!("{DISABLE_FEATURES_ENV}: unknown feature name {other:?} ignored");
                 F::empty()
@@ -533,12 +539,13 @@ mod tests {
     fn feature_names_round_trip() {
         let all = features_named(
             "timestamps, shader_f16,subgroup,subgroup_barrier,float32_atomic,float32_filterable,\
-             cooperative_matrix,primitive_index",
+             cooperative_matrix,primitive_index,texture_compression_bc",
         );
         assert_eq!(all, OPTIONAL_FEATURES);
         assert_eq!(features_named("bogus"), wgpu::Features::empty());
         let granted = GrantedFeatures::from_features(all, wgpu::DownlevelFlags::empty());
         assert!(granted.flags().iter().take(10).all(|(_, on)| *on));
         assert!(!granted.anisotropic_filtering);
+        assert!(granted.texture_compression_bc);
     }
 }

@@ -2,10 +2,14 @@
 //! textures (what the reference samples, and what every mode keeps resident for the
 //! comparison and the alpha tests), each NTC mode's package on the GPU (latent grids,
 //! decoder weights and tables), and the textures a package was baked into (inference on
-//! load), once baked. Sizes are those of the buffers and textures allocated.
+//! load), once baked. Sizes are those of the buffers and textures allocated; what
+//! inference on load would hold (RGBA8, or transcoded to BC1 or BC7) and the BCn bundles
+//! of the same sets are computed from the package's layouts, baked or not.
 
-use super::passes::ntc_bake::BakedMaterials;
+use super::passes::ntc_bake::{BakedMaterials, Transcode, package_baked_bytes, texture_bytes};
 use super::{RenderMode, Renderer};
+use crate::ntc::format::NtcPackage;
+use crate::texture::bcn::Baseline;
 
 /// The video memory of one material source, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,23 +20,61 @@ pub struct SourceMemory {
     pub textures: u64,
     /// The mode's package on the GPU (`None` for the reference).
     pub package: Option<u64>,
-    /// The textures its package was baked into (`None`: not baked).
-    pub baked: Option<u64>,
+    /// What inference on load holds for the package, per path (`None` for the reference).
+    pub on_load: Option<OnLoadMemory>,
+    /// The textures its package was baked into, and their block compression (`None`:
+    /// not baked).
+    pub baked: Option<(Option<Transcode>, u64)>,
 }
 
-/// Bytes of a baked package's textures: three `Rgba8Unorm` full mip chains a set.
+/// Bytes of a package's sets decoded on load, per path, beside the BCn bundles of the
+/// same sets (the images each set has, full mip chains).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct OnLoadMemory {
+    /// Three RGBA8 textures a set.
+    pub rgba8: u64,
+    /// Transcoded with `--transcode bc1`.
+    pub bc1: u64,
+    /// Transcoded with `--transcode bc7`.
+    pub bc7: u64,
+    /// The BC1/BC5 bundle ([`Baseline::Bc1Bc5`]).
+    pub bundle_bc1_bc5: u64,
+    /// The BC7/BC5 bundle ([`Baseline::Bc7Bc5`]).
+    pub bundle_bc7_bc5: u64,
+}
+
+impl OnLoadMemory {
+    /// The figures of `package`'s materials.
+    pub fn of(package: &NtcPackage) -> Self {
+        let bundle = |b: Baseline| {
+            package
+                .materials
+                .iter()
+                .map(|m| {
+                    let size = (m.layout.width(), m.layout.height());
+                    b.bytes(m.present, size, m.layout.mips() as u32)
+                })
+                .sum()
+        };
+        Self {
+            rgba8: package_baked_bytes(package, None),
+            bc1: package_baked_bytes(package, Some(Transcode::Bc1)),
+            bc7: package_baked_bytes(package, Some(Transcode::Bc7)),
+            bundle_bc1_bc5: bundle(Baseline::Bc1Bc5),
+            bundle_bc7_bc5: bundle(Baseline::Bc7Bc5),
+        }
+    }
+}
+
+/// Bytes of a baked package's textures (three full mip chains a set, in their formats).
 pub fn baked_bytes(baked: &BakedMaterials) -> u64 {
     baked
         .sets
         .iter()
         .flat_map(|set| &set.textures)
         .map(|t| {
-            (0..t.mip_level_count())
-                .map(|m| {
-                    let s = t.size().mip_level_size(m, t.dimension());
-                    u64::from(s.width) * u64::from(s.height) * 4
-                })
-                .sum::<u64>()
+            let size = t.size();
+            texture_bytes(t.format(), (size.width, size.height), t.mip_level_count())
         })
         .sum()
 }
@@ -49,6 +91,7 @@ impl Renderer {
                     mode,
                     textures,
                     package: None,
+                    on_load: None,
                     baked: None,
                 }),
                 None => None,
@@ -56,11 +99,12 @@ impl Renderer {
                     mode,
                     textures,
                     package: Some(p.gpu.gpu_bytes()),
+                    on_load: Some(OnLoadMemory::of(&p.package)),
                     baked: p
                         .baked
                         .as_ref()
-                        .and_then(|b| b.as_ref().ok())
-                        .map(baked_bytes),
+                        .and_then(|(_, b)| b.as_ref().ok())
+                        .map(|b| (b.transcode, baked_bytes(b))),
                 }),
             })
             .collect()

@@ -39,6 +39,7 @@ pub mod plan;
 pub mod scene_gpu;
 pub mod split;
 pub mod targets;
+pub mod transcode;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,7 +65,7 @@ use passes::{
     heatmap::{HeatmapInputs, HeatmapPass, HeatmapSettings, PixelRect},
     image_error::{ErrorSpace, ImageErrorInputs, ImageErrorPass},
     lighting::{LightingInputs, LightingPass},
-    ntc_bake::{BakedMaterials, NtcBakePass},
+    ntc_bake::{BakedMaterials, NtcBakePass, Transcode},
     ntc_decode::{DecodeInputs, DecodeSettings, NtcDecodePass, NtcKernel},
     reference::{ReferenceInputs, ReferencePass},
     scene_draw::SceneInputs,
@@ -200,6 +201,9 @@ pub struct PassSettings {
     /// NTC modes decode their package into ordinary mipmapped textures once and render
     /// through the reference path (for GPUs too slow to decode per pixel).
     pub inference_on_load: bool,
+    /// With inference on load, block-compress the decoded textures on the GPU
+    /// ([`ntc_bake::set_formats`] gives each group's format) instead of keeping RGBA8.
+    pub transcode: Option<Transcode>,
     /// Temporal accumulation (`reset` is added by the renderer on camera cuts, resizes
     /// and mode switches).
     pub temporal: TemporalSettings,
@@ -324,6 +328,10 @@ pub struct KernelChoice {
     pub tile: TileSize,
 }
 
+/// A package's bake for inference on load: the block compression asked for, and the
+/// baked textures or why baking failed.
+type Bake = (Option<Transcode>, Result<BakedMaterials, Arc<Unusable>>);
+
 /// One NTC mode's package on the GPU.
 #[derive(Debug)]
 struct LoadedPackage {
@@ -331,9 +339,9 @@ struct LoadedPackage {
     gpu: NtcSceneGpu,
     /// Per scene material, its decoder in this package.
     decoders: DecoderMap,
-    /// Inference on load: the package baked into textures on first use, or why baking
-    /// failed.
-    baked: Option<Result<BakedMaterials, Arc<Unusable>>>,
+    /// Inference on load: the package baked into textures (with the block compression
+    /// asked for) on first use, or why baking failed.
+    baked: Option<Bake>,
 }
 
 /// The per-pixel decode pass for one decoder shape (the first package's, then whichever
@@ -603,6 +611,41 @@ impl Renderer {
         }
     }
 
+    /// Bake `mode`'s package for inference on load now (block-compressed as `transcode`
+    /// says), so that a bake that fails is an error here instead of the logged fallback of
+    /// [`Self::record`]; returns the bake's GPU milliseconds where measured.
+    pub fn prepare_baked(
+        &mut self,
+        ctx: &GpuContext,
+        mode: RenderMode,
+        transcode: Option<Transcode>,
+    ) -> Result<Option<f64>, RenderError> {
+        if self.provide_baked(ctx, mode, transcode) {
+            self.reset_history();
+        }
+        match self.packages.get(&mode).and_then(|p| p.baked.as_ref()) {
+            Some((_, Ok(baked))) => Ok(baked.gpu_ms),
+            Some((_, Err(e))) => Err(RenderError::Unusable(Arc::clone(e))),
+            None => Err(RenderError::MissingPackage(mode)),
+        }
+    }
+
+    /// The GPU encoder's and ISPC's PSNR on `mode`'s package decoded and transcoded
+    /// with `transcode` ([`transcode::transcode_quality`]).
+    pub fn transcode_quality(
+        &self,
+        ctx: &GpuContext,
+        mode: RenderMode,
+        transcode: Transcode,
+    ) -> Result<transcode::TranscodeQuality, RenderError> {
+        let loaded = self
+            .packages
+            .get(&mode)
+            .ok_or(RenderError::MissingPackage(mode))?;
+        transcode::transcode_quality(ctx, &loaded.package, &loaded.gpu, transcode)
+            .map_err(|e| RenderError::Unusable(Arc::new(Unusable::Bake(e))))
+    }
+
     /// Decoders of `mode`'s package (None for the reference or a missing package).
     pub fn decoder_count(&self, mode: RenderMode) -> Option<usize> {
         self.packages.get(&mode).map(|p| p.gpu.decoder_count())
@@ -744,7 +787,10 @@ impl Renderer {
             return;
         };
         if settings.passes.inference_on_load {
-            self.provide_baked(ctx, mode);
+            if self.provide_baked(ctx, mode, settings.passes.transcode) {
+                // Other textures: frames of the previous bake must not blend in.
+                self.reset_history();
+            }
         } else {
             let config = loaded.gpu.config().clone();
             // A failure is kept in the decode path; the plan reads it.
@@ -752,14 +798,22 @@ impl Renderer {
         }
     }
 
-    /// Bake `mode`'s package into textures unless it was (or failed to be) already; a
-    /// failure is kept and logged once.
-    fn provide_baked(&mut self, ctx: &GpuContext, mode: RenderMode) {
+    /// Bake `mode`'s package into textures (block-compressed as `transcode` says)
+    /// unless it was (or failed to be) already; a failure is kept and logged once. A bake
+    /// with another transcode is dropped first, so one baked copy is resident. Returns
+    /// whether it baked (the textures changed).
+    fn provide_baked(
+        &mut self,
+        ctx: &GpuContext,
+        mode: RenderMode,
+        transcode: Option<Transcode>,
+    ) -> bool {
         let Some(loaded) = self.packages.get_mut(&mode) else {
-            return;
+            return false;
         };
-        if loaded.baked.is_none() {
-            let baked = NtcBakePass::new(ctx, &loaded.package.config)
+        if loaded.baked.as_ref().is_none_or(|(t, _)| *t != transcode) {
+            loaded.baked = None;
+            let baked = NtcBakePass::new(ctx, &loaded.package.config, transcode)
                 .and_then(|bake| {
                     bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
                 })
@@ -768,8 +822,18 @@ impl Renderer {
                     log::error!("{mode}: {failure}");
                     failure
                 });
-            loaded.baked = Some(baked);
+            if let Ok(b) = &baked
+                && let Some(ms) = b.gpu_ms
+            {
+                log::info!(
+                    "{mode}: inference on load ({}) took {ms:.3} ms on the GPU",
+                    transcode.map_or("rgba8", Transcode::name)
+                );
+            }
+            loaded.baked = Some((transcode, baked));
+            return true;
         }
+        false
     }
 
     /// What a frame of `settings` does, given what the renderer holds now (see
@@ -778,8 +842,7 @@ impl Renderer {
     pub fn plan(&self, settings: &FrameSettings) -> FramePlan {
         let mode = settings.mode;
         let passes = &settings.passes;
-        let (material, fallback) =
-            self.material_path(mode, passes.inference_on_load, self.decode.as_ref());
+        let (material, fallback) = self.material_path(mode, passes, self.decode.as_ref());
         let restart_history =
             !self.passes.temporal.has_history() || self.history.path != Some(material);
         FramePlan {
@@ -801,14 +864,14 @@ impl Renderer {
     fn material_path(
         &self,
         mode: RenderMode,
-        inference_on_load: bool,
+        passes: &PassSettings,
         decode: Option<&DecodePath>,
     ) -> (MaterialPath, Option<Fallback>) {
         match self.packages.get(&mode) {
             None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
             None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
-            Some(loaded) if inference_on_load => match &loaded.baked {
-                Some(Err(e)) => (
+            Some(loaded) if passes.inference_on_load => match &loaded.baked {
+                Some((transcode, Err(e))) if *transcode == passes.transcode => (
                     MaterialPath::Reference,
                     Some(Fallback::Unusable(Arc::clone(e))),
                 ),
@@ -1040,7 +1103,7 @@ fn material_bind_groups<'a>(
 ) -> &'a [wgpu::BindGroup] {
     let baked = packages.get(&path.mode()).and_then(|p| p.baked.as_ref());
     match (path, baked) {
-        (MaterialPath::Baked(_), Some(Ok(baked))) => &baked.bind_groups,
+        (MaterialPath::Baked(_), Some((_, Ok(baked)))) => &baked.bind_groups,
         _ => &scene.material_bind_groups,
     }
 }

@@ -338,7 +338,6 @@ impl Renderer {
 
         // The right side's material path and what it needs built.
         let right_mode = split.right.mode;
-        let inference_on_load = settings.passes.inference_on_load;
         let choice = KernelChoice {
             kernel: split.right.kernel.or(self.kernel_choice.kernel),
             tile: self.kernel_choice.tile,
@@ -347,16 +346,19 @@ impl Renderer {
             .packages
             .get(&right_mode)
             .map(|l| l.gpu.config().clone());
+        let mut rebaked = false;
         match config {
-            Some(_) if inference_on_load => self.provide_baked(ctx, right_mode),
+            Some(_) if settings.passes.inference_on_load => {
+                rebaked = self.provide_baked(ctx, right_mode, settings.passes.transcode);
+            }
             Some(config) => {
                 view.decode_path(ctx, &config, choice);
             }
             None => {}
         }
         let decode = view.decode.as_ref().map(|d| &d.path);
-        let (material, fallback) = self.material_path(right_mode, inference_on_load, decode);
-        let restart = left.restart_history || view.history != Some(material);
+        let (material, fallback) = self.material_path(right_mode, &settings.passes, decode);
+        let restart = left.restart_history || rebaked || view.history != Some(material);
         let kernel = match (material, decode) {
             (MaterialPath::Decode(_), Some(DecodePath { pass: Ok(pass), .. })) => {
                 Some(pass.kernel())

@@ -106,6 +106,25 @@ impl Baseline {
     }
 }
 
+impl Baseline {
+    /// Bytes of the baseline's blocks for a set of `present` channels, `size` texels
+    /// and `mips` levels: the images the set has, as [`bcn_baselines`] encodes them.
+    pub fn bytes(self, present: ChannelMask, (width, height): (u32, u32), mips: u32) -> u64 {
+        let blocks: u64 = (0..mips)
+            .map(|l| {
+                let (w, h) = ((width >> l).max(1), (height >> l).max(1));
+                u64::from(w.div_ceil(4)) * u64::from(h.div_ceil(4))
+            })
+            .sum();
+        ImageGroup::ALL
+            .into_iter()
+            .zip(self.formats(present.contains(ChannelMask::ALPHA)))
+            .filter(|(group, _)| present.intersects(group.mask()))
+            .map(|(_, format)| blocks * format.block_bytes() as u64)
+            .sum()
+    }
+}
+
 /// How an image is encoded in a baseline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Encoding {

@@ -247,26 +247,56 @@ fn texel_table(ui: &mut egui::Ui, decoded: &MaterialTexel, reference: Option<&Ma
         });
 }
 
-/// Video memory per material source in the figures panel.
+/// Video memory per material source in the figures panel: the originals, the package
+/// (per-pixel decode), what inference on load holds as RGBA8 and transcoded to BC1 or BC7
+/// (the BC1/BC5 and BC7/BC5 bundles of the same sets beside them), and what is baked now.
 pub(super) fn memory_figures(ui: &mut egui::Ui, memory: &[SourceMemory]) {
     if memory.is_empty() {
         return;
     }
     section(ui, "Video memory", false, |ui| {
         egui::Grid::new("memory")
-            .num_columns(4)
+            .num_columns(7)
             .striped(true)
             .show(ui, |ui| {
-                for h in ["source", "textures", "package", "baked"] {
+                for h in [
+                    "source",
+                    "textures",
+                    "package",
+                    "RGBA8 on load",
+                    "BC1 on load (BC1/BC5)",
+                    "BC7 on load (BC7/BC5)",
+                    "baked now",
+                ] {
                     ui.label(RichText::new(h).color(DIM));
                 }
                 ui.end_row();
                 let opt = |b: Option<u64>| b.map_or("–".to_owned(), format_bytes);
+                let pair = |b: Option<(u64, u64)>| {
+                    b.map_or("–".to_owned(), |(ours, bundle)| {
+                        format!("{} ({})", format_bytes(ours), format_bytes(bundle))
+                    })
+                };
                 for m in memory {
+                    let on_load = m.on_load;
                     ui.label(m.mode.name());
                     ui.label(RichText::new(format_bytes(m.textures)).monospace());
                     ui.label(RichText::new(opt(m.package)).monospace());
-                    ui.label(RichText::new(opt(m.baked)).monospace());
+                    ui.label(RichText::new(opt(on_load.map(|o| o.rgba8))).monospace());
+                    ui.label(
+                        RichText::new(pair(on_load.map(|o| (o.bc1, o.bundle_bc1_bc5)))).monospace(),
+                    );
+                    ui.label(
+                        RichText::new(pair(on_load.map(|o| (o.bc7, o.bundle_bc7_bc5)))).monospace(),
+                    );
+                    let baked = m.baked.map_or("–".to_owned(), |(t, bytes)| {
+                        format!(
+                            "{} {}",
+                            t.map_or("RGBA8", |t| t.name()),
+                            format_bytes(bytes)
+                        )
+                    });
+                    ui.label(RichText::new(baked).monospace());
                     ui.end_row();
                 }
             });

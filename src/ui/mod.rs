@@ -30,6 +30,7 @@ use crate::cluster::Strategy;
 use crate::gpu::GrantedFeatures;
 use crate::render::memory::SourceMemory;
 use crate::render::passes::heatmap::HeatmapSource;
+use crate::render::passes::ntc_bake::Transcode;
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::{Aov, KernelChoice, PassSettings, RenderMode};
 use crate::scene::Lighting;
@@ -561,10 +562,24 @@ fn ntc_section(
             &mut settings.passes.temporal.enabled,
             hint("temporal accumulation", Action::ToggleTemporal),
         );
-        ui.checkbox(
-            &mut settings.passes.inference_on_load,
-            hint("inference on load", Action::ToggleInferenceOnLoad),
-        );
+        ui.horizontal(|ui| {
+            ui.checkbox(
+                &mut settings.passes.inference_on_load,
+                hint("inference on load", Action::ToggleInferenceOnLoad),
+            );
+            let name = |t: Option<Transcode>| t.map_or("RGBA8", Transcode::name);
+            ui.add_enabled_ui(settings.passes.inference_on_load, |ui| {
+                egui::ComboBox::from_id_salt("transcode")
+                    .selected_text(name(settings.passes.transcode))
+                    .show_ui(ui, |ui| {
+                        for t in [None, Some(Transcode::Bc1), Some(Transcode::Bc7)] {
+                            ui.selectable_value(&mut settings.passes.transcode, t, name(t));
+                        }
+                    })
+                    .response
+                    .on_hover_text("what the decoded textures are kept as in video memory");
+            });
+        });
         ui.horizontal(|ui| {
             ui.checkbox(
                 &mut settings.show_heatmap,

@@ -444,6 +444,72 @@ fn golden_ntc_baseline_stochastic_accumulated() {
     crate::common::assert_golden("ntc_baseline_stochastic16_128x72", SIZE.0, SIZE.1, &rgba);
 }
 
+/// (b′) Inference on load transcoded on the GPU (BC1, BC7) renders the view within the
+/// golden tolerance of the same package baked into RGBA8 (the 16² sets' mips go down to
+/// 1×1, below the 4×4 block), samples block-compressed textures (the baked bytes are the
+/// transcode's, a third of RGBA8's or less), stays as close to the reference as the RGBA8
+/// bake, and leaves the background untouched.
+#[test]
+fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
+    use neurotex::render::MaterialPath;
+    use neurotex::render::passes::ntc_bake::Transcode;
+    let ctx = ctx();
+    let f = fixture();
+    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut s = settings(RenderMode::Ntc(Strategy::Baseline), false);
+    s.passes.inference_on_load = true;
+    let bake = |r: &mut Renderer, s: &FrameSettings| {
+        let frame = render_frames(ctx, r, s, 1).expect("render");
+        assert_eq!(
+            frame.plan.material,
+            MaterialPath::Baked(RenderMode::Ntc(Strategy::Baseline)),
+            "{:?}",
+            frame.plan.fallback
+        );
+        assert_eq!(ctx.uncaptured_error_count(), 0, "validation errors");
+        let memory = r.source_memory();
+        let baked = memory
+            .iter()
+            .find(|m| m.mode == RenderMode::Ntc(Strategy::Baseline));
+        (frame.rgba8, baked.and_then(|m| m.baked.zip(m.on_load)))
+    };
+    let (rgba8, memory) = bake(&mut r, &s);
+    let rgba8_bytes = memory.expect("baked").1.rgba8;
+    let (reference, mask) = reference(1);
+    let db_rgba8 = psnr(&rgba8, reference, mask);
+    for t in Transcode::ALL {
+        s.passes.transcode = Some(t);
+        let (rgba, memory) = bake(&mut r, &s);
+        let ((baked_as, bytes), on_load) = memory.expect("baked");
+        assert_eq!(baked_as, Some(t));
+        let predicted = match t {
+            Transcode::Bc1 => on_load.bc1,
+            Transcode::Bc7 => on_load.bc7,
+        };
+        assert_eq!(bytes, predicted);
+        assert!(
+            bytes * 3 <= rgba8_bytes,
+            "{t}: {bytes} bytes, RGBA8 {rgba8_bytes}"
+        );
+        let (ok, mean, frac) = within_golden_tolerance(&rgba, &rgba8);
+        let db = psnr(&rgba, reference, mask);
+        eprintln!(
+            "{t}: mean |diff| {mean:.3}, {:.2} % of pixels off by > 12; {db:.2} dB against the \
+             reference (RGBA8 bake {db_rgba8:.2} dB)",
+            frac * 100.0
+        );
+        assert!(
+            ok,
+            "{t}: outside the golden tolerance of the RGBA8 bake ({mean}, {frac})"
+        );
+        assert!(
+            db > db_rgba8 - 1.0,
+            "{t}: {db} dB, RGBA8 bake {db_rgba8} dB"
+        );
+        assert_background_identical(&rgba, 1, t.name());
+    }
+}
+
 /// (c) The divergence heatmap (distinct decoders per 8×8 tile) over the final image of
 /// the nearest Baseline frame. Two decoders: tiles on the seam between the quads count 2.
 /// The GPU's statistics equal a CPU count of decoders per tile from the G-buffer's

@@ -66,6 +66,15 @@ pub struct EncodeParams {
     pub channel: u32,
 }
 
+/// The level to encode: a view of one RGBA8 level and its size in texels.
+#[derive(Clone, Copy, Debug)]
+pub struct LevelSource<'a> {
+    /// A sampled view of exactly that level.
+    pub view: &'a wgpu::TextureView,
+    /// Its width and height in texels.
+    pub size: (u32, u32),
+}
+
 /// Where one level's blocks go: the buffer, its first byte and the bytes per block row.
 #[derive(Clone, Copy, Debug)]
 pub struct BlockTarget<'a> {
@@ -119,18 +128,18 @@ impl BcnEncodePass {
         &self.kernels[i]
     }
 
-    /// Record the encoding of `source` (a view of one RGBA8 level of `size` texels) as
-    /// `format` into `target`, in its own compute pass of `encoder`.
+    /// Record the encoding of `source` as `format` into `target`, in its own compute pass of `encoder` (which writes
+    /// `timestamps` when given).
     pub fn record(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
-        source: &wgpu::TextureView,
-        size: (u32, u32),
+        source: LevelSource<'_>,
         format: GpuBlockFormat,
         target: BlockTarget<'_>,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) {
-        let blocks = (size.0.div_ceil(4), size.1.div_ceil(4));
+        let blocks = (source.size.0.div_ceil(4), source.size.1.div_ceil(4));
         let params = EncodeParams {
             blocks_x: blocks.0,
             blocks_y: blocks.1,
@@ -154,7 +163,7 @@ impl BcnEncodePass {
             0,
             &[
                 (0, uniform.as_entire_binding()),
-                (1, wgpu::BindingResource::TextureView(source)),
+                (1, wgpu::BindingResource::TextureView(source.view)),
                 (
                     2,
                     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -167,7 +176,7 @@ impl BcnEncodePass {
         );
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(Self::LABEL),
-            timestamp_writes: None,
+            timestamp_writes: timestamps,
         });
         pass.set_pipeline(kernel.pipeline());
         pass.set_bind_group(0, &bind_group, &[]);
@@ -216,14 +225,17 @@ impl BcnEncodePass {
             self.record(
                 device,
                 &mut encoder,
-                &texture.create_view(&Default::default()),
-                (width, height),
+                LevelSource {
+                    view: &texture.create_view(&Default::default()),
+                    size: (width, height),
+                },
                 format,
                 BlockTarget {
                     buffer: &buffer,
                     offset: 0,
                     row_bytes,
                 },
+                None,
             );
             ctx.queue.submit([encoder.finish()]);
         })?;

@@ -1,6 +1,6 @@
 //! Inference on load (`shaders/ntc_bake.wgsl`): decode every texel of every mip of every
-//! package material on the GPU into the three RGBA8 channel-group textures the reference
-//! path samples, so that the reference pass renders NTC-decoded textures (trilinear and
+//! package material on the GPU into the three channel-group textures the reference path
+//! samples, so that the reference pass renders NTC-decoded textures (trilinear and
 //! anisotropic filtering by the hardware, no per-frame decode cost).
 //!
 //! The input vector and the MLP are the real-time pass's (`shaders/common/ntc_decode.wgsl`,
@@ -9,6 +9,13 @@
 //! workgroup. Group 0 is written through a linear `Rgba8Unorm` view (storage) of a texture
 //! sampled as `Rgba8UnormSrgb`, so the sRGB-encoded values decode in the sampler like the
 //! originals.
+//!
+//! With a [`Transcode`], the decoded mips are block-compressed on the GPU
+//! ([`BcnEncodePass`]) instead: each mip is decoded into scratch RGBA8 textures of its
+//! size, encoded into a block buffer and copied into block-compressed textures with full
+//! mip chains ([`set_formats`] says which format each group gets); the scratch textures
+//! and block buffer of a set are dropped once its work is submitted, so no RGBA8 copy is
+//! kept.
 
 use crate::gpu::Defines;
 use bytemuck::{Pod, Zeroable};
@@ -19,10 +26,102 @@ use crate::gpu::layout::{self, Slot};
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
+use crate::render::passes::bcn_encode::{BcnEncodePass, BlockTarget, GpuBlockFormat, LevelSource};
 use crate::render::scene_gpu::{SET_FORMATS, SceneGpu};
+use crate::texture::ChannelMask;
 
 /// Texels per workgroup side (`@workgroup_size(8, 8)` in `ntc_bake.wgsl`).
 pub const WORKGROUP_SIDE: u32 = 8;
+
+/// Block compression of the baked textures (inference on load with `--transcode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Transcode {
+    /// BC1 where a group's channels fit RGB, BC7 (mode 6) where they need four.
+    Bc1,
+    /// BC7 (mode 6) for every group.
+    Bc7,
+}
+
+impl Transcode {
+    /// Both, in menu order.
+    pub const ALL: [Transcode; 2] = [Self::Bc1, Self::Bc7];
+
+    /// The name the command line and reports use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Bc1 => "bc1",
+            Self::Bc7 => "bc7",
+        }
+    }
+}
+
+impl std::fmt::Display for Transcode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The sampled format of each channel-group texture of a baked set whose package
+/// material has channels `present`, and the GPU encoder that fills it (`None`: RGBA8,
+/// written by the bake itself).
+///
+/// Without transcoding: [`SET_FORMATS`]. With it, the groups' channels decide, since
+/// each group is one texture sampled as RGBA: group 0 (base colour, alpha) is BC1 (sRGB)
+/// unless the set has alpha, which BC1's opaque mode drops; group 1 (normal X, Y,
+/// occlusion, roughness) is always BC7, at BC5's 8 bits per texel, because BC5 would
+/// drop occlusion and roughness; group 2 (metallic, emissive RGB) is BC1 unless the set
+/// has emissive, whose blue channel BC1 would drop. `Transcode::Bc7` makes every group
+/// BC7.
+pub fn set_formats(
+    present: ChannelMask,
+    transcode: Option<Transcode>,
+) -> [(wgpu::TextureFormat, Option<GpuBlockFormat>); 3] {
+    use wgpu::TextureFormat as F;
+    let Some(transcode) = transcode else {
+        return SET_FORMATS.map(|f| (f, None));
+    };
+    let bc7 = transcode == Transcode::Bc7;
+    let pick = |four_channels: bool, srgb: bool| match (bc7 || four_channels, srgb) {
+        (true, true) => (F::Bc7RgbaUnormSrgb, Some(GpuBlockFormat::Bc7)),
+        (true, false) => (F::Bc7RgbaUnorm, Some(GpuBlockFormat::Bc7)),
+        (false, true) => (F::Bc1RgbaUnormSrgb, Some(GpuBlockFormat::Bc1)),
+        (false, false) => (F::Bc1RgbaUnorm, Some(GpuBlockFormat::Bc1)),
+    };
+    [
+        pick(present.intersects(ChannelMask::ALPHA), true),
+        pick(true, false),
+        pick(present.intersects(ChannelMask::EMISSIVE), false),
+    ]
+}
+
+/// Bytes of a `format` texture of `size` texels with `mips` levels (block formats count
+/// whole blocks, as wgpu allocates them).
+pub fn texture_bytes(format: wgpu::TextureFormat, (width, height): (u32, u32), mips: u32) -> u64 {
+    let (bw, bh) = format.block_dimensions();
+    let block = u64::from(format.block_copy_size(None).unwrap_or(4));
+    (0..mips)
+        .map(|l| {
+            let (w, h) = ((width >> l).max(1), (height >> l).max(1));
+            u64::from(w.div_ceil(bw)) * u64::from(h.div_ceil(bh)) * block
+        })
+        .sum()
+}
+
+/// Bytes the textures of `package` baked with `transcode` take (the sum over its
+/// materials of [`texture_bytes`] in [`set_formats`]), without baking.
+pub fn package_baked_bytes(package: &NtcPackage, transcode: Option<Transcode>) -> u64 {
+    package
+        .materials
+        .iter()
+        .map(|m| {
+            let size = (m.layout.width(), m.layout.height());
+            set_formats(m.present, transcode)
+                .iter()
+                .map(|(f, _)| texture_bytes(*f, size, m.layout.mips() as u32))
+                .sum::<u64>()
+        })
+        .sum()
+}
 
 /// WGSL `BakeParams`: one dispatch.
 #[repr(C)]
@@ -43,25 +142,44 @@ pub struct BakeParams {
 pub struct BakedSet {
     /// The package material's (texture set's) name.
     pub name: String,
-    /// The three channel-group textures (`Rgba8Unorm`, full mip chains; group 0 is viewed
-    /// as sRGB). Usable as storage, sampled and copy source.
+    /// The three channel-group textures with full mip chains, in [`set_formats`]: RGBA8
+    /// (group 0 viewed as sRGB; usable as storage) or block-compressed (copy
+    /// destination); sampled and copy source either way.
     pub textures: [wgpu::Texture; 3],
-    /// Sampled views in [`SET_FORMATS`], for [`SceneGpu::material_bind_groups_with`].
+    /// Sampled views (sRGB for group 0), for [`SceneGpu::material_bind_groups_with`].
     pub views: [wgpu::TextureView; 3],
 }
 
-/// The bake pipeline.
+/// The bake pipeline and, when transcoding, the block encoder.
 #[derive(Debug)]
 pub struct NtcBakePass {
     kernel: ComputeKernel,
+    encoder: Option<(Transcode, BcnEncodePass)>,
+}
+
+/// A scratch or output texture's storage view of one level, written by the bake.
+fn storage_view(texture: &wgpu::Texture, mip: u32) -> wgpu::TextureView {
+    texture.create_view(&wgpu::TextureViewDescriptor {
+        format: Some(wgpu::TextureFormat::Rgba8Unorm),
+        usage: Some(wgpu::TextureUsages::STORAGE_BINDING),
+        base_mip_level: mip,
+        mip_level_count: Some(1),
+        ..Default::default()
+    })
 }
 
 impl NtcBakePass {
     /// Label of the pass and its wgpu objects.
     pub const LABEL: &'static str = "ntc.bake";
 
-    /// Build the pipeline for decoders of shape `config`.
-    pub fn new(ctx: &GpuContext, config: &NtcConfig) -> Result<Self, NtcRenderError> {
+    /// Build the pipeline for decoders of shape `config`, baking into RGBA8 or, with
+    /// `transcode`, into block-compressed textures (which needs the device's
+    /// `TEXTURE_COMPRESSION_BC`; without it, one error says so).
+    pub fn new(
+        ctx: &GpuContext,
+        config: &NtcConfig,
+        transcode: Option<Transcode>,
+    ) -> Result<Self, NtcRenderError> {
         let device = &ctx.device;
         let needed = config.decoder_param_count() as u64 * 2;
         let limit = u64::from(device.limits().max_compute_workgroup_storage_size);
@@ -72,6 +190,20 @@ impl NtcBakePass {
                 limit,
             });
         }
+        let encoder = match transcode {
+            None => None,
+            Some(t) if !ctx.granted.texture_compression_bc => {
+                return Err(NtcRenderError::Gpu {
+                    what: format!("transcoding to {t} on load"),
+                    message: format!(
+                        "{} offers no block-compressed textures (TEXTURE_COMPRESSION_BC); \
+                         render without --transcode, or pick another adapter with WGPU_ADAPTER_NAME",
+                        ctx.describe()
+                    ),
+                });
+            }
+            Some(t) => Some((t, BcnEncodePass::new(ctx)?)),
+        };
         let target = Slot::WriteTexture(wgpu::TextureFormat::Rgba8Unorm);
         let kernel = ComputeKernel::new(
             ctx,
@@ -86,7 +218,12 @@ impl NtcBakePass {
                 ],
             },
         )?;
-        Ok(Self { kernel })
+        Ok(Self { kernel, encoder })
+    }
+
+    /// The block compression this pass bakes into (`None`: RGBA8).
+    pub fn transcode(&self) -> Option<Transcode> {
+        self.encoder.as_ref().map(|(t, _)| *t)
     }
 
     /// The defines `ntc_bake.wgsl` is composed with for decoders of shape `config`.
@@ -98,13 +235,16 @@ impl NtcBakePass {
     /// package order; the work is submitted before this returns. The upload and the baked
     /// textures together must fit `budget` bytes
     /// ([`NtcPackage::check_upload_budget`]), checked before anything is allocated.
+    /// Transcoding needs sets whose sides are multiples of 4 (the block size of mip 0).
+    /// Where the device has timestamps, the GPU time of its passes is measured (and
+    /// waited for).
     pub fn bake(
         &self,
         ctx: &GpuContext,
         package: &NtcPackage,
         ntc: &NtcSceneGpu,
         budget: u64,
-    ) -> Result<Vec<BakedSet>, NtcRenderError> {
+    ) -> Result<BakedTextures, NtcRenderError> {
         package.check_upload_budget(true, budget)?;
         let device = &ctx.device;
         let max_side = device.limits().max_texture_dimension_2d;
@@ -119,6 +259,16 @@ impl NtcBakePass {
                     what: format!("texture set `{}` ({width}×{height} texels)", m.name),
                     bytes: u64::from(width) * u64::from(height) * 4,
                     limit: u64::from(max_side) * u64::from(max_side) * 4,
+                });
+            }
+            if let Some(t) = self.transcode()
+                && (!width.is_multiple_of(4) || !height.is_multiple_of(4))
+            {
+                return Err(NtcRenderError::Gpu {
+                    what: format!("transcoding texture set `{}` to {t}", m.name),
+                    message: format!(
+                        "its {width}×{height} texels are not whole 4×4 blocks; render it without --transcode"
+                    ),
                 });
             }
             for mip in 0..m.layout.mips() {
@@ -136,13 +286,17 @@ impl NtcBakePass {
                 });
             }
             let mips = m.layout.mips() as u32;
-            // Three RGBA8 textures with their mip chains.
-            let bytes: u64 = (0..mips)
-                .map(|l| u64::from((width >> l).max(1)) * u64::from((height >> l).max(1)) * 12)
+            let formats = set_formats(m.present, self.transcode());
+            let bytes = formats
+                .iter()
+                .map(|(f, _)| texture_bytes(*f, (width, height), mips))
                 .sum();
             let what = format!("the baked textures of `{}`", m.name);
             sets.push(crate::gpu::allocate(device, &what, || {
-                (baked_set(device, &m.name, width, height, mips), bytes)
+                (
+                    baked_set(device, &m.name, (width, height), mips, &formats),
+                    bytes,
+                )
             })?);
         }
         let mut bytes = vec![0u8; (params.len() as u64 * align) as usize];
@@ -152,7 +306,7 @@ impl NtcBakePass {
                 .copy_from_slice(bytemuck::bytes_of(p));
         }
         if bytes.is_empty() {
-            return Ok(sets);
+            return Ok(BakedTextures { sets, gpu_ms: None });
         }
         let params_buffer = wgpu::util::DeviceExt::create_buffer_init(
             device,
@@ -163,70 +317,56 @@ impl NtcBakePass {
             },
         );
         let ntc_bind_group = ntc.bind_group(device, self.kernel.layout(1));
-        ctx.error_scope(|| {
-            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some(Self::LABEL),
-            });
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        let encoded: u64 = package
+            .materials
+            .iter()
+            .map(|m| {
+                let groups = set_formats(m.present, self.transcode());
+                let encoders = groups.iter().filter(|(_, e)| e.is_some()).count() as u64;
+                m.layout.mips() as u64 * (1 + encoders)
+            })
+            .sum();
+        let dispatch = Dispatcher {
+            kernel: &self.kernel,
+            params: &params_buffer,
+            align,
+            ntc: &ntc_bind_group,
+            timer: PassTimer::new(ctx, encoded),
+        };
+        ctx.error_scope(|| match &self.encoder {
+            None => {
+                let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                     label: Some(Self::LABEL),
-                    timestamp_writes: None,
                 });
-                pass.set_pipeline(self.kernel.pipeline());
-                pass.set_bind_group(1, &ntc_bind_group, &[]);
                 let mut slot = 0u64;
                 for (set, m) in sets.iter().zip(&package.materials) {
                     for mip in 0..m.layout.mips() {
-                        let (w, h) = m.layout.mip_size(mip).unwrap_or((1, 1));
-                        let storage: Vec<wgpu::TextureView> = set
-                            .textures
-                            .iter()
-                            .map(|t| {
-                                t.create_view(&wgpu::TextureViewDescriptor {
-                                    format: Some(wgpu::TextureFormat::Rgba8Unorm),
-                                    usage: Some(wgpu::TextureUsages::STORAGE_BINDING),
-                                    base_mip_level: mip as u32,
-                                    mip_level_count: Some(1),
-                                    ..Default::default()
-                                })
-                            })
-                            .collect();
-                        let bind_group = self.kernel.bind_group(
-                            device,
-                            0,
-                            &[
-                                (
-                                    0,
-                                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                        buffer: &params_buffer,
-                                        offset: slot * align,
-                                        size: wgpu::BufferSize::new(
-                                            std::mem::size_of::<BakeParams>() as u64,
-                                        ),
-                                    }),
-                                ),
-                                (1, wgpu::BindingResource::TextureView(&storage[0])),
-                                (2, wgpu::BindingResource::TextureView(&storage[1])),
-                                (3, wgpu::BindingResource::TextureView(&storage[2])),
-                            ],
-                        );
-                        pass.set_bind_group(0, &bind_group, &[]);
-                        pass.dispatch_workgroups(
-                            w.div_ceil(WORKGROUP_SIDE),
-                            h.div_ceil(WORKGROUP_SIDE),
-                            1,
-                        );
+                        let size = m.layout.mip_size(mip).unwrap_or((1, 1));
+                        let views = set.textures.each_ref().map(|t| storage_view(t, mip as u32));
+                        dispatch.record(device, &mut encoder, slot, &views, size);
                         slot += 1;
                     }
                 }
+                ctx.queue.submit([encoder.finish()]);
+                Ok(())
             }
-            ctx.queue.submit([encoder.finish()]);
+            Some((_, bcn)) => {
+                let mut slot = 0u64;
+                for (set, m) in sets.iter().zip(&package.materials) {
+                    let formats = set_formats(m.present, self.transcode());
+                    transcode_set(ctx, &dispatch, bcn, set, &formats, &m.layout, slot)?;
+                    slot += m.layout.mips() as u64;
+                }
+                Ok(())
+            }
         })
-        .map_err(|e| NtcRenderError::Gpu {
+        .and_then(|r| r)
+        .and_then(|()| dispatch.timer.map(|t| t.finish(ctx)).transpose())
+        .map(|gpu_ms| BakedTextures { sets, gpu_ms })
+        .map_err(|e: crate::gpu::GpuError| NtcRenderError::Gpu {
             what: "baking the NTC package".into(),
             message: e.to_string(),
-        })?;
-        Ok(sets)
+        })
     }
 
     /// Bake `package` into textures and make the material bind groups of `scene` with
@@ -238,7 +378,8 @@ impl NtcBakePass {
         ntc: &NtcSceneGpu,
         scene: &SceneGpu,
     ) -> Result<BakedMaterials, NtcRenderError> {
-        let sets = self.bake(ctx, package, ntc, crate::texture::budget::limit())?;
+        let BakedTextures { sets, gpu_ms } =
+            self.bake(ctx, package, ntc, crate::texture::budget::limit())?;
         let replacements: Vec<(usize, [wgpu::TextureView; 3])> = scene
             .sets
             .iter()
@@ -257,6 +398,8 @@ impl NtcBakePass {
                 message: e.to_string(),
             })?;
         Ok(BakedMaterials {
+            transcode: self.transcode(),
+            gpu_ms,
             replaced: replacements.len(),
             sets,
             bind_groups,
@@ -264,10 +407,254 @@ impl NtcBakePass {
     }
 }
 
+/// What every bake dispatch shares: the pipeline, the parameter slots, the package and
+/// the timer of the passes.
+struct Dispatcher<'a> {
+    kernel: &'a ComputeKernel,
+    params: &'a wgpu::Buffer,
+    align: u64,
+    ntc: &'a wgpu::BindGroup,
+    timer: Option<PassTimer>,
+}
+
+impl Dispatcher<'_> {
+    /// Record, in its own compute pass, the decode of parameter slot `slot` (one
+    /// material's mip of `size` texels) into the three storage `views`.
+    fn record(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        slot: u64,
+        views: &[wgpu::TextureView; 3],
+        (w, h): (u32, u32),
+    ) {
+        let bind_group = self.kernel.bind_group(
+            device,
+            0,
+            &[
+                (
+                    0,
+                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: self.params,
+                        offset: slot * self.align,
+                        size: wgpu::BufferSize::new(std::mem::size_of::<BakeParams>() as u64),
+                    }),
+                ),
+                (1, wgpu::BindingResource::TextureView(&views[0])),
+                (2, wgpu::BindingResource::TextureView(&views[1])),
+                (3, wgpu::BindingResource::TextureView(&views[2])),
+            ],
+        );
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(NtcBakePass::LABEL),
+            timestamp_writes: self.timer.as_ref().and_then(PassTimer::writes),
+        });
+        pass.set_pipeline(self.kernel.pipeline());
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.set_bind_group(1, self.ntc, &[]);
+        pass.dispatch_workgroups(w.div_ceil(WORKGROUP_SIDE), h.div_ceil(WORKGROUP_SIDE), 1);
+    }
+}
+
+/// Decode every mip of one set (parameter slots from `first_slot`) into scratch RGBA8
+/// textures of the mip's size, block-compress them into a buffer and copy the blocks into
+/// `set`'s block-compressed textures; one submission, after which the scratch textures
+/// and the buffer are dropped. Levels smaller than a block are copied at their physical
+/// (4×4) size, as wgpu requires.
+fn transcode_set(
+    ctx: &GpuContext,
+    dispatch: &Dispatcher<'_>,
+    bcn: &BcnEncodePass,
+    set: &BakedSet,
+    formats: &[(wgpu::TextureFormat, Option<GpuBlockFormat>); 3],
+    layout: &crate::ntc::model::LatentLayout,
+    first_slot: u64,
+) -> Result<(), crate::gpu::GpuError> {
+    let device = &ctx.device;
+    let storage_align = u64::from(device.limits().min_storage_buffer_offset_alignment);
+    // Per (mip, group): the block rows' pitch and the region's offset in the buffer.
+    let mut regions = Vec::new();
+    let mut total = 0u64;
+    for mip in 0..layout.mips() {
+        let (w, h) = layout.mip_size(mip).unwrap_or((1, 1));
+        for (_, encoding) in formats {
+            let block = encoding.map_or(16, GpuBlockFormat::block_bytes);
+            let row_bytes =
+                (w.div_ceil(4) * block).next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
+            regions.push((total, row_bytes));
+            total = (total + u64::from(row_bytes) * u64::from(h.div_ceil(4)))
+                .next_multiple_of(storage_align.max(4));
+        }
+    }
+    let blocks = crate::gpu::allocate(device, "the transcode's block buffer", || {
+        (
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(BcnEncodePass::LABEL),
+                size: total.max(4),
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
+            total,
+        )
+    })
+    .map_err(|e| crate::gpu::GpuError::Validation(e.to_string()))?;
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some(BcnEncodePass::LABEL),
+    });
+    for mip in 0..layout.mips() {
+        let size = layout.mip_size(mip).unwrap_or((1, 1));
+        let scratch: [wgpu::Texture; 3] = std::array::from_fn(|g| {
+            device.create_texture(&layout::texture_2d(
+                &format!("ntc.bake.scratch.group{g}"),
+                size,
+                1,
+                wgpu::TextureFormat::Rgba8Unorm,
+                wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::TEXTURE_BINDING,
+            ))
+        });
+        let views = scratch.each_ref().map(|t| storage_view(t, 0));
+        dispatch.record(device, &mut encoder, first_slot + mip as u64, &views, size);
+        for (g, (format, encoding)) in formats.iter().enumerate() {
+            let (offset, row_bytes) = regions[mip * 3 + g];
+            let Some(encoding) = encoding else {
+                continue;
+            };
+            let sampled = scratch[g].create_view(&wgpu::TextureViewDescriptor {
+                usage: Some(wgpu::TextureUsages::TEXTURE_BINDING),
+                ..Default::default()
+            });
+            bcn.record(
+                device,
+                &mut encoder,
+                LevelSource {
+                    view: &sampled,
+                    size,
+                },
+                *encoding,
+                BlockTarget {
+                    buffer: &blocks,
+                    offset,
+                    row_bytes,
+                },
+                dispatch.timer.as_ref().and_then(PassTimer::writes),
+            );
+            let physical = wgpu::Extent3d {
+                width: size.0,
+                height: size.1,
+                depth_or_array_layers: 1,
+            }
+            .physical_size(*format);
+            encoder.copy_buffer_to_texture(
+                wgpu::TexelCopyBufferInfo {
+                    buffer: &blocks,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset,
+                        bytes_per_row: Some(row_bytes),
+                        rows_per_image: None,
+                    },
+                },
+                wgpu::TexelCopyTextureInfo {
+                    texture: &set.textures[g],
+                    mip_level: mip as u32,
+                    origin: wgpu::Origin3d::ZERO,
+                    aspect: wgpu::TextureAspect::All,
+                },
+                physical,
+            );
+        }
+    }
+    ctx.queue.submit([encoder.finish()]);
+    Ok(())
+}
+
+/// The textures of a bake, in package order, and its GPU time.
+#[derive(Debug)]
+pub struct BakedTextures {
+    /// One set per package material.
+    pub sets: Vec<BakedSet>,
+    /// GPU milliseconds of the bake's compute passes (decode, and with a transcode the
+    /// block encoding), where the device has timestamps.
+    pub gpu_ms: Option<f64>,
+}
+
+/// GPU time of a bake's compute passes: each pass writes a timestamp at its beginning
+/// and end (`TIMESTAMP_QUERY`), and the time is the sum of the passes' spans, so gaps
+/// while the host records the next set's work do not count (the buffer → texture copies
+/// of a transcode are not timed).
+struct PassTimer {
+    set: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    capacity: u32,
+    next: std::cell::Cell<u32>,
+}
+
+impl PassTimer {
+    /// A timer for `passes` passes; `None` where the device has no timestamps or the
+    /// passes need more queries than one query set holds.
+    fn new(ctx: &GpuContext, passes: u64) -> Option<Self> {
+        let capacity = u32::try_from(passes * 2)
+            .ok()
+            .filter(|&c| c > 0 && c <= wgpu::QUERY_SET_MAX_QUERIES)?;
+        if !ctx.granted.timestamps {
+            return None;
+        }
+        let device = &ctx.device;
+        Some(Self {
+            set: device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some(NtcBakePass::LABEL),
+                ty: wgpu::QueryType::Timestamp,
+                count: capacity,
+            }),
+            resolve: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(NtcBakePass::LABEL),
+                size: u64::from(capacity) * 8,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
+            capacity,
+            next: std::cell::Cell::new(0),
+        })
+    }
+
+    /// The timestamp writes of the next pass.
+    fn writes(&self) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        let at = self.next.get();
+        (at + 2 <= self.capacity).then(|| {
+            self.next.set(at + 2);
+            wgpu::ComputePassTimestampWrites {
+                query_set: &self.set,
+                beginning_of_pass_write_index: Some(at),
+                end_of_pass_write_index: Some(at + 1),
+            }
+        })
+    }
+
+    /// Resolve, wait and return the passes' summed milliseconds.
+    fn finish(self, ctx: &GpuContext) -> Result<f64, crate::gpu::GpuError> {
+        let used = self.next.get();
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        encoder.resolve_query_set(&self.set, 0..used, &self.resolve, 0);
+        ctx.queue.submit([encoder.finish()]);
+        let bytes = crate::gpu::readback::read_buffer(ctx, &self.resolve, 0..u64::from(used) * 8)?;
+        let ticks: u64 = bytes
+            .chunks_exact(16)
+            .map(|span| {
+                let [start, end]: [u64; 2] = bytemuck::pod_read_unaligned(span);
+                end.saturating_sub(start)
+            })
+            .sum();
+        Ok(ticks as f64 * f64::from(ctx.queue.get_timestamp_period()) / 1e6)
+    }
+}
+
 /// A package baked for one scene: the textures, and the scene's material bind groups with
 /// the sets the package holds sampling them.
 #[derive(Debug)]
 pub struct BakedMaterials {
+    /// The block compression the textures were baked into (`None`: RGBA8).
+    pub transcode: Option<Transcode>,
+    /// The bake's GPU milliseconds ([`BakedTextures::gpu_ms`]).
+    pub gpu_ms: Option<f64>,
     /// The baked textures, in package order.
     pub sets: Vec<BakedSet>,
     /// Per scene material, its bind group (baked textures where the package holds its set,
@@ -277,20 +664,38 @@ pub struct BakedMaterials {
     pub replaced: usize,
 }
 
-/// The three textures of one baked set and their sampled views.
-fn baked_set(device: &wgpu::Device, name: &str, width: u32, height: u32, mips: u32) -> BakedSet {
+/// The three textures of one baked set, in `formats`, and their sampled views.
+fn baked_set(
+    device: &wgpu::Device,
+    name: &str,
+    size: (u32, u32),
+    mips: u32,
+    formats: &[(wgpu::TextureFormat, Option<GpuBlockFormat>); 3],
+) -> BakedSet {
     let textures: [wgpu::Texture; 3] = std::array::from_fn(|g| {
-        let srgb_view = [SET_FORMATS[g]];
         let label = format!("ntc.baked.{name}.group{g}");
+        let (sampled, encoding) = formats[g];
+        if encoding.is_some() {
+            return device.create_texture(&layout::texture_2d(
+                &label,
+                size,
+                mips,
+                sampled,
+                wgpu::TextureUsages::TEXTURE_BINDING
+                    | wgpu::TextureUsages::COPY_DST
+                    | wgpu::TextureUsages::COPY_SRC,
+            ));
+        }
+        let srgb_view = [sampled];
         device.create_texture(&wgpu::TextureDescriptor {
-            view_formats: if SET_FORMATS[g] == wgpu::TextureFormat::Rgba8Unorm {
+            view_formats: if sampled == wgpu::TextureFormat::Rgba8Unorm {
                 &[]
             } else {
                 &srgb_view
             },
             ..layout::texture_2d(
                 &label,
-                (width, height),
+                size,
                 mips,
                 wgpu::TextureFormat::Rgba8Unorm,
                 wgpu::TextureUsages::STORAGE_BINDING
@@ -301,7 +706,7 @@ fn baked_set(device: &wgpu::Device, name: &str, width: u32, height: u32, mips: u
     });
     let views = std::array::from_fn(|g| {
         textures[g].create_view(&wgpu::TextureViewDescriptor {
-            format: Some(SET_FORMATS[g]),
+            format: Some(formats[g].0),
             // An sRGB view cannot be a storage binding: this one is only sampled.
             usage: Some(wgpu::TextureUsages::TEXTURE_BINDING),
             ..Default::default()
