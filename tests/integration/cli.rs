@@ -327,6 +327,41 @@ fn render_psnr_measures_flip_and_writes_its_map() {
     );
 }
 
+/// `--transcode` on an adapter without block-compressed textures: one error naming the
+/// feature and the remedy, and no image; with them, the frame renders.
+#[test]
+fn transcode_needs_block_compressed_textures() {
+    let dir = temp_dir("transcode-bc");
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    let out = dir.join("t.png");
+    let args = [
+        "render",
+        "--scene",
+        s(&gltf),
+        "--mode",
+        "baseline",
+        "--ntc-steps",
+        "2",
+        "--size",
+        "24x16",
+        "--inference-on-load",
+        "--transcode",
+        "bc1",
+        "--out",
+        s(&out),
+    ];
+    let without = run_env(&args, &[("NEUROTEX_GPU_DISABLE", "texture_compression_bc")]);
+    failed(
+        &args,
+        without,
+        &["TEXTURE_COMPRESSION_BC", "without --transcode"],
+    );
+    assert!(!out.exists());
+    expect_ok(&args);
+    assert!(out.exists());
+}
+
 #[test]
 fn compress_inspect_decompress_round_trip() {
     let dir = temp_dir("codec");
