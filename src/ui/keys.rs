@@ -274,7 +274,8 @@ pub const SHORTCUTS: &[Shortcut] = &[
     },
     Shortcut {
         input: Input::Keys(&[(K::KeyB, A::ToggleInferenceOnLoad)]),
-        help: "Inference on load on / off (decode the package into textures once)",
+        help: "Inference on load on / off (decode the package into textures once; the pass \
+               settings' combo keeps them as RGBA8, BC1 or BC7)",
     },
     Shortcut {
         input: Input::Keys(&[(K::KeyX, A::Ui(UiAction::MeasurePsnr))]),
