@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::common::{
-    expect_error, expect_ok, kill_once_exists, quad_scene, run, run_env, s, temp_dir,
+    expect_error, expect_ok, failed, kill_once_exists, quad_scene, run, run_env, s, temp_dir,
     write_checker_png,
 };
 
