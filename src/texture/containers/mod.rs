@@ -7,7 +7,8 @@
 //! present in the file, and each decode within the memory budget. Cubemaps, texture
 //! arrays, volume and 1D textures are refused with an error naming the file; so are
 //! supercompressed KTX2 (BasisLZ/ETC1S, Zstandard) and pixel formats outside
-//! [`Encoding`]'s list. Block formats are decoded by `texture2ddecoder`:
+//! [`Encoding`]'s list. Block formats are decoded by `texture2ddecoder`, BC6H by
+//! `bcdec_rs` (see `decode_bc6h`):
 //!
 //! | format | decoded channels |
 //! |---|---|
