@@ -266,24 +266,29 @@ fn arrays_cubemaps_volumes_and_bad_sizes_are_refused() {
     refused(&good[..good.len() - 3], "KTX2");
 }
 
-/// A KTX2 file of UASTC `levels` (level 0 first) whose descriptor names `channel`.
-fn uastc_ktx2(channel: u32, (w, h): (u32, u32), levels: &[Vec<u8>]) -> Vec<u8> {
-    // Colour model 166 (UASTC), BT.709, linear, 4×4×1×1 blocks of 16 bytes, one
-    // 128-bit sample of `channel`.
-    let dfd = [
+/// The data format descriptor of 4×4 blocks of 16 bytes in colour `model` (BT.709,
+/// linear) with one 128-bit sample of `channel`.
+fn block_dfd(model: u32, channel: u32) -> [u32; 11] {
+    let sample = (127 << 16) | (channel << 24);
+    [
         44,
         0,
         2 | (40 << 16),
-        166 | (1 << 8) | (1 << 16),
+        model | (1 << 8) | (1 << 16),
         3 | (3 << 8),
         16,
         0,
-        (127 << 16) | (channel << 24),
+        sample,
         0,
         0,
         u32::MAX,
-    ];
-    ktx2_container(0, &dfd, 16, (w, h), levels)
+    ]
+}
+
+/// A KTX2 file of UASTC (colour model 166) `levels` (level 0 first) whose descriptor
+/// names `channel`.
+fn uastc_ktx2(channel: u32, (w, h): (u32, u32), levels: &[Vec<u8>]) -> Vec<u8> {
+    ktx2_container(0, &block_dfd(166, channel), 16, (w, h), levels)
 }
 
 #[test]
@@ -374,20 +379,9 @@ fn uastc_levels_decode_close_to_their_source_in_every_channel_layout() {
     assert_eq!(image.channels, 3);
 }
 
-/// `(ktx2 bytes, blocks)` of one 8×4 BC6H level (two blocks).
+/// A KTX2 file of one 8×4 BC6H level (two blocks; colour model 133, VkFormat 143).
 fn bc6h_ktx2(blocks: [[u8; 16]; 2]) -> Vec<u8> {
-    let dfd = [
-        44,
-        0,
-        2 | (40 << 16),
-        133 | (1 << 8) | (1 << 16),
-        3 | (3 << 8),
-        16,
-        0,
-    ];
-    let mut dfd = dfd.to_vec();
-    dfd.extend([127 << 16, 0, 0, u32::MAX]);
-    ktx2_container(143, &dfd, 16, (8, 4), &[blocks.concat()])
+    ktx2_container(143, &block_dfd(133, 0), 16, (8, 4), &[blocks.concat()])
 }
 
 #[test]
