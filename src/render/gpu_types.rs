@@ -100,6 +100,11 @@ pub struct MaterialData {
 }
 
 impl MaterialData {
+    /// The material table of a scene: one entry per material, in order.
+    pub fn table(materials: &[crate::scene::Material]) -> Vec<Self> {
+        materials.iter().map(Self::from_material).collect()
+    }
+
     /// The GPU constants of a scene material.
     pub fn from_material(m: &crate::scene::Material) -> Self {
         use crate::scene::AlphaMode;

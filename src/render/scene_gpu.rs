@@ -285,11 +285,7 @@ impl SceneGpu {
             instances,
             draws,
         } = SceneGeometry::build(scene);
-        let materials: Vec<MaterialData> = scene
-            .materials
-            .iter()
-            .map(MaterialData::from_material)
-            .collect();
+        let materials = MaterialData::table(&scene.materials);
         let buffer = |label: &str, contents: &[u8], usage| {
             // wgpu rejects zero-sized storage bindings: keep at least one element's worth.
             let mut bytes = contents.to_vec();

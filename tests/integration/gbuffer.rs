@@ -140,12 +140,7 @@ fn gbuffer_resolve_matches_cpu_reference() {
     .to_u32()
     .unwrap();
     let geometry = SceneGeometry::build(&opened.scene);
-    let materials: Vec<MaterialData> = opened
-        .scene
-        .materials
-        .iter()
-        .map(MaterialData::from_material)
-        .collect();
+    let materials = MaterialData::table(&opened.scene.materials);
 
     let mut covered = 0;
     let mut moving = 0;

@@ -359,7 +359,7 @@ fn fixture() -> Fixture {
     let ctx = ctx();
     let package = package();
     let (materials, map) = scene_materials();
-    let gpu_materials = materials.iter().map(MaterialData::from_material).collect();
+    let gpu_materials = MaterialData::table(&materials);
     let textures = SceneTextures::load(&materials, &Default::default()).expect("texture sets");
     let scene =
         SceneGpu::upload(&ctx.device, &ctx.queue, &scene(materials), &textures, 1).expect("scene");
@@ -1057,12 +1057,7 @@ fn inspector_reads_the_cpu_reference_values() {
 
     // The decode pass's targets: the CPU reference on the G-buffer at the pixel.
     let input = input_at(i);
-    let materials: Vec<MaterialData> = opened
-        .scene
-        .materials
-        .iter()
-        .map(MaterialData::from_material)
-        .collect();
+    let materials = MaterialData::table(&opened.scene.materials);
     let reference = NtcCpuReference::new(&package, &map, &materials).expect("reference");
     let want = reference
         .pixel(&input, &settings.passes.decode)
