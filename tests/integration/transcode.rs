@@ -8,7 +8,7 @@ use std::path::Path;
 use neurotex::render::passes::bcn_encode::{BcnEncodePass, GpuBlockFormat};
 use neurotex::texture::bcn::{BlockFormat, decode_blocks, encode_rgba};
 
-use crate::common::ctx;
+use crate::common::{ctx, expect_ok, quad_scene, s, temp_dir};
 
 /// A 64×64 crop of a real texture (a Bistro base colour; its alpha made a gradient, so
 /// that BC7's alpha is exercised) and of its normal map.
@@ -292,4 +292,32 @@ fn gpu_bc7_modes_round_trip_through_independent_decoders() {
             }
         }
     }
+}
+
+/// `neurotex bench bcn` on a scene textured with the colour crop (its alpha a gradient):
+/// a line per channel group and pooled PSNRs, the GPU encoder's within a dB of ISPC's.
+#[test]
+fn bench_bcn_reports_the_gpu_encoder_against_ispc() {
+    let dir = temp_dir("bench-bcn");
+    let (color, _) = crops();
+    neurotex::texture::write_image_rgba8(&dir.join("crop.png"), 64, 64, &color).expect("png");
+    let gltf = quad_scene(&dir, Some("crop.png"));
+    let stdout = expect_ok(&["bench", "bcn", "--scene", s(&gltf)]);
+    for group in [
+        "base colour + alpha",
+        "normal XY + occlusion + roughness",
+        "metallic + emissive",
+    ] {
+        assert!(stdout.contains(&format!("pooled {group}: GPU")), "{stdout}");
+    }
+    let pooled = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pooled: GPU "))
+        .unwrap_or_else(|| panic!("no pooled line: {stdout}"));
+    let db: Vec<f64> = pooled
+        .split(" dB")
+        .take(2)
+        .map(|p| p.trim_start_matches(", ISPC ").parse().expect("dB"))
+        .collect();
+    assert!(db[0] > db[1] - 1.0 && db[0] > 40.0, "{stdout}");
 }
