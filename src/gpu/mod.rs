@@ -45,7 +45,9 @@ pub use devices::{DeviceChoice, DeviceSet, DevicesError};
 pub use kernel::{ComputeKernel, KernelError};
 pub use profiler::{GpuProfiler, PassTiming};
 pub use readback::{TextureData, read_buffer, read_texture, read_texture_rect};
-pub use shader::{ComposedShader, ShaderError, ShaderLibrary, create_shader_module};
+pub use shader::{
+    CompiledShader, ComposedShader, ShaderError, ShaderLibrary, create_shader_module,
+};
 
 /// Result alias for fallible GPU operations.
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;

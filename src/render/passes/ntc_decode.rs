@@ -570,6 +570,7 @@ impl NtcDecodePass {
             )
             .map_err(|e| match e {
                 KernelError::Shader(e) => NtcRenderError::Shader(e),
+                e @ KernelError::Binding { .. } => NtcRenderError::Kernel(e),
                 KernelError::CompilerPanic(failure) => unavailable(format!(
                     "the shader compiler panicked building {shader} with defines [{defines}]: {}",
                     failure.message

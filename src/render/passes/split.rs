@@ -118,13 +118,6 @@ impl SplitPass {
     /// Build the pipeline writing views of `format` (the output texture's own format:
     /// UNORM bytes pass through, an sRGB format gets linear values).
     pub fn new(ctx: &GpuContext, format: wgpu::TextureFormat) -> Result<Self, ShaderError> {
-        let entries = [
-            layout::uniform(0, wgpu::ShaderStages::FRAGMENT),
-            layout::float_texture(1),
-            layout::float_texture(2),
-            layout::float_texture(3),
-            layout::float_texture(4),
-        ];
         let mut defines = Defines::new();
         if format.is_srgb() {
             defines.set("LINEAR_TARGET", 1);
@@ -135,7 +128,6 @@ impl SplitPass {
                 label: Self::LABEL,
                 shader: "split.wgsl",
                 defines: &defines,
-                entries: &entries,
                 targets: &[layout::target(format)],
             },
         )?;

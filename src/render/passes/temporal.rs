@@ -49,15 +49,13 @@
 //! encoder that is never submitted desynchronises them, so record once per submitted
 //! frame (the settings also go through `queue.write_buffer`, which needs that anyway).
 
-use crate::gpu::Defines;
 use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec3, Vec4};
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::gpu::{CachedBindGroup, GpuContext};
-use crate::render::targets::{Target, format};
+use crate::render::targets::Target;
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
 pub const WORKGROUP_SIZE: u32 = 8;
@@ -225,21 +223,7 @@ impl TemporalPass {
         let device = &ctx.device;
         let kernel = ComputeKernel::new(
             ctx,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "temporal.wgsl",
-                defines: &Defines::new(),
-                entry: "resolve",
-                groups: &[Group::Slots(&[
-                    Slot::Uniform,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::UintTexture,
-                    Slot::DepthTexture,
-                    Slot::WriteTexture(format::ACCUMULATED),
-                    Slot::WriteTexture(HISTORY_FORMAT),
-                ])],
-            },
+            &KernelDesc::new(Self::LABEL, "temporal.wgsl", "resolve"),
         )?;
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(Self::LABEL),
