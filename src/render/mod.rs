@@ -263,6 +263,17 @@ pub enum RenderError {
     /// An NTC mode was asked for before its package was given.
     #[error("no package is loaded for the {0} mode")]
     MissingPackage(RenderMode),
+    /// A split view's output is not of the format the view was built for.
+    #[error(
+        "split view: the output is {output:?} but the view was built for {built:?}; build \
+         the split view for the output texture's format"
+    )]
+    SplitFormat {
+        /// The output texture's format.
+        output: wgpu::TextureFormat,
+        /// The format given to [`split::SplitView::new`].
+        built: wgpu::TextureFormat,
+    },
     /// A frame size this device cannot render or read back.
     #[error("a {width}x{height} frame is too large for this GPU: {reason}")]
     FrameTooLarge {
