@@ -1,7 +1,7 @@
 //! Bind-group layout entries, bind-group entries and colour targets in one line each, for
 //! every render pass and compute kernel (the renderer's passes and the NTC trainer), and
 //! [`Slot`], the compact binding description a [`super::ComputeKernel`] builds its
-//! layouts from.
+//! layouts from ([`declared_slots`] reads them from a shader's WGSL declarations).
 
 /// A uniform buffer binding.
 pub fn uniform(binding: u32, visibility: wgpu::ShaderStages) -> wgpu::BindGroupLayoutEntry {
