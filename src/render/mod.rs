@@ -202,7 +202,7 @@ pub struct PassSettings {
     /// through the reference path (for GPUs too slow to decode per pixel).
     pub inference_on_load: bool,
     /// With inference on load, block-compress the decoded textures on the GPU
-    /// ([`ntc_bake::set_formats`] gives each group's format) instead of keeping RGBA8.
+    /// ([`ntc_bake::set_formats`](passes::ntc_bake::set_formats) gives each group's format) instead of keeping RGBA8.
     pub transcode: Option<Transcode>,
     /// Temporal accumulation (`reset` is added by the renderer on camera cuts, resizes
     /// and mode switches).

@@ -449,7 +449,7 @@ fn plan(opts: &DecodeBenchOptions) -> Vec<(u32, u32, bool)> {
     cases
 }
 
-/// Run the whole benchmark: peaks, then every case of [`plan`] under every kernel × tile
+/// Run the whole benchmark: peaks, then every case of `plan` under every kernel × tile
 /// that builds. `note` receives progress lines.
 pub fn run_decode_bench(
     ctx: &GpuContext,

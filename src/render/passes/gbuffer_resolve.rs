@@ -37,7 +37,7 @@ pub struct ResolveInputs<'a> {
     pub frame: &'a wgpu::Buffer,
     /// Vertices, indices, instances and material constants.
     pub scene: &'a SceneGpu,
-    /// The visibility raster's (instance slot, triangle) ids ([`format::VISIBILITY_IDS`]).
+    /// The visibility raster's (instance slot, triangle) ids ([`format::VISIBILITY_IDS`](crate::render::targets::format::VISIBILITY_IDS)).
     pub ids: &'a Target,
     /// Its depth.
     pub depth: &'a Target,

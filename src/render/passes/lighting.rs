@@ -52,7 +52,7 @@ impl LightingPass {
         })
     }
 
-    /// Record the pass into `hdr` (an [`format::HDR`] storage target of the depth's size).
+    /// Record the pass into `hdr` (an [`format::HDR`](crate::render::targets::format::HDR) storage target of the depth's size).
     pub fn record(&self, frame: &mut FrameEncoder<'_>, inputs: &LightingInputs<'_>, hdr: &Target) {
         let view = wgpu::BindingResource::TextureView;
         let m = inputs.materials;

@@ -105,7 +105,7 @@ const RUN_THREADS_MMA: u32 = 128;
 /// and the default decoder's weights (16.3 KiB) fit 48 KiB of workgroup memory.
 const RUN_THREADS_CHAIN: u32 = 192;
 /// Tiles of 32 pixels each subgroup of `sorted-chain` runs per weight load (its
-/// workgroup's slots: [`RUN_THREADS_CHAIN`] · this).
+/// workgroup's slots: `RUN_THREADS_CHAIN` · this).
 pub const CHAIN_ROUNDS: u32 = 8;
 /// Width of the sorted decode's indirect dispatch grid (`NTC_RUN_GRID_X`).
 const RUN_GRID_X: u32 = 1024;

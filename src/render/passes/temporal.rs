@@ -189,7 +189,7 @@ pub enum TemporalError {
 pub struct TemporalInputs<'a> {
     /// This frame's linear HDR radiance.
     pub hdr: &'a Target,
-    /// The G-buffer's motion ([`format::MOTION`]: two packed f16).
+    /// The G-buffer's motion ([`format::MOTION`](crate::render::targets::format::MOTION): two packed f16).
     pub motion: &'a Target,
     /// The G-buffer's depth.
     pub depth: &'a Target,
@@ -273,7 +273,7 @@ impl TemporalPass {
         self.size
     }
 
-    /// Record the accumulation of `inputs` into `output` (an [`format::ACCUMULATED`]
+    /// Record the accumulation of `inputs` into `output` (an [`format::ACCUMULATED`](crate::render::targets::format::ACCUMULATED)
     /// storage target) and swap the history pair. Record once per submitted frame (see
     /// the module docs). Inputs or an output of another size than the pass are an error
     /// and record nothing (resize the pass with the targets).
