@@ -95,6 +95,16 @@ pub fn comparison_sampler(binding: u32) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
+/// A uniform buffer holding one `T`, written with `queue.write_buffer` before each use.
+pub fn uniform_buffer<T>(device: &wgpu::Device, label: &str) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: std::mem::size_of::<T>() as u64,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
 /// Bind group entries from `(binding, resource)` pairs.
 pub fn entries<'a>(list: &[(u32, wgpu::BindingResource<'a>)]) -> Vec<wgpu::BindGroupEntry<'a>> {
     list.iter()

@@ -473,12 +473,7 @@ impl Renderer {
             1
         };
         let scene_gpu = SceneGpu::upload(device, &ctx.queue, scene, textures, anisotropy)?;
-        let frame_buffer = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("frame"),
-            size: std::mem::size_of::<FrameUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let frame_buffer = crate::gpu::layout::uniform_buffer::<FrameUniform>(device, "frame");
         let baseline: Vec<u32> = scene_gpu
             .material_sets
             .iter()

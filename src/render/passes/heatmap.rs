@@ -239,12 +239,8 @@ impl HeatmapPass {
         let tiles = variant(ctx, "heatmap.tiles", &Defines::new(), output_format)?;
         let source_error = Defines::new().flag("SOURCE_ERROR");
         let error = variant(ctx, "heatmap.error", &source_error, output_format)?;
-        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<HeatmapUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let uniform =
+            crate::gpu::layout::uniform_buffer::<HeatmapUniform>(&ctx.device, Self::LABEL);
         Ok(Self {
             srgb_output: output_format.is_srgb(),
             uniform,

@@ -246,12 +246,8 @@ impl ImageErrorPass {
             ctx,
             &KernelDesc::new(Self::LABEL, "image_error.wgsl", "measure"),
         )?;
-        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<ImageErrorUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let uniform =
+            crate::gpu::layout::uniform_buffer::<ImageErrorUniform>(&ctx.device, Self::LABEL);
         Ok(Self { kernel, uniform })
     }
 

@@ -644,12 +644,7 @@ impl NtcDecodePass {
             )?;
             (decode, None)
         };
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<DecodeParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let params = crate::gpu::layout::uniform_buffer::<DecodeParams>(device, Self::LABEL);
         Ok(Self {
             kernel,
             tile,

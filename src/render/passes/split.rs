@@ -131,12 +131,7 @@ impl SplitPass {
                 targets: &[layout::target(format)],
             },
         )?;
-        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<SplitUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let uniform = crate::gpu::layout::uniform_buffer::<SplitUniform>(&ctx.device, Self::LABEL);
         Ok(Self {
             format,
             pipeline,

@@ -225,12 +225,7 @@ impl TemporalPass {
             ctx,
             &KernelDesc::new(Self::LABEL, "temporal.wgsl", "resolve"),
         )?;
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<TemporalParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let params = crate::gpu::layout::uniform_buffer::<TemporalParams>(device, Self::LABEL);
         let size = (size.0.max(1), size.1.max(1));
         Ok(Self {
             size,
