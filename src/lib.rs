@@ -34,7 +34,7 @@
 //!   pass with explicit inputs and outputs, NTC decoding and divergence.
 //! - [`packages`]: a scene's package per strategy, compressed on demand and cached, and
 //!   the scene's views recorded for the co-occurrence record (`packages::views`).
-//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`]: GPU timings of the
+//! - [`eval`]: the shared-decoder study (`neurotex eval`); [`bench`](mod@bench): GPU timings of the
 //!   frame (`neurotex bench`), its report folder (`bench::output`) and the decode kernels
 //!   alone against the adapter's peaks (`bench::decode`, `neurotex bench decode`).
 //! - [`ui`], [`app`]: the interactive viewer's overlay and the viewer.

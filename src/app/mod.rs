@@ -20,7 +20,7 @@
 //! panicking. Scripted runs (`--frames N --screenshot out.png`) render N frames after the
 //! scene is ready, save the last one including the overlay, and exit.
 //!
-//! This module holds the [`Viewer`] state, the frame loop and rendering; its children
+//! This module holds the `Viewer` state, the frame loop and rendering; its children
 //! hold one concern each, as `impl Viewer` blocks over the same state:
 //! - `present`: the surface (formats, size, vsync), acquiring frames, screenshots;
 //! - `loading`: background scene loads, reloads and their failures;

@@ -110,7 +110,7 @@ fn measure_trusted<T, E>(
 
 /// The whole protocol of a timed measurement: warm up on frame 0 until [`warm_enough`]
 /// (at least `min_frames` frames and `min_time`), then time frames `0..frames` under
-/// [`measure_trusted`]. `frame(i)` renders frame `i` and returns its sample, `time` the
+/// `measure_trusted`. `frame(i)` renders frame `i` and returns its sample, `time` the
 /// sample's frame time.
 pub fn run<T, E>(
     min_frames: u32,

@@ -379,7 +379,7 @@ impl CooccurrenceRecord {
     }
 
     /// Parse and check a record read from `path` (named in errors): valid JSON of this
-    /// layout, every signature well-formed, at most [`MAX_RECORD_SETS`] sets.
+    /// layout, every signature well-formed, at most `MAX_RECORD_SETS` sets.
     pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Self, ClusterError> {
         if bytes.len() as u64 > MAX_RECORD_BYTES {
             return Err(invalid(

@@ -22,7 +22,7 @@
 //!
 //! Sub-modules: `runs` (freezing settings, run names, sharing, run records), `divergence`
 //! (the co-occurrence record checked against the sets, each run's predicted 𝒟),
-//! `tables` (the tables and the report), `figures` (the charts' panels), [`shard`]
+//! `tables` (the tables and the report), `figures` (the charts' panels), [`study_shards`]
 //! (`eval --shard I/N` and `eval --merge`) and [`seeds`] (`eval --seeds`: one evaluation
 //! per seed in `seed-<s>/`, every cell as mean, deviation and range over the seeds) and
 //! [`budgets`] (the budget in epochs and samples, `eval --epochs`; `eval --budgets`: one
@@ -176,7 +176,7 @@ pub enum EvalError {
     /// A chart could not be drawn or written.
     #[error(transparent)]
     Plot(#[from] PlotError),
-    /// A shard's folder that cannot be merged (see [`shard`]): not a shard's, damaged, of
+    /// A shard's folder that cannot be merged (see [`study_shards`]): not a shard's, damaged, of
     /// another evaluation, or given twice.
     #[error("{path}: {reason}")]
     Part {
@@ -271,7 +271,7 @@ pub struct EvalOptions {
     /// The recipe's name, for the reports.
     pub recipe: String,
     /// Main training steps per texture set: a group of `k` sets trains `k` times as many
-    /// ([`group_main_steps`](crate::ntc::compress::group_main_steps)), so every strategy
+    /// ([`group_main_steps`]), so every strategy
     /// gives each material the same samples.
     pub steps: u64,
     /// The training kernels; `None` for the adapter's best.

@@ -309,7 +309,7 @@ pub struct RunRecord {
     /// Mean over materials of their pooled PSNR (dB).
     #[serde(with = "metric")]
     pub mean_psnr: Option<f64>,
-    /// The PSNR convention of the numbers ([`PSNR_CONVENTION`]; empty in records written
+    /// The PSNR convention of the numbers (`PSNR_CONVENTION`; empty in records written
     /// before it was recorded, which averaged the channel groups' PSNRs).
     #[serde(default)]
     pub psnr_convention: String,

@@ -72,21 +72,14 @@ impl<'a> FrameEncoder<'a> {
         label: &str,
         f: impl FnOnce(&mut wgpu::ComputePass<'_>) -> R,
     ) -> R {
-        let label = self.label(label);
-        let label = label.as_ref();
-        let scopes = self.profiler.scopes();
-        let query = scopes.begin_pass_query(label, self.encoder);
-        let result = {
-            let mut pass = self
-                .encoder
-                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+        self.timed(label, |encoder, label, query| {
+            f(
+                &mut encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(label),
                     timestamp_writes: query.compute_pass_timestamp_writes(),
-                });
-            f(&mut pass)
-        };
-        scopes.end_query(self.encoder, query);
-        result
+                }),
+            )
+        })
     }
 
     /// A render pass into `colors` and `depth` (see [`layout::clear_color`],
@@ -101,21 +94,30 @@ impl<'a> FrameEncoder<'a> {
         depth: Option<wgpu::RenderPassDepthStencilAttachment<'_>>,
         f: impl FnOnce(&mut wgpu::RenderPass<'_>) -> R,
     ) -> R {
-        let label = self.label(label);
-        let label = label.as_ref();
-        let scopes = self.profiler.scopes();
-        let query = scopes.begin_pass_query(label, self.encoder);
-        let result = {
-            let mut pass = self.encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+        self.timed(label, |encoder, label, query| {
+            f(&mut encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some(label),
                 color_attachments: colors,
                 depth_stencil_attachment: depth,
                 timestamp_writes: query.render_pass_timestamp_writes(),
                 occlusion_query_set: None,
                 multiview_mask: None,
-            });
-            f(&mut pass)
-        };
+            }))
+        })
+    }
+
+    /// Whatever `record` records into the encoder (given the prefixed label and the
+    /// pass's timestamp query), timed as `label`.
+    fn timed<R>(
+        &mut self,
+        label: &str,
+        record: impl FnOnce(&mut wgpu::CommandEncoder, &str, &wgpu_profiler::GpuProfilerQuery) -> R,
+    ) -> R {
+        let label = self.label(label);
+        let label = label.as_ref();
+        let scopes = self.profiler.scopes();
+        let query = scopes.begin_pass_query(label, self.encoder);
+        let result = record(self.encoder, label, &query);
         scopes.end_query(self.encoder, query);
         result
     }

@@ -1,6 +1,7 @@
 //! [`ComputeKernel`]: one compute pipeline of an embedded shader, built from a compact
-//! description — the shader and its defines, the entry point, and per bind group either a
-//! list of [`Slot`]s or a layout shared with other kernels — with wgpu's validation caught
+//! description — the shader and its defines, the entry point, and per bind group the
+//! layout the shader declares, a list of [`Slot`]s, or a layout shared with other
+//! kernels — with wgpu's validation caught
 //! in an error scope and a panic of the shader compiler turned into an error (the
 //! decode pass falls back to another kernel on it; the process never goes down).
 //!
@@ -8,14 +9,18 @@
 //! so pipeline creation, layouts and error reporting are written once.
 
 use super::Defines;
-use super::shader::{ShaderError, catch_compiler_panic, create_shader_module};
+use super::shader::{ShaderError, ShaderLibrary, catch_compiler_panic};
 use super::{CachedBindGroup, GpuContext};
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::layout::{Slot, group_layout};
+use crate::gpu::layout::{Slot, group_layout, slots_layout};
 
 /// One bind group of a kernel.
 #[derive(Clone, Copy, Debug)]
 pub enum Group<'a> {
+    /// The layout the shader declares for this group: each binding's [`Slot`] read from
+    /// its WGSL type ([`crate::gpu::layout::declared_slots`]), every binding of the
+    /// module, so the WGSL is the one place that lists them.
+    Declared,
     /// A layout made from these slots (slot `i` at binding `i`).
     Slots(&'a [Slot]),
     /// A layout made elsewhere and shared (bind groups made for it bind to every kernel
@@ -38,12 +43,44 @@ pub struct KernelDesc<'a> {
     pub groups: &'a [Group<'a>],
 }
 
+/// No defines, for kernels without any.
+static NO_DEFINES: Defines = Defines::new();
+
+impl<'a> KernelDesc<'a> {
+    /// `shader`'s `entry`, labelled `label`, without defines, over one bind group laid
+    /// out as the shader declares it.
+    pub fn new(label: &'a str, shader: &'a str, entry: &'a str) -> Self {
+        Self {
+            label,
+            shader,
+            defines: &NO_DEFINES,
+            entry,
+            groups: &[Group::Declared],
+        }
+    }
+
+    /// The same kernel with `defines`.
+    pub fn with_defines(self, defines: &'a Defines) -> Self {
+        Self { defines, ..self }
+    }
+}
+
 /// Why a kernel could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     /// The shader failed to compose, validate or become a module.
     #[error(transparent)]
     Shader(#[from] ShaderError),
+    /// A binding of a [`Group::Declared`] group has a type no [`Slot`] describes.
+    #[error("shaders/{shader} (defines [{defines}]): {reason}")]
+    Binding {
+        /// The entry shader.
+        shader: String,
+        /// Its defines.
+        defines: Defines,
+        /// Which binding, and its type.
+        reason: String,
+    },
     /// The shader compiler panicked while building the pipeline (a wgpu/naga bug);
     /// `message` is the panic message.
     #[error(
@@ -91,15 +128,24 @@ pub struct ComputeKernel {
 impl ComputeKernel {
     /// Compose, validate and compile `desc.shader` and build the pipeline of `desc.entry`.
     pub fn new(ctx: &GpuContext, desc: &KernelDesc<'_>) -> Result<Self, KernelError> {
-        let module = create_shader_module(ctx, desc.shader, desc.defines)?;
-        let layouts: Vec<wgpu::BindGroupLayout> = desc
-            .groups
-            .iter()
-            .map(|group| match group {
-                Group::Slots(slots) => group_layout(&ctx.device, desc.label, slots),
-                Group::Layout(layout) => (*layout).clone(),
+        let shader = ShaderLibrary::embedded().compile(ctx, desc.shader, desc.defines)?;
+        let compute = wgpu::ShaderStages::COMPUTE;
+        let layouts = (0..)
+            .zip(desc.groups)
+            .map(|(index, group)| match group {
+                Group::Declared => shader
+                    .declared_slots(index, &[])
+                    .map(|slots| slots_layout(&ctx.device, desc.label, slots, compute))
+                    .map_err(|reason| KernelError::Binding {
+                        shader: desc.shader.to_owned(),
+                        defines: desc.defines.clone(),
+                        reason,
+                    }),
+                Group::Slots(slots) => Ok(group_layout(&ctx.device, desc.label, slots)),
+                Group::Layout(layout) => Ok((*layout).clone()),
             })
-            .collect();
+            .collect::<Result<Vec<_>, _>>()?;
+        let module = shader.module;
         let layout_refs: Vec<Option<&wgpu::BindGroupLayout>> = layouts.iter().map(Some).collect();
         let pipeline_layout = ctx
             .device

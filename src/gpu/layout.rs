@@ -1,7 +1,7 @@
 //! Bind-group layout entries, bind-group entries and colour targets in one line each, for
 //! every render pass and compute kernel (the renderer's passes and the NTC trainer), and
 //! [`Slot`], the compact binding description a [`super::ComputeKernel`] builds its
-//! layouts from.
+//! layouts from ([`declared_slots`] reads them from a shader's WGSL declarations).
 
 /// A uniform buffer binding.
 pub fn uniform(binding: u32, visibility: wgpu::ShaderStages) -> wgpu::BindGroupLayoutEntry {
@@ -93,6 +93,16 @@ pub fn comparison_sampler(binding: u32) -> wgpu::BindGroupLayoutEntry {
         ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Comparison),
         count: None,
     }
+}
+
+/// A uniform buffer holding one `T`, written with `queue.write_buffer` before each use.
+pub fn uniform_buffer<T>(device: &wgpu::Device, label: &str) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: std::mem::size_of::<T>() as u64,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
 }
 
 /// Bind group entries from `(binding, resource)` pairs.
@@ -223,6 +233,15 @@ pub enum Slot {
 impl Slot {
     /// The layout entry of this slot at `binding`, visible to compute.
     pub fn entry(self, binding: u32) -> wgpu::BindGroupLayoutEntry {
+        self.entry_visible(binding, wgpu::ShaderStages::COMPUTE)
+    }
+
+    /// The layout entry of this slot at `binding`, visible to `visibility`.
+    pub fn entry_visible(
+        self,
+        binding: u32,
+        visibility: wgpu::ShaderStages,
+    ) -> wgpu::BindGroupLayoutEntry {
         let compute = wgpu::ShaderStages::COMPUTE;
         let mut entry = match self {
             Slot::Uniform => uniform(binding, compute),
@@ -237,17 +256,119 @@ impl Slot {
             Slot::WriteTexture(format) => write_texture(binding, format),
             Slot::ComparisonSampler => comparison_sampler(binding),
         };
-        entry.visibility = compute;
+        entry.visibility = visibility;
         entry
     }
 }
 
 /// The bind-group layout of `slots` (slot `i` at binding `i`).
 pub fn group_layout(device: &wgpu::Device, label: &str, slots: &[Slot]) -> wgpu::BindGroupLayout {
+    let compute = wgpu::ShaderStages::COMPUTE;
+    slots_layout(device, label, (0..).zip(slots.iter().copied()), compute)
+}
+
+/// The bindings of group `group` as `module` declares them, in binding order, of the
+/// globals `keep` accepts: each one's [`Slot`] read from its WGSL type. `Err` names a
+/// binding no slot describes (arrays of bindings, sampled or multisampled textures other
+/// than 2-D `textureLoad` ones, read-write storage textures, filtering samplers).
+pub fn declared_slots(
+    module: &naga::Module,
+    group: u32,
+    keep: impl Fn(naga::Handle<naga::GlobalVariable>) -> bool,
+) -> Result<Vec<(u32, Slot)>, String> {
+    use naga::{AddressSpace, ImageClass, ImageDimension, ScalarKind, StorageAccess, TypeInner};
+    let mut slots = Vec::new();
+    for (handle, var) in module.global_variables.iter() {
+        let Some(binding) = var
+            .binding
+            .as_ref()
+            .filter(|b| b.group == group && keep(handle))
+        else {
+            continue;
+        };
+        let inner = &module.types[var.ty].inner;
+        let slot = match (var.space, inner) {
+            (AddressSpace::Uniform, _) => Some(Slot::Uniform),
+            (AddressSpace::Storage { access }, _) => {
+                Some(if access.contains(StorageAccess::STORE) {
+                    Slot::StorageRw
+                } else {
+                    Slot::Storage
+                })
+            }
+            (
+                AddressSpace::Handle,
+                &TypeInner::Image {
+                    dim: ImageDimension::D2,
+                    arrayed: false,
+                    class,
+                },
+            ) => match class {
+                ImageClass::Sampled {
+                    kind: ScalarKind::Float,
+                    multi: false,
+                } => Some(Slot::FloatTexture),
+                ImageClass::Sampled {
+                    kind: ScalarKind::Uint,
+                    multi: false,
+                } => Some(Slot::UintTexture),
+                ImageClass::Depth { multi: false } => Some(Slot::DepthTexture),
+                ImageClass::Storage { format, access } if access == StorageAccess::STORE => {
+                    storage_format(format).map(Slot::WriteTexture)
+                }
+                _ => None,
+            },
+            (AddressSpace::Handle, &TypeInner::Sampler { comparison: true }) => {
+                Some(Slot::ComparisonSampler)
+            }
+            _ => None,
+        };
+        let slot = slot.ok_or_else(|| {
+            let name = var.name.as_deref().unwrap_or("?");
+            format!(
+                "@group({group}) @binding({}) `{name}`: no binding slot describes its type {inner:?}",
+                binding.binding
+            )
+        })?;
+        slots.push((binding.binding, slot));
+    }
+    slots.sort_by_key(|&(binding, _)| binding);
+    Ok(slots)
+}
+
+/// The texture format of a WGSL storage-texture format, for the formats wgpu can write
+/// from a compute shader without extra features.
+fn storage_format(format: naga::StorageFormat) -> Option<wgpu::TextureFormat> {
+    use naga::StorageFormat as N;
+    use wgpu::TextureFormat as T;
+    Some(match format {
+        N::R32Float => T::R32Float,
+        N::R32Uint => T::R32Uint,
+        N::R32Sint => T::R32Sint,
+        N::Rg32Float => T::Rg32Float,
+        N::Rg32Uint => T::Rg32Uint,
+        N::Rgba8Unorm => T::Rgba8Unorm,
+        N::Rgba8Snorm => T::Rgba8Snorm,
+        N::Rgba8Uint => T::Rgba8Uint,
+        N::Rgba16Float => T::Rgba16Float,
+        N::Rgba16Uint => T::Rgba16Uint,
+        N::Rgba32Float => T::Rgba32Float,
+        N::Rgba32Uint => T::Rgba32Uint,
+        _ => return None,
+    })
+}
+
+/// A bind-group layout of `(binding, slot)` pairs visible to `visibility`, labelled
+/// `label`.
+pub fn slots_layout(
+    device: &wgpu::Device,
+    label: &str,
+    slots: impl IntoIterator<Item = (u32, Slot)>,
+    visibility: wgpu::ShaderStages,
+) -> wgpu::BindGroupLayout {
     let entries: Vec<wgpu::BindGroupLayoutEntry> = slots
-        .iter()
-        .enumerate()
-        .map(|(binding, slot)| slot.entry(binding as u32))
+        .into_iter()
+        .map(|(binding, slot)| slot.entry_visible(binding, visibility))
         .collect();
     device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some(label),
@@ -258,6 +379,52 @@ pub fn group_layout(device: &wgpu::Device, label: &str, slots: &[Slot]) -> wgpu:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn declared_slots_read_each_binding_type() {
+        let module = naga::front::wgsl::parse_str(
+            "enable wgpu_binding_array;
+             @group(0) @binding(3) var<storage, read_write> out: array<u32>;
+             @group(0) @binding(0) var<uniform> params: vec4u;
+             @group(0) @binding(1) var colour: texture_2d<f32>;
+             @group(0) @binding(2) var word: texture_2d<u32>;
+             @group(0) @binding(4) var<storage, read> input: array<f32>;
+             @group(0) @binding(5) var depth: texture_depth_2d;
+             @group(0) @binding(6) var output: texture_storage_2d<rgba16float, write>;
+             @group(0) @binding(7) var shadow: sampler_comparison;
+             @group(1) @binding(0) var<uniform> other: vec4f;
+             @group(2) @binding(0) var filtered: sampler;
+             @group(3) @binding(0) var many: binding_array<texture_2d<f32>, 4>;
+             @group(4) @binding(0) var cube: texture_cube<f32>;",
+        )
+        .unwrap();
+        let group0 = declared_slots(&module, 0, |_| true).unwrap();
+        assert_eq!(
+            group0,
+            [
+                (0, Slot::Uniform),
+                (1, Slot::FloatTexture),
+                (2, Slot::UintTexture),
+                (3, Slot::StorageRw),
+                (4, Slot::Storage),
+                (5, Slot::DepthTexture),
+                (6, Slot::WriteTexture(wgpu::TextureFormat::Rgba16Float)),
+                (7, Slot::ComparisonSampler),
+            ]
+        );
+        assert_eq!(
+            declared_slots(&module, 1, |_| true).unwrap(),
+            [(0, Slot::Uniform)]
+        );
+        assert_eq!(declared_slots(&module, 9, |_| true).unwrap(), []);
+        for (group, name) in [(2, "filtered"), (3, "many"), (4, "cube")] {
+            let err = declared_slots(&module, group, |_| true).unwrap_err();
+            assert!(
+                err.contains(&format!("@group({group}) @binding(0) `{name}`")),
+                "{err}"
+            );
+        }
+    }
 
     #[test]
     fn slots_number_their_bindings_and_are_compute_only() {

@@ -14,6 +14,7 @@
 //! - [`profiler`]: [`GpuProfiler`], timestamp scopes keyed by pass label, [`PassTiming`]
 //!   rows, Chrome traces.
 //! - [`readback`]: [`read_texture`] (or a rectangle of it, [`read_texture_rect`]) / [`read_buffer`] with row-padding handling, [`TextureData`].
+//! - [`upload`]: [`upload::write_level`], packed texels into a whole texture level.
 //! - [`defines`]: [`Defines`], the names and values a shader is composed with.
 //! - [`shader`]: the embedded shader tree, the `#import` composer, naga validation,
 //!   [`create_shader_module`].
@@ -37,6 +38,7 @@ pub mod mirror;
 pub mod profiler;
 pub mod readback;
 pub mod shader;
+pub mod upload;
 
 pub use bind_cache::CachedBindGroup;
 pub use context::{GpuContext, GpuError, GrantedFeatures, OutOfMemory, allocate};
@@ -45,7 +47,9 @@ pub use devices::{DeviceChoice, DeviceSet, DevicesError};
 pub use kernel::{ComputeKernel, KernelError};
 pub use profiler::{GpuProfiler, PassTiming};
 pub use readback::{TextureData, read_buffer, read_texture, read_texture_rect};
-pub use shader::{ComposedShader, ShaderError, ShaderLibrary, create_shader_module};
+pub use shader::{
+    CompiledShader, ComposedShader, ShaderError, ShaderLibrary, create_shader_module,
+};
 
 /// Result alias for fallible GPU operations.
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;

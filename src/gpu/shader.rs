@@ -65,6 +65,7 @@ use std::fmt;
 
 use super::GpuContext;
 pub use super::defines::Defines;
+use super::layout::{Slot, declared_slots};
 
 include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
@@ -443,8 +444,20 @@ impl<'s> ShaderLibrary<'s> {
         path: &str,
         defines: &Defines,
     ) -> Result<wgpu::ShaderModule, ShaderError> {
+        self.compile(ctx, path, defines)
+            .map(|compiled| compiled.module)
+    }
+
+    /// [`Self::create_shader_module`], also returning naga's module of the composed
+    /// source and its validation info (what a pipeline reads its declared bindings from).
+    pub fn compile(
+        &self,
+        ctx: &GpuContext,
+        path: &str,
+        defines: &Defines,
+    ) -> Result<CompiledShader, ShaderError> {
         let composed = self.compose(path, defines)?;
-        composed.validate()?;
+        let (ir, info) = composed.validate()?;
         let created = catch_compiler_panic(|| {
             ctx.error_scope(|| {
                 ctx.device
@@ -460,9 +473,41 @@ impl<'s> ShaderLibrary<'s> {
                 "the shader compiler panicked (a wgpu/naga bug) with defines [{defines}]: {panic}"
             ),
         })?;
-        created.map_err(|e| ShaderError::Device {
+        let module = created.map_err(|e| ShaderError::Device {
             path: path.to_owned(),
             message: e.to_string(),
+        })?;
+        Ok(CompiledShader { module, ir, info })
+    }
+}
+
+/// A shader module with naga's module of its composed source and the validation info.
+#[derive(Debug)]
+pub struct CompiledShader {
+    /// The device's module.
+    pub module: wgpu::ShaderModule,
+    /// naga's module.
+    pub ir: naga::Module,
+    /// naga's validation info (which globals each entry point uses).
+    pub info: naga::valid::ModuleInfo,
+}
+
+impl CompiledShader {
+    /// The bindings of group `group` that the entry points `entries` use (every binding
+    /// the module declares when `entries` is empty), as [`declared_slots`] reads them.
+    pub fn declared_slots(&self, group: u32, entries: &[&str]) -> Result<Vec<(u32, Slot)>, String> {
+        let mut infos = Vec::with_capacity(entries.len());
+        for &name in entries {
+            let index = self
+                .ir
+                .entry_points
+                .iter()
+                .position(|e| e.name == name)
+                .ok_or_else(|| format!("no entry point `{name}`"))?;
+            infos.push(self.info.get_entry_point(index));
+        }
+        declared_slots(&self.ir, group, |handle| {
+            infos.is_empty() || infos.iter().any(|info| !info[handle].is_empty())
         })
     }
 }

@@ -202,7 +202,7 @@ fn missing_list(missing: &[(u32, Vec<usize>)], count: u32) -> String {
 pub const LIST_CAP: usize = 8;
 
 /// `items` joined with `separator`, the first [`LIST_CAP`] of them and then
-/// "… and N more <what>": a message about 65,536 shards stays one short line.
+/// "… and N more `<what>`": a message about 65,536 shards stays one short line.
 pub fn capped_list(
     items: impl ExactSizeIterator<Item = String>,
     separator: &str,

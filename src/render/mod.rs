@@ -202,7 +202,7 @@ pub struct PassSettings {
     /// through the reference path (for GPUs too slow to decode per pixel).
     pub inference_on_load: bool,
     /// With inference on load, block-compress the decoded textures on the GPU
-    /// ([`ntc_bake::set_formats`] gives each group's format) instead of keeping RGBA8.
+    /// ([`ntc_bake::set_formats`](passes::ntc_bake::set_formats) gives each group's format) instead of keeping RGBA8.
     pub transcode: Option<Transcode>,
     /// Temporal accumulation (`reset` is added by the renderer on camera cuts, resizes
     /// and mode switches).
@@ -263,6 +263,17 @@ pub enum RenderError {
     /// An NTC mode was asked for before its package was given.
     #[error("no package is loaded for the {0} mode")]
     MissingPackage(RenderMode),
+    /// A split view's output is not of the format the view was built for.
+    #[error(
+        "split view: the output is {output:?} but the view was built for {built:?}; build \
+         the split view for the output texture's format"
+    )]
+    SplitFormat {
+        /// The output texture's format.
+        output: wgpu::TextureFormat,
+        /// The format given to [`split::SplitView::new`].
+        built: wgpu::TextureFormat,
+    },
     /// A frame size this device cannot render or read back.
     #[error("a {width}x{height} frame is too large for this GPU: {reason}")]
     FrameTooLarge {
@@ -462,12 +473,7 @@ impl Renderer {
             1
         };
         let scene_gpu = SceneGpu::upload(device, &ctx.queue, scene, textures, anisotropy)?;
-        let frame_buffer = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("frame"),
-            size: std::mem::size_of::<FrameUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let frame_buffer = crate::gpu::layout::uniform_buffer::<FrameUniform>(device, "frame");
         let baseline: Vec<u32> = scene_gpu
             .material_sets
             .iter()

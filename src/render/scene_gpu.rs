@@ -464,25 +464,7 @@ fn upload_set(
         for (level, mip) in set.mips.iter().enumerate() {
             let plane = mip.group(g);
             bytes += plane.len() as u64;
-            queue.write_texture(
-                wgpu::TexelCopyTextureInfo {
-                    texture: &texture,
-                    mip_level: level as u32,
-                    origin: wgpu::Origin3d::ZERO,
-                    aspect: wgpu::TextureAspect::All,
-                },
-                &plane,
-                wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(mip.width * 4),
-                    rows_per_image: Some(mip.height),
-                },
-                wgpu::Extent3d {
-                    width: mip.width,
-                    height: mip.height,
-                    depth_or_array_layers: 1,
-                },
-            );
+            crate::gpu::upload::write_level(queue, &texture, level as u32, &plane);
         }
         texture.create_view(&wgpu::TextureViewDescriptor::default())
     });

@@ -19,7 +19,7 @@
 //! in a split frame.
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::{GpuContext, GpuError, GpuProfiler, KernelError, ShaderError};
+use crate::gpu::{GpuContext, GpuError, GpuProfiler};
 use crate::ntc::NtcConfig;
 
 use super::passes::image_error::{ErrorSpace, ErrorTargets, ImageErrorInputs, ImageErrorPass};
@@ -154,31 +154,6 @@ pub struct SplitView {
     history: Option<MaterialPath>,
 }
 
-/// Why a split view could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum SplitError {
-    /// A pipeline could not be built.
-    #[error(transparent)]
-    Kernel(#[from] KernelError),
-    /// A shader failed to compose or validate.
-    #[error(transparent)]
-    Shader(#[from] ShaderError),
-    /// A pass of the renderer's could not be built.
-    #[error(transparent)]
-    Render(#[from] RenderError),
-    /// The output is not of the format the view was built for.
-    #[error(
-        "split view: the output is {output:?} but the view was built for {built:?}; build \
-         the split view for the output texture's format"
-    )]
-    Format {
-        /// The output texture's format.
-        output: wgpu::TextureFormat,
-        /// The format given to [`SplitView::new`].
-        built: wgpu::TextureFormat,
-    },
-}
-
 impl SplitView {
     /// Build for frames of `size` composed into outputs whose texture format is
     /// `output_format` (the texture's own format, see [`SplitPass`]).
@@ -186,7 +161,7 @@ impl SplitView {
         ctx: &GpuContext,
         size: (u32, u32),
         output_format: wgpu::TextureFormat,
-    ) -> Result<Self, SplitError> {
+    ) -> Result<Self, RenderError> {
         let size = (size.0.max(1), size.1.max(1));
         let device = &ctx.device;
         Ok(Self {
@@ -321,10 +296,10 @@ impl Renderer {
         split: &SplitSettings,
         view: &mut SplitView,
         profiler: &GpuProfiler,
-    ) -> Result<SplitPlan, SplitError> {
+    ) -> Result<SplitPlan, RenderError> {
         let texture = output.texture();
         if texture.format() != view.compose.format() {
-            return Err(SplitError::Format {
+            return Err(RenderError::SplitFormat {
                 output: texture.format(),
                 built: view.compose.format(),
             });

@@ -6,7 +6,7 @@
 //! generated with MikkTSpace where the file has none. Every failure is a [`SceneError`]
 //! that names the file.
 //!
-//! Untrusted files: the document is checked by [`gltf_validate`](super::gltf_validate)
+//! Untrusted files: the document is checked by [`gltf_validate`]
 //! before any reader of the `gltf` crate runs, buffer and image URIs must stay inside the
 //! glTF's folder (or a folder the [`UriPolicy`] adds), vertex data must be finite, and a
 //! panic that still escapes the `gltf` crate is caught and reported as an error naming the

@@ -3,7 +3,7 @@
 //! Owns the CPU-side scene description (meshes flattened into world-space instances,
 //! PBR materials with their texture references, cameras), the glTF importer, tangent
 //! generation, scene description files (`scenes/*.toml`) and opening any scene argument
-//! ([`open`], which generates a built-in scene from `crate::builtin` into a cache). It
+//! ([`crate::open`], which generates a built-in scene from `crate::builtin` into a cache). It
 //! does not decode images (that is `texture`), write scenes (the generators are
 //! `crate::builtin`) or touch the GPU.
 

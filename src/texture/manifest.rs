@@ -6,7 +6,7 @@
 //! allowed and ignored) and optionally the image columns of [`OPTIONAL_IMAGES`]. Each row
 //! becomes a [`Material`] with its images (paths relative to the manifest's folder),
 //! constant roughness and metallic (factors that multiply a metallic-roughness or ORM
-//! image), and an alpha mode. [`write_texture_sets_csv`] writes the report of a scene's distinct sets.
+//! image), and an alpha mode. [`write_texture_sets_csv`](crate::inputs::write_texture_sets_csv) writes the report of a scene's distinct sets.
 
 use std::path::Path;
 

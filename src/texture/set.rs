@@ -612,7 +612,7 @@ pub fn set_relevant_channels(
 pub struct SceneTextures {
     /// The distinct sets' identities, in order of first use ([`scene_texture_sets`]).
     pub descs: Vec<TextureSetDesc>,
-    /// Per set, its decoded channels, named uniquely as [`super::inputs::InputSets`]
+    /// Per set, its decoded channels, named uniquely as [`crate::inputs::InputSets`]
     /// names them, without the channels no material using it needs
     /// ([`set_relevant_channels`]).
     pub sets: Vec<TextureSet>,

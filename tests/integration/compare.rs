@@ -3,6 +3,7 @@
 //! adapter), in both the image and the difference view.
 
 use neurotex::gpu::encoder::FrameEncoder;
+use neurotex::gpu::upload::write_level;
 use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
 use neurotex::render::passes::image_error::ERROR_FORMAT;
 use neurotex::render::passes::split::{Composition, SplitInputs, SplitPass, reference_compose};
@@ -23,21 +24,7 @@ fn upload(ctx: &GpuContext, format: wgpu::TextureFormat, bytes: &[u8]) -> Target
         format,
         wgpu::TextureUsages::COPY_DST,
     );
-    let texel = format.block_copy_size(None).expect("plain format");
-    ctx.queue.write_texture(
-        target.texture.as_image_copy(),
-        bytes,
-        wgpu::TexelCopyBufferLayout {
-            offset: 0,
-            bytes_per_row: Some(SIZE.0 * texel),
-            rows_per_image: None,
-        },
-        wgpu::Extent3d {
-            width: SIZE.0,
-            height: SIZE.1,
-            depth_or_array_layers: 1,
-        },
-    );
+    write_level(&ctx.queue, &target.texture, 0, bytes);
     target
 }
 

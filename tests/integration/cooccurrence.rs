@@ -4,6 +4,7 @@
 
 use neurotex::cluster::ViewCounts;
 use neurotex::gpu::encoder::FrameEncoder;
+use neurotex::gpu::upload::write_level;
 use neurotex::gpu::{GpuContext, GpuProfiler};
 use neurotex::render::passes::divergence::DecoderMap;
 use neurotex::render::passes::tile_signatures::{
@@ -79,20 +80,7 @@ fn material_target(ctx: &GpuContext, words: &[u32]) -> Target {
         wgpu::TextureFormat::R32Uint,
         wgpu::TextureUsages::COPY_DST,
     );
-    ctx.queue.write_texture(
-        target.texture.as_image_copy(),
-        bytemuck::cast_slice(words),
-        wgpu::TexelCopyBufferLayout {
-            offset: 0,
-            bytes_per_row: Some(SIZE.0 * 4),
-            rows_per_image: Some(SIZE.1),
-        },
-        wgpu::Extent3d {
-            width: SIZE.0,
-            height: SIZE.1,
-            depth_or_array_layers: 1,
-        },
-    );
+    write_level(&ctx.queue, &target.texture, 0, bytemuck::cast_slice(words));
     target
 }
 

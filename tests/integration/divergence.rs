@@ -10,6 +10,7 @@ use neurotex::gpu::Defines;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::{assert_mirrors, wgsl_size};
 use neurotex::gpu::shader::ShaderLibrary;
+use neurotex::gpu::upload::write_level;
 use neurotex::gpu::{GpuContext, GpuProfiler, layout, read_texture};
 use neurotex::render::passes::divergence::{
     DecoderMap, DivergenceInputs, DivergencePass, STATS_RING,
@@ -122,17 +123,7 @@ fn upload(
             | wgpu::TextureUsages::RENDER_ATTACHMENT,
         view_formats: &[],
     });
-    let texel_bytes = format.block_copy_size(None).expect("uncompressed format");
-    ctx.queue.write_texture(
-        texture.as_image_copy(),
-        bytes,
-        wgpu::TexelCopyBufferLayout {
-            offset: 0,
-            bytes_per_row: Some(size.0 * texel_bytes),
-            rows_per_image: Some(size.1),
-        },
-        extent,
-    );
+    write_level(&ctx.queue, &texture, 0, bytes);
     texture
 }
 

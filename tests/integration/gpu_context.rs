@@ -4,6 +4,7 @@
 //! All tests share one headless context. Without an adapter they fail loudly (with the
 //! install hint from `GpuError::NoAdapter`); they never pass silently.
 
+use neurotex::gpu::upload::write_level;
 use std::sync::OnceLock;
 
 use neurotex::gpu::encoder::FrameEncoder;
@@ -340,16 +341,7 @@ fn readback_strips_row_padding_exactly() {
         .iter()
         .flat_map(|v| v.to_le_bytes())
         .collect();
-    ctx.queue.write_texture(
-        half.as_image_copy(),
-        &texels,
-        wgpu::TexelCopyBufferLayout {
-            offset: 0,
-            bytes_per_row: Some(24),
-            rows_per_image: None,
-        },
-        half.size(),
-    );
+    write_level(&ctx.queue, &half, 0, &texels);
     let values = read_texture(ctx, &half, 0, 0).unwrap().to_f32().unwrap();
     assert_eq!(values, [1.0, -2.0, 0.5, 0.0].repeat(3));
 }

@@ -11,6 +11,7 @@ use neurotex::cluster::Strategy;
 use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::assert_mirrors;
 use neurotex::gpu::shader::ShaderLibrary;
+use neurotex::gpu::upload::write_level;
 use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
 use neurotex::ntc::format::{NtcMaterial, NtcPackage};
 use neurotex::ntc::model::{
@@ -240,20 +241,6 @@ fn writable(
     Target::new(device, label, size, format, wgpu::TextureUsages::COPY_DST)
 }
 
-fn write(ctx: &GpuContext, target: &Target, bytes: &[u8], texel_bytes: u32) {
-    let (w, h) = (target.texture.width(), target.texture.height());
-    ctx.queue.write_texture(
-        target.texture.as_image_copy(),
-        bytes,
-        wgpu::TexelCopyBufferLayout {
-            offset: 0,
-            bytes_per_row: Some(w * texel_bytes),
-            rows_per_image: Some(h),
-        },
-        target.texture.size(),
-    );
-}
-
 fn f16_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {
     values
         .flat_map(|v| f16::from_f32(v).to_le_bytes())
@@ -282,20 +269,14 @@ fn upload_gbuffer(ctx: &GpuContext, g: &HostGBuffer) -> GBuffer {
         ),
         ids: None,
     };
+    let write = |target: &Target, bytes: &[u8]| write_level(&ctx.queue, &target.texture, 0, bytes);
     write(
-        ctx,
         &gb.normal_tangent,
         &f16_bytes(g.normal_tangent.iter().flatten().copied()),
-        8,
     );
-    write(ctx, &gb.uv, bytemuck::cast_slice(&g.uv), 8);
-    write(
-        ctx,
-        &gb.uv_grad,
-        &f16_bytes(g.grad.iter().flatten().copied()),
-        8,
-    );
-    write(ctx, &gb.material, bytemuck::cast_slice(&g.words), 4);
+    write(&gb.uv, bytemuck::cast_slice(&g.uv));
+    write(&gb.uv_grad, &f16_bytes(g.grad.iter().flatten().copied()));
+    write(&gb.material, bytemuck::cast_slice(&g.words));
     gb
 }
 

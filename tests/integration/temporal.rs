@@ -5,6 +5,7 @@
 
 use half::f16;
 use neurotex::gpu::encoder::FrameEncoder;
+use neurotex::gpu::upload::write_level;
 use neurotex::gpu::{GpuProfiler, read_texture};
 use neurotex::render::blue_noise::{self, BLUE_NOISE_SIZE, BlueNoise};
 use neurotex::render::passes::temporal::{
@@ -81,9 +82,9 @@ impl Harness {
         settings: &TemporalSettings,
     ) -> Vec<Rgba> {
         let ctx = ctx();
-        write_f16(&self.hdr, self.size, current.as_flattened());
+        write_f16(&self.hdr, current.as_flattened());
         // Little-endian f16 pairs are the motion target's packed words (x in the low half).
-        write_f16(&self.gbuffer.motion, self.size, motion.as_flattened());
+        write_f16(&self.gbuffer.motion, motion.as_flattened());
         let mut encoder = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -141,18 +142,13 @@ fn gbuffer(size: (u32, u32)) -> GBuffer {
 }
 
 /// Writes `values` (row-major, all channels) into a 16-bit float `target`.
-fn write_f16(target: &Target, size: (u32, u32), values: &[f32]) {
+fn write_f16(target: &Target, values: &[f32]) {
     let bits: Vec<u16> = values.iter().map(|&v| f16::from_f32(v).to_bits()).collect();
-    let channels = values.len() as u32 / (size.0 * size.1);
-    ctx().queue.write_texture(
-        target.texture.as_image_copy(),
+    write_level(
+        &ctx().queue,
+        &target.texture,
+        0,
         bytemuck::cast_slice(&bits),
-        wgpu::TexelCopyBufferLayout {
-            offset: 0,
-            bytes_per_row: Some(size.0 * channels * 2),
-            rows_per_image: None,
-        },
-        target.texture.size(),
     );
 }
 

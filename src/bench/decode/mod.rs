@@ -40,8 +40,7 @@ use crate::bench::trust::{self, Trusted};
 use crate::bench::{BenchError, Spread};
 use crate::charts::{Panel, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
-use crate::gpu::layout::Slot;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc};
 use crate::gpu::{GpuContext, GpuProfiler, read_buffer, read_texture};
 use crate::ntc::format::{NtcMaterial, NtcPackage};
 use crate::ntc::model::{
@@ -450,7 +449,7 @@ fn plan(opts: &DecodeBenchOptions) -> Vec<(u32, u32, bool)> {
     cases
 }
 
-/// Run the whole benchmark: peaks, then every case of [`plan`] under every kernel × tile
+/// Run the whole benchmark: peaks, then every case of `plan` under every kernel × tile
 /// that builds. `note` receives progress lines.
 pub fn run_decode_bench(
     ctx: &GpuContext,

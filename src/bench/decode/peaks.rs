@@ -127,13 +127,7 @@ pub(super) fn measure_peaks(
         let label = format!("bench.peak.{}", name.replace(' ', "_"));
         let kernel = match ComputeKernel::new(
             ctx,
-            &KernelDesc {
-                label: &label,
-                shader: "bench_peaks.wgsl",
-                defines: &defines,
-                entry: "main",
-                groups: &[Group::Slots(&[Slot::Storage, Slot::StorageRw])],
-            },
+            &KernelDesc::new(&label, "bench_peaks.wgsl", "main").with_defines(&defines),
         ) {
             Ok(k) => k,
             Err(e) => {

@@ -3,6 +3,7 @@
 //! under a time budget.
 
 use super::*;
+use crate::gpu::upload::write_level;
 
 /// The synthetic package pair and what every case shares.
 pub(super) struct Content {
@@ -190,26 +191,17 @@ impl Frame {
             }
         }
         let dims = (size, size);
-        let written = |label: &str, fmt, bytes: &[u8], texel: u32| {
+        let written = |label: &str, fmt, bytes: &[u8]| {
             let t = Target::new(device, label, dims, fmt, wgpu::TextureUsages::COPY_DST);
-            ctx.queue.write_texture(
-                t.texture.as_image_copy(),
-                bytes,
-                wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(size * texel),
-                    rows_per_image: Some(size),
-                },
-                t.texture.size(),
-            );
+            write_level(&ctx.queue, &t.texture, 0, bytes);
             t
         };
         let none = wgpu::TextureUsages::empty();
         let gbuffer = GBuffer {
-            normal_tangent: written("bench.normal_tangent", format::NORMAL_TANGENT, &nt, 8),
-            uv: written("bench.uv", format::UV, &uv, 8),
-            uv_grad: written("bench.uv_grad", format::UV_GRAD, &grad, 8),
-            material: written("bench.material", format::MATERIAL, &words, 4),
+            normal_tangent: written("bench.normal_tangent", format::NORMAL_TANGENT, &nt),
+            uv: written("bench.uv", format::UV, &uv),
+            uv_grad: written("bench.uv_grad", format::UV_GRAD, &grad),
+            material: written("bench.material", format::MATERIAL, &words),
             // The decode reads neither.
             motion: Target::new(device, "bench.motion", (1, 1), format::MOTION, none),
             depth: Target::new(device, "bench.depth", (1, 1), format::DEPTH, none),
@@ -237,16 +229,7 @@ impl Frame {
                 .flatten()
                 .collect();
         for t in self.target_list() {
-            ctx.queue.write_texture(
-                t.texture.as_image_copy(),
-                &nan,
-                wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(self.size * 8),
-                    rows_per_image: Some(self.size),
-                },
-                t.texture.size(),
-            );
+            write_level(&ctx.queue, &t.texture, 0, &nan);
         }
     }
 

@@ -10,7 +10,7 @@
 //! samples as under one decoder per set, whatever the grouping.
 //!
 //! Rate control ([`RateControl`]): at a fixed preset, or the smallest preset (fewest
-//! latent bits, [`Preset::ALL`] order) at which every set of a group reaches a pooled
+//! latent bits, [`Preset::ALL`](crate::ntc::model::Preset::ALL) order) at which every set of a group reaches a pooled
 //! PSNR target — a fixed one, or its BCn baseline's. Target and result are the one PSNR
 //! of [`crate::texture::metrics`]: mip 0, pooled over every present channel, exact
 //! matches capped at 99 dB (so an exact BCn baseline asks for an exact NTC result). Under the default one decoder per

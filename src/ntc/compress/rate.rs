@@ -40,7 +40,7 @@ impl BcnTarget {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RateControl {
-    /// The recipe's preset ([`TrainConfig::model`]) for every group.
+    /// The recipe's preset ([`TrainConfig::model`](crate::ntc::train::TrainConfig::model)) for every group.
     Fixed,
     /// The smallest preset at which every set of the group reaches this pooled PSNR (dB,
     /// mip 0, all present channels); the largest preset when none does.

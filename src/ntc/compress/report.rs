@@ -92,7 +92,7 @@ pub fn preset_name(preset: Preset) -> String {
 pub struct GroupReport {
     /// Materials (set indices) in the group.
     pub sets: Vec<usize>,
-    /// Main steps of the group ([`group_main_steps`]).
+    /// Main steps of the group ([`group_main_steps`](super::group_main_steps)).
     pub steps: u64,
     /// The preset the group was compressed at.
     pub preset: Preset,

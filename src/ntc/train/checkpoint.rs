@@ -6,7 +6,7 @@
 //! arrays — decoder parameters, m, v as f32; per material latents, m, v as f32; the
 //! losses as f64 — and a CRC-32 of everything before it. Files are written through
 //! [`crate::io::write_atomic`] and read through the package format's bounded reader
-//! ([`Cursor`]): the CRC, the header and the arrays' total length are checked before any
+//! (`Cursor`): the CRC, the header and the arrays' total length are checked before any
 //! array is read. A file that cannot be used is an error naming it and the remedy
 //! (delete it, or the whole `<out>.partial/` folder of `neurotex compress`).
 
@@ -253,7 +253,7 @@ impl Checkpoint {
     }
 
     /// Parse [`to_bytes`](Self::to_bytes) output through the package format's bounded
-    /// reader ([`Cursor`]), checking the magic, version, CRC, every layout and the
+    /// reader (`Cursor`), checking the magic, version, CRC, every layout and the
     /// arrays' total length against the file length before reading any of them.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
         let bad = |reason: &str| CheckpointError::Invalid(reason.to_owned());

@@ -19,10 +19,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::gpu::Defines;
 use crate::gpu::GpuContext;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::texture::bcn::BlockFormat;
 
 /// Blocks per workgroup side (`@workgroup_size(8, 8)`).
@@ -119,20 +117,7 @@ impl BcnEncodePass {
 
     /// Build the pipelines.
     pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
-        let bc1 = ComputeKernel::new(
-            ctx,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "bcn_encode.wgsl",
-                defines: &Defines::new(),
-                entry: "bc1",
-                groups: &[Group::Slots(&[
-                    Slot::Uniform,
-                    Slot::FloatTexture,
-                    Slot::StorageRw,
-                ])],
-            },
-        )?;
+        let bc1 = ComputeKernel::new(ctx, &KernelDesc::new(Self::LABEL, "bcn_encode.wgsl", "bc1"))?;
         let bc4 = bc1.sibling(ctx, Self::LABEL, "bc4")?;
         let bc5 = bc1.sibling(ctx, Self::LABEL, "bc5")?;
         let bc7 = bc1.sibling(ctx, Self::LABEL, "bc7")?;

@@ -23,14 +23,12 @@
 //! dropped without being submitted is noticed (the callback is gone, the channel
 //! disconnected) and reused.
 
-use crate::gpu::Defines;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 
 use wgpu::util::DeviceExt as _;
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot as Binding;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::gpu::{GpuContext, GpuError, read_texture};
 use crate::render::targets::Target;
 use crate::screen::divergence::{DivergenceStats, NO_DECODER, TileCounts};
@@ -114,19 +112,7 @@ impl DivergencePass {
         let kernel = super::tiled_kernel(
             ctx,
             tile,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "divergence.wgsl",
-                defines: &Defines::new(),
-                entry: "count",
-                groups: &[Group::Slots(&[
-                    Binding::UintTexture,
-                    Binding::Storage,
-                    Binding::Storage,
-                    Binding::WriteTexture(TILE_FORMAT),
-                    Binding::StorageRw,
-                ])],
-            },
+            &KernelDesc::new(Self::LABEL, "divergence.wgsl", "count"),
         )?;
         let histogram_bytes = Self::histogram_bytes(tile);
         let histograms = device.create_buffer(&wgpu::BufferDescriptor {

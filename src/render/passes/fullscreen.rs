@@ -1,13 +1,14 @@
 //! The shared machinery of the render passes whose vertex shaders make their own vertices
 //! (no vertex buffers): [`ScreenPipeline`] owns such a pipeline, the layout of its group 0
-//! and the cached bind group of the resources it was last handed. It serves the
+//! (the bindings its two entry points use, as the shader declares them) and the cached
+//! bind group of the resources it was last handed. It serves the
 //! full-screen passes ([`FullscreenPass`]: tonemap) and the heatmap overlay (which
 //! blends into its target).
 
 use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout;
-use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
+use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, ShaderLibrary};
 
 /// What a [`ScreenPipeline`] is built from.
 #[derive(Clone, Debug)]
@@ -18,8 +19,6 @@ pub struct ScreenPipelineDesc<'a> {
     pub shader: &'a str,
     /// The shader's defines.
     pub defines: &'a Defines,
-    /// The entries of group 0, the group this pipeline binds.
-    pub entries: &'a [wgpu::BindGroupLayoutEntry],
     /// The colour targets.
     pub targets: &'a [Option<wgpu::ColorTargetState>],
 }
@@ -39,11 +38,16 @@ impl ScreenPipeline {
     pub fn new(ctx: &GpuContext, desc: &ScreenPipelineDesc<'_>) -> Result<Self, ShaderError> {
         let device = &ctx.device;
         let label = desc.label;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(label),
-            entries: desc.entries,
-        });
-        let module = create_shader_module(ctx, desc.shader, desc.defines)?;
+        let shader = ShaderLibrary::embedded().compile(ctx, desc.shader, desc.defines)?;
+        let slots = shader
+            .declared_slots(0, &["vs_main", "fs_main"])
+            .map_err(|message| ShaderError::Device {
+                path: desc.shader.to_owned(),
+                message,
+            })?;
+        let stages = wgpu::ShaderStages::VERTEX_FRAGMENT;
+        let layout = layout::slots_layout(device, label, slots, stages);
+        let module = shader.module;
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(label),
             bind_group_layouts: &[Some(&layout)],
@@ -104,20 +108,18 @@ pub struct FullscreenPass {
 }
 
 impl FullscreenPass {
-    /// Build the pipeline of `shader` (entry points `vs_main` / `fs_main`) with the bind
-    /// group layout `entries`, writing `target`.
+    /// Build the pipeline of `shader` (entry points `vs_main` / `fs_main`), writing
+    /// `target`.
     pub fn new(
         ctx: &GpuContext,
         label: &'static str,
         shader: &str,
-        entries: &[wgpu::BindGroupLayoutEntry],
         target: wgpu::TextureFormat,
     ) -> Result<Self, ShaderError> {
         let desc = ScreenPipelineDesc {
             label,
             shader,
             defines: &Defines::new(),
-            entries,
             targets: &[layout::target(target)],
         };
         Ok(Self {

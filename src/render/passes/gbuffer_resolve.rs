@@ -17,11 +17,10 @@ use glam::{DMat3, DMat4, DVec2, DVec3, DVec4};
 
 use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::render::gpu_types::{FrameUniform, InstanceData, MaterialData};
 use crate::render::scene_gpu::SceneGpu;
-use crate::render::targets::{GBuffer, Target, format};
+use crate::render::targets::{GBuffer, Target};
 use crate::scene::Vertex;
 use crate::screen::material_word::{BITANGENT_NEGATIVE, NO_MATERIAL};
 
@@ -38,7 +37,7 @@ pub struct ResolveInputs<'a> {
     pub frame: &'a wgpu::Buffer,
     /// Vertices, indices, instances and material constants.
     pub scene: &'a SceneGpu,
-    /// The visibility raster's (instance slot, triangle) ids ([`format::VISIBILITY_IDS`]).
+    /// The visibility raster's (instance slot, triangle) ids ([`format::VISIBILITY_IDS`](crate::render::targets::format::VISIBILITY_IDS)).
     pub ids: &'a Target,
     /// Its depth.
     pub depth: &'a Target,
@@ -58,26 +57,8 @@ impl GBufferResolvePass {
     pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
         let kernel = ComputeKernel::new(
             ctx,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "gbuffer_resolve.wgsl",
-                defines: &Defines::new().with("VERTEX_FLOATS", VERTEX_FLOATS),
-                entry: "resolve",
-                groups: &[Group::Slots(&[
-                    Slot::Uniform,
-                    Slot::Storage,
-                    Slot::Storage,
-                    Slot::Storage,
-                    Slot::Storage,
-                    Slot::UintTexture,
-                    Slot::DepthTexture,
-                    Slot::WriteTexture(format::NORMAL_TANGENT),
-                    Slot::WriteTexture(format::UV),
-                    Slot::WriteTexture(format::UV_GRAD),
-                    Slot::WriteTexture(format::MATERIAL),
-                    Slot::WriteTexture(format::MOTION),
-                ])],
-            },
+            &KernelDesc::new(Self::LABEL, "gbuffer_resolve.wgsl", "resolve")
+                .with_defines(&Defines::new().with("VERTEX_FLOATS", VERTEX_FLOATS)),
         )?;
         Ok(Self { kernel })
     }

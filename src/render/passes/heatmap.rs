@@ -183,13 +183,12 @@ pub struct HeatmapInputs<'a> {
     pub error: &'a Target,
 }
 
-/// The pipeline of `heatmap.wgsl` under `defines`, whose binding 2 has `sample_type`,
+/// The pipeline of `heatmap.wgsl` under `defines` (which choose binding 2's texture),
 /// blending into an output of `output_format`.
 fn variant(
     ctx: &GpuContext,
     label: &'static str,
     defines: &Defines,
-    sample_type: wgpu::TextureSampleType,
     output_format: wgpu::TextureFormat,
 ) -> Result<ScreenPipeline, ShaderError> {
     let blend = wgpu::BlendState {
@@ -214,11 +213,6 @@ fn variant(
         label,
         shader: "heatmap.wgsl",
         defines,
-        entries: &[
-            layout::uniform(0, wgpu::ShaderStages::FRAGMENT),
-            layout::uint_texture(1),
-            layout::texture(2, sample_type),
-        ],
         targets: &[Some(target)],
     };
     ScreenPipeline::new(ctx, &desc)
@@ -242,26 +236,11 @@ impl HeatmapPass {
     /// Build the pipelines for an output of `output_format` (the surface's format or the
     /// headless `Rgba8UnormSrgb`).
     pub fn new(ctx: &GpuContext, output_format: wgpu::TextureFormat) -> Result<Self, ShaderError> {
-        let tiles = variant(
-            ctx,
-            "heatmap.tiles",
-            &Defines::new(),
-            wgpu::TextureSampleType::Uint,
-            output_format,
-        )?;
-        let error = variant(
-            ctx,
-            "heatmap.error",
-            &Defines::new().flag("SOURCE_ERROR"),
-            wgpu::TextureSampleType::Float { filterable: false },
-            output_format,
-        )?;
-        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<HeatmapUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let tiles = variant(ctx, "heatmap.tiles", &Defines::new(), output_format)?;
+        let source_error = Defines::new().flag("SOURCE_ERROR");
+        let error = variant(ctx, "heatmap.error", &source_error, output_format)?;
+        let uniform =
+            crate::gpu::layout::uniform_buffer::<HeatmapUniform>(&ctx.device, Self::LABEL);
         Ok(Self {
             srgb_output: output_format.is_srgb(),
             uniform,

@@ -24,10 +24,8 @@
 //! whose precision is the adapter's: lavapipe approximates the curve (≈ 2e-3 off in
 //! linear light near black), which moves the PSNR of such images by ≈ 0.01 dB.
 
-use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::gpu::{GpuContext, GpuError, read_buffer};
 use crate::render::targets::Target;
 use crate::screen::divergence::NO_MATERIAL;
@@ -246,27 +244,10 @@ impl ImageErrorPass {
     pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
         let kernel = ComputeKernel::new(
             ctx,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "image_error.wgsl",
-                defines: &Defines::new(),
-                entry: "measure",
-                groups: &[Group::Slots(&[
-                    Slot::Uniform,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::UintTexture,
-                    Slot::WriteTexture(ERROR_FORMAT),
-                    Slot::StorageRw,
-                ])],
-            },
+            &KernelDesc::new(Self::LABEL, "image_error.wgsl", "measure"),
         )?;
-        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<ImageErrorUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let uniform =
+            crate::gpu::layout::uniform_buffer::<ImageErrorUniform>(&ctx.device, Self::LABEL);
         Ok(Self { kernel, uniform })
     }
 

@@ -3,12 +3,10 @@
 //! ambient with occlusion, emissive, sky). One compute dispatch, a thread per pixel in
 //! 8×8 workgroups, storing into the HDR target through a storage view.
 
-use crate::gpu::Defines;
 use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot;
-use crate::render::targets::{MaterialTargets, Target, format};
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
+use crate::render::targets::{MaterialTargets, Target};
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
 pub const WORKGROUP_SIZE: u32 = 8;
@@ -40,25 +38,8 @@ impl LightingPass {
 
     /// Build the pipeline.
     pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
-        let kernel = ComputeKernel::new(
-            ctx,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "lighting.wgsl",
-                defines: &Defines::new(),
-                entry: "light",
-                groups: &[Group::Slots(&[
-                    Slot::Uniform,
-                    Slot::DepthTexture,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::DepthTexture,
-                    Slot::ComparisonSampler,
-                    Slot::WriteTexture(format::HDR),
-                ])],
-            },
-        )?;
+        let kernel =
+            ComputeKernel::new(ctx, &KernelDesc::new(Self::LABEL, "lighting.wgsl", "light"))?;
         Ok(Self {
             kernel,
             shadow_sampler: ctx.device.create_sampler(&wgpu::SamplerDescriptor {
@@ -71,7 +52,7 @@ impl LightingPass {
         })
     }
 
-    /// Record the pass into `hdr` (an [`format::HDR`] storage target of the depth's size).
+    /// Record the pass into `hdr` (an [`format::HDR`](crate::render::targets::format::HDR) storage target of the depth's size).
     pub fn record(&self, frame: &mut FrameEncoder<'_>, inputs: &LightingInputs<'_>, hdr: &Target) {
         let view = wgpu::BindingResource::TextureView;
         let m = inputs.materials;

@@ -105,7 +105,7 @@ const RUN_THREADS_MMA: u32 = 128;
 /// and the default decoder's weights (16.3 KiB) fit 48 KiB of workgroup memory.
 const RUN_THREADS_CHAIN: u32 = 192;
 /// Tiles of 32 pixels each subgroup of `sorted-chain` runs per weight load (its
-/// workgroup's slots: [`RUN_THREADS_CHAIN`] · this).
+/// workgroup's slots: `RUN_THREADS_CHAIN` · this).
 pub const CHAIN_ROUNDS: u32 = 8;
 /// Width of the sorted decode's indirect dispatch grid (`NTC_RUN_GRID_X`).
 const RUN_GRID_X: u32 = 1024;
@@ -570,6 +570,7 @@ impl NtcDecodePass {
             )
             .map_err(|e| match e {
                 KernelError::Shader(e) => NtcRenderError::Shader(e),
+                e @ KernelError::Binding { .. } => NtcRenderError::Kernel(e),
                 KernelError::CompilerPanic(failure) => unavailable(format!(
                     "the shader compiler panicked building {shader} with defines [{defines}]: {}",
                     failure.message
@@ -643,12 +644,7 @@ impl NtcDecodePass {
             )?;
             (decode, None)
         };
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<DecodeParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let params = crate::gpu::layout::uniform_buffer::<DecodeParams>(device, Self::LABEL);
         Ok(Self {
             kernel,
             tile,

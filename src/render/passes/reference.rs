@@ -25,7 +25,7 @@ use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
 use crate::gpu::layout::Slot;
 use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::passes::scene_draw::SceneInputs;
-use crate::render::targets::{GBuffer, MaterialTargets, Target, format};
+use crate::render::targets::{GBuffer, MaterialTargets, Target};
 use crate::screen::material_word::{MATERIAL_ID_MASK, NO_MATERIAL};
 
 /// Side of the classify pass's square tile in pixels (`@workgroup_size(8, 8)` in
@@ -123,20 +123,7 @@ impl MaterialClassify {
     pub fn new(ctx: &GpuContext) -> Result<Self, KernelError> {
         let kernel = ComputeKernel::new(
             ctx,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "material_classify.wgsl",
-                defines: &Defines::new(),
-                entry: "classify",
-                groups: &[Group::Slots(&[
-                    Slot::UintTexture,
-                    Slot::StorageRw,
-                    Slot::StorageRw,
-                    Slot::WriteTexture(format::MATERIAL_TARGET),
-                    Slot::WriteTexture(format::MATERIAL_TARGET),
-                    Slot::WriteTexture(format::MATERIAL_TARGET),
-                ])],
-            },
+            &KernelDesc::new(Self::LABEL, "material_classify.wgsl", "classify"),
         )?;
         Ok(Self {
             args_kernel: kernel.sibling(ctx, Self::ARGS_LABEL, "dispatch_args")?,

@@ -118,13 +118,6 @@ impl SplitPass {
     /// Build the pipeline writing views of `format` (the output texture's own format:
     /// UNORM bytes pass through, an sRGB format gets linear values).
     pub fn new(ctx: &GpuContext, format: wgpu::TextureFormat) -> Result<Self, ShaderError> {
-        let entries = [
-            layout::uniform(0, wgpu::ShaderStages::FRAGMENT),
-            layout::float_texture(1),
-            layout::float_texture(2),
-            layout::float_texture(3),
-            layout::float_texture(4),
-        ];
         let mut defines = Defines::new();
         if format.is_srgb() {
             defines.set("LINEAR_TARGET", 1);
@@ -135,16 +128,10 @@ impl SplitPass {
                 label: Self::LABEL,
                 shader: "split.wgsl",
                 defines: &defines,
-                entries: &entries,
                 targets: &[layout::target(format)],
             },
         )?;
-        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<SplitUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let uniform = crate::gpu::layout::uniform_buffer::<SplitUniform>(&ctx.device, Self::LABEL);
         Ok(Self {
             format,
             pipeline,

@@ -49,15 +49,13 @@
 //! encoder that is never submitted desynchronises them, so record once per submitted
 //! frame (the settings also go through `queue.write_buffer`, which needs that anyway).
 
-use crate::gpu::Defines;
 use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec3, Vec4};
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::gpu::{CachedBindGroup, GpuContext};
-use crate::render::targets::{Target, format};
+use crate::render::targets::Target;
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
 pub const WORKGROUP_SIZE: u32 = 8;
@@ -191,7 +189,7 @@ pub enum TemporalError {
 pub struct TemporalInputs<'a> {
     /// This frame's linear HDR radiance.
     pub hdr: &'a Target,
-    /// The G-buffer's motion ([`format::MOTION`]: two packed f16).
+    /// The G-buffer's motion ([`format::MOTION`](crate::render::targets::format::MOTION): two packed f16).
     pub motion: &'a Target,
     /// The G-buffer's depth.
     pub depth: &'a Target,
@@ -225,28 +223,9 @@ impl TemporalPass {
         let device = &ctx.device;
         let kernel = ComputeKernel::new(
             ctx,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "temporal.wgsl",
-                defines: &Defines::new(),
-                entry: "resolve",
-                groups: &[Group::Slots(&[
-                    Slot::Uniform,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::UintTexture,
-                    Slot::DepthTexture,
-                    Slot::WriteTexture(format::ACCUMULATED),
-                    Slot::WriteTexture(HISTORY_FORMAT),
-                ])],
-            },
+            &KernelDesc::new(Self::LABEL, "temporal.wgsl", "resolve"),
         )?;
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: std::mem::size_of::<TemporalParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let params = crate::gpu::layout::uniform_buffer::<TemporalParams>(device, Self::LABEL);
         let size = (size.0.max(1), size.1.max(1));
         Ok(Self {
             size,
@@ -289,7 +268,7 @@ impl TemporalPass {
         self.size
     }
 
-    /// Record the accumulation of `inputs` into `output` (an [`format::ACCUMULATED`]
+    /// Record the accumulation of `inputs` into `output` (an [`format::ACCUMULATED`](crate::render::targets::format::ACCUMULATED)
     /// storage target) and swap the history pair. Record once per submitted frame (see
     /// the module docs). Inputs or an output of another size than the pass are an error
     /// and record nothing (resize the pass with the targets).

@@ -20,12 +20,10 @@
 //! one bounded readback per view is the simpler exact choice. Pair counts (tiles where
 //! two sets appear) follow from the signatures on the host.
 
-use crate::gpu::Defines;
 use std::collections::BTreeMap;
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
-use crate::gpu::layout::Slot;
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::gpu::{GpuContext, GpuError, read_buffer};
 use crate::render::passes::divergence::DecoderMap;
 use crate::render::targets::Target;
@@ -123,17 +121,7 @@ impl CooccurrencePass {
         let kernel = super::tiled_kernel(
             ctx,
             tile,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "cooccurrence.wgsl",
-                defines: &Defines::new(),
-                entry: "signature",
-                groups: &[Group::Slots(&[
-                    Slot::UintTexture,
-                    Slot::Storage,
-                    Slot::StorageRw,
-                ])],
-            },
+            &KernelDesc::new(Self::LABEL, "cooccurrence.wgsl", "signature"),
         )?;
         Ok(Self { tile, kernel })
     }

@@ -13,11 +13,9 @@
 //! full-screen copy or blit, which costs about what the raster pass does. Both entry points
 //! share the shader's `tonemapped` function, so the two differ only in who encodes.
 
-use crate::gpu::Defines;
 use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc};
-use crate::gpu::layout::{self, Slot};
+use crate::gpu::kernel::{ComputeKernel, KernelDesc};
 use crate::render::RenderError;
 use crate::render::passes::fullscreen::FullscreenPass;
 use crate::render::targets::{MaterialTargets, Target};
@@ -60,35 +58,9 @@ impl TonemapPass {
 
     /// Build the pipelines for an output viewed as `output_format` (an sRGB format).
     pub fn new(ctx: &GpuContext, output_format: wgpu::TextureFormat) -> Result<Self, RenderError> {
-        let entries = [
-            layout::uniform(0, wgpu::ShaderStages::FRAGMENT),
-            layout::float_texture(1),
-            layout::float_texture(2),
-            layout::float_texture(3),
-            layout::float_texture(4),
-            layout::uint_texture(5),
-        ];
-        let raster =
-            FullscreenPass::new(ctx, Self::LABEL, "tonemap.wgsl", &entries, output_format)?;
-        let kernel = ComputeKernel::new(
-            ctx,
-            &KernelDesc {
-                label: Self::LABEL,
-                shader: "tonemap.wgsl",
-                defines: &Defines::new(),
-                entry: "encode",
-                groups: &[Group::Slots(&[
-                    Slot::Uniform,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::FloatTexture,
-                    Slot::UintTexture,
-                    Slot::WriteTexture(STORAGE_FORMAT),
-                    Slot::Uniform,
-                ])],
-            },
-        )?;
+        let raster = FullscreenPass::new(ctx, Self::LABEL, "tonemap.wgsl", output_format)?;
+        let kernel =
+            ComputeKernel::new(ctx, &KernelDesc::new(Self::LABEL, "tonemap.wgsl", "encode"))?;
         let mut thresholds = SrgbEncoder::new().thresholds().to_vec();
         thresholds.resize(256, 0.0);
         let thresholds = wgpu::util::DeviceExt::create_buffer_init(

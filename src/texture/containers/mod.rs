@@ -27,9 +27,10 @@
 //! kept (RGB, RGBA, R, R + A, or R, G read like BC5). Without the feature, and for BasisLZ/ETC1S (whose
 //! transcoder that binding does not expose for KTX2), the file is refused by name.
 //!
-//! **Writing** ([`write_dds`], [`write_ktx2`]): a chain of BC1, BC3, BC5 or BC7 levels
-//! (from [`super::bcn::encode_blocks`]), as a DDS with the DX10 header or a KTX2 with its
-//! basic data format descriptor, through a temporary file and a rename.
+//! **Writing** ([`write_block_chain`], over [`dds_bytes`] and [`ktx2_bytes`]): a chain of
+//! BC1, BC3, BC5 or BC7 levels (from [`super::bcn::encode_rgba`]), as a DDS with the DX10
+//! header or a KTX2 with its basic data format descriptor, through a temporary file and a
+//! rename.
 
 use super::{DecodedImage, Samples, TextureError, budget};
 

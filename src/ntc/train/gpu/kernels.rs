@@ -319,7 +319,7 @@ pub(super) fn mixed_defines(
 
 /// Bytes of workgroup memory `train_step` needs with chunks of `rows` samples and
 /// `threads` threads: the f16 activations (`rows × (input + 2 · Σ hidden + 16)`), the f32
-/// stage (`rows ×` [`stage_columns`]), the rows' samples (8 bytes each), the loss sums (4
+/// stage (`rows ×` `stage_columns`), the rows' samples (8 bytes each), the loss sums (4
 /// per thread) and the first-chunk flag.
 pub fn mixed_workgroup_bytes(config: &NtcConfig, rows: u32, threads: u32) -> u32 {
     let hidden: u32 = config.hidden.iter().sum();

@@ -22,7 +22,7 @@
 //! | `reduce_loss` | `loss.wgsl` | one workgroup | f32 trainer: the step's mean loss into `losses[step]` |
 //! | `train_step` | `train_step.wgsl` | [`TRAIN_THREADS`] per chunk of [`TRAIN_ROWS`] samples | mixed-precision trainer: draws the chunk's samples (the `sample` kernel's batch), builds its input matrix, forward and backward as matrix products (cooperative matrices for `coop-matrix`), per-workgroup decoder gradients, latent scatter, per-workgroup loss |
 //! | `adam` | `adam.wgsl` | one per parameter | Adam over both parameter blocks (per-block rate, λ and clamp), zeroes the latent gradients; in the mixed-precision trainer also sums the decoder's per-workgroup gradients, writes the f16 copy of the decoder and reduces the step's loss |
-//! | `evaluate` | `forward_backward.wgsl` | grid-stride over a mip | per-channel squared errors of a decoded mip 0 ([`Quality`]), f32 |
+//! | `evaluate` | `forward_backward.wgsl` | grid-stride over a mip | per-channel squared errors of a decoded mip 0 ([`Quality`](crate::ntc::train::Quality)), f32 |
 //!
 //! The batch differs from [`sample_batch`](super::sample_batch) in one respect: a material
 //! is drawn in proportion to its texel count, not uniformly, so that every texel of the
@@ -87,7 +87,7 @@
 //! | 0 | uniform, dynamic offset | `StepParams` of the step |
 //! | 1 | storage, read | `MipEntry` per (material, mip), materials in group order |
 //! | 2 | storage, read | target texels of every mip of every material, 12 bytes each |
-//! | 3 | storage | parameters: the decoder ([`DecoderWeights::params`] order), then each material's latents |
+//! | 3 | storage | parameters: the decoder ([`DecoderWeights::params`](crate::ntc::model::DecoderWeights::params) order), then each material's latents |
 //! | 4 | storage, atomic | gradients of the mean batch loss, laid out like binding 3 |
 //! | 5 | storage | Adam moments `(m, v)` per parameter |
 //! | 6 | storage | the batch: `(entry, x | y << 16)` per sample |

@@ -90,7 +90,7 @@ impl GpuTrainer {
 
     /// One forward and backward pass over `batch` with the current parameters, read
     /// back: the mean loss and the gradients of the mean batch loss, as
-    /// [`cpu::batch_gradients`](super::cpu::batch_gradients) computes them, with QAT
+    /// [`cpu::batch_gradients`](crate::ntc::train::cpu::batch_gradients) computes them, with QAT
     /// noise when `noise` is given. The gradients stay in the GPU buffer for
     /// [`apply_adam`](Self::apply_adam); [`step`](Self::step) clears them first. Blocks.
     pub fn gradients(
