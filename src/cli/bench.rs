@@ -18,6 +18,7 @@ use neurotex::screen::tiles::TileSize;
 use super::args::{
     GBufferArg, PackageRecipeArgs, SceneArg, TextureLimitArg, parse_frames, parse_size,
 };
+use super::bench_bcn::BcnArgs;
 use super::bench_decode::DecodeArgs;
 use super::{
     PackageSource, distinct_outputs, kernels_or_supported, load_package, output_policy,
@@ -81,12 +82,17 @@ pub enum BenchCommand {
     /// The decode kernels alone on synthetic full-screen frames (no geometry), against
     /// the adapter's peaks: the NTC paper's Tables 5 and 6 on our kernels.
     Decode(DecodeArgs),
+    /// The GPU block encoder against ISPC on texture sets' channel groups (the blocks
+    /// inference on load's `--transcode` makes).
+    Bcn(BcnArgs),
 }
 
 /// Run `neurotex bench`.
 pub fn run(a: BenchArgs) -> Result<()> {
-    if let Some(BenchCommand::Decode(decode)) = a.command {
-        return super::bench_decode::run(decode);
+    match a.command {
+        Some(BenchCommand::Decode(decode)) => return super::bench_decode::run(decode),
+        Some(BenchCommand::Bcn(bcn)) => return super::bench_bcn::run(bcn),
+        None => {}
     }
     let out = a
         .out

@@ -5,6 +5,7 @@
 
 mod args;
 mod bench;
+mod bench_bcn;
 mod bench_decode;
 mod cluster;
 mod compress;

@@ -1,16 +1,27 @@
 //! Block compression on the GPU (`shaders/bcn_encode.wgsl`): BC1, BC4, BC5 and BC7
-//! (mode 6 only) blocks of an RGBA8 image, one thread per 4×4 block, written row by row
-//! into a buffer at a row pitch a buffer → texture copy accepts.
+//! blocks of an RGBA8 image, one thread per 4×4 block, written row by row into a buffer
+//! at a row pitch a buffer → texture copy accepts.
+//!
+//! BC1, BC4 and BC5 make one pass per block (principal-axis or min/max endpoints, no
+//! refinement). BC7 tries, per block, mode 6 (RGBA on one line), mode 5 in each of the
+//! four channel rotations and mode 4 in the best of them (a channel apart from the other
+//! three: the normal/occlusion/roughness group), and two-subset modes (7 when the block
+//! has alpha, else 1 and 3) in the two partition shapes whose subsets lie closest to a
+//! line; each fit refines its endpoints by least squares, and the block keeps the mode
+//! with the smallest squared error in the decoder's 0–255 values (the shader's header
+//! says exactly how, and what it costs).
 //!
 //! The CPU reference is the ISPC encoder of [`crate::texture::bcn`] with the
 //! `texture2ddecoder` decoder: the tests bound the decoded error of these blocks by the
-//! reference's on the same texels (this encoder makes one pass per block, with no
-//! endpoint refinement, so it is faster and somewhat worse).
+//! reference's on the same texels, and decode every BC7 mode the encoder writes with a
+//! second decoder (`bcdec_rs`). `neurotex bench bcn` compares the two on texture sets
+//! ([`crate::render::transcode::encoder_quality`]).
 
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
+use crate::texture::bcn::BlockFormat;
 
 /// Blocks per workgroup side (`@workgroup_size(8, 8)`).
 pub const WORKGROUP_SIDE: u32 = 8;
@@ -27,7 +38,7 @@ pub enum GpuBlockFormat {
     },
     /// Red and green, 16 bytes per block.
     Bc5,
-    /// RGBA (mode 6), 16 bytes per block.
+    /// RGBA (modes 1, 3, 4, 5, 6, 7), 16 bytes per block.
     Bc7,
 }
 
@@ -37,6 +48,16 @@ impl GpuBlockFormat {
         match self {
             Self::Bc1 | Self::Bc4 { .. } => 8,
             Self::Bc5 | Self::Bc7 => 16,
+        }
+    }
+
+    /// The format of the CPU reference ([`crate::texture::bcn`]) that decodes these blocks.
+    pub const fn reference_format(self) -> BlockFormat {
+        match self {
+            Self::Bc1 => BlockFormat::Bc1,
+            Self::Bc4 { .. } => BlockFormat::Bc4,
+            Self::Bc5 => BlockFormat::Bc5,
+            Self::Bc7 => BlockFormat::Bc7,
         }
     }
 

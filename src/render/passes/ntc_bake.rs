@@ -36,9 +36,9 @@ pub const WORKGROUP_SIDE: u32 = 8;
 /// Block compression of the baked textures (inference on load with `--transcode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Transcode {
-    /// BC1 where a group's channels fit RGB, BC7 (mode 6) where they need four.
+    /// BC1 where a group's channels fit RGB, BC7 where they need four.
     Bc1,
-    /// BC7 (mode 6) for every group.
+    /// BC7 for every group.
     Bc7,
 }
 
