@@ -249,17 +249,8 @@ impl Activation {
 }
 
 /// Bits per stored latent value.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize)]
 #[serde(try_from = "u32", into = "u32")]
 pub enum LatentBits {
     /// 2 bits: 4 levels.

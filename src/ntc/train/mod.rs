@@ -219,17 +219,8 @@ impl LossWeights {
 pub const BALANCE_MSE_FLOOR: f64 = 1.0 / (12.0 * 255.0 * 255.0);
 
 /// How a compression run weighs the channel groups in the loss (`--loss-weights`).
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum LossWeighting {
     /// The recipe's fixed weights ([`TrainConfig::loss_weights`]).
