@@ -51,35 +51,36 @@ fn gpu_blocks_stay_within_bounds_of_the_ispc_reference() {
     let ctx = ctx();
     let pass = BcnEncodePass::new(ctx).expect("encoder");
     let (color, normal) = crops();
-    // (GPU format, reference format, source, channels scored, dB the GPU may lose, floor).
-    // The margins are what the GPU encoder costs against ISPC's searches on this texture
-    // (lavapipe: BC1 +0.1 dB, BC4 −1.2 dB and BC5 −5.8 dB, one pass per block, BC5 on a
-    // smooth normal map where both stay above 58 dB; BC7 +0.3 dB with its mode search,
-    // where mode 6 alone lost 3.1 dB), with room to spare.
+    // (GPU format, reference format, source, channels scored, dB the GPU may lose, floor;
+    // a negative loss is a gain it must make). On lavapipe, against ISPC: BC1 +0.62 dB
+    // with least-squares refinement and three-colour blocks (+0.09 dB in one pass), BC4
+    // −0.01 dB and BC5 0.00 dB refined (−1.22 dB and −5.78 dB with min/max endpoints, BC5
+    // on a smooth normal map); BC7 +0.3 dB with its mode search, where mode 6 alone lost
+    // 3.1 dB. The bounds leave room, but not for the one-pass encoders.
     let cases = [
         (
             GpuBlockFormat::Bc1,
             BlockFormat::Bc1,
             &color,
             &[0usize, 1, 2][..],
-            1.5,
-            30.0,
+            -0.3,
+            40.0,
         ),
         (
             GpuBlockFormat::Bc4 { channel: 1 },
             BlockFormat::Bc4,
             &color,
             &[1][..],
-            2.0,
-            38.0,
+            0.5,
+            50.0,
         ),
         (
             GpuBlockFormat::Bc5,
             BlockFormat::Bc5,
             &normal,
             &[0, 1][..],
-            6.5,
-            50.0,
+            0.5,
+            60.0,
         ),
         (
             GpuBlockFormat::Bc7,
