@@ -6,9 +6,11 @@
 // the edge repeat the last row and column, as texture::bcn pads). Blocks go to `blocks`
 // row by row, `params.row_words` u32 words apart (the host pads rows for a buffer →
 // texture copy). Entry points:
-//   bc1  RGB, 4-colour mode: endpoints at the extremes of the block's principal axis
-//        (power iteration on the covariance), quantised to 5:6:5, nearest palette entry;
-//   bc4  channel `params.channel`: min/max endpoints, 8-value mode, nearest entry;
+//   bc1  RGB: a `fit` with four colours (colour 0 > colour 1) and, unless that one is
+//        exact, one with three (colour 0 ≤ colour 1; the fourth, transparent black, is
+//        never used: alpha stays 255), endpoints 5:6:5; the one with the smaller error;
+//   bc4  channel `params.channel`: a `fit` with 8-bit endpoints, 8-value mode (the
+//        6-value mode's 0 and 255 are not tried);
 //   bc5  R and G as two BC4 blocks;
 //   bc7  modes 6, 5, 4 and 7 (with alpha) or 1 and 3 (opaque): per block the one with
 //        the smallest squared error over RGBA in the decoder's 0–255 values. Trials,
@@ -24,15 +26,18 @@
 //          subset's principal axis, from its moments): mode 7 (RGBA 5-bit endpoints +
 //          p-bits, 2-bit indices) when the block has alpha, else mode 1 (RGB 6-bit + a
 //          p-bit per subset, 3-bit indices) and mode 3 (RGB 7-bit + p-bits, 2-bit).
-//        Every fit (`fit`): endpoints at the extremes of the principal axis, quantised
-//        with the better p-bits, each texel's nearer of the two interpolated values
-//        around its projection, then up to REFINEMENTS least-squares refinements of the
-//        endpoints over the chosen indices while they lower the error. Modes 0 and 2
-//        (three subsets) are not tried.
-//        Cost per block (16 texels, loops unrolled): `best_partitions` 64 shapes × (one
-//        pass of moments + two 4×4 power iterations), ~80k ALU ops; each fit ~1.3k ops
-//        + up to 3 rounds of ~2.5k (evaluate ~1.8k, least squares ~0.5k), ~9k at most;
-//        17 fits with alpha (1 + 8 + 4 + 4), 21 opaque (+ 4 for mode 3): ≤ ~270k ops.
+//        Modes 0 and 2 (three subsets) are not tried.
+// Every fit (`fit`): endpoints at the extremes of the principal axis, quantised (BC7:
+// with the better p-bits), each texel's nearer of the two palette values around its
+// projection, then up to REFINEMENTS least-squares refinements of the endpoints over the
+// chosen indices while they lower the error. The error is the squared one in 0–255 of
+// the decoded values: BC7's as its decoder rounds them, BC1's and BC4's unrounded
+// (their decoders round interpolated values differently, by up to one).
+// Cost per block (16 texels, loops unrolled): a fit is ~1.3k ALU ops + up to 3 rounds of
+// ~2.5k (evaluate ~1.8k, least squares ~0.5k), ~9k at most: BC1 ≤ ~18k (two fits), BC4
+// ~9k, BC5 ~18k.
+// BC7: `best_partitions` 64 shapes × (one pass of moments + two 4×4 power iterations),
+// ~80k; 17 fits with alpha (1 + 8 + 4 + 4), 21 opaque (+ 4 for mode 3): ≤ ~270k.
 
 struct Params {
     // Blocks per row and per column of the level.
@@ -51,17 +56,25 @@ struct Params {
 // The block's 16 texels in 0–255, row-major.
 var<private> texels: array<vec4f, 16>;
 
-fn load_block(block: vec2u) {
+// Loads the texels of block `block`: false (and nothing loaded) past the level's blocks.
+fn load_block(block: vec2u) -> bool {
+    if block.x >= params.blocks_x || block.y >= params.blocks_y {
+        return false;
+    }
     let size = textureDimensions(source);
     for (var i = 0u; i < 16u; i++) {
         let p = min(block * 4u + vec2u(i % 4u, i / 4u), size - vec2u(1u));
         texels[i] = round(textureLoad(source, p, 0) * 255.0);
     }
+    return true;
 }
 
-// The first word of block `block` (of `words` words) in `blocks`.
-fn block_start(block: vec2u, words: u32) -> u32 {
-    return block.y * params.row_words + block.x * words;
+// Stores the first `count` of `words` as block `block` (of `count` words each).
+fn store_block(block: vec2u, words: array<u32, 4>, count: u32) {
+    let at = block.y * params.row_words + block.x * count;
+    for (var w = 0u; w < count; w++) {
+        blocks[at + w] = words[w];
+    }
 }
 
 const ALL_TEXELS: u32 = 0xffffu;
@@ -135,146 +148,35 @@ fn axis_extremes(members: u32, mask: vec4f, mean: vec4f, axis: vec4f) -> array<v
     );
 }
 
-fn pack565(c: vec3f) -> u32 {
-    let q = vec3u(round(c * vec3f(31.0, 63.0, 31.0) / 255.0));
-    return (q.x << 11u) | (q.y << 5u) | q.z;
+// ---- Endpoint fits (BC1, BC4, BC7) ----
+
+// The values a decoder interpolates between two endpoints e0, e1: `last` + 1 of them,
+// index k at weight k / `last` of the way to e1 (BC1, BC4: unrounded), or BC7's
+// (`bc7`) at its 6-bit weights round(64 k / last), rounded to nearest.
+struct Palette {
+    last: u32,
+    bc7: bool,
 }
 
-fn unpack565(c: u32) -> vec3f {
-    let r = (c >> 11u) & 31u;
-    let g = (c >> 5u) & 63u;
-    let b = c & 31u;
-    return vec3f(f32((r << 3u) | (r >> 2u)), f32((g << 2u) | (g >> 4u)), f32((b << 3u) | (b >> 2u)));
+// The palette of `index_bits`-bit BC7 indices.
+fn bc7_palette(index_bits: u32) -> Palette {
+    return Palette((1u << index_bits) - 1u, true);
 }
 
-@compute @workgroup_size(8, 8)
-fn bc1(@builtin(global_invocation_id) id: vec3u) {
-    let block = id.xy;
-    if block.x >= params.blocks_x || block.y >= params.blocks_y {
-        return;
-    }
-    load_block(block);
-    let m = moments(ALL_TEXELS, RGB);
-    let mean = m.sum / 16.0;
-    let ends = axis_extremes(ALL_TEXELS, RGB, mean, dominant_axis(covariance(m)));
-    var c0 = pack565(ends[0].xyz);
-    var c1 = pack565(ends[1].xyz);
-    if c0 < c1 {
-        let t = c0;
-        c0 = c1;
-        c1 = t;
-    }
-    var indices = 0u;
-    if c0 != c1 {
-        let e0 = unpack565(c0);
-        let e1 = unpack565(c1);
-        let palette = array<vec3f, 4>(e0, e1, (2.0 * e0 + e1) / 3.0, (e0 + 2.0 * e1) / 3.0);
-        for (var i = 0u; i < 16u; i++) {
-            var best = 0u;
-            var best_d = 1e30;
-            for (var k = 0u; k < 4u; k++) {
-                let d = texels[i].xyz - palette[k];
-                let dd = dot(d, d);
-                if dd < best_d {
-                    best_d = dd;
-                    best = k;
-                }
-            }
-            indices |= best << (2u * i);
-        }
-    }
-    let at = block_start(block, 2u);
-    blocks[at] = c0 | (c1 << 16u);
-    blocks[at + 1u] = indices;
+// The weight (0–1) of e1 at index `k` of `palette`.
+fn weight(palette: Palette, k: u32) -> f32 {
+    let w = f32(k) / f32(palette.last);
+    return select(w, round(64.0 * w) / 64.0, palette.bc7);
 }
 
-// The BC4 block of channel `c` of the texels, as two words.
-fn bc4_block(c: u32) -> vec2u {
-    var a0 = 0.0;
-    var a1 = 255.0;
-    for (var i = 0u; i < 16u; i++) {
-        a0 = max(a0, texels[i][c]);
-        a1 = min(a1, texels[i][c]);
+// The value at index `k` of `palette` between `e0` and `e1` (0–255), as the decoder
+// computes it.
+fn interpolate(palette: Palette, e0: vec4f, e1: vec4f, k: u32) -> vec4f {
+    if palette.bc7 {
+        let w = 64.0 * weight(palette, k);
+        return floor(((64.0 - w) * e0 + w * e1 + 32.0) / 64.0);
     }
-    var lo = u32(a0) | (u32(a1) << 8u);
-    var hi = 0u;
-    if a0 > a1 {
-        for (var i = 0u; i < 16u; i++) {
-            // Position 0 (a0) … 7 (a1) along the palette, then its index.
-            let p = u32(round((a0 - texels[i][c]) / (a0 - a1) * 7.0));
-            let index = select(select(p + 1u, 1u, p == 7u), 0u, p == 0u);
-            let bit = 16u + 3u * i;
-            if bit < 32u {
-                lo |= index << bit;
-                if bit > 29u {
-                    hi |= index >> (32u - bit);
-                }
-            } else {
-                hi |= index << (bit - 32u);
-            }
-        }
-    }
-    return vec2u(lo, hi);
-}
-
-@compute @workgroup_size(8, 8)
-fn bc4(@builtin(global_invocation_id) id: vec3u) {
-    let block = id.xy;
-    if block.x >= params.blocks_x || block.y >= params.blocks_y {
-        return;
-    }
-    load_block(block);
-    let words = bc4_block(params.channel);
-    let at = block_start(block, 2u);
-    blocks[at] = words.x;
-    blocks[at + 1u] = words.y;
-}
-
-@compute @workgroup_size(8, 8)
-fn bc5(@builtin(global_invocation_id) id: vec3u) {
-    let block = id.xy;
-    if block.x >= params.blocks_x || block.y >= params.blocks_y {
-        return;
-    }
-    load_block(block);
-    let red = bc4_block(0u);
-    let green = bc4_block(1u);
-    let at = block_start(block, 4u);
-    blocks[at] = red.x;
-    blocks[at + 1u] = red.y;
-    blocks[at + 2u] = green.x;
-    blocks[at + 3u] = green.y;
-}
-
-// ---- BC7 ----
-
-// The interpolation weight (of 64) of index `k` of `index_bits`-bit indices: the
-// decoder's tables are round(64 k / (2^bits - 1)).
-fn weight(index_bits: u32, k: u32) -> f32 {
-    return round(64.0 * f32(k) / f32((1u << index_bits) - 1u));
-}
-
-// The 64 two-subset partitions: bit i set when texel i is in subset 1.
-var<private> partitions: array<u32, 64> = array<u32, 64>(
-    0xccccu, 0x8888u, 0xeeeeu, 0xecc8u, 0xc880u, 0xfeecu, 0xfec8u, 0xec80u,
-    0xc800u, 0xffecu, 0xfe80u, 0xe800u, 0xffe8u, 0xff00u, 0xfff0u, 0xf000u,
-    0xf710u, 0x008eu, 0x7100u, 0x08ceu, 0x008cu, 0x7310u, 0x3100u, 0x8cceu,
-    0x088cu, 0x3110u, 0x6666u, 0x366cu, 0x17e8u, 0x0ff0u, 0x718eu, 0x399cu,
-    0xaaaau, 0xf0f0u, 0x5a5au, 0x33ccu, 0x3c3cu, 0x55aau, 0x9696u, 0xa55au,
-    0x73ceu, 0x13c8u, 0x324cu, 0x3bdcu, 0x6996u, 0xc33cu, 0x9966u, 0x0660u,
-    0x0272u, 0x04e4u, 0x4e40u, 0x2720u, 0xc936u, 0x936cu, 0x39c6u, 0x639cu,
-    0x9336u, 0x9cc6u, 0x817eu, 0xe718u, 0xccf0u, 0x0fccu, 0x7744u, 0xee22u,
-);
-
-// Subset 1's anchor texel of each shape, 4 bits each, shape p at bits 4 (p % 8)
-// of word p / 8.
-var<private> anchors: array<u32, 8> = array<u32, 8>(
-    0xffffffffu, 0xffffffffu, 0xf882282fu, 0x22882282u,
-    0xff8286ffu, 0x6ff22282u, 0x22ff8626u, 0xf22fffffu,
-);
-
-fn anchor_of(shape: u32) -> u32 {
-    return (anchors[shape / 8u] >> (4u * (shape % 8u))) & 15u;
+    return (f32(palette.last - k) * e0 + f32(k) * e1) / f32(palette.last);
 }
 
 // Endpoint p-bits: none, one per endpoint, one per subset.
@@ -282,9 +184,6 @@ const PBIT_NONE: u32 = 0u;
 const PBIT_UNIQUE: u32 = 1u;
 const PBIT_SHARED: u32 = 2u;
 
-// Two-subset partitions fitted in full per block (the best by the estimate of
-// `best_partitions`).
-const PARTITION_CANDIDATES: u32 = 2u;
 // Least-squares refinements of each fit's endpoints.
 const REFINEMENTS: u32 = 2u;
 
@@ -300,15 +199,15 @@ struct Fit {
 }
 
 // A `bits`-bit endpoint value as the decoder expands it to 8 bits.
-fn expand(v: vec4u, bits: u32) -> vec4f {
-    let x = v << vec4u(8u - bits);
-    return vec4f(x | (x >> vec4u(bits)));
+fn expand(v: vec4u, bits: vec4u) -> vec4f {
+    let x = v << (8u - bits);
+    return vec4f(x | (x >> bits));
 }
 
 // `a` and `b` (0–255) as `bits`-bit endpoint values, the p-bits chosen for the smaller
 // error over `mask`.
-fn quantise(a: vec4f, b: vec4f, mask: vec4f, bits: u32, pbit: u32) -> array<vec4u, 2> {
-    let top = f32((1u << bits) - 1u);
+fn quantise(a: vec4f, b: vec4f, mask: vec4f, bits: vec4u, pbit: u32) -> array<vec4u, 2> {
+    let top = vec4f((vec4u(1u) << bits) - 1u);
     let ends = array<vec4f, 2>(clamp(a, vec4f(0.0), vec4f(255.0)), clamp(b, vec4f(0.0), vec4f(255.0)));
     if pbit == PBIT_NONE {
         return array<vec4u, 2>(vec4u(round(ends[0] * top / 255.0)), vec4u(round(ends[1] * top / 255.0)));
@@ -339,12 +238,12 @@ fn index_of(index: vec2u, i: u32) -> u32 {
 // The fit of endpoints `ends` to the texels of `members` over `mask`: each texel's
 // nearest interpolated colour, as the decoder computes it, of the two whose weights
 // bracket its projection on the endpoints' line.
-fn evaluate(members: u32, mask: vec4f, index_bits: u32, ends: array<vec4u, 2>, bits: u32) -> Fit {
+fn evaluate(members: u32, mask: vec4f, palette: Palette, ends: array<vec4u, 2>, bits: vec4u) -> Fit {
     let e0 = expand(ends[0], bits) * mask;
     let e1 = expand(ends[1], bits) * mask;
     let d = e1 - e0;
     let dd = dot(d, d);
-    let last = (1u << index_bits) - 1u;
+    let last = palette.last;
     var fit = Fit(ends[0], ends[1], vec2u(0u), 0.0);
     for (var i = 0u; i < 16u; i++) {
         let member = ((members >> i) & 1u) != 0u;
@@ -355,8 +254,7 @@ fn evaluate(members: u32, mask: vec4f, index_bits: u32, ends: array<vec4u, 2>, b
         var best_err = 1e30;
         for (var j = 0u; j < 2u; j++) {
             let k = below + j;
-            let w = weight(index_bits, k);
-            let diff = x - floor(((64.0 - w) * e0 + w * e1 + 32.0) / 64.0);
+            let diff = x - interpolate(palette, e0, e1, k);
             let err = dot(diff, diff);
             if err < best_err {
                 best_err = err;
@@ -374,7 +272,7 @@ fn evaluate(members: u32, mask: vec4f, index_bits: u32, ends: array<vec4u, 2>, b
 // endpoints whose interpolation there is `mean` are as good: they are put `spread`
 // apart around it, so that quantised they bracket it and an interpolated colour
 // between them can land on it (a flat block's exact colour is often only there).
-fn least_squares(members: u32, mask: vec4f, index_bits: u32, index: vec2u, mean: vec4f, spread: f32) -> array<vec4f, 2> {
+fn least_squares(members: u32, mask: vec4f, palette: Palette, index: vec2u, mean: vec4f, spread: vec4f) -> array<vec4f, 2> {
     var aa = 0.0;
     var ab = 0.0;
     var bb = 0.0;
@@ -382,7 +280,7 @@ fn least_squares(members: u32, mask: vec4f, index_bits: u32, index: vec2u, mean:
     var xb = vec4f(0.0);
     for (var i = 0u; i < 16u; i++) {
         let member = f32((members >> i) & 1u);
-        let w = weight(index_bits, index_of(index, i)) / 64.0;
+        let w = weight(palette, index_of(index, i));
         let x = texels[i] * mask * member;
         aa += (1.0 - w) * (1.0 - w) * member;
         ab += (1.0 - w) * w * member;
@@ -400,25 +298,161 @@ fn least_squares(members: u32, mask: vec4f, index_bits: u32, index: vec2u, mean:
 // The best fit found for the texels of `members` over `mask` with `index_bits`-bit
 // indices and `bits`-bit endpoints: endpoints at the extremes of the principal axis,
 // then REFINEMENTS least-squares refinements, each kept when it lowers the error.
-fn fit(members: u32, mask: vec4f, index_bits: u32, bits: u32, pbit: u32) -> Fit {
+fn fit(members: u32, mask: vec4f, palette: Palette, bits: vec4u, pbit: u32) -> Fit {
     let m = moments(members, mask);
     let mean = m.sum / max(m.count, 1.0);
     var ends = axis_extremes(members, mask, mean, dominant_axis(covariance(m)));
     var best = Fit(vec4u(0u), vec4u(0u), vec2u(0u), 1e30);
     var improved = true;
     for (var r = 0u; r <= REFINEMENTS && improved; r++) {
-        let next = evaluate(members, mask, index_bits, quantise(ends[0], ends[1], mask, bits, pbit), bits);
+        let next = evaluate(members, mask, palette, quantise(ends[0], ends[1], mask, bits, pbit), bits);
         improved = next.err < best.err;
         if improved {
             best = next;
         }
         // Quantisation steps of the components above the p-bit.
-        let spread = 255.0 / f32((1u << (bits - select(0u, 1u, pbit != PBIT_NONE))) - 1u);
-        ends = least_squares(members, mask, index_bits, best.index, mean, spread);
+        let spread = 255.0 / vec4f((vec4u(1u) << (bits - select(0u, 1u, pbit != PBIT_NONE))) - 1u);
+        ends = least_squares(members, mask, palette, best.index, mean, spread);
     }
     return best;
 }
 
+// `fit` with its endpoints swapped and its indices (of `last` + 1 values) mirrored.
+fn mirror(fit: Fit, members: u32, last: u32) -> Fit {
+    var out = Fit(fit.e1, fit.e0, vec2u(0u), fit.err);
+    for (var i = 0u; i < 16u; i++) {
+        let k = select(0u, last - index_of(fit.index, i), ((members >> i) & 1u) != 0u);
+        out.index[i / 8u] |= k << (4u * (i % 8u));
+    }
+    return out;
+}
+
+// ---- BC1, BC4, BC5 ----
+
+// BC1's 5:6:5 endpoints.
+const BC1_BITS = vec4u(5u, 6u, 5u, 8u);
+
+fn pack565(e: vec4u) -> u32 {
+    return (e.x << 11u) | (e.y << 5u) | e.z;
+}
+
+// The stored index of palette position `k` (0: endpoint 0 … `last`: endpoint 1) in BC1
+// and BC4 blocks, which keep the two endpoints at 0 and 1 and the values between them
+// after.
+fn stored_index(k: u32, last: u32) -> u32 {
+    return select(select(k + 1u, 1u, k == last), 0u, k == 0u);
+}
+
+// The BC1 block of `fit` over the palette of `last` + 1 colours, as two words: four
+// colours need colour 0 > colour 1 and three (the fourth, transparent black, unused)
+// colour 0 ≤ colour 1, so `fit` is mirrored when its order is the other. Equal
+// endpoints decode as three colours whatever the indices, all 0 then.
+fn bc1_block(fit: Fit, last: u32) -> vec2u {
+    var ends = fit;
+    if (last == 3u) == (pack565(ends.e0) < pack565(ends.e1)) {
+        ends = mirror(fit, ALL_TEXELS, last);
+    }
+    let c0 = pack565(ends.e0);
+    let c1 = pack565(ends.e1);
+    var indices = 0u;
+    for (var i = 0u; i < 16u && c0 != c1; i++) {
+        indices |= stored_index(index_of(ends.index, i), last) << (2u * i);
+    }
+    return vec2u(c0 | (c1 << 16u), indices);
+}
+
+@compute @workgroup_size(8, 8)
+fn bc1(@builtin(global_invocation_id) id: vec3u) {
+    if !load_block(id.xy) {
+        return;
+    }
+    // Four colours, then three (the midpoint can be nearer than either third) unless
+    // four are exact.
+    var best = fit(ALL_TEXELS, RGB, Palette(3u, false), BC1_BITS, PBIT_NONE);
+    var last = 3u;
+    if best.err > 0.0 {
+        let three = fit(ALL_TEXELS, RGB, Palette(2u, false), BC1_BITS, PBIT_NONE);
+        if three.err < best.err {
+            best = three;
+            last = 2u;
+        }
+    }
+    let words = bc1_block(best, last);
+    store_block(id.xy, array<u32, 4>(words.x, words.y, 0u, 0u), 2u);
+}
+
+// The BC4 block of channel `c` of the texels, as two words: 8-value mode (endpoint 0 >
+// endpoint 1; equal endpoints decode as 6-value mode, indices all 0 then).
+fn bc4_block(c: u32) -> vec2u {
+    let mask = select(vec4f(0.0), vec4f(1.0), vec4u(c) == vec4u(0u, 1u, 2u, 3u));
+    var ends = fit(ALL_TEXELS, mask, Palette(7u, false), vec4u(8u), PBIT_NONE);
+    if ends.e0[c] < ends.e1[c] {
+        ends = mirror(ends, ALL_TEXELS, 7u);
+    }
+    var lo = ends.e0[c] | (ends.e1[c] << 8u);
+    var hi = 0u;
+    for (var i = 0u; i < 16u && ends.e0[c] > ends.e1[c]; i++) {
+        let index = stored_index(index_of(ends.index, i), 7u);
+        let bit = 16u + 3u * i;
+        if bit < 32u {
+            lo |= index << bit;
+            if bit > 29u {
+                hi |= index >> (32u - bit);
+            }
+        } else {
+            hi |= index << (bit - 32u);
+        }
+    }
+    return vec2u(lo, hi);
+}
+
+@compute @workgroup_size(8, 8)
+fn bc4(@builtin(global_invocation_id) id: vec3u) {
+    if !load_block(id.xy) {
+        return;
+    }
+    let words = bc4_block(params.channel);
+    store_block(id.xy, array<u32, 4>(words.x, words.y, 0u, 0u), 2u);
+}
+
+@compute @workgroup_size(8, 8)
+fn bc5(@builtin(global_invocation_id) id: vec3u) {
+    if !load_block(id.xy) {
+        return;
+    }
+    let red = bc4_block(0u);
+    let green = bc4_block(1u);
+    store_block(id.xy, array<u32, 4>(red.x, red.y, green.x, green.y), 4u);
+}
+
+// ---- BC7 ----
+
+// The 64 two-subset partitions: bit i set when texel i is in subset 1.
+var<private> partitions: array<u32, 64> = array<u32, 64>(
+    0xccccu, 0x8888u, 0xeeeeu, 0xecc8u, 0xc880u, 0xfeecu, 0xfec8u, 0xec80u,
+    0xc800u, 0xffecu, 0xfe80u, 0xe800u, 0xffe8u, 0xff00u, 0xfff0u, 0xf000u,
+    0xf710u, 0x008eu, 0x7100u, 0x08ceu, 0x008cu, 0x7310u, 0x3100u, 0x8cceu,
+    0x088cu, 0x3110u, 0x6666u, 0x366cu, 0x17e8u, 0x0ff0u, 0x718eu, 0x399cu,
+    0xaaaau, 0xf0f0u, 0x5a5au, 0x33ccu, 0x3c3cu, 0x55aau, 0x9696u, 0xa55au,
+    0x73ceu, 0x13c8u, 0x324cu, 0x3bdcu, 0x6996u, 0xc33cu, 0x9966u, 0x0660u,
+    0x0272u, 0x04e4u, 0x4e40u, 0x2720u, 0xc936u, 0x936cu, 0x39c6u, 0x639cu,
+    0x9336u, 0x9cc6u, 0x817eu, 0xe718u, 0xccf0u, 0x0fccu, 0x7744u, 0xee22u,
+);
+
+// Subset 1's anchor texel of each shape, 4 bits each, shape p at bits 4 (p % 8)
+// of word p / 8.
+var<private> anchors: array<u32, 8> = array<u32, 8>(
+    0xffffffffu, 0xffffffffu, 0xf882282fu, 0x22882282u,
+    0xff8286ffu, 0x6ff22282u, 0x22ff8626u, 0xf22fffffu,
+);
+
+fn anchor_of(shape: u32) -> u32 {
+    return (anchors[shape / 8u] >> (4u * (shape % 8u))) & 15u;
+}
+
+// Two-subset partitions fitted in full per block (the best by the estimate of
+// `best_partitions`).
+const PARTITION_CANDIDATES: u32 = 2u;
 // `fit` with its endpoints swapped and its indices mirrored when the index of texel
 // `anchor` has its top bit set (an anchor's index is stored without it).
 fn fix_anchor(fit: Fit, members: u32, anchor: u32, index_bits: u32) -> Fit {
@@ -426,12 +460,7 @@ fn fix_anchor(fit: Fit, members: u32, anchor: u32, index_bits: u32) -> Fit {
     if index_of(fit.index, anchor) <= last / 2u {
         return fit;
     }
-    var out = Fit(fit.e1, fit.e0, vec2u(0u), fit.err);
-    for (var i = 0u; i < 16u; i++) {
-        let k = select(0u, last - index_of(fit.index, i), ((members >> i) & 1u) != 0u);
-        out.index[i / 8u] |= k << (4u * (i % 8u));
-    }
-    return out;
+    return mirror(fit, members, last);
 }
 
 // Swaps channel `rotation` - 1 of every texel with alpha (modes 4 and 5; rotation 0
@@ -586,11 +615,9 @@ const TRIALS: u32 = FIRST_PAIR_TRIAL + 2u * PARTITION_CANDIDATES;
 
 @compute @workgroup_size(8, 8)
 fn bc7(@builtin(global_invocation_id) id: vec3u) {
-    let block = id.xy;
-    if block.x >= params.blocks_x || block.y >= params.blocks_y {
+    if !load_block(id.xy) {
         return;
     }
-    load_block(block);
     var opaque = true;
     for (var i = 0u; i < 16u; i++) {
         opaque = opaque && texels[i].w == 255.0;
@@ -633,9 +660,9 @@ fn bc7(@builtin(global_invocation_id) id: vec3u) {
         }
         let rotation = select(0u, c.shape, c.mode == 4u || c.mode == 5u);
         rotate_texels(rotation);
-        c.a = fit(a.members, a.mask, a.index_bits, a.bits, a.pbit);
+        c.a = fit(a.members, a.mask, bc7_palette(a.index_bits), vec4u(a.bits), a.pbit);
         if b.members != 0u {
-            c.b = fit(b.members, b.mask, b.index_bits, b.bits, b.pbit);
+            c.b = fit(b.members, b.mask, bc7_palette(b.index_bits), vec4u(b.bits), b.pbit);
         }
         rotate_texels(rotation);
         c.err = c.a.err + c.b.err;
@@ -647,9 +674,5 @@ fn bc7(@builtin(global_invocation_id) id: vec3u) {
             best = c;
         }
     }
-    let words = pack(best);
-    let at = block_start(block, 4u);
-    for (var w = 0u; w < 4u; w++) {
-        blocks[at + w] = words[w];
-    }
+    store_block(id.xy, pack(best), 4u);
 }

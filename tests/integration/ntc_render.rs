@@ -820,12 +820,13 @@ fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
     );
     // The fixture's package decodes to noise-like texels (random latents), the hardest
     // case for a block encoder. Measured on lavapipe (GPU vs ISPC): with alpha 21.21 vs
-    // 21.19 dB (BC7 throughout either way); opaque, BC1 21.23 vs 21.35 dB and BC7 24.70
-    // vs 25.20 dB (two subsets in two estimated shapes against ISPC's wider search; BC7
-    // in mode 6 alone lost 3.2, 1.1 and 4.5 dB here). Wrong blocks (a swapped format, a
-    // wrong row pitch or level) fall far below these bounds.
+    // 21.19 dB (BC7 throughout either way); opaque, BC1 21.41 vs 21.35 dB (21.23 dB in
+    // one pass, without refinement or three-colour blocks: outside its bound) and BC7
+    // 24.70 vs 25.20 dB (two subsets in two estimated shapes against ISPC's wider search;
+    // BC7 in mode 6 alone lost 3.2, 1.1 and 4.5 dB here). Wrong blocks (a swapped format,
+    // a wrong row pitch or level) fall far below these bounds.
     // In `quality`'s order: bc1 with alpha, bc1 opaque, bc7 with alpha, bc7 opaque.
-    for (q, margin) in quality.iter().zip([1.0, 1.0, 1.0, 1.0]) {
+    for (q, margin) in quality.iter().zip([1.0, 0.05, 1.0, 1.0]) {
         assert!(
             q.gpu_db > q.ispc_db - margin && q.gpu_db > 15.0,
             "{}: GPU {} dB, ISPC {} dB",

@@ -2,14 +2,14 @@
 //! blocks of an RGBA8 image, one thread per 4×4 block, written row by row into a buffer
 //! at a row pitch a buffer → texture copy accepts.
 //!
-//! BC1, BC4 and BC5 make one pass per block (principal-axis or min/max endpoints, no
-//! refinement). BC7 tries, per block, mode 6 (RGBA on one line), mode 5 in each of the
-//! four channel rotations and mode 4 in the best of them (a channel apart from the other
-//! three: the normal/occlusion/roughness group), and two-subset modes (7 when the block
-//! has alpha, else 1 and 3) in the two partition shapes whose subsets lie closest to a
-//! line; each fit refines its endpoints by least squares, and the block keeps the mode
-//! with the smallest squared error in the decoder's 0–255 values (the shader's header
-//! says exactly how, and what it costs).
+//! BC1 fits four colours and, when that is not exact, three (never transparent black),
+//! and keeps the better; BC4 and BC5 fit the 8-value mode. BC7 tries, per block, mode 6
+//! (RGBA on one line), mode 5 in each of the four channel rotations and mode 4 in the
+//! best of them (a channel apart from the other three: the normal/occlusion/roughness
+//! group), and two-subset modes (7 when the block has alpha, else 1 and 3) in the two
+//! partition shapes whose subsets lie closest to a line. Every fit refines its endpoints
+//! by least squares, and the block keeps the mode with the smallest squared error in
+//! the decoded 0–255 values (the shader's header says exactly how, and what it costs).
 //!
 //! The CPU reference is the ISPC encoder of [`crate::texture::bcn`] with the
 //! `texture2ddecoder` decoder: the tests bound the decoded error of these blocks by the
