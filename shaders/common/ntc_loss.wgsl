@@ -3,9 +3,10 @@
 // loss from the per-workgroup loss sums in `wg_partials`, shared by the f32 trainer's
 // reduce_loss and the mixed-precision trainer's Adam, which folds it in. Needs
 // common/ntc_train.wgsl and, from the importer, `const LOSS_THREADS: u32`: the size of the
-// workgroup that sums (a power of two).
+// workgroup that sums (a power of two), and `const LOSS_SCRATCH: u32` (≥ LOSS_THREADS): the
+// size of `loss_scratch`, which an importer may also use before the sum (train_step does).
 
-var<workgroup> loss_scratch: array<f32, LOSS_THREADS>;
+var<workgroup> loss_scratch: array<f32, LOSS_SCRATCH>;
 
 // Every thread of one LOSS_THREADS-wide workgroup calls this with its `value`: returns the
 // sum over the workgroup to every thread, added in a fixed order (a tree over the thread

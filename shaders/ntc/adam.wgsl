@@ -40,6 +40,7 @@ const LANES: u32 = ADAM_WORKGROUP / DECODER_PER_GROUP;
 var<workgroup> lane_sums: array<f32, ADAM_WORKGROUP>;
 // Workgroup 0 reduces the step's loss (common/ntc_loss.wgsl).
 const LOSS_THREADS: u32 = ADAM_WORKGROUP;
+const LOSS_SCRATCH: u32 = LOSS_THREADS;
 #endif
 
 // The Adam step of parameter `index` with gradient `g`.

@@ -10,6 +10,7 @@
 #import "common/ntc_loss.wgsl"
 
 const LOSS_THREADS: u32 = 256u;
+const LOSS_SCRATCH: u32 = LOSS_THREADS;
 
 @compute @workgroup_size(LOSS_THREADS)
 fn reduce_loss(@builtin(local_invocation_index) local: u32) {

@@ -18,15 +18,16 @@
 // 4. at the output: weighted L2 loss against the target (f32) and the output δ, stored in
 //    f16 as DELTA_SCALE · 2 w (y − t) — the per-sample gradient, scaled: the batch-mean
 //    gradient (÷ 65536 at the usual batch) would fall below f16's normal range;
-// 5. backward, last layer first: dW += δᵀ · A and db += Σ δ over the chunk's rows into the
-//    workgroup's slice of `dw_partials` (f32; the first chunk stores, later ones add), and
+// 5. backward, last layer first: dW += δᵀ · A into the workgroup's slice of `dw_partials`
+//    (f32; the first chunk stores, later ones add), the chunk's Σ δ over its rows into
+//    `loss_scratch` (the biases' gradients, added to the slice after the next barrier), and
 //    the inputs' δ = (δ · W) ⊙ act'(z) (f16 operands, f32 accumulation, every column at
 //    once, stored in place of act'(z)); for the first layer only the 2F latent inputs' δ,
 //    scattered to the 4 taps × F features of each grid with one atomic add per value
 //    (FLAG_LATENT_GRADIENTS; f32 or fixed point, ntc_train.wgsl), times
 //    1 / (batch_size · DELTA_SCALE).
 // So a chunk has two workgroup barriers per layer and direction: one after the layer's
-// product, one after the per-element phase that reads it. The latent gathers and scatters
+// products, one after the per-element phase that reads them. The latent gathers and scatters
 // run one thread per (row, grid, 4 features): the taps are computed once and the thread's
 // 16 loads (or atomics) are independent, so they are in flight together.
 // Each workgroup also writes its summed loss to wg_partials[workgroup]; Adam reduces the
@@ -35,17 +36,19 @@
 //
 // The matrix products are the only difference between the variants:
 // - TRAIN_COOP: 16×16×16 f16 cooperative matrices with f32 accumulators, one subgroup per
-//   16×16 tile of the product (forward, δ) or of dW; needs every hidden width a multiple
-//   of 16 and TRAIN_ROWS a multiple of 16;
+//   16×16 tile of the product (forward, δ) or of dW, and the bias sums as δᵀ · 1 (a tile
+//   of ones: 16 equal columns per 16 outputs); needs every hidden width a multiple of 16
+//   and TRAIN_ROWS a multiple of 16;
 // - default ("f16"): the same products with one thread per output element, f16 operands
-//   widened to f32 (exact) and summed in f32, for adapters with SHADER_F16 but without
-//   cooperative matrices (lavapipe).
+//   widened to f32 (exact) and summed in f32, and the bias sums one thread per output,
+//   for adapters with SHADER_F16 but without cooperative matrices (lavapipe).
 //
 // Workgroup memory (host: gpu::mixed_workgroup_bytes): `act`, TRAIN_ROWS × (NTC_INPUT_WIDTH
 // + 2 · Σ hidden + 16) f16 — X, every hidden layer's A, every hidden layer's act'(z) (then
 // its δ), the output δ, each row-major with its width as stride; `stage`, TRAIN_ROWS ×
-// STAGE_COLS f32 (a whole layer's product); the rows' samples and the loss reduction. The
-// host picks the largest TRAIN_ROWS of 64, 48, 32, 16 that fits the adapter's limit.
+// STAGE_COLS f32 (a whole layer's product); the rows' samples; `loss_scratch`, the bias
+// sums during the chunks and the loss reduction after them; with TRAIN_COOP a 16×16 f16
+// tile of ones. The host picks the largest TRAIN_ROWS of 64, 48, 32, 16 that fits the adapter's limit.
 
 enable f16;
 #ifdef TRAIN_COOP
@@ -61,6 +64,15 @@ const ROWS: u32 = ${TRAIN_ROWS}u;
 const THREADS: u32 = ${TRAIN_THREADS}u;
 // The workgroup's loss sum (common/ntc_loss.wgsl).
 const LOSS_THREADS: u32 = THREADS;
+// Floats of `loss_scratch` per output of a layer in a chunk's bias sums: a row of the tile
+// δᵀ · 1 with TRAIN_COOP (only its first column is read), else the sum.
+#ifdef TRAIN_COOP
+const BIAS_STRIDE: u32 = 16u;
+#else
+const BIAS_STRIDE: u32 = 1u;
+#endif
+// The bias sums share the loss sum's scratch: a layer's outputs in whole 16-blocks.
+const LOSS_SCRATCH: u32 = max(LOSS_THREADS, (max(NTC_MAX_HIDDEN, NTC_OUTPUTS) + 15u) / 16u * 16u * BIAS_STRIDE);
 const DELTA_SCALE: f32 = ${DELTA_SCALE};
 // Inputs 0 .. LATENT_INPUTS are the two grids' features; the PE follows, then the LOD.
 const LATENT_INPUTS: u32 = 2u * NTC_FEATURES;
@@ -81,6 +93,10 @@ var<workgroup> stage: array<f32, ROWS * STAGE_COLS>;
 var<workgroup> rows: array<vec2u, ROWS>;
 // 1 while the workgroup works on its first chunk (whose gradients are stored, not added).
 var<workgroup> chunk_first: u32;
+#ifdef TRAIN_COOP
+// The B operand of the bias sums: 16 × 16 ones.
+var<workgroup> ones: array<f16, 256>;
+#endif
 
 // Which thread of the workgroup this is; the subgroup fields are used by TRAIN_COOP only.
 struct Ids {
@@ -285,6 +301,25 @@ fn accumulate_weights(d: u32, x: u32, n_in: u32, n_out: u32, at: u32, ids: Ids) 
         coopStoreT(result, &dw_partials[tile], n_in);
     }
 }
+
+// loss_scratch[o · BIAS_STRIDE] = Σ over the chunk's rows of δ[row][o] for the n_out
+// outputs (δ at `d` in `act`, row stride n_out): δᵀ · 1, one 16-output tile per subgroup,
+// the first to the subgroup after the one that took accumulate_weights' last tile of the
+// layer (n_in inputs), so that subgroups with one tile fewer take them.
+fn sum_biases(d: u32, n_in: u32, n_out: u32, ids: Ids) {
+    let dw_tiles = (n_out / 16u) * (n_in / 16u);
+    let start = (ids.subgroup + ids.subgroups - dw_tiles % ids.subgroups) % ids.subgroups;
+    for (var ob = start; ob < n_out / 16u; ob += ids.subgroups) {
+        let b = coopLoad<coop_mat16x16<f16, B>>(&ones[0], 16u);
+        var acc = coop_mat16x16<f32, C>();
+        for (var k = 0u; k < ROWS; k += 16u) {
+            let a = coopLoad<coop_mat16x16<f16, A>>(&act[d + k * n_out + ob * 16u], n_out);
+            acc = coopMultiplyAdd(a, b, acc);
+        }
+        let result = acc;
+        coopStoreT(result, &loss_scratch[ob * 16u * BIAS_STRIDE], BIAS_STRIDE);
+    }
+}
 #else
 // stage[.., 0 .. n_cols] = M · B, one thread per element: M (ROWS × k_len) at `m` in `act`
 // (row stride k_len), B[k][c] = weights16[b + k · k_step + c · c_step]; f16 operands
@@ -330,16 +365,26 @@ fn accumulate_weights(d: u32, x: u32, n_in: u32, n_out: u32, at: u32, ids: Ids) 
         dw_partials[at + e] = sum;
     }
 }
-#endif
 
-// dw_partials[at + o] += Σ over the chunk's rows of δ[row][o] (the biases' gradients).
-fn accumulate_biases(d: u32, n_out: u32, at: u32, thread: u32) {
-    let first = first_chunk();
-    for (var o = thread; o < n_out; o += THREADS) {
+// loss_scratch[o · BIAS_STRIDE] = Σ over the chunk's rows of δ[row][o] for the n_out
+// outputs (δ at `d` in `act`, row stride n_out), one thread per output.
+fn sum_biases(d: u32, n_in: u32, n_out: u32, ids: Ids) {
+    for (var o = ids.thread; o < n_out; o += THREADS) {
         var sum = 0.0;
         for (var r = 0u; r < ROWS; r++) {
             sum += f32(act[d + r * n_out + o]);
         }
+        loss_scratch[o * BIAS_STRIDE] = sum;
+    }
+}
+#endif
+
+// dw_partials[at + o] += the chunk's bias sums (sum_biases, read after a barrier): the
+// biases' gradients. The first chunk stores instead.
+fn accumulate_biases(n_out: u32, at: u32, thread: u32) {
+    let first = chunk_first != 0u;
+    for (var o = thread; o < n_out; o += THREADS) {
+        var sum = loss_scratch[o * BIAS_STRIDE];
         if !first {
             sum += dw_partials[at + o];
         }
@@ -472,19 +517,23 @@ fn backward(slot: u32, ids: Ids) {
         let b = w + n_in * n_out;
         let d = delta_region(layer);
         accumulate_weights(d, input_region(layer), n_in, n_out, slot + w, ids);
-        accumulate_biases(d, n_out, slot + b, ids.thread);
+        sum_biases(d, n_in, n_out, ids);
         if layer > 0u {
             product_backward(d, n_in, n_out, n_in, w, ids);
-            workgroupBarrier();
-            scale_by_slope(layer, ids.thread);
-            workgroupBarrier();
         } else if latents {
             // The latent inputs' δ, in whole 16-column blocks (the first 2F ≤ n_in).
             product_backward(d, n_in, n_out, (LATENT_INPUTS + 15u) / 16u * 16u, w, ids);
-            workgroupBarrier();
-            scatter_latents(ids.thread);
-            workgroupBarrier();
         }
+        workgroupBarrier();
+        accumulate_biases(n_out, slot + b, ids.thread);
+        if layer > 0u {
+            scale_by_slope(layer, ids.thread);
+        } else if latents {
+            scatter_latents(ids.thread);
+        }
+        // After the first layer this also ends the chunk: the next chunk's rows, inputs
+        // and bias sums overwrite this one's.
+        workgroupBarrier();
     }
 }
 
@@ -501,6 +550,11 @@ fn train_step(
     let ids = Ids(local, subgroup, subgroups);
 #else
     let ids = Ids(local, 0u, 1u);
+#endif
+#ifdef TRAIN_COOP
+    for (var i = local; i < 256u; i += THREADS) {
+        ones[i] = f16(1.0);
+    }
 #endif
     let group = linear_workgroup(invocation);
     let slot = group * step_params.decoder_count;
@@ -521,7 +575,6 @@ fn train_step(
         workgroupBarrier();
         loss += forward(ids);
         backward(slot, ids);
-        workgroupBarrier();
     }
     let total = loss_workgroup_sum(local, loss);
     if local == 0u {

@@ -125,7 +125,9 @@ impl TrainKernel {
                 );
             }
         }
-        pick_chunk(config, &limits).err().map(|e| e.to_string())
+        pick_chunk(config, self, &limits)
+            .err()
+            .map(|e| e.to_string())
     }
 
     /// The fastest kernel `ctx` can train `config` with: `coop-matrix` where it runs,
@@ -195,7 +197,7 @@ impl Kernels {
         let f32_defines = shader_defines(config, workgroup, fixed_point);
         let chunk = match kernel {
             TrainKernel::F32 => None,
-            _ => Some(pick_chunk(config, &ctx.device.limits())?),
+            _ => Some(pick_chunk(config, kernel, &ctx.device.limits())?),
         };
         let rows = chunk.map(|c| c.rows);
         let mixed_defines = chunk.map(|c| mixed_defines(config, kernel, c, fixed_point));
@@ -317,14 +319,31 @@ pub(super) fn mixed_defines(
     }
 }
 
-/// Bytes of workgroup memory `train_step` needs with chunks of `rows` samples and
-/// `threads` threads: the f16 activations (`rows × (input + 2 · Σ hidden + 16)`), the f32
-/// stage (`rows ×` `stage_columns`), the rows' samples (8 bytes each), the loss sums (4
-/// per thread) and the first-chunk flag.
-pub fn mixed_workgroup_bytes(config: &NtcConfig, rows: u32, threads: u32) -> u32 {
+/// Bytes of workgroup memory `train_step` of `kernel` (`f16` or `coop-matrix`) needs with
+/// chunks of `rows` samples and `threads` threads: the f16 activations (`rows × (input + 2
+/// · Σ hidden + 16)`), the f32 stage (`rows ×` `stage_columns`), the rows' samples (8
+/// bytes each), the first-chunk flag, the f32 scratch of the loss sums (one per thread) and
+/// the bias sums (a layer's outputs in whole 16-blocks, 16 floats each with cooperative
+/// matrices, which also need a 16×16 f16 tile of ones).
+pub fn mixed_workgroup_bytes(
+    config: &NtcConfig,
+    kernel: TrainKernel,
+    rows: u32,
+    threads: u32,
+) -> u32 {
     let hidden: u32 = config.hidden.iter().sum();
     let halves = config.input_width() as u32 + 2 * hidden + OUTPUTS as u32;
-    rows * (2 * halves + 4 * stage_columns(config) + 8) + 4 * threads + 4
+    let coop = kernel == TrainKernel::CoopMatrix;
+    let widest = config
+        .hidden
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(OUTPUTS as u32);
+    let bias_floats = widest.next_multiple_of(16) * if coop { 16 } else { 1 };
+    let ones = if coop { 2 * 16 * 16 } else { 0 };
+    rows * (2 * halves + 4 * stage_columns(config) + 8) + 4 + 4 * threads.max(bias_floats) + ones
 }
 
 /// Columns of `train_step`'s f32 stage (`STAGE_COLS`): its widest product, a layer's
@@ -349,6 +368,7 @@ pub struct Chunk {
 /// [`TRAIN_ROWS`] whose `train_step` fits its workgroup memory with them.
 pub(super) fn pick_chunk(
     config: &NtcConfig,
+    kernel: TrainKernel,
     limits: &wgpu::Limits,
 ) -> Result<Chunk, GpuTrainError> {
     let threads = TRAIN_THREADS
@@ -362,11 +382,11 @@ pub(super) fn pick_chunk(
     let limit = limits.max_compute_workgroup_storage_size;
     TRAIN_ROWS
         .into_iter()
-        .find(|&rows| mixed_workgroup_bytes(config, rows, threads) <= limit)
+        .find(|&rows| mixed_workgroup_bytes(config, kernel, rows, threads) <= limit)
         .map(|rows| Chunk { rows, threads })
         .ok_or(GpuTrainError::Limit {
             what: "the mixed-precision trainer's chunk (bytes of workgroup storage)",
-            needed: u64::from(mixed_workgroup_bytes(config, 16, threads)),
+            needed: u64::from(mixed_workgroup_bytes(config, kernel, 16, threads)),
             limit: u64::from(limit),
         })
 }
@@ -515,37 +535,44 @@ mod tests {
                     assert_eq!(entry.workgroup_size[0], threads);
                     assert_eq!(
                         workgroup_bytes(&m),
-                        mixed_workgroup_bytes(&config, rows, threads),
+                        mixed_workgroup_bytes(&config, kernel, rows, threads),
                         "{kernel} {rows}"
                     );
                 }
             }
         }
         // The default decoder: chunks of 48 in an NVIDIA GPU's 48 KiB, 32 in lavapipe's
-        // 32 KiB.
+        // 32 KiB (without cooperative matrices; 16 with their larger bias scratch).
         let limits = |storage: u32, threads: u32| wgpu::Limits {
             max_compute_workgroup_storage_size: storage,
             max_compute_invocations_per_workgroup: threads,
             ..wgpu::Limits::default()
         };
         let chunk = |rows, threads| Some(Chunk { rows, threads });
+        let coop = TrainKernel::CoopMatrix;
         assert_eq!(
-            pick_chunk(&default, &limits(49152, 1024)).ok(),
+            pick_chunk(&default, coop, &limits(49152, 1024)).ok(),
             chunk(48, 512)
         );
         assert_eq!(
-            pick_chunk(&default, &limits(32768, 1024)).ok(),
+            pick_chunk(&default, TrainKernel::F16, &limits(32768, 1024)).ok(),
             chunk(32, 512)
         );
         assert_eq!(
-            pick_chunk(&default, &limits(49152, 256)).ok(),
+            pick_chunk(&default, coop, &limits(32768, 1024)).ok(),
+            chunk(16, 512)
+        );
+        assert_eq!(
+            pick_chunk(&default, coop, &limits(49152, 256)).ok(),
             chunk(48, 256)
         );
-        for (storage, threads) in [(4096, 1024), (49152, 64)] {
-            assert!(matches!(
-                pick_chunk(&default, &limits(storage, threads)),
-                Err(GpuTrainError::Limit { .. })
-            ));
+        for kernel in [TrainKernel::F16, coop] {
+            for (storage, threads) in [(4096, 1024), (49152, 64)] {
+                assert!(matches!(
+                    pick_chunk(&default, kernel, &limits(storage, threads)),
+                    Err(GpuTrainError::Limit { .. })
+                ));
+            }
         }
         // Chunks spread over at most MAX_TRAIN_WORKGROUPS workgroups.
         assert_eq!(chunk_plan(65536, 64), (2, 512));
