@@ -249,11 +249,6 @@ fn ntc_finish_group(outputs: vec4f, group: u32, present: u32) -> vec4f {
     return select(neutral, clamp(outputs, vec4f(0.0), vec4f(1.0)), bits == vec4u(1u));
 }
 
-// Channel group `group` (0–2) of the decoded texel in `ntc_state` (ntc_finish_group).
-fn ntc_channel_group(group: u32, present: u32) -> vec4f {
-    return ntc_finish_group(vec4f(ntc_state.outputs[group]), group, present);
-}
-
 // Which thread of the workgroup this is.
 struct NtcThread {
     // local_invocation_index.

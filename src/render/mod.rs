@@ -832,8 +832,9 @@ impl Renderer {
                 && let Some(ms) = b.gpu_ms
             {
                 log::info!(
-                    "{mode}: inference on load ({}) took {ms:.3} ms on the GPU",
-                    transcode.map_or("rgba8", Transcode::name)
+                    "{mode}: inference on load ({}, {} kernel) took {ms:.3} ms on the GPU",
+                    transcode.map_or("rgba8", Transcode::name),
+                    b.evaluation
                 );
             }
             loaded.baked = Some((transcode, baked));

@@ -721,20 +721,31 @@ fn stochastic_choice_averages_to_trilinear() {
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 
-/// The bake writes exactly the CPU decode of every texel of every mip of every package
-/// material, as RGBA8 (±1: the GPU's float → unorm conversion may round the other way
-/// at a half step); a channel group the material has none of gets no texture (the CPU
-/// decode is neutral there throughout).
+/// The bake writes the CPU decode of every texel of every mip of every package material,
+/// as RGBA8: with the f32 kernel exactly (±1: the GPU's float → unorm conversion may round
+/// the other way at a half step), with the f16 FMA kernel within its error bound (the
+/// real-time f16 kernels' 2e-2, as 8-bit steps). A channel group the material has none of
+/// gets no texture (the CPU decode is neutral there throughout). `new` picks the FMA
+/// kernel where the device has f16.
 #[test]
 fn bake_matches_cpu_decode() {
+    use neurotex::render::passes::ntc_bake::BakeKernel;
     let _ = env_logger::builder().is_test(true).try_init();
     let ctx = ctx();
     let f = fixture();
     let reference = NtcCpuReference::new(&f.package, &f.map, &f.materials).expect("reference");
-    let bake = NtcBakePass::new(ctx, &f.package.config, None).expect("bake pass");
+    let best = NtcBakePass::new(ctx, &f.package.config, None).expect("bake pass");
+    assert_eq!(
+        best.evaluation(),
+        if ctx.granted.shader_f16 {
+            BakeKernel::Fma
+        } else {
+            BakeKernel::F32
+        }
+    );
     // Over the memory budget: refused before anything is allocated.
     let needed = f.package.upload_bytes(true);
-    let err = bake
+    let err = best
         .bake(ctx, &f.package, &f.ntc, needed - 1)
         .expect_err("over the budget");
     assert!(
@@ -749,16 +760,30 @@ fn bake_matches_cpu_decode() {
     }
     let two_groups_reference =
         NtcCpuReference::new(&two_groups, &f.map, &f.materials).expect("reference");
-    for (package, reference, budget) in [
-        (&f.package, &reference, needed),
-        (&two_groups, &two_groups_reference, u64::MAX),
-    ] {
-        bake_matches(ctx, &f.ntc, &bake, package, reference, budget);
+    for kernel in BakeKernel::ALL {
+        if let Some(why) = kernel.unavailable(ctx, &f.package.config) {
+            eprintln!("{kernel} kernel not tested: {why}");
+            continue;
+        }
+        let bake =
+            NtcBakePass::with_kernel(ctx, &f.package.config, None, kernel).expect("bake pass");
+        let steps = match kernel {
+            BakeKernel::F32 => 1,
+            BakeKernel::Fma => (2e-2f32 * 255.0).ceil() as u8,
+        };
+        for (package, reference, budget) in [
+            (&f.package, &reference, needed),
+            (&two_groups, &two_groups_reference, u64::MAX),
+        ] {
+            let worst = bake_matches(ctx, &f.ntc, &bake, package, reference, budget, steps);
+            eprintln!("{kernel} kernel: largest difference {worst} (bound {steps})");
+        }
     }
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 
-/// [`bake_matches_cpu_decode`] for one package.
+/// [`bake_matches_cpu_decode`] for one package and kernel, every byte within `steps` of
+/// the CPU decode; returns the largest difference.
 fn bake_matches(
     ctx: &GpuContext,
     ntc: &NtcSceneGpu,
@@ -766,10 +791,12 @@ fn bake_matches(
     package: &NtcPackage,
     reference: &NtcCpuReference,
     budget: u64,
-) {
+    steps: u8,
+) -> u8 {
     let neutral = neurotex::texture::TextureSet::neutral();
     let baked = bake.bake(ctx, package, ntc, budget).expect("bake");
     assert_eq!(baked.sets.len(), package.materials.len());
+    let mut worst = 0;
     for (p, set) in baked.sets.iter().enumerate() {
         let m = &package.materials[p];
         assert_eq!(set.name, m.name);
@@ -786,15 +813,18 @@ fn bake_matches(
                 let got = read_texture(ctx, texture, mip as u32, 0).expect("read");
                 assert_eq!(got.bytes.len(), expected[g].len());
                 for (i, (&a, &e)) in got.bytes.iter().zip(&expected[g]).enumerate() {
+                    worst = worst.max(a.abs_diff(e));
                     assert!(
-                        a.abs_diff(e) <= 1,
-                        "`{}` mip {mip} group {g} byte {i}: GPU {a}, CPU {e}",
-                        m.name
+                        a.abs_diff(e) <= steps,
+                        "`{}` mip {mip} group {g} byte {i}: GPU {a}, CPU {e} ({} kernel)",
+                        m.name,
+                        bake.evaluation()
                     );
                 }
             }
         }
     }
+    worst
 }
 
 /// The transcoded bake (`--transcode bc1|bc7`): block-compressed textures in the formats

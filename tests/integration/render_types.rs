@@ -10,7 +10,7 @@ use neurotex::ntc::NtcConfig;
 use neurotex::render::gpu_types::{
     ALPHA_BLEND, ALPHA_MASK, ALPHA_OPAQUE, FrameUniform, InstanceData, MaterialData,
 };
-use neurotex::render::passes::ntc_bake::{NtcBakePass, WORKGROUP_SIDE};
+use neurotex::render::passes::ntc_bake::{BakeKernel, NtcBakePass};
 use neurotex::render::passes::ntc_decode::{DECODE_STOCHASTIC, NtcDecodePass, NtcKernel};
 use neurotex::render::passes::{image_error, reference, temporal};
 use neurotex::screen::material_word::{
@@ -99,9 +99,17 @@ fn host_constants_match_their_wgsl_twins() {
         assert_eq!(workgroup_size(&divergence, "count"), Some([w, h, 1]));
     }
 
-    let bake = module("ntc_bake.wgsl", &NtcBakePass::defines(&config));
-    assert_const(&bake, "NTC_NONE", NO_DECODER);
-    assert_const(&bake, "NTC_THREADS", WORKGROUP_SIDE * WORKGROUP_SIDE);
+    for kernel in BakeKernel::ALL {
+        let bake = module("ntc_bake.wgsl", &NtcBakePass::defines(&config, kernel));
+        assert_const(&bake, "NTC_NONE", NO_DECODER);
+        let side = kernel.side();
+        assert_const(&bake, "NTC_THREADS", side * side);
+        assert_eq!(
+            workgroup_size(&bake, "bake_mip"),
+            Some([side, side, 1]),
+            "{kernel}"
+        );
+    }
 
     let image_error_module = module("image_error.wgsl", &Defines::new());
     let group = image_error::GROUP_W;
@@ -114,7 +122,6 @@ fn host_constants_match_their_wgsl_twins() {
     // The square workgroups: (module, entry, side).
     let temporal_module = module("temporal.wgsl", &Defines::new());
     for (shader, entry, side) in [
-        (&bake, "bake_mip", WORKGROUP_SIDE),
         (&temporal_module, "resolve", temporal::WORKGROUP_SIZE),
         (&image_error_module, "measure", group),
         (&classify, "classify", reference::CLASSIFY_TILE),

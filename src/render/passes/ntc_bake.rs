@@ -4,9 +4,10 @@
 //! anisotropic filtering by the hardware, no per-frame decode cost).
 //!
 //! The input vector and the MLP are the real-time pass's (`shaders/common/ntc_decode.wgsl`,
-//! f32 kernel); outputs are clamped to \[0, 1\] and absent channels are neutral, as the
-//! original texture sets hold them. One dispatch per (material, mip), 8 × 8 texels per
-//! workgroup. Group 0 is written through a linear `Rgba8Unorm` view (storage) of a texture
+//! evaluated by [`BakeKernel::best`]: the sorted decode's f16 FMA where the device has
+//! f16, else f32); outputs are clamped to \[0, 1\] and absent channels are neutral, as
+//! the original texture sets hold them. One dispatch per (material, mip), one decoder per
+//! workgroup of 16 × 16 (f32: 8 × 8) texels. Group 0 is written through a linear `Rgba8Unorm` view (storage) of a texture
 //! sampled as `Rgba8UnormSrgb`, so the sRGB-encoded values decode in the sampler like the
 //! originals.
 //!
@@ -27,11 +28,78 @@ use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
 use crate::render::passes::bcn_encode::{BcnEncodePass, BlockTarget, GpuBlockFormat, LevelSource};
+use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::{SET_FORMATS, SceneGpu, neutral_set_views};
 use crate::texture::ChannelMask;
 
-/// Texels per workgroup side (`@workgroup_size(8, 8)` in `ntc_bake.wgsl`).
-pub const WORKGROUP_SIDE: u32 = 8;
+/// How the bake evaluates the decoders (`ntc_bake.wgsl`'s kernels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BakeKernel {
+    /// [`NtcKernel::F32`]'s arithmetic, 8 × 8 texels per workgroup: within one 8-bit step
+    /// of the CPU decode. Runs everywhere.
+    F32,
+    /// [`NtcKernel::Fma`]'s f16 FMA evaluation (the real-time sorted decode's: weights
+    /// in workgroup memory, the MLP in registers), 16 × 16 texels per workgroup, with its
+    /// error bound and needs (`SHADER_F16`, layer widths that are multiples of 8).
+    Fma,
+}
+
+impl BakeKernel {
+    /// Both, the portable one first.
+    pub const ALL: [BakeKernel; 2] = [BakeKernel::F32, BakeKernel::Fma];
+
+    /// `f32` or `fma`.
+    pub fn name(self) -> &'static str {
+        self.arithmetic().name()
+    }
+
+    /// The real-time decode kernel whose evaluation this is.
+    pub const fn arithmetic(self) -> NtcKernel {
+        match self {
+            BakeKernel::F32 => NtcKernel::F32,
+            BakeKernel::Fma => NtcKernel::Fma,
+        }
+    }
+
+    /// Texels per workgroup side (`NTC_BAKE_SIDE`).
+    pub const fn side(self) -> u32 {
+        match self {
+            BakeKernel::F32 => 8,
+            BakeKernel::Fma => 16,
+        }
+    }
+
+    /// Why `ctx`'s device cannot bake decoders of shape `config` with this kernel (`None`:
+    /// it can).
+    pub fn unavailable(self, ctx: &GpuContext, config: &NtcConfig) -> Option<String> {
+        let kernel = self.arithmetic();
+        let missing = kernel.missing(&ctx.granted);
+        if !missing.is_empty() {
+            return Some(format!("{} lacks {}", ctx.describe(), missing.join(", ")));
+        }
+        let multiple = kernel.width_multiple();
+        std::iter::once(config.input_width())
+            .chain(config.hidden.iter().map(|&w| w as usize))
+            .find(|w| w % multiple != 0)
+            .map(|w| format!("layer width {w} is not a multiple of {multiple}"))
+    }
+
+    /// The faster kernel `ctx`'s device runs for decoders of shape `config`: [`Self::Fma`]
+    /// where it can, else [`Self::F32`].
+    pub fn best(ctx: &GpuContext, config: &NtcConfig) -> BakeKernel {
+        if BakeKernel::Fma.unavailable(ctx, config).is_none() {
+            BakeKernel::Fma
+        } else {
+            BakeKernel::F32
+        }
+    }
+}
+
+impl std::fmt::Display for BakeKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Block compression of the baked textures (inference on load with `--transcode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -165,6 +233,7 @@ pub struct BakedSet {
 #[derive(Debug)]
 pub struct NtcBakePass {
     kernel: ComputeKernel,
+    evaluation: BakeKernel,
     encoder: Option<(Transcode, BcnEncodePass)>,
 }
 
@@ -183,14 +252,32 @@ impl NtcBakePass {
     /// Label of the pass and its wgpu objects.
     pub const LABEL: &'static str = "ntc.bake";
 
-    /// Build the pipeline for decoders of shape `config`, baking into RGBA8 or, with
-    /// `transcode`, into block-compressed textures (which needs the device's
-    /// `TEXTURE_COMPRESSION_BC`; without it, one error says so).
+    /// Build the pipeline for decoders of shape `config` with the best kernel the device
+    /// runs ([`BakeKernel::best`]), baking into RGBA8 or, with `transcode`, into
+    /// block-compressed textures (which needs the device's `TEXTURE_COMPRESSION_BC`;
+    /// without it, one error says so).
     pub fn new(
         ctx: &GpuContext,
         config: &NtcConfig,
         transcode: Option<Transcode>,
     ) -> Result<Self, NtcRenderError> {
+        Self::with_kernel(ctx, config, transcode, BakeKernel::best(ctx, config))
+    }
+
+    /// [`Self::new`] with the decoders evaluated by `evaluation` (an error where the
+    /// device or the model cannot run it).
+    pub fn with_kernel(
+        ctx: &GpuContext,
+        config: &NtcConfig,
+        transcode: Option<Transcode>,
+        evaluation: BakeKernel,
+    ) -> Result<Self, NtcRenderError> {
+        if let Some(reason) = evaluation.unavailable(ctx, config) {
+            return Err(NtcRenderError::KernelUnavailable {
+                kernel: format!("{evaluation} (inference on load)"),
+                reason,
+            });
+        }
         let device = &ctx.device;
         let needed = config.decoder_param_count() as u64 * 2;
         let limit = u64::from(device.limits().max_compute_workgroup_storage_size);
@@ -221,7 +308,7 @@ impl NtcBakePass {
             &KernelDesc {
                 label: Self::LABEL,
                 shader: "ntc_bake.wgsl",
-                defines: &Self::defines(config),
+                defines: &Self::defines(config, evaluation),
                 entry: "bake_mip",
                 groups: &[
                     Group::Slots(&[Slot::Uniform, target, target, target]),
@@ -229,7 +316,16 @@ impl NtcBakePass {
                 ],
             },
         )?;
-        Ok(Self { kernel, encoder })
+        Ok(Self {
+            kernel,
+            evaluation,
+            encoder,
+        })
+    }
+
+    /// The kernel the decoders are evaluated with.
+    pub fn evaluation(&self) -> BakeKernel {
+        self.evaluation
     }
 
     /// The block compression this pass bakes into (`None`: RGBA8).
@@ -237,9 +333,18 @@ impl NtcBakePass {
         self.encoder.as_ref().map(|(t, _)| *t)
     }
 
-    /// The defines `ntc_bake.wgsl` is composed with for decoders of shape `config`.
-    pub fn defines(config: &NtcConfig) -> Defines {
-        model_defines(config, WORKGROUP_SIDE * WORKGROUP_SIDE).flag("NTC_KERNEL_F32")
+    /// The defines `ntc_bake.wgsl` is composed with for decoders of shape `config`,
+    /// evaluated by `evaluation`.
+    pub fn defines(config: &NtcConfig, evaluation: BakeKernel) -> Defines {
+        let side = evaluation.side();
+        let defines = model_defines(config, side * side).with("NTC_BAKE_SIDE", side);
+        match evaluation {
+            BakeKernel::F32 => defines.flag("NTC_KERNEL_F32"),
+            BakeKernel::Fma => defines
+                .flag("NTC_KERNEL_FMA")
+                .flag("NTC_F16")
+                .with("NTC_FMA_PIXELS", 1),
+        }
     }
 
     /// Decode every package material of `package` (uploaded as `ntc`) into textures, in
@@ -341,6 +446,7 @@ impl NtcBakePass {
             .sum();
         let dispatch = Dispatcher {
             kernel: &self.kernel,
+            side: self.evaluation.side(),
             params: &params_buffer,
             align,
             ntc: &ntc_bind_group,
@@ -422,6 +528,7 @@ impl NtcBakePass {
             })?;
         Ok(BakedMaterials {
             transcode: self.transcode(),
+            evaluation: self.evaluation,
             gpu_ms,
             replaced: replacements.len(),
             sets,
@@ -434,6 +541,8 @@ impl NtcBakePass {
 /// timer of the passes and the stand-in target of groups a set does not have.
 struct Dispatcher<'a> {
     kernel: &'a ComputeKernel,
+    /// Texels per workgroup side.
+    side: u32,
     params: &'a wgpu::Buffer,
     align: u64,
     ntc: &'a wgpu::BindGroup,
@@ -485,7 +594,7 @@ impl Dispatcher<'_> {
         pass.set_pipeline(self.kernel.pipeline());
         pass.set_bind_group(0, &bind_group, &[]);
         pass.set_bind_group(1, self.ntc, &[]);
-        pass.dispatch_workgroups(w.div_ceil(WORKGROUP_SIDE), h.div_ceil(WORKGROUP_SIDE), 1);
+        pass.dispatch_workgroups(w.div_ceil(self.side), h.div_ceil(self.side), 1);
     }
 }
 
@@ -694,6 +803,8 @@ impl PassTimer {
 pub struct BakedMaterials {
     /// The block compression the textures were baked into (`None`: RGBA8).
     pub transcode: Option<Transcode>,
+    /// The kernel that evaluated the decoders.
+    pub evaluation: BakeKernel,
     /// The bake's GPU milliseconds ([`BakedTextures::gpu_ms`]).
     pub gpu_ms: Option<f64>,
     /// The baked textures, in package order.

@@ -261,7 +261,7 @@ impl NtcKernel {
     }
 
     /// The multiple every layer width (input and hidden) must be of.
-    fn width_multiple(self) -> usize {
+    pub(crate) fn width_multiple(self) -> usize {
         match self {
             NtcKernel::F32 | NtcKernel::F16 => 1,
             NtcKernel::Fma | NtcKernel::SortedFma => 8,
