@@ -553,6 +553,24 @@ fn set_layout(set: &TextureSet, config: &TrainConfig) -> Result<LatentLayout, Tr
     Ok(layout)
 }
 
+/// The model a run over `sets` starts from: `config` validated, the standard layout of
+/// every set (its mips checked against it) and [`GroupModel::init`] with `seed`.
+pub(super) fn initial_model(
+    sets: &[TextureSet],
+    config: &TrainConfig,
+    seed: u64,
+) -> Result<GroupModel, TrainError> {
+    config.validate()?;
+    if sets.is_empty() {
+        return Err(TrainError::EmptyGroup);
+    }
+    let layouts = sets
+        .iter()
+        .map(|s| set_layout(s, config))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(GroupModel::init(&config.model, layouts, seed)?)
+}
+
 /// Train one group on the CPU: `steps` main steps then the fine-tuning steps of
 /// [`TrainConfig::schedule`], all deterministic for `seed`. Meant for tests on tiny
 /// textures (≤ 16²); the GPU trainer follows the same recipe:
@@ -570,15 +588,7 @@ pub fn train_cpu(
     steps: u64,
     seed: u64,
 ) -> Result<TrainedGroup, TrainError> {
-    config.validate()?;
-    if sets.is_empty() {
-        return Err(TrainError::EmptyGroup);
-    }
-    let layouts = sets
-        .iter()
-        .map(|s| set_layout(s, config))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut model = GroupModel::init(&config.model, layouts, seed)?;
+    let mut model = initial_model(sets, config, seed)?;
     let schedule = config.schedule(steps, sets.len());
     let bits = config.model.latent_bits;
     let noise_seed = (seed ^ (seed >> 32)) as u32;
