@@ -9,7 +9,8 @@
 // emissive sRGB-encoded). One dispatch per (material, mip), 8 × 8 texels per workgroup,
 // the same input vector and MLP as the real-time pass (common/ntc_decode.wgsl, f32
 // kernel); outputs clamped to [0, 1] and absent channels neutral, as the original set
-// holds them.
+// holds them. A group none of whose channels the material has is not written: its
+// binding is a stand-in, and the set samples a neutral texture instead.
 
 #import "common/ntc_decode.wgsl"
 
@@ -40,8 +41,14 @@ fn bake_mip(@builtin(global_invocation_id) id: vec3u, @builtin(local_invocation_
     }
     ntc_evaluate(inside, NtcThread(li, 0u, 1u));
     if inside {
-        textureStore(out_group0, id.xy, ntc_channel_group(0u, bake.present));
-        textureStore(out_group1, id.xy, ntc_channel_group(1u, bake.present));
-        textureStore(out_group2, id.xy, ntc_channel_group(2u, bake.present));
+        if (bake.present & 0xFu) != 0u {
+            textureStore(out_group0, id.xy, ntc_channel_group(0u, bake.present));
+        }
+        if (bake.present & 0xF0u) != 0u {
+            textureStore(out_group1, id.xy, ntc_channel_group(1u, bake.present));
+        }
+        if (bake.present & 0xF00u) != 0u {
+            textureStore(out_group2, id.xy, ntc_channel_group(2u, bake.present));
+        }
     }
 }

@@ -46,6 +46,9 @@ pub fn run(a: BcnArgs) -> Result<()> {
     for (set, groups) in sets.iter().zip(&sums) {
         let formats = set_formats(set.present, Some(a.transcode));
         for (g, s) in groups.iter().enumerate() {
+            let Some((format, _)) = formats[g] else {
+                continue;
+            };
             pooled[g] = pooled[g].merged(*s);
             let q = s.quality(a.transcode);
             println!(
@@ -54,7 +57,7 @@ pub fn run(a: BcnArgs) -> Result<()> {
                 set.width,
                 set.height,
                 GROUPS[g],
-                formats[g].0,
+                format,
                 q.gpu_db,
                 q.ispc_db,
                 q.gpu_db - q.ispc_db

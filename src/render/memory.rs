@@ -31,7 +31,7 @@ pub struct SourceMemory {
 /// same sets (the images each set has, full mip chains).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct OnLoadMemory {
-    /// Three RGBA8 textures a set.
+    /// One RGBA8 texture per channel group a set has ([`set_formats`](super::passes::ntc_bake::set_formats)).
     pub rgba8: u64,
     /// Transcoded with `--transcode bc1`.
     pub bc1: u64,
@@ -66,12 +66,14 @@ impl OnLoadMemory {
     }
 }
 
-/// Bytes of a baked package's textures (three full mip chains a set, in their formats).
+/// Bytes of a baked package's textures (a full mip chain per channel group a set has, in
+/// its format; the 1×1 neutral textures of absent groups are not counted, as the scene's
+/// own are not).
 pub fn baked_bytes(baked: &BakedMaterials) -> u64 {
     baked
         .sets
         .iter()
-        .flat_map(|set| &set.textures)
+        .flat_map(|set| set.textures.iter().flatten())
         .map(|t| {
             let size = t.size();
             texture_bytes(t.format(), (size.width, size.height), t.mip_level_count())

@@ -257,7 +257,7 @@ impl SceneGpu {
                 }
                 ((views, bytes), bytes)
             })?;
-        let (neutral, _) = upload_set(device, queue, &TextureSet::neutral());
+        let neutral = neutral_set_views(device, queue);
 
         let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
             label: Some("material.sampler"),
@@ -446,6 +446,12 @@ pub const SET_FORMATS: [wgpu::TextureFormat; 3] = [
     wgpu::TextureFormat::Rgba8Unorm,
     wgpu::TextureFormat::Rgba8Unorm,
 ];
+
+/// Views of [`TextureSet::neutral`] uploaded (three 1×1 textures in [`SET_FORMATS`]): what
+/// a material samples for channel groups it has no texture of.
+pub fn neutral_set_views(device: &wgpu::Device, queue: &wgpu::Queue) -> [wgpu::TextureView; 3] {
+    upload_set(device, queue, &TextureSet::neutral()).0
+}
 
 /// Upload one set as three mipmapped textures; returns their views and the byte count.
 fn upload_set(

@@ -51,10 +51,15 @@ pub fn transcode_quality(
     for ((m, plain), coded) in package.materials.iter().zip(&rgba8.sets).zip(&blocks.sets) {
         let formats = set_formats(m.present, Some(transcode));
         for mip in 0..m.layout.mips() {
-            for (g, (_, encoding)) in formats.iter().enumerate() {
+            let groups = formats.iter().zip(&plain.textures).zip(&coded.textures);
+            for ((format, plain), coded) in groups {
+                // Groups the set lacks have no texture, in either bake.
+                let (Some((_, encoding)), Some(plain), Some(coded)) = (format, plain, coded) else {
+                    continue;
+                };
                 let format = encoding.unwrap_or(GpuBlockFormat::Bc7);
-                let texels = read(&plain.textures[g], mip)?;
-                let gpu = read(&coded.textures[g], mip)?;
+                let texels = read(plain, mip)?;
+                let gpu = read(coded, mip)?;
                 sums.add_level(
                     &texels.bytes,
                     (texels.width, texels.height),
@@ -144,7 +149,8 @@ impl ErrorSums {
 
 /// The GPU encoder against ISPC on every level of each of `sets`' three channel groups
 /// ([`crate::texture::SetMip::group`], the planes the bake writes), each group in the
-/// format `transcode` gives it ([`set_formats`]): one [`ErrorSums`] per set and group.
+/// format `transcode` gives it ([`set_formats`]): one [`ErrorSums`] per set and group
+/// (empty for a group the set has no channel of).
 pub fn encoder_quality(
     ctx: &GpuContext,
     sets: &[TextureSet],
@@ -156,7 +162,10 @@ pub fn encoder_quality(
         let formats = set_formats(set.present, Some(transcode));
         let mut sums = [ErrorSums::default(); 3];
         for mip in &set.mips {
-            for (g, (_, encoding)) in formats.iter().enumerate() {
+            for (g, format) in formats.iter().enumerate() {
+                let Some((_, encoding)) = format else {
+                    continue;
+                };
                 let format = encoding.unwrap_or(GpuBlockFormat::Bc7);
                 let texels = mip.group(g);
                 let size = (mip.width, mip.height);

@@ -401,6 +401,12 @@ impl ChannelMask {
     /// All 12 channels.
     pub const ALL: ChannelMask = ChannelMask((1 << CHANNELS) - 1);
 
+    /// The four channels of GPU texture group `group` (0–2, [`Channel::group`]): base
+    /// colour + alpha, normal + occlusion + roughness, metallic + emissive.
+    pub const fn texture_group(group: usize) -> ChannelMask {
+        ChannelMask((0xF << (4 * group)) & ChannelMask::ALL.0)
+    }
+
     /// The mask holding only `channel`.
     pub const fn of(channel: Channel) -> ChannelMask {
         ChannelMask(1 << channel.index())
@@ -545,5 +551,15 @@ mod tests {
         assert_eq!(Channel::Roughness.group(), 1);
         assert_eq!(Channel::Metallic.group(), 2);
         assert_eq!(Channel::EmissiveB.group(), 2);
+        for g in 0..3 {
+            let group = ChannelMask::texture_group(g);
+            assert_eq!(group.count(), 4);
+            assert!(group.channels().all(|c| c.group() == g));
+        }
+        assert_eq!(
+            ChannelMask::texture_group(2),
+            ChannelMask::METALLIC | ChannelMask::EMISSIVE
+        );
+        assert_eq!(ChannelMask::texture_group(3), ChannelMask::NONE);
     }
 }

@@ -723,7 +723,8 @@ fn stochastic_choice_averages_to_trilinear() {
 
 /// The bake writes exactly the CPU decode of every texel of every mip of every package
 /// material, as RGBA8 (±1: the GPU's float → unorm conversion may round the other way
-/// at a half step).
+/// at a half step); a channel group the material has none of gets no texture (the CPU
+/// decode is neutral there throughout).
 #[test]
 fn bake_matches_cpu_decode() {
     let _ = env_logger::builder().is_test(true).try_init();
@@ -741,14 +742,47 @@ fn bake_matches_cpu_decode() {
             .contains(&format!("needs {needed} bytes, limit {}", needed - 1)),
         "{err}"
     );
-    let baked = bake.bake(ctx, &f.package, &f.ntc, needed).expect("bake");
-    assert_eq!(baked.sets.len(), f.package.materials.len());
+    // The same package with only base colour and normal: no metallic/emissive group.
+    let mut two_groups = f.package.clone();
+    for m in &mut two_groups.materials {
+        m.present = ChannelMask(m.present.0 & (ChannelMask::BASE_COLOR.0 | ChannelMask::NORMAL.0));
+    }
+    let two_groups_reference =
+        NtcCpuReference::new(&two_groups, &f.map, &f.materials).expect("reference");
+    for (package, reference, budget) in [
+        (&f.package, &reference, needed),
+        (&two_groups, &two_groups_reference, u64::MAX),
+    ] {
+        bake_matches(ctx, &f.ntc, &bake, package, reference, budget);
+    }
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+}
+
+/// [`bake_matches_cpu_decode`] for one package.
+fn bake_matches(
+    ctx: &GpuContext,
+    ntc: &NtcSceneGpu,
+    bake: &NtcBakePass,
+    package: &NtcPackage,
+    reference: &NtcCpuReference,
+    budget: u64,
+) {
+    let neutral = neurotex::texture::TextureSet::neutral();
+    let baked = bake.bake(ctx, package, ntc, budget).expect("bake");
+    assert_eq!(baked.sets.len(), package.materials.len());
     for (p, set) in baked.sets.iter().enumerate() {
-        let m = &f.package.materials[p];
+        let m = &package.materials[p];
         assert_eq!(set.name, m.name);
         for mip in 0..m.layout.mips() {
             let expected = reference.bake_mip(p, mip).expect("cpu");
             for (g, texture) in set.textures.iter().enumerate() {
+                let has_group = m.present.intersects(ChannelMask::texture_group(g));
+                assert_eq!(texture.is_some(), has_group, "`{}` group {g}", m.name);
+                let Some(texture) = texture else {
+                    let flat = neutral.mips[0].group(g);
+                    assert!(expected[g].chunks_exact(4).all(|t| t == flat));
+                    continue;
+                };
                 let got = read_texture(ctx, texture, mip as u32, 0).expect("read");
                 assert_eq!(got.bytes.len(), expected[g].len());
                 for (i, (&a, &e)) in got.bytes.iter().zip(&expected[g]).enumerate() {
@@ -761,7 +795,6 @@ fn bake_matches_cpu_decode() {
             }
         }
     }
-    assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 
 /// The transcoded bake (`--transcode bc1|bc7`): block-compressed textures in the formats
@@ -772,6 +805,7 @@ fn bake_matches_cpu_decode() {
 /// groups that need BC7.
 #[test]
 fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
+    use neurotex::render::memory::OnLoadMemory;
     use neurotex::render::passes::ntc_bake::{
         Transcode, package_baked_bytes, set_formats, texture_bytes,
     };
@@ -793,7 +827,11 @@ fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
                     .is_some_and(|(w, _)| w < 4)
             );
             for (g, texture) in set.textures.iter().enumerate() {
-                assert_eq!(texture.format(), formats[g].0, "`{}` group {g}", m.name);
+                let (Some(texture), Some((format, _))) = (texture, formats[g]) else {
+                    assert!(texture.is_none() && formats[g].is_none());
+                    continue;
+                };
+                assert_eq!(texture.format(), format, "`{}` group {g}", m.name);
                 assert_eq!(texture.mip_level_count(), m.layout.mips() as u32);
                 let size = (texture.width(), texture.height());
                 bytes += texture_bytes(texture.format(), size, texture.mip_level_count());
@@ -808,6 +846,18 @@ fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
             m.present =
                 ChannelMask(m.present.0 & !(ChannelMask::ALPHA.0 | ChannelMask::EMISSIVE.0));
         }
+        // A base colour + normal set holds, transcoded, what its BCn bundle holds.
+        let mut two_groups = opaque.clone();
+        for m in &mut two_groups.materials {
+            m.present =
+                ChannelMask(m.present.0 & (ChannelMask::BASE_COLOR.0 | ChannelMask::NORMAL.0));
+        }
+        let bundles = OnLoadMemory::of(&two_groups);
+        let bundle = match t {
+            Transcode::Bc1 => bundles.bundle_bc1_bc5,
+            Transcode::Bc7 => bundles.bundle_bc7_bc5,
+        };
+        assert_eq!(package_baked_bytes(&two_groups, Some(t)), bundle, "{t}");
         for package in [&f.package, &opaque] {
             let q = transcode_quality(ctx, package, &f.ntc, t).expect("quality");
             eprintln!("{t}: GPU {:.2} dB, ISPC {:.2} dB", q.gpu_db, q.ispc_db);

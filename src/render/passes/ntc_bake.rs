@@ -27,7 +27,7 @@ use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
 use crate::render::passes::bcn_encode::{BcnEncodePass, BlockTarget, GpuBlockFormat, LevelSource};
-use crate::render::scene_gpu::{SET_FORMATS, SceneGpu};
+use crate::render::scene_gpu::{SET_FORMATS, SceneGpu, neutral_set_views};
 use crate::texture::ChannelMask;
 
 /// Texels per workgroup side (`@workgroup_size(8, 8)` in `ntc_bake.wgsl`).
@@ -61,9 +61,14 @@ impl std::fmt::Display for Transcode {
     }
 }
 
-/// The sampled format of each channel-group texture of a baked set whose package
-/// material has channels `present`, and the GPU encoder that fills it (`None`: RGBA8,
-/// written by the bake itself).
+/// One channel-group texture of a baked set: its sampled format, and the GPU encoder that
+/// fills it (`None`: RGBA8, written by the bake itself).
+pub type GroupFormat = (wgpu::TextureFormat, Option<GpuBlockFormat>);
+
+/// The texture of each channel group of a baked set whose package material has channels
+/// `present`; `None` for a group none of whose channels the material has: no texture is
+/// made for it, and the set samples a 1×1 neutral texture there (what the bake would
+/// write everywhere), so a base colour + normal set holds what its BCn bundle holds.
 ///
 /// Without transcoding: [`SET_FORMATS`]. With it, the groups' channels decide, since
 /// each group is one texture sampled as RGBA: group 0 (base colour, alpha) is BC1 (sRGB)
@@ -72,26 +77,30 @@ impl std::fmt::Display for Transcode {
 /// drop occlusion and roughness; group 2 (metallic, emissive RGB) is BC1 unless the set
 /// has emissive, whose blue channel BC1 would drop. `Transcode::Bc7` makes every group
 /// BC7.
-pub fn set_formats(
-    present: ChannelMask,
-    transcode: Option<Transcode>,
-) -> [(wgpu::TextureFormat, Option<GpuBlockFormat>); 3] {
+pub fn set_formats(present: ChannelMask, transcode: Option<Transcode>) -> [Option<GroupFormat>; 3] {
     use wgpu::TextureFormat as F;
-    let Some(transcode) = transcode else {
-        return SET_FORMATS.map(|f| (f, None));
+    let formats = match transcode {
+        None => SET_FORMATS.map(|f| (f, None)),
+        Some(transcode) => {
+            let bc7 = transcode == Transcode::Bc7;
+            let pick = |four_channels: bool, srgb: bool| match (bc7 || four_channels, srgb) {
+                (true, true) => (F::Bc7RgbaUnormSrgb, Some(GpuBlockFormat::Bc7)),
+                (true, false) => (F::Bc7RgbaUnorm, Some(GpuBlockFormat::Bc7)),
+                (false, true) => (F::Bc1RgbaUnormSrgb, Some(GpuBlockFormat::Bc1)),
+                (false, false) => (F::Bc1RgbaUnorm, Some(GpuBlockFormat::Bc1)),
+            };
+            [
+                pick(present.intersects(ChannelMask::ALPHA), true),
+                pick(true, false),
+                pick(present.intersects(ChannelMask::EMISSIVE), false),
+            ]
+        }
     };
-    let bc7 = transcode == Transcode::Bc7;
-    let pick = |four_channels: bool, srgb: bool| match (bc7 || four_channels, srgb) {
-        (true, true) => (F::Bc7RgbaUnormSrgb, Some(GpuBlockFormat::Bc7)),
-        (true, false) => (F::Bc7RgbaUnorm, Some(GpuBlockFormat::Bc7)),
-        (false, true) => (F::Bc1RgbaUnormSrgb, Some(GpuBlockFormat::Bc1)),
-        (false, false) => (F::Bc1RgbaUnorm, Some(GpuBlockFormat::Bc1)),
-    };
-    [
-        pick(present.intersects(ChannelMask::ALPHA), true),
-        pick(true, false),
-        pick(present.intersects(ChannelMask::EMISSIVE), false),
-    ]
+    std::array::from_fn(|g| {
+        present
+            .intersects(ChannelMask::texture_group(g))
+            .then_some(formats[g])
+    })
 }
 
 /// Bytes of a `format` texture of `size` texels with `mips` levels (block formats count
@@ -117,6 +126,7 @@ pub fn package_baked_bytes(package: &NtcPackage, transcode: Option<Transcode>) -
             let size = (m.layout.width(), m.layout.height());
             set_formats(m.present, transcode)
                 .iter()
+                .flatten()
                 .map(|(f, _)| texture_bytes(*f, size, m.layout.mips() as u32))
                 .sum::<u64>()
         })
@@ -142,11 +152,12 @@ pub struct BakeParams {
 pub struct BakedSet {
     /// The package material's (texture set's) name.
     pub name: String,
-    /// The three channel-group textures with full mip chains, in [`set_formats`]: RGBA8
-    /// (group 0 viewed as sRGB; usable as storage) or block-compressed (copy
-    /// destination); sampled and copy source either way.
-    pub textures: [wgpu::Texture; 3],
-    /// Sampled views (sRGB for group 0), for [`SceneGpu::material_bind_groups_with`].
+    /// The channel-group textures with full mip chains, in [`set_formats`]: RGBA8 (group
+    /// 0 viewed as sRGB; usable as storage) or block-compressed (copy destination);
+    /// sampled and copy source either way. `None` for a group the set has no channel of.
+    pub textures: [Option<wgpu::Texture>; 3],
+    /// Sampled views (sRGB for group 0), for [`SceneGpu::material_bind_groups_with`]; a
+    /// group without a texture samples the bake's 1×1 neutral one.
     pub views: [wgpu::TextureView; 3],
 }
 
@@ -252,6 +263,7 @@ impl NtcBakePass {
             .max(std::mem::size_of::<BakeParams>() as u64);
         let mut params = Vec::new();
         let mut sets = Vec::with_capacity(package.materials.len());
+        let neutral = neutral_set_views(device, &ctx.queue);
         for (index, m) in package.materials.iter().enumerate() {
             let (width, height) = (m.layout.width(), m.layout.height());
             if width.max(height) > max_side {
@@ -289,12 +301,13 @@ impl NtcBakePass {
             let formats = set_formats(m.present, self.transcode());
             let bytes = formats
                 .iter()
+                .flatten()
                 .map(|(f, _)| texture_bytes(*f, (width, height), mips))
                 .sum();
             let what = format!("the baked textures of `{}`", m.name);
             sets.push(crate::gpu::allocate(device, &what, || {
                 (
-                    baked_set(device, &m.name, (width, height), mips, &formats),
+                    baked_set(device, &m.name, (width, height), mips, &formats, &neutral),
                     bytes,
                 )
             })?);
@@ -322,7 +335,7 @@ impl NtcBakePass {
             .iter()
             .map(|m| {
                 let groups = set_formats(m.present, self.transcode());
-                let encoders = groups.iter().filter(|(_, e)| e.is_some()).count() as u64;
+                let encoders = groups.iter().flatten().filter(|(_, e)| e.is_some()).count() as u64;
                 m.layout.mips() as u64 * (1 + encoders)
             })
             .sum();
@@ -332,6 +345,16 @@ impl NtcBakePass {
             align,
             ntc: &ntc_bind_group,
             timer: PassTimer::new(ctx, encoded),
+            unwritten: storage_view(
+                &device.create_texture(&layout::texture_2d(
+                    "ntc.bake.unwritten",
+                    (1, 1),
+                    1,
+                    wgpu::TextureFormat::Rgba8Unorm,
+                    wgpu::TextureUsages::STORAGE_BINDING,
+                )),
+                0,
+            ),
         };
         ctx.error_scope(|| match &self.encoder {
             None => {
@@ -342,7 +365,7 @@ impl NtcBakePass {
                 for (set, m) in sets.iter().zip(&package.materials) {
                     for mip in 0..m.layout.mips() {
                         let size = m.layout.mip_size(mip).unwrap_or((1, 1));
-                        let views = set.textures.each_ref().map(|t| storage_view(t, mip as u32));
+                        let views = dispatch.targets(&set.textures, mip as u32);
                         dispatch.record(device, &mut encoder, slot, &views, size);
                         slot += 1;
                     }
@@ -407,17 +430,27 @@ impl NtcBakePass {
     }
 }
 
-/// What every bake dispatch shares: the pipeline, the parameter slots, the package and
-/// the timer of the passes.
+/// What every bake dispatch shares: the pipeline, the parameter slots, the package, the
+/// timer of the passes and the stand-in target of groups a set does not have.
 struct Dispatcher<'a> {
     kernel: &'a ComputeKernel,
     params: &'a wgpu::Buffer,
     align: u64,
     ntc: &'a wgpu::BindGroup,
     timer: Option<PassTimer>,
+    /// A 1×1 storage view bound for a group without a texture (the kernel skips it).
+    unwritten: wgpu::TextureView,
 }
 
 impl Dispatcher<'_> {
+    /// The storage views of level `mip` of `textures`, the stand-in where a group has none.
+    fn targets(&self, textures: &[Option<wgpu::Texture>; 3], mip: u32) -> [wgpu::TextureView; 3] {
+        textures.each_ref().map(|t| {
+            t.as_ref()
+                .map_or_else(|| self.unwritten.clone(), |t| storage_view(t, mip))
+        })
+    }
+
     /// Record, in its own compute pass, the decode of parameter slot `slot` (one
     /// material's mip of `size` texels) into the three storage `views`.
     fn record(
@@ -466,25 +499,26 @@ fn transcode_set(
     dispatch: &Dispatcher<'_>,
     bcn: &BcnEncodePass,
     set: &BakedSet,
-    formats: &[(wgpu::TextureFormat, Option<GpuBlockFormat>); 3],
+    formats: &[Option<GroupFormat>; 3],
     layout: &crate::ntc::model::LatentLayout,
     first_slot: u64,
 ) -> Result<(), crate::gpu::GpuError> {
     let device = &ctx.device;
     let storage_align = u64::from(device.limits().min_storage_buffer_offset_alignment);
-    // Per (mip, group): the block rows' pitch and the region's offset in the buffer.
-    let mut regions = Vec::new();
+    // Per mip and encoded group: the region's offset in the buffer and its block rows' pitch.
+    let mut regions: Vec<[Option<(u64, u32)>; 3]> = Vec::new();
     let mut total = 0u64;
     for mip in 0..layout.mips() {
         let (w, h) = layout.mip_size(mip).unwrap_or((1, 1));
-        for (_, encoding) in formats {
-            let block = encoding.map_or(16, GpuBlockFormat::block_bytes);
+        regions.push(formats.map(|format| {
+            let block = format?.1?.block_bytes();
             let row_bytes =
                 (w.div_ceil(4) * block).next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
-            regions.push((total, row_bytes));
+            let region = (total, row_bytes);
             total = (total + u64::from(row_bytes) * u64::from(h.div_ceil(4)))
                 .next_multiple_of(storage_align.max(4));
-        }
+            Some(region)
+        }));
     }
     let blocks = crate::gpu::allocate(device, "the transcode's block buffer", || {
         (
@@ -501,25 +535,32 @@ fn transcode_set(
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some(BcnEncodePass::LABEL),
     });
-    for mip in 0..layout.mips() {
+    for (mip, regions) in regions.iter().enumerate() {
         let size = layout.mip_size(mip).unwrap_or((1, 1));
-        let scratch: [wgpu::Texture; 3] = std::array::from_fn(|g| {
-            device.create_texture(&layout::texture_2d(
-                &format!("ntc.bake.scratch.group{g}"),
-                size,
-                1,
-                wgpu::TextureFormat::Rgba8Unorm,
-                wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::TEXTURE_BINDING,
-            ))
+        let scratch: [Option<wgpu::Texture>; 3] = std::array::from_fn(|g| {
+            formats[g].map(|_| {
+                device.create_texture(&layout::texture_2d(
+                    &format!("ntc.bake.scratch.group{g}"),
+                    size,
+                    1,
+                    wgpu::TextureFormat::Rgba8Unorm,
+                    wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::TEXTURE_BINDING,
+                ))
+            })
         });
-        let views = scratch.each_ref().map(|t| storage_view(t, 0));
+        let views = dispatch.targets(&scratch, 0);
         dispatch.record(device, &mut encoder, first_slot + mip as u64, &views, size);
-        for (g, (format, encoding)) in formats.iter().enumerate() {
-            let (offset, row_bytes) = regions[mip * 3 + g];
-            let Some(encoding) = encoding else {
+        for g in 0..3 {
+            let (
+                Some((format, Some(encoding))),
+                Some((offset, row_bytes)),
+                Some(scratch),
+                Some(target),
+            ) = (formats[g], regions[g], &scratch[g], &set.textures[g])
+            else {
                 continue;
             };
-            let sampled = scratch[g].create_view(&wgpu::TextureViewDescriptor {
+            let sampled = scratch.create_view(&wgpu::TextureViewDescriptor {
                 usage: Some(wgpu::TextureUsages::TEXTURE_BINDING),
                 ..Default::default()
             });
@@ -530,7 +571,7 @@ fn transcode_set(
                     view: &sampled,
                     size,
                 },
-                *encoding,
+                encoding,
                 BlockTarget {
                     buffer: &blocks,
                     offset,
@@ -543,7 +584,7 @@ fn transcode_set(
                 height: size.1,
                 depth_or_array_layers: 1,
             }
-            .physical_size(*format);
+            .physical_size(format);
             encoder.copy_buffer_to_texture(
                 wgpu::TexelCopyBufferInfo {
                     buffer: &blocks,
@@ -554,7 +595,7 @@ fn transcode_set(
                     },
                 },
                 wgpu::TexelCopyTextureInfo {
-                    texture: &set.textures[g],
+                    texture: target,
                     mip_level: mip as u32,
                     origin: wgpu::Origin3d::ZERO,
                     aspect: wgpu::TextureAspect::All,
@@ -664,19 +705,21 @@ pub struct BakedMaterials {
     pub replaced: usize,
 }
 
-/// The three textures of one baked set, in `formats`, and their sampled views.
+/// The textures of one baked set, in `formats`, and their sampled views (`neutral`'s
+/// where a group has no texture).
 fn baked_set(
     device: &wgpu::Device,
     name: &str,
     size: (u32, u32),
     mips: u32,
-    formats: &[(wgpu::TextureFormat, Option<GpuBlockFormat>); 3],
+    formats: &[Option<GroupFormat>; 3],
+    neutral: &[wgpu::TextureView; 3],
 ) -> BakedSet {
-    let textures: [wgpu::Texture; 3] = std::array::from_fn(|g| {
+    let textures: [Option<wgpu::Texture>; 3] = std::array::from_fn(|g| {
         let label = format!("ntc.baked.{name}.group{g}");
-        let (sampled, encoding) = formats[g];
+        let (sampled, encoding) = formats[g]?;
         if encoding.is_some() {
-            return device.create_texture(&layout::texture_2d(
+            return Some(device.create_texture(&layout::texture_2d(
                 &label,
                 size,
                 mips,
@@ -684,10 +727,10 @@ fn baked_set(
                 wgpu::TextureUsages::TEXTURE_BINDING
                     | wgpu::TextureUsages::COPY_DST
                     | wgpu::TextureUsages::COPY_SRC,
-            ));
+            )));
         }
         let srgb_view = [sampled];
-        device.create_texture(&wgpu::TextureDescriptor {
+        Some(device.create_texture(&wgpu::TextureDescriptor {
             view_formats: if sampled == wgpu::TextureFormat::Rgba8Unorm {
                 &[]
             } else {
@@ -702,15 +745,16 @@ fn baked_set(
                     | wgpu::TextureUsages::TEXTURE_BINDING
                     | wgpu::TextureUsages::COPY_SRC,
             )
-        })
+        }))
     });
-    let views = std::array::from_fn(|g| {
-        textures[g].create_view(&wgpu::TextureViewDescriptor {
-            format: Some(formats[g].0),
+    let views = std::array::from_fn(|g| match (&textures[g], formats[g]) {
+        (Some(texture), Some((format, _))) => texture.create_view(&wgpu::TextureViewDescriptor {
+            format: Some(format),
             // An sRGB view cannot be a storage binding: this one is only sampled.
             usage: Some(wgpu::TextureUsages::TEXTURE_BINDING),
             ..Default::default()
-        })
+        }),
+        _ => neutral[g].clone(),
     });
     BakedSet {
         name: name.to_owned(),
