@@ -85,7 +85,6 @@ impl Grid {
     }
 }
 
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
 /// Each strategy of `strategies` once, in order of first appearance.
 pub(super) fn first_appearances(strategies: impl IntoIterator<Item = Strategy>) -> Vec<Strategy> {
     let mut v: Vec<Strategy> = Vec::new();
@@ -97,6 +96,7 @@ pub(super) fn first_appearances(strategies: impl IntoIterator<Item = Strategy>) 
     v
 }
 
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
 fn csv_field(s: &str) -> Cow<'_, str> {
     if s.contains([',', '"', '\n', '\r']) {
         Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
