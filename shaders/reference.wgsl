@@ -10,6 +10,7 @@
 #import "common/math.wgsl"
 #import "common/frame.wgsl"
 #import "common/material.wgsl"
+#import "common/material_textures.wgsl"
 
 // Group 0 between common/material.wgsl's bindings 0–5 and 8–10.
 // Per material: (size − min x, size − min y, max x + 1, max y + 1); all zero = not on screen.
@@ -22,14 +23,6 @@ struct ShadeMaterial {
     _pad2: u32,
 }
 @group(0) @binding(7) var<uniform> shaded: ShadeMaterial;
-
-// Canonical channel groups of the material's texture set (see texture::CHANNELS):
-// 0 = base colour (sRGB) + alpha, 1 = normal X,Y + occlusion + roughness,
-// 2 = metallic + emissive (sRGB-encoded, decoded here).
-@group(1) @binding(0) var tex_group0: texture_2d<f32>;
-@group(1) @binding(1) var tex_group1: texture_2d<f32>;
-@group(1) @binding(2) var tex_group2: texture_2d<f32>;
-@group(1) @binding(3) var material_sampler: sampler;
 
 // Workgroup side; equals SHADE_TILE in material_classify.wgsl, which sizes the dispatches.
 @compute @workgroup_size(8, 8)

@@ -1,7 +1,7 @@
 // Bindings of the passes that rasterise the scene's draws (G-buffer, shadow): the layout
 // `render::passes::scene_draw::SceneDraw` creates. With ALPHA_TEST, group 1 is the
-// material's bind group (`render::scene_gpu::material_bind_group_layout`), of which the
-// alpha test reads the base colour and the sampler.
+// material's bind group (common/material_textures.wgsl), of which the alpha test reads
+// the base colour (`tex_group0`) and the sampler.
 
 #import "common/frame.wgsl"
 
@@ -10,6 +10,5 @@
 @group(0) @binding(2) var<storage, read> materials: array<MaterialData>;
 
 #ifdef ALPHA_TEST
-@group(1) @binding(0) var base_color_tex: texture_2d<f32>;
-@group(1) @binding(3) var material_sampler: sampler;
+#import "common/material_textures.wgsl"
 #endif

@@ -5,7 +5,7 @@
 //! process, and are reported as ratios to the baseline of the same kernel and tile.
 //!
 //! Each configuration renders untimed frames at the path's start until its frame times
-//! settle (at least `warmup` frames and `warmup_time`, [`trust`]) and then `frames`
+//! settle (`warmup`, [`trust`]) and then `frames`
 //! frames along the path, each submitted and timed on its own with timestamp queries,
 //! once more when their p90/p10 exceeds [`trust::STABLE_RATIO`]; a configuration still
 //! unstable is flagged in every output and its medians enter no ratio. The report keeps
@@ -22,7 +22,6 @@ pub mod output;
 pub mod trust;
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde::Serialize;
 
@@ -37,7 +36,7 @@ use crate::render::{
 use crate::scene::{Camera, Lighting};
 use crate::screen::divergence::DivergenceStats;
 use crate::screen::tiles::TileSize;
-use trust::Trusted;
+use trust::{Trusted, Warmup};
 
 /// Errors of a benchmark run.
 #[derive(Debug, thiserror::Error)]
@@ -205,11 +204,8 @@ pub struct BenchOptions {
     pub kernels: Vec<NtcKernel>,
     /// Tile sizes.
     pub tiles: Vec<TileSize>,
-    /// Least untimed frames before each configuration.
-    pub warmup: u32,
-    /// Least warm-up time of each configuration ([`trust::MIN_WARMUP`] unless a test
-    /// shortens it).
-    pub warmup_time: Duration,
+    /// The warm-up of each configuration.
+    pub warmup: Warmup,
     /// Also write the timed frames as a Chrome trace to this file.
     pub trace: Option<std::path::PathBuf>,
 }
@@ -371,7 +367,6 @@ fn measure(
         unstable,
     } = trust::run(
         opts.warmup,
-        opts.warmup_time,
         cameras.len(),
         |i| {
             let timings = frame(renderer, &cameras[i], profiler)?;

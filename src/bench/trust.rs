@@ -12,6 +12,20 @@ use crate::bench::Spread;
 /// The least warm-up of a configuration: an idle GPU ramps its clocks back over hundreds
 /// of milliseconds.
 pub const MIN_WARMUP: Duration = Duration::from_millis(300);
+
+/// How long a configuration warms up before it is measured: untimed frames until there
+/// were at least `frames` of them and `time` has passed, and the frame times settled
+/// ([`warm_enough`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Warmup {
+    /// Least untimed frames.
+    pub frames: u32,
+    /// Least warm-up time ([`MIN_WARMUP`] unless a test shortens it): a GPU that idled
+    /// while the host built the case's frame (or checked the previous one) lowers its
+    /// clocks, and a few frames of a small case do not bring them back (on an H200 the
+    /// first case of a size ran 2–5× slower after 3 warm-up frames).
+    pub time: Duration,
+}
 /// The largest p90/p10 of a measurement that counts as stable.
 pub const STABLE_RATIO: f64 = 1.25;
 /// Warm-up frames compared at a time: warm-up ends when the last window is stable and its
@@ -58,15 +72,11 @@ pub fn warm_enough(times: &[f64], elapsed: Duration, min_frames: u32, min_time: 
 }
 
 /// Run untimed frames (`frame` returns each one's time) until [`warm_enough`] says the
-/// warm-up may end.
-fn warm_up<E>(
-    min_frames: u32,
-    min_time: Duration,
-    mut frame: impl FnMut() -> Result<f64, E>,
-) -> Result<(), E> {
+/// `warmup` may end.
+fn warm_up<E>(warmup: Warmup, mut frame: impl FnMut() -> Result<f64, E>) -> Result<(), E> {
     let start = std::time::Instant::now();
     let mut times = Vec::new();
-    while !warm_enough(&times, start.elapsed(), min_frames, min_time) {
+    while !warm_enough(&times, start.elapsed(), warmup.frames, warmup.time) {
         times.push(frame()?);
     }
     Ok(())
@@ -108,18 +118,16 @@ fn measure_trusted<T, E>(
     })
 }
 
-/// The whole protocol of a timed measurement: warm up on frame 0 until [`warm_enough`]
-/// (at least `min_frames` frames and `min_time`), then time frames `0..frames` under
-/// `measure_trusted`. `frame(i)` renders frame `i` and returns its sample, `time` the
-/// sample's frame time.
+/// The whole protocol of a timed measurement: `warmup` on frame 0, then time frames
+/// `0..frames` under `measure_trusted`. `frame(i)` renders frame `i` and returns its
+/// sample, `time` the sample's frame time.
 pub fn run<T, E>(
-    min_frames: u32,
-    min_time: Duration,
+    warmup: Warmup,
     frames: usize,
     mut frame: impl FnMut(usize) -> Result<T, E>,
     time: impl Fn(&T) -> f64,
 ) -> Result<Trusted<T>, E> {
-    warm_up(min_frames, min_time, || frame(0).map(|s| time(&s)))?;
+    warm_up(warmup, || frame(0).map(|s| time(&s)))?;
     measure_trusted(|| (0..frames).map(&mut frame).collect(), time)
 }
 
@@ -137,6 +145,12 @@ pub fn spread_cell(spread: &Spread, unstable: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three warm-up frames and no least time.
+    const LEAST_FRAMES: Warmup = Warmup {
+        frames: 3,
+        time: Duration::ZERO,
+    };
 
     #[test]
     fn stability_is_p90_over_p10() {
@@ -175,16 +189,13 @@ mod tests {
     fn warm_up_runs_frames_until_warm_enough_and_passes_errors_on() {
         // No minimum time: the time cap is reached at once, so the least frames end it.
         let mut frames = 0;
-        warm_up(3, Duration::ZERO, || {
+        warm_up(LEAST_FRAMES, || {
             frames += 1;
             Ok::<_, ()>(if frames % 2 == 0 { 4.0 } else { 1.0 })
         })
         .unwrap();
         assert_eq!(frames, 3);
-        assert_eq!(
-            warm_up(3, Duration::ZERO, || Err::<f64, _>("lost")),
-            Err("lost")
-        );
+        assert_eq!(warm_up(LEAST_FRAMES, || Err::<f64, _>("lost")), Err("lost"));
     }
 
     #[test]
@@ -221,8 +232,7 @@ mod tests {
     fn run_warms_up_on_the_first_frame_then_times_every_frame_in_order() {
         let mut calls = Vec::new();
         let trusted = run(
-            3,
-            Duration::ZERO,
+            LEAST_FRAMES,
             4,
             |i| {
                 calls.push(i);
@@ -238,13 +248,7 @@ mod tests {
         );
         assert!(!trusted.remeasured);
         assert_eq!(
-            run(
-                3,
-                Duration::ZERO,
-                4,
-                |_| Err::<(usize, f64), _>("lost"),
-                |s| s.1
-            ),
+            run(LEAST_FRAMES, 4, |_| Err::<(usize, f64), _>("lost"), |s| s.1),
             Err("lost")
         );
     }

@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 
 use neurotex::bench::output::{offscreen_target, write_report};
+use neurotex::bench::trust::{MIN_WARMUP, Warmup};
 use neurotex::bench::{BenchOptions, BenchReport, run_bench};
 use neurotex::gpu::GpuContext;
 use neurotex::open::{open, path_cameras};
@@ -135,8 +136,10 @@ pub fn run(a: BenchArgs) -> Result<()> {
         modes: a.modes.clone(),
         kernels,
         tiles: a.tiles.clone(),
-        warmup: a.warmup,
-        warmup_time: neurotex::bench::trust::MIN_WARMUP,
+        warmup: Warmup {
+            frames: a.warmup,
+            time: MIN_WARMUP,
+        },
         trace: a.trace.clone(),
     };
     let rows = run_bench(

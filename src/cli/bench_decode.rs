@@ -89,7 +89,7 @@ pub fn run(a: DecodeArgs) -> Result<()> {
         opts.mixes = a.mixes.clone();
     }
     opts.frames = a.frames.unwrap_or(opts.frames);
-    opts.warmup = a.warmup.unwrap_or(opts.warmup);
+    opts.warmup.frames = a.warmup.unwrap_or(opts.warmup.frames);
     opts.stages = !a.no_stages;
     opts.build_budget = Duration::from_secs_f64(a.build_budget);
     opts.time_budget = Duration::from_secs_f64(a.time_budget);

@@ -238,9 +238,7 @@ fn source_suffix(file: &Option<PathBuf>) -> String {
 mod tests {
     use super::*;
     use crate::ntc::model::SplitMix64;
-    use crate::texture::{
-        ChannelMask, LoadOptions, SetMip, TextureSet, read_manifest, scene_texture_sets,
-    };
+    use crate::texture::{ChannelMask, LoadOptions, TextureSet, read_manifest, scene_texture_sets};
     use std::path::Path;
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
@@ -256,24 +254,12 @@ mod tests {
         f: impl Fn(u32, u32, &mut SplitMix64) -> [u8; 5],
         seed: u64,
     ) -> TextureSet {
-        let n = 32;
         let mut noise = SplitMix64::new(seed);
-        let mut texels = Vec::new();
-        for y in 0..n {
-            for x in 0..n {
-                let [r, g, b, nx, ny] = f(x, y, &mut noise);
-                texels.extend([r, g, b, 255, nx, ny, 255, 255, 255, 255, 255, 255]);
-            }
-        }
-        TextureSet::from_mip0(
-            name,
-            ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
-            SetMip {
-                width: n,
-                height: n,
-                texels,
-            },
-        )
+        let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
+        TextureSet::from_fn(name, present, (32, 32), |x, y| {
+            let [r, g, b, nx, ny] = f(x, y, &mut noise);
+            [r, g, b, 255, nx, ny, 255, 255, 255, 255, 255, 255]
+        })
     }
 
     /// 8 sets: 0, 2, 4, 6 red-ish noisy; 1, 3, 5, 7 blue-ish striped (interleaved so that

@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::tables::{Cell, Grid};
+use super::figures::psnr_panel;
+use super::tables::{Cell, Grid, first_appearances};
 use super::{EvalError, EvalReport, write_text};
-use crate::charts::{Panel, Series, SeriesLabelPosition, write_panels_png};
+use crate::charts::{Panel, write_panels_png};
 use crate::cluster::Strategy;
 use crate::ntc::TrainConfig;
 use crate::ntc::compress::group_main_steps;
@@ -257,13 +258,7 @@ impl BudgetStudy {
 
     /// The strategies, in first-seen order.
     pub fn strategies(&self) -> Vec<Strategy> {
-        let mut v: Vec<Strategy> = Vec::new();
-        for c in &self.cells {
-            if !v.contains(&c.strategy) {
-                v.push(c.strategy);
-            }
-        }
-        v
+        first_appearances(self.cells.iter().map(|c| c.strategy))
     }
 
     /// One row per (budget, strategy).
@@ -347,28 +342,13 @@ impl BudgetStudy {
 
     /// Mean PSNR against budget (log scale), one line per strategy.
     pub fn panel(&self) -> Panel {
-        Panel {
-            title: "mean PSNR against training budget".into(),
-            x_label: "main steps per set".into(),
-            y_label: "PSNR (dB)".into(),
-            log_x: true,
-            series: self
-                .strategies()
-                .into_iter()
-                .map(|st| Series {
-                    label: st.to_string(),
-                    points: self
-                        .cells
-                        .iter()
-                        .filter(|c| c.strategy == st)
-                        .filter_map(|c| Some((c.budget as f64, c.mean_psnr?)))
-                        .collect(),
-                })
-                .collect(),
-            legend: Some(SeriesLabelPosition::LowerRight),
-            markers: true,
-            ..Panel::default()
-        }
+        psnr_panel(
+            "mean PSNR against training budget",
+            "main steps per set",
+            self.strategies(),
+            &self.cells,
+            |c| (c.strategy, c.budget as f64, c.mean_psnr),
+        )
     }
 
     /// Write `budgets.{csv,md,png}` and `budgets.json` into `out`.

@@ -7,6 +7,7 @@
 use super::runs::Freeze;
 use super::tables::{FreezingTable, SweepTable};
 use crate::charts::{Panel, Series, SeriesLabelPosition};
+use crate::cluster::Strategy;
 
 /// Size of both charts in pixels.
 pub const CHART_SIZE: (u32, u32) = (900, 560);
@@ -45,27 +46,47 @@ pub fn freezing_panel(table: &FreezingTable) -> Panel {
 /// Mean PSNR against decoders (log scale), one line per strategy, the baseline dashed.
 pub fn sweep_panel(table: &SweepTable) -> Panel {
     Panel {
-        title: "mean PSNR against the number of decoders".into(),
-        x_label: "decoders".into(),
-        y_label: "PSNR (dB)".into(),
-        log_x: true,
-        series: table
-            .strategies()
-            .into_iter()
-            .map(|st| Series {
-                label: st.to_string(),
-                points: table
-                    .rows
-                    .iter()
-                    .filter(|r| r.strategy == st)
-                    .filter_map(|r| Some((r.decoders as f64, r.mean_psnr?)))
-                    .collect(),
-            })
-            .collect(),
         references: table
             .baseline
             .map(|b| ("baseline".to_string(), b))
             .into_iter()
+            .collect(),
+        ..psnr_panel(
+            "mean PSNR against the number of decoders",
+            "decoders",
+            table.strategies(),
+            &table.rows,
+            |r| (r.strategy, r.decoders as f64, r.mean_psnr),
+        )
+    }
+}
+
+/// Mean PSNR against `x_label` (log scale), one line per strategy of `strategies`: the
+/// `(x, mean PSNR)` points of its rows, where `point` gives a row's strategy, x and mean
+/// PSNR (rows without a PSNR are left out).
+pub(super) fn psnr_panel<R>(
+    title: &str,
+    x_label: &str,
+    strategies: Vec<Strategy>,
+    rows: &[R],
+    point: impl Fn(&R) -> (Strategy, f64, Option<f64>),
+) -> Panel {
+    Panel {
+        title: title.into(),
+        x_label: x_label.into(),
+        y_label: "PSNR (dB)".into(),
+        log_x: true,
+        series: strategies
+            .into_iter()
+            .map(|st| Series {
+                label: st.to_string(),
+                points: rows
+                    .iter()
+                    .map(&point)
+                    .filter(|&(s, _, _)| s == st)
+                    .filter_map(|(_, x, psnr)| Some((x, psnr?)))
+                    .collect(),
+            })
             .collect(),
         legend: Some(SeriesLabelPosition::LowerRight),
         markers: true,

@@ -926,40 +926,28 @@ pub fn write_outputs(out: &Path, report: &EvalReport) -> Result<(), EvalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::texture::{ChannelMask, SetMip};
+    use crate::texture::ChannelMask;
 
     /// A 16² set: warm noise (family 0) or cool stripes (family 1).
     fn set(i: usize) -> TextureSet {
         let n = 16u32;
         let family = i % 2;
-        let mut texels = Vec::new();
         let mut state = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        for _ in 0..n {
-            for x in 0..n {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                let v = (state >> 58) as u8;
-                let rgb = if family == 0 {
-                    [180 + v, 40 + v, 30]
-                } else {
-                    let on = (x + i as u32) % 6 < 3;
-                    [30, 60, if on { 220 } else { 120 } - v]
-                };
-                texels.extend([
-                    rgb[0], rgb[1], rgb[2], 255, 128, 128, 255, 255, 255, 255, 255, 255,
-                ]);
-            }
-        }
-        TextureSet::from_mip0(
-            format!("s{i}"),
-            ChannelMask::BASE_COLOR,
-            SetMip {
-                width: n,
-                height: n,
-                texels,
-            },
-        )
+        TextureSet::from_fn(format!("s{i}"), ChannelMask::BASE_COLOR, (n, n), |x, _| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let v = (state >> 58) as u8;
+            let rgb = if family == 0 {
+                [180 + v, 40 + v, 30]
+            } else {
+                let on = (x + i as u32) % 6 < 3;
+                [30, 60, if on { 220 } else { 120 } - v]
+            };
+            [
+                rgb[0], rgb[1], rgb[2], 255, 128, 128, 255, 255, 255, 255, 255, 255,
+            ]
+        })
     }
 
     struct Fixture {

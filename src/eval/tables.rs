@@ -85,6 +85,17 @@ impl Grid {
     }
 }
 
+/// Each strategy of `strategies` once, in order of first appearance.
+pub(super) fn first_appearances(strategies: impl IntoIterator<Item = Strategy>) -> Vec<Strategy> {
+    let mut v: Vec<Strategy> = Vec::new();
+    for s in strategies {
+        if !v.contains(&s) {
+            v.push(s);
+        }
+    }
+    v
+}
+
 /// A CSV field, quoted when it holds a comma, a quote or a line break.
 fn csv_field(s: &str) -> Cow<'_, str> {
     if s.contains([',', '"', '\n', '\r']) {
@@ -462,13 +473,7 @@ impl SweepTable {
 
     /// The strategies of the sweep, in order of first appearance.
     pub fn strategies(&self) -> Vec<Strategy> {
-        let mut v: Vec<Strategy> = Vec::new();
-        for r in &self.rows {
-            if !v.contains(&r.strategy) {
-                v.push(r.strategy);
-            }
-        }
-        v
+        first_appearances(self.rows.iter().map(|r| r.strategy))
     }
 
     /// Markdown: one row per `m`, one PSNR column per strategy (then, with a

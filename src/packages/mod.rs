@@ -23,17 +23,18 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::cluster::{self, ClusterError, FileDigest, Plan, Strategy};
-use crate::gpu::GpuContext;
+use crate::gpu::{GpuContext, GpuError, KernelError};
 use crate::inputs::{InputError, InputSets, InputSource};
 use crate::ntc::compress::{CompressError, CompressJob, CompressOptions, RateControl, compress};
 use crate::ntc::parallel::GroupProgress;
 use crate::ntc::train::LossWeighting;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::open::{OpenedScene, cache_dir};
+use crate::render::RenderError;
 use crate::render::ntc_gpu::{NtcRenderError, map_materials};
-use crate::scene::ImageSource;
+use crate::scene::{ImageSource, SceneError};
 use crate::texture::{SceneTextures, TextureSet, set_constants};
-use views::{RecordError, RecordSettings, load_or_record};
+use views::{RecordSettings, load_or_record};
 
 /// How far [`ScenePackages::load_or_compress`] has come.
 #[derive(Clone, Copy, Debug)]
@@ -73,9 +74,26 @@ pub enum PackageError {
         /// What does not match.
         reason: String,
     },
-    /// The co-occurrence record could not be read or recorded.
+    /// A scene file could not be read for recording its views.
     #[error(transparent)]
-    Record(#[from] RecordError),
+    Scene(#[from] SceneError),
+    /// The renderer that records the views could not be made.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// The co-occurrence pass could not be built.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    /// Rendering or reading back a view failed.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    /// The sampling interval or the number of views is unusable.
+    #[error("{scene}: {reason}")]
+    Views {
+        /// The scene.
+        scene: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The divergence-aware package was asked for without the scene's views.
     #[error(
         "{scene}: the divergence-aware package needs the scene's views to record their \

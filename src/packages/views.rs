@@ -11,19 +11,20 @@
 //! not decide where records are stored: the package cache (`packages`) and the command
 //! line name the file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::PackageError;
 use crate::cluster::{
     ClusterError, CooccurrenceRecord, FileDigest, RecordSource, ViewCounts, ViewSpec,
 };
-use crate::gpu::{GpuContext, GpuError, GpuProfiler, KernelError};
+use crate::gpu::{GpuContext, GpuError, GpuProfiler};
 use crate::open::{OpenedScene, select_camera};
+use crate::render::Renderer;
 use crate::render::passes::divergence::DecoderMap;
 use crate::render::passes::tile_signatures::{
     CooccurrenceInputs, CooccurrencePass, SignatureBuffer,
 };
-use crate::render::{RenderError, Renderer};
-use crate::scene::{Camera, SceneError};
+use crate::scene::Camera;
 use crate::screen::divergence::NO_DECODER;
 use crate::screen::tiles::TileSize;
 use crate::texture::SceneTextures;
@@ -36,34 +37,6 @@ pub const DEFAULT_SIZE: (u32, u32) = (1280, 720);
 
 /// The most views one record is made from (a bound on a path's duration over Δt).
 pub const MAX_VIEWS: usize = 100_000;
-
-/// Errors while recording a scene's co-occurrence.
-#[derive(Debug, thiserror::Error)]
-pub enum RecordError {
-    /// The record could not be made, read or written.
-    #[error(transparent)]
-    Cluster(#[from] ClusterError),
-    /// The scene or one of its files could not be read.
-    #[error(transparent)]
-    Scene(#[from] SceneError),
-    /// The renderer could not be made.
-    #[error(transparent)]
-    Render(#[from] RenderError),
-    /// The co-occurrence pass could not be built.
-    #[error(transparent)]
-    Kernel(#[from] KernelError),
-    /// Rendering or reading back a view failed.
-    #[error(transparent)]
-    Gpu(#[from] GpuError),
-    /// The sampling interval or the number of views is unusable.
-    #[error("{scene}: {reason}")]
-    Views {
-        /// The scene.
-        scene: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-}
 
 /// How a scene's views are recorded.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -99,8 +72,8 @@ pub fn scene_views(
     opened: &OpenedScene,
     scene: &Path,
     interval: f32,
-) -> Result<Vec<(ViewSpec, Camera)>, RecordError> {
-    let bad = |reason: String| RecordError::Views {
+) -> Result<Vec<(ViewSpec, Camera)>, PackageError> {
+    let bad = |reason: String| PackageError::Views {
         scene: scene.to_path_buf(),
         reason,
     };
@@ -158,7 +131,7 @@ pub fn scene_views(
 /// the glTF it names (when another file), the glTF's buffer files and the base colour
 /// images of alpha-tested and alpha-blended materials (their alpha decides which
 /// material covers a pixel), in that order.
-pub fn scene_files(opened: &OpenedScene, scene: &Path) -> Result<Vec<FileDigest>, RecordError> {
+pub fn scene_files(opened: &OpenedScene, scene: &Path) -> Result<Vec<FileDigest>, PackageError> {
     let gltf = &opened.scene.source;
     let mut files = vec![scene.to_path_buf()];
     if gltf != scene {
@@ -191,7 +164,7 @@ pub fn expected_source(
     opened: &OpenedScene,
     scene: &Path,
     settings: &RecordSettings,
-) -> Result<(RecordSource, Vec<Camera>), RecordError> {
+) -> Result<(RecordSource, Vec<Camera>), PackageError> {
     let (descs, _) = crate::texture::scene_texture_sets(&opened.scene.materials);
     let (specs, cameras) = scene_views(opened, scene, settings.interval)?
         .into_iter()
@@ -216,10 +189,10 @@ pub fn record_views(
     source: RecordSource,
     cameras: &[Camera],
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<CooccurrenceRecord, RecordError> {
+) -> Result<CooccurrenceRecord, PackageError> {
     let size = (source.size[0], source.size[1]);
     if renderer.size() != size || cameras.len() != source.views.len() {
-        return Err(RecordError::Gpu(GpuError::Validation(format!(
+        return Err(PackageError::Gpu(GpuError::Validation(format!(
             "recording {} views at {}×{} with a {}×{} renderer and {} cameras",
             source.views.len(),
             size.0,
@@ -300,7 +273,7 @@ pub fn load_or_record(
     settings: &RecordSettings,
     file: &Path,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Recorded, RecordError> {
+) -> Result<Recorded, PackageError> {
     let (source, cameras) = expected_source(opened, scene, settings)?;
     if let Some(record) = reusable(file, &source) {
         return Ok(Recorded {

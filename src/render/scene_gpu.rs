@@ -411,7 +411,8 @@ fn material_bind_group(
 }
 
 /// Layout of a material's bind group: three channel-group textures and a sampler, visible
-/// to the fragment stage (G-buffer and shadow alpha tests) and compute (reference pass).
+/// to the fragment stage (G-buffer and shadow alpha tests) and compute (reference pass);
+/// `shaders/common/material_textures.wgsl` declares it.
 pub fn material_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
     let tex = |binding| wgpu::BindGroupLayoutEntry {
         binding,

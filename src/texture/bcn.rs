@@ -338,26 +338,14 @@ mod tests {
     use super::*;
 
     fn test_set(w: u32, h: u32) -> TextureSet {
-        let mut texels = Vec::with_capacity((w * h) as usize * CHANNELS);
-        for y in 0..h {
-            for x in 0..w {
-                let v = ((x * 255) / w.max(1)) as u8;
-                let u = ((y * 255) / h.max(1)) as u8;
-                texels.extend_from_slice(&[v, u, 128, 255, 128, 128, 255, u, 0, 255, 255, 255]);
-            }
-        }
         let present = ChannelMask(
             ChannelMask::BASE_COLOR.0 | ChannelMask::NORMAL.0 | ChannelMask::ROUGHNESS.0,
         );
-        TextureSet::from_mip0(
-            "gradient",
-            present,
-            SetMip {
-                width: w,
-                height: h,
-                texels,
-            },
-        )
+        TextureSet::from_fn("gradient", present, (w, h), |x, y| {
+            let v = ((x * 255) / w.max(1)) as u8;
+            let u = ((y * 255) / h.max(1)) as u8;
+            [v, u, 128, 255, 128, 128, 255, u, 0, 255, 255, 255]
+        })
     }
 
     #[test]

@@ -431,6 +431,32 @@ impl TextureSet {
         }
     }
 
+    /// A `width × height` set named `name` with the channels `present`, whose mip-0 texel
+    /// at (x, y) is `texel(x, y)` (called row by row, left to right), with its full mip
+    /// chain.
+    pub fn from_fn(
+        name: impl Into<String>,
+        present: ChannelMask,
+        (width, height): (u32, u32),
+        mut texel: impl FnMut(u32, u32) -> [u8; CHANNELS],
+    ) -> TextureSet {
+        let mut texels = Vec::with_capacity(width as usize * height as usize * CHANNELS);
+        for y in 0..height {
+            for x in 0..width {
+                texels.extend(texel(x, y));
+            }
+        }
+        Self::from_mip0(
+            name,
+            present,
+            SetMip {
+                width,
+                height,
+                texels,
+            },
+        )
+    }
+
     /// Leave the channels outside `keep` out of [`present`](Self::present) and give them
     /// their neutral value in every mip, as if the set had no texture for them.
     pub fn keep_channels(&mut self, keep: ChannelMask) {

@@ -6,7 +6,9 @@
 use egui::{Color32, RichText, vec2};
 
 use super::keys::{Action, hint};
-use super::{ACCENT, DIM, OverlayInfo, ViewSettings, format_bytes, kv, mode_name, section};
+use super::{
+    ACCENT, DIM, OverlayInfo, ViewSettings, format_bytes, kv, mode_name, section, two_column_grid,
+};
 use crate::render::RenderMode;
 use crate::render::inspect::{MaterialTexel, PixelInspection};
 use crate::render::memory::SourceMemory;
@@ -224,27 +226,16 @@ pub(super) fn inspection_figures(ui: &mut egui::Ui, inspection: &Inspection) {
 
 /// The material targets at the pixel beside the reference's.
 fn texel_table(ui: &mut egui::Ui, decoded: &MaterialTexel, reference: Option<&MaterialTexel>) {
-    egui::Grid::new("texels")
-        .num_columns(3)
-        .striped(true)
-        .show(ui, |ui| {
-            ui.label("");
-            ui.label(RichText::new("shown").color(DIM));
-            ui.label(RichText::new("reference").color(DIM));
-            ui.end_row();
-            let names = ["base colour, α", "normal, r, m", "emissive, ao"];
-            for (i, name) in names.into_iter().enumerate() {
-                ui.label(RichText::new(name).color(DIM));
-                ui.label(
-                    RichText::new(channels(decoded.targets()[i]))
-                        .monospace()
-                        .small(),
-                );
-                let r = reference.map_or("–".to_owned(), |r| channels(r.targets()[i]));
-                ui.label(RichText::new(r).monospace().small());
-                ui.end_row();
-            }
-        });
+    let names = ["base colour, α", "normal, r, m", "emissive, ao"];
+    let rows = names.into_iter().enumerate().map(|(i, name)| {
+        let r = reference.map_or("–".to_owned(), |r| channels(r.targets()[i]));
+        let shown = channels(decoded.targets()[i]);
+        (
+            name,
+            [shown, r].map(|c| RichText::new(c).monospace().small()),
+        )
+    });
+    two_column_grid(ui, "texels", ["shown", "reference"], rows);
 }
 
 /// Video memory per material source in the figures panel: the originals, the package

@@ -21,7 +21,7 @@
 use egui::{Align2, Color32, RichText, Stroke, pos2};
 
 use super::keys::{Action, hint};
-use super::{ACCENT, DIM, OverlayControls, OverlayInfo, UiAction};
+use super::{ACCENT, DIM, OverlayControls, OverlayInfo, UiAction, two_column_grid};
 
 /// One row of the split figures: its label and how a side's facts read in it.
 type SideRow = (&'static str, fn(&SideFacts) -> String);
@@ -249,30 +249,24 @@ pub struct SplitFacts {
 
 /// The split comparison's figures in the figures panel.
 pub fn split_figures(ui: &mut egui::Ui, split: &SplitFacts) {
-    egui::Grid::new("split_figures")
-        .num_columns(3)
-        .striped(true)
-        .show(ui, |ui| {
-            ui.label("");
-            ui.label(RichText::new("left").color(DIM));
-            ui.label(RichText::new("right").color(DIM));
-            ui.end_row();
-            let rows: [SideRow; 3] = [
-                ("source", |s| s.source.clone()),
-                ("decode", |s| {
-                    s.decode_ms
-                        .map_or_else(|| "–".to_owned(), |ms| format!("{ms:.3} ms"))
-                }),
-                ("PSNR", |s| s.psnr.clone().unwrap_or_else(|| "–".to_owned())),
-            ];
-            for (name, value) in rows {
-                ui.label(RichText::new(name).color(DIM));
-                for side in &split.sides {
-                    ui.label(RichText::new(value(side)).monospace());
-                }
-                ui.end_row();
-            }
-        });
+    let rows: [SideRow; 3] = [
+        ("source", |s| s.source.clone()),
+        ("decode", |s| {
+            s.decode_ms
+                .map_or_else(|| "–".to_owned(), |ms| format!("{ms:.3} ms"))
+        }),
+        ("PSNR", |s| s.psnr.clone().unwrap_or_else(|| "–".to_owned())),
+    ];
+    let rows = rows.map(|(name, value)| {
+        (
+            name,
+            split
+                .sides
+                .each_ref()
+                .map(|side| RichText::new(value(side)).monospace()),
+        )
+    });
+    two_column_grid(ui, "split_figures", ["left", "right"], rows);
     for side in &split.sides {
         if let Some(why) = &side.fallback {
             ui.label(RichText::new(why).small().color(ACCENT));

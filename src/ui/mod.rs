@@ -390,6 +390,33 @@ fn kv(ui: &mut egui::Ui, key: &str, value: impl Into<String>) {
     ui.end_row();
 }
 
+/// A striped grid `id` of two value columns under the dim `headers`: a row per
+/// `(name, cells)`, its name dim.
+fn two_column_grid<'a>(
+    ui: &mut egui::Ui,
+    id: &str,
+    headers: [&str; 2],
+    rows: impl IntoIterator<Item = (&'a str, [RichText; 2])>,
+) {
+    egui::Grid::new(id)
+        .num_columns(3)
+        .striped(true)
+        .show(ui, |ui| {
+            ui.label("");
+            for header in headers {
+                ui.label(RichText::new(header).color(DIM));
+            }
+            ui.end_row();
+            for (name, cells) in rows {
+                ui.label(RichText::new(name).color(DIM));
+                for cell in cells {
+                    ui.label(cell);
+                }
+                ui.end_row();
+            }
+        });
+}
+
 /// Bytes as KiB / MiB / GiB.
 pub fn format_bytes(bytes: u64) -> String {
     let b = bytes as f64;

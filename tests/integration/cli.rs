@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::common::{
-    expect_error, expect_ok, failed, kill_once_exists, quad_scene, run, run_env, s, temp_dir,
-    write_checker_png,
+    KilledQuadCompression, checker_quad, expect_error, expect_ok, failed, kill_once_exists,
+    quad_scene, run, run_env, s, temp_dir, write_checker_png,
 };
 
 #[test]
@@ -219,9 +219,7 @@ fn bad_arguments() {
 
 #[test]
 fn renders_a_textured_quad() {
-    let dir = temp_dir("quadpng");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("quadpng");
     let out = dir.join("quad.png");
     let (ok, stdout, stderr) = run(&[
         "render",
@@ -276,9 +274,7 @@ fn asset_folders_reach_the_ntc_packages() {
 /// writes its error map; the reference against itself reads nearly 0.
 #[test]
 fn render_psnr_measures_flip_and_writes_its_map() {
-    let dir = temp_dir("renderflip");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("renderflip");
     let render = |mode: &str, map: &Path| {
         expect_ok(&[
             "render",
@@ -331,9 +327,7 @@ fn render_psnr_measures_flip_and_writes_its_map() {
 /// feature and the remedy, and no image; with them, the frame renders.
 #[test]
 fn transcode_needs_block_compressed_textures() {
-    let dir = temp_dir("transcode-bc");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("transcode-bc");
     let out = dir.join("t.png");
     let args = [
         "render",
@@ -364,9 +358,7 @@ fn transcode_needs_block_compressed_textures() {
 
 #[test]
 fn compress_inspect_decompress_round_trip() {
-    let dir = temp_dir("codec");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("codec");
     let ntc = dir.join("quad.ntc");
     let report = dir.join("report.json");
     let (ok, stdout, stderr) = run(&[
@@ -519,9 +511,7 @@ fn outputs_never_replace_inputs() {
 
 #[test]
 fn existing_outputs_need_force_and_formats_follow_the_extension() {
-    let dir = temp_dir("force");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("force");
     let out = dir.join("frame.png");
     std::fs::write(&out, b"precious").unwrap();
     let render = |out: &Path, extra: &[&str]| {
@@ -657,9 +647,7 @@ fn counts_and_sizes_are_checked_alike_everywhere() {
 
 #[test]
 fn import_csv_writes_the_schema_the_loader_reads() {
-    let dir = temp_dir("importcsv");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("importcsv");
     let csv = dir.join("texture_sets.csv");
     expect_ok(&["import", "--scene", s(&gltf), "--csv", s(&csv)]);
     let text = std::fs::read_to_string(&csv).unwrap();
@@ -796,9 +784,7 @@ fn package_budget_and_name_collisions() {
 
 #[test]
 fn foreign_partial_folders_are_left_alone() {
-    let dir = temp_dir("partial");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("partial");
     let out = dir.join("q.ntc");
     let partial = dir.join("q.ntc.partial");
     std::fs::create_dir_all(&partial).unwrap();
@@ -820,9 +806,7 @@ fn foreign_partial_folders_are_left_alone() {
 
 #[test]
 fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
-    let dir = temp_dir("rate");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("rate");
     // The report's one material and its warnings, and the console output.
     let compress = |name: &str, rate: &[&str]| {
         let report = dir.join(format!("{name}.json"));
@@ -954,9 +938,7 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
 /// chart.
 #[test]
 fn rate_distortion_curves_of_a_tiny_set() {
-    let dir = temp_dir("rd");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("rd");
     let out = dir.join("rd.ntc");
     let report = dir.join("rd.json");
     let stdout = expect_ok(&[
@@ -1006,9 +988,7 @@ fn rate_distortion_curves_of_a_tiny_set() {
 
 #[test]
 fn cluster_divergence_aware_needs_a_sound_record() {
-    let dir = temp_dir("cooc");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("cooc");
     let plan = dir.join("plan.json");
     let cluster = |extra: &[&str]| {
         let mut args = vec![
@@ -1047,27 +1027,9 @@ fn cluster_divergence_aware_needs_a_sound_record() {
 
 #[test]
 fn damaged_partial_progress_names_the_file_and_the_remedy() {
-    let dir = temp_dir("partial");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
-    let ntc = dir.join("quad.ntc");
-    let partial = dir.join("quad.ntc.partial");
-    let args = [
-        "compress",
-        "--scene",
-        s(&gltf),
-        "--out",
-        s(&ntc),
-        "--steps",
-        "100000",
-    ];
     // A real partial folder (with the run's marker): a run killed once it has started.
-    assert!(kill_once_exists(
-        &args,
-        &partial.join("neurotex-partial.json")
-    ));
-    let mut resume: Vec<&str> = args.to_vec();
-    resume.push("--resume");
+    let killed = KilledQuadCompression::new("partial");
+    let (partial, resume) = (&killed.partial, killed.resume());
     // An interrupted group's checkpoint that is not one.
     std::fs::write(partial.join("group0.ckpt"), b"NTCCKPT\0 not a checkpoint").unwrap();
     expect_error(
@@ -1201,9 +1163,7 @@ fn gbuffer_mode_reaches_the_renderer() {
 /// under the trust rules, and the stability flags and spreads reach JSON, CSV and Markdown.
 #[test]
 fn scene_bench_reports_stability_and_spread() {
-    let dir = temp_dir("benchtrust");
-    write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = checker_quad("benchtrust");
     let out = dir.join("report");
     let started = std::time::Instant::now();
     let (ok, _, stderr) = run(&[

@@ -224,6 +224,64 @@ pub fn quad_scene(dir: &Path, base_color: Option<&str>) -> PathBuf {
     b.write(dir, "quad").expect("write fixture")
 }
 
+/// A fresh [`temp_dir`] `name` holding a 16² checker `checker.png` and the [`quad_scene`]
+/// textured with it: (the folder, the .gltf).
+pub fn checker_quad(name: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(name);
+    write_checker_png(&dir.join("checker.png"), 16);
+    let gltf = quad_scene(&dir, Some("checker.png"));
+    (dir, gltf)
+}
+
+/// A [`checker_quad`]'s compression into `quad.ntc` (100 000 steps), killed once its
+/// partial folder carries the run's marker.
+pub struct KilledQuadCompression {
+    /// The scene.
+    pub gltf: PathBuf,
+    /// The package (not written).
+    pub ntc: PathBuf,
+    /// The partial folder the run left.
+    pub partial: PathBuf,
+}
+
+impl KilledQuadCompression {
+    /// Start the compression in a fresh [`checker_quad`] `name` and kill it; panics when
+    /// it ended before it could be killed.
+    pub fn new(name: &str) -> Self {
+        let (dir, gltf) = checker_quad(name);
+        let run = Self {
+            gltf,
+            ntc: dir.join("quad.ntc"),
+            partial: dir.join("quad.ntc.partial"),
+        };
+        assert!(
+            kill_once_exists(&run.args(), &run.partial.join("neurotex-partial.json")),
+            "the run ended before it could be killed"
+        );
+        run
+    }
+
+    /// The arguments of the run.
+    fn args(&self) -> Vec<&str> {
+        vec![
+            "compress",
+            "--scene",
+            s(&self.gltf),
+            "--out",
+            s(&self.ntc),
+            "--steps",
+            "100000",
+        ]
+    }
+
+    /// The arguments that resume the run.
+    pub fn resume(&self) -> Vec<&str> {
+        let mut args = self.args();
+        args.push("--resume");
+        args
+    }
+}
+
 /// Write a small RGBA8 PNG checkerboard.
 pub fn write_checker_png(path: &Path, size: u32) {
     let mut px = Vec::with_capacity((size * size * 4) as usize);

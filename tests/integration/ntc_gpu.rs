@@ -37,7 +37,7 @@ use neurotex::ntc::train::gpu::{
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
-use neurotex::texture::{CHANNELS, ChannelMask, SetMip, TextureSet};
+use neurotex::texture::{CHANNELS, ChannelMask, TextureSet};
 
 /// Gradient tolerance of the mixed-precision kernels, relative to a block's largest
 /// gradient (see the module docs; measured on lavapipe: decoder within 4.1e-4, latents
@@ -67,28 +67,6 @@ fn kernels_for(config: &NtcConfig) -> Vec<TrainKernel> {
         .collect()
 }
 
-/// A texture set whose mip 0 is `f(x, y)`, with its mip chain.
-fn set_from_fn(
-    name: &str,
-    size: u32,
-    present: ChannelMask,
-    f: impl Fn(u32, u32) -> [u8; CHANNELS],
-) -> TextureSet {
-    let texels = (0..size)
-        .flat_map(|y| (0..size).map(move |x| (x, y)))
-        .flat_map(|(x, y)| f(x, y))
-        .collect();
-    TextureSet::from_mip0(
-        name,
-        present,
-        SetMip {
-            width: size,
-            height: size,
-            texels,
-        },
-    )
-}
-
 /// A smooth colour pattern with period `period` texels, a normal map and some roughness.
 fn pattern(period: f64, phase: f64) -> impl Fn(u32, u32) -> [u8; CHANNELS] {
     move |x, y| {
@@ -116,8 +94,8 @@ fn pattern(period: f64, phase: f64) -> impl Fn(u32, u32) -> [u8; CHANNELS] {
 /// and phases.
 fn two_sets(present: ChannelMask, b_size: u32) -> Vec<TextureSet> {
     vec![
-        set_from_fn("a", 16, present, pattern(8.0, 0.0)),
-        set_from_fn("b", b_size, present, pattern(4.0, 1.0)),
+        TextureSet::from_fn("a", present, (16, 16), pattern(8.0, 0.0)),
+        TextureSet::from_fn("b", present, (b_size, b_size), pattern(4.0, 1.0)),
     ]
 }
 
@@ -136,16 +114,16 @@ fn tiny_group(activation: Activation, seed: u64) -> (TrainConfig, GroupModel, Ve
         ..TrainConfig::default()
     };
     let sets = vec![
-        set_from_fn(
+        TextureSet::from_fn(
             "a",
-            8,
             ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
+            (8, 8),
             pattern(8.0, 0.3),
         ),
-        set_from_fn(
+        TextureSet::from_fn(
             "b",
-            8,
             ChannelMask::BASE_COLOR | ChannelMask::ROUGHNESS,
+            (8, 8),
             pattern(4.0, 1.7),
         ),
     ];
@@ -426,8 +404,8 @@ fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
         ..TrainConfig::default()
     };
     let sets = vec![
-        set_from_fn("big", 16, ChannelMask::BASE_COLOR, pattern(8.0, 0.0)),
-        set_from_fn("small", 8, ChannelMask::BASE_COLOR, pattern(8.0, 0.0)),
+        TextureSet::from_fn("big", ChannelMask::BASE_COLOR, (16, 16), pattern(8.0, 0.0)),
+        TextureSet::from_fn("small", ChannelMask::BASE_COLOR, (8, 8), pattern(8.0, 0.0)),
     ];
     let start = Checkpoint::fresh(&sets, &config, 10, 3).expect("fresh");
     let mut gpu = GpuTrainer::new(
@@ -626,10 +604,15 @@ fn run_config(features: u32, batch_size: u32) -> TrainConfig {
 #[test]
 fn training_reaches_the_psnr_band_for_one_and_two_sets() {
     let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
-    let one = vec![set_from_fn("one", 32, present, pattern(16.0, 0.0))];
+    let one = vec![TextureSet::from_fn(
+        "one",
+        present,
+        (32, 32),
+        pattern(16.0, 0.0),
+    )];
     let two = vec![
-        set_from_fn("a", 32, present, pattern(16.0, 0.0)),
-        set_from_fn("b", 32, present, pattern(8.0, 2.0)),
+        TextureSet::from_fn("a", present, (32, 32), pattern(16.0, 0.0)),
+        TextureSet::from_fn("b", present, (32, 32), pattern(8.0, 2.0)),
     ];
     let config = run_config(8, 512);
     for kernel in kernels_for(&config.model) {
@@ -984,10 +967,10 @@ fn throughput_of_the_default_model() {
                 .expect("NTC_BENCH_BATCHES: comma-separated integers")
         })
         .collect();
-    let sets = vec![set_from_fn(
+    let sets = vec![TextureSet::from_fn(
         "bench",
-        size,
         ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
+        (size, size),
         pattern(32.0, 0.0),
     )];
     let ctx = crate::common::ctx();

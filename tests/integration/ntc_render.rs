@@ -970,9 +970,7 @@ fn checker_quad(
     NtcPackage,
     Vec<Option<u32>>,
 ) {
-    let dir = crate::common::temp_dir(name);
-    crate::common::write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
+    let (_, gltf) = crate::common::checker_quad(name);
     let opened = neurotex::open::open(Some(&gltf)).expect("open");
     let camera = neurotex::open::select_camera(&opened, None).expect("camera");
     let mut package = package();

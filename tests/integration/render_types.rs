@@ -30,23 +30,18 @@ fn struct_sizes_match_wgsl() {
     assert_mirrors::<MaterialData>(&module, "MaterialData");
 }
 
+/// Every AOV (`material-id` on the command line) has its twin `AOV_MATERIAL_ID` in
+/// common/frame.wgsl.
 #[test]
 fn aov_values_match_wgsl_constants() {
     use neurotex::render::Aov;
-    let src = neurotex::gpu::shader::shader_source("common/frame.wgsl").expect("frame.wgsl");
-    for (aov, name) in [
-        (Aov::Final, "AOV_FINAL"),
-        (Aov::Albedo, "AOV_ALBEDO"),
-        (Aov::Normal, "AOV_NORMAL"),
-        (Aov::Roughness, "AOV_ROUGHNESS"),
-        (Aov::Metallic, "AOV_METALLIC"),
-        (Aov::Occlusion, "AOV_OCCLUSION"),
-        (Aov::Emissive, "AOV_EMISSIVE"),
-        (Aov::MaterialId, "AOV_MATERIAL_ID"),
-    ] {
-        let decl = format!("const {name}: u32 = {}u;", aov as u32);
-        assert!(src.contains(&decl), "frame.wgsl lacks `{decl}`");
+    let gbuffer = module("gbuffer.wgsl", &Defines::new());
+    for &aov in <Aov as clap::ValueEnum>::value_variants() {
+        let value = clap::ValueEnum::to_possible_value(&aov).expect("every AOV is named");
+        let name = value.get_name().replace('-', "_").to_uppercase();
+        assert_const(&gbuffer, &format!("AOV_{name}"), aov as u32);
     }
+    let src = neurotex::gpu::shader::shader_source("common/frame.wgsl").expect("frame.wgsl");
     let max = format!("{:#X}u", neurotex::screen::material_word::MAX_MATERIALS - 1);
     assert!(
         src.contains(&format!("const MATERIAL_ID_MASK: u32 = {max};")),

@@ -1604,26 +1604,8 @@ fn a_plan_made_for_other_inputs_names_the_plan() {
 
 #[test]
 fn a_finished_group_of_another_run_is_refused_on_resume() {
-    let dir = temp_dir("foreign-group");
-    crate::common::write_checker_png(&dir.join("checker.png"), 16);
-    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
-    let ntc = dir.join("quad.ntc");
-    let partial = dir.join("quad.ntc.partial");
-    let args = [
-        "compress",
-        "--scene",
-        s(&gltf),
-        "--out",
-        s(&ntc),
-        "--steps",
-        "100000",
-    ];
-    assert!(crate::common::kill_once_exists(
-        &args,
-        &partial.join("neurotex-partial.json")
-    ));
-    let mut resume = args.to_vec();
-    resume.push("--resume");
+    let killed = crate::common::KilledQuadCompression::new("foreign-group");
+    let (partial, resume) = (&killed.partial, killed.resume());
     // A well-formed package put in the place of group 0, without a seal and then with a
     // seal that is not this run's (the hash of the package alone).
     let package = small_package_bytes();
@@ -1635,5 +1617,5 @@ fn a_finished_group_of_another_run_is_refused_on_resume() {
     )
     .expect("write");
     expect_error(&resume, &["group0.ntc", "group0.seal", "does not match"]);
-    assert!(!ntc.exists());
+    assert!(!killed.ntc.exists());
 }

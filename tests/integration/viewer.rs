@@ -21,7 +21,7 @@ use neurotex::scene::camera_control::{
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription};
 use neurotex::ui::timings::{PerfHistory, median, timing_rows};
 
-use crate::common::{quad_scene, s, temp_dir, write_checker_png};
+use crate::common::{checker_quad, quad_scene, s, temp_dir};
 
 // ---------------------------------------------------------------------------------------
 // The real window under Xvfb.
@@ -238,11 +238,9 @@ fn strip(rgba: &[u8], width: u32, xs: std::ops::Range<u32>, ys: std::ops::Range<
 #[test]
 fn split_view_shows_each_source_as_render_does() {
     let display = Display::get();
-    let dir = temp_dir("viewer_split");
-    let cache = dir.join("cache");
     // One textured quad: its package compresses in seconds on a CPU adapter.
-    write_checker_png(&dir.join("checker.png"), 16);
-    let scene = quad_scene(&dir, Some("checker.png"));
+    let (dir, scene) = checker_quad("viewer_split");
+    let cache = dir.join("cache");
     let (w, h) = (1400u32, 400u32);
     let size = format!("{w}x{h}");
     let ntc = [

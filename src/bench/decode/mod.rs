@@ -16,8 +16,7 @@
 //!
 //! Each kernel × tile builds its pipelines once, on a thread with a time budget (a driver
 //! compile that takes longer is skipped and reported, the run goes on); each case renders
-//! untimed frames until its frame times settle (at least `warmup` frames and
-//! `warmup_time`, `bench::trust`) and `frames` timed frames, each submitted and timed on
+//! untimed frames until its frame times settle (`warmup`, `bench::trust`) and `frames` timed frames, each submitted and timed on
 //! its own with timestamp queries (every stage of the sorted kernels separately), timed
 //! again once when p90/p10 exceeds 1.25 and flagged unstable in every output if it still
 //! does. With stages on, every kernel is also built with one stage of the decode alone
@@ -36,7 +35,7 @@ use half::f16;
 use serde::Serialize;
 use wgpu::util::DeviceExt as _;
 
-use crate::bench::trust::{self, Trusted};
+use crate::bench::trust::{self, Trusted, Warmup};
 use crate::bench::{BenchError, Spread};
 use crate::charts::{Panel, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::encoder::FrameEncoder;
@@ -85,12 +84,7 @@ pub struct DecodeBenchOptions {
     /// Tiles of the per-tile kernels (the sorted kernels run once, with the first).
     pub tiles: Vec<TileSize>,
     /// Untimed frames before each measurement.
-    pub warmup: u32,
-    /// Untimed frames go on until this much time has passed too: a GPU that idled while
-    /// the host built the case's frame (or checked the previous one) lowers its clocks,
-    /// and a few frames of a small case do not bring them back (on an H200 the first
-    /// case of a size ran 2–5× slower after 3 warm-up frames).
-    pub warmup_time: Duration,
+    pub warmup: Warmup,
     /// Timed frames per measurement.
     pub frames: u32,
     /// Also time every kernel with one stage of the decode alone (input, MLP, output) on
@@ -130,8 +124,10 @@ impl DecodeBenchOptions {
             mixes: vec![1, 2, 5, 10, 16],
             kernels,
             tiles: vec![TileSize::T8x8, TileSize::T16x16],
-            warmup: 5,
-            warmup_time: trust::MIN_WARMUP,
+            warmup: Warmup {
+                frames: 5,
+                time: trust::MIN_WARMUP,
+            },
             frames: 20,
             stages: true,
             config: NtcConfig::default(),
@@ -163,8 +159,10 @@ impl DecodeBenchOptions {
             sizes: vec![24, 40],
             mixes: vec![1, 5],
             tiles: vec![TileSize::T8x8],
-            warmup: 1,
-            warmup_time: Duration::ZERO,
+            warmup: Warmup {
+                frames: 1,
+                time: Duration::ZERO,
+            },
             frames: 2,
             materials: 6,
             material_side: 64,
@@ -363,7 +361,10 @@ pub fn calibrate(
         sizes: vec![512],
         mixes: vec![2],
         frames: 5,
-        warmup: 3,
+        warmup: Warmup {
+            frames: 3,
+            time: trust::MIN_WARMUP,
+        },
         stages: false,
         check_pixels: 0,
         ..DecodeBenchOptions::full(kernels.to_vec())

@@ -141,7 +141,7 @@ pub(super) fn measure_peaks(
             &[(0, src.as_entire_binding()), (1, dst.as_entire_binding())],
         );
         let mut times = Vec::new();
-        for i in 0..(opts.warmup.min(3) + opts.frames) {
+        for i in 0..(opts.warmup.frames.min(3) + opts.frames) {
             let mut encoder = device.create_command_encoder(&Default::default());
             FrameEncoder::new(ctx, &mut encoder, &profiler).compute_pass(&label, |pass| {
                 pass.set_pipeline(kernel.pipeline());
@@ -151,7 +151,7 @@ pub(super) fn measure_peaks(
             ctx.queue.submit([encoder.finish()]);
             profiler.end_frame(ctx);
             let ms: f64 = profiler.collect(ctx).iter().map(|t| t.ms).sum();
-            if i >= opts.warmup.min(3) {
+            if i >= opts.warmup.frames.min(3) {
                 times.push(ms);
             }
         }

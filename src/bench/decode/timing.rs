@@ -66,9 +66,8 @@ pub(super) struct Measured {
 }
 
 impl Timer<'_> {
-    /// Warm `pass` up on `frame` until its frame times settle (at least `opts.warmup`
-    /// frames and `opts.warmup_time`), then time `opts.frames` frames, once more when
-    /// they are unstable.
+    /// Warm `pass` up on `frame` until its frame times settle (`opts.warmup`), then time
+    /// `opts.frames` frames, once more when they are unstable.
     pub(super) fn measure(
         &mut self,
         opts: &DecodeBenchOptions,
@@ -84,7 +83,6 @@ impl Timer<'_> {
             unstable,
         } = trust::run(
             opts.warmup,
-            opts.warmup_time,
             opts.frames as usize,
             |_| self.frame(pass, content, package, frame),
             total,

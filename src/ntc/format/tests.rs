@@ -4,7 +4,7 @@ use super::write::put_u32;
 use super::*;
 use crate::ntc::model::SplitMix64;
 use crate::ntc::train::{TrainConfig, TrainedMaterial, train_cpu};
-use crate::texture::{SetMip, TextureSet};
+use crate::texture::TextureSet;
 
 fn small_config() -> NtcConfig {
     NtcConfig {
@@ -181,21 +181,10 @@ fn groups_may_have_their_own_preset() {
 
 #[test]
 fn trained_group_decodes_identically_after_packaging() {
-    let texels = (0..64u32)
-        .flat_map(|i| {
-            let v = (i * 4) as u8;
-            [v, 255 - v, 128, 255, 128, 128, 255, 255, 255, 255, 255, 255]
-        })
-        .collect();
-    let set = TextureSet::from_mip0(
-        "ramp",
-        ChannelMask::BASE_COLOR,
-        SetMip {
-            width: 8,
-            height: 8,
-            texels,
-        },
-    );
+    let set = TextureSet::from_fn("ramp", ChannelMask::BASE_COLOR, (8, 8), |x, y| {
+        let v = ((y * 8 + x) * 4) as u8;
+        [v, 255 - v, 128, 255, 128, 128, 255, 255, 255, 255, 255, 255]
+    });
     let config = TrainConfig {
         model: small_config(),
         batch_size: 16,

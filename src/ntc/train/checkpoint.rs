@@ -175,34 +175,15 @@ impl Checkpoint {
     }
 
     /// The start of a run initialised exactly as [`train_cpu`](super::train_cpu) does:
-    /// the standard layout of every set and [`GroupModel::init`] with `seed`.
+    /// the standard layout of every set (its mips checked against it) and
+    /// [`GroupModel::init`] with `seed`.
     pub fn fresh(
         sets: &[TextureSet],
         config: &TrainConfig,
         steps: u64,
         seed: u64,
     ) -> Result<Self, TrainError> {
-        config.validate()?;
-        if sets.is_empty() {
-            return Err(TrainError::EmptyGroup);
-        }
-        let layouts = sets
-            .iter()
-            .map(|set| {
-                LatentLayout::new(
-                    set.width,
-                    set.height,
-                    set.mips.len(),
-                    config.model.preset,
-                    config.model.features,
-                )
-                .map_err(|e| TrainError::BadSet {
-                    name: set.name.clone(),
-                    reason: e.to_string(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let model = GroupModel::init(&config.model, layouts, seed)?;
+        let model = super::cpu::initial_model(sets, config, seed)?;
         Ok(Self::new(config, model, steps, seed))
     }
 

@@ -553,6 +553,24 @@ fn set_layout(set: &TextureSet, config: &TrainConfig) -> Result<LatentLayout, Tr
     Ok(layout)
 }
 
+/// The model a run over `sets` starts from: `config` validated, the standard layout of
+/// every set (its mips checked against it) and [`GroupModel::init`] with `seed`.
+pub(super) fn initial_model(
+    sets: &[TextureSet],
+    config: &TrainConfig,
+    seed: u64,
+) -> Result<GroupModel, TrainError> {
+    config.validate()?;
+    if sets.is_empty() {
+        return Err(TrainError::EmptyGroup);
+    }
+    let layouts = sets
+        .iter()
+        .map(|s| set_layout(s, config))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(GroupModel::init(&config.model, layouts, seed)?)
+}
+
 /// Train one group on the CPU: `steps` main steps then the fine-tuning steps of
 /// [`TrainConfig::schedule`], all deterministic for `seed`. Meant for tests on tiny
 /// textures (≤ 16²); the GPU trainer follows the same recipe:
@@ -570,15 +588,7 @@ pub fn train_cpu(
     steps: u64,
     seed: u64,
 ) -> Result<TrainedGroup, TrainError> {
-    config.validate()?;
-    if sets.is_empty() {
-        return Err(TrainError::EmptyGroup);
-    }
-    let layouts = sets
-        .iter()
-        .map(|s| set_layout(s, config))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut model = GroupModel::init(&config.model, layouts, seed)?;
+    let mut model = initial_model(sets, config, seed)?;
     let schedule = config.schedule(steps, sets.len());
     let bits = config.model.latent_bits;
     let noise_seed = (seed ^ (seed >> 32)) as u32;
@@ -674,29 +684,7 @@ mod tests {
     use crate::ntc::model::{
         Activation, DecoderWeights, GridShape, LatentPyramid, MipPair, NtcConfig,
     };
-    use crate::texture::{ChannelMask, SetMip};
-
-    /// A texture set whose mip 0 is `f(x, y)` and whose mips are built as usual.
-    fn set_from_fn(
-        name: &str,
-        size: u32,
-        present: ChannelMask,
-        f: impl Fn(u32, u32) -> [u8; CHANNELS],
-    ) -> TextureSet {
-        let texels = (0..size)
-            .flat_map(|y| (0..size).flat_map(move |x| (0..1).map(move |_| (x, y))))
-            .flat_map(|(x, y)| f(x, y))
-            .collect();
-        TextureSet::from_mip0(
-            name,
-            present,
-            SetMip {
-                width: size,
-                height: size,
-                texels,
-            },
-        )
-    }
+    use crate::texture::ChannelMask;
 
     /// A smooth colour pattern plus a normal map; other channels neutral.
     fn pattern(phase: f64) -> impl Fn(u32, u32) -> [u8; CHANNELS] {
@@ -730,10 +718,10 @@ mod tests {
             activation,
             ..NtcConfig::default()
         };
-        let mut set = set_from_fn(
+        let mut set = TextureSet::from_fn(
             "tiny",
-            4,
             ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
+            (4, 4),
             pattern(0.3),
         );
         set.mips.truncate(2);
@@ -1017,7 +1005,7 @@ mod tests {
     #[test]
     fn tiny_training_run_reaches_the_psnr_band() {
         let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
-        let sets = vec![set_from_fn("tiny", 8, present, pattern(0.0))];
+        let sets = vec![TextureSet::from_fn("tiny", present, (8, 8), pattern(0.0))];
         let config = tiny_train_config();
         let untrained = GroupModel::init(
             &config.model,
@@ -1053,8 +1041,8 @@ mod tests {
     fn shared_decoder_trains_two_sets() {
         let present = ChannelMask::BASE_COLOR;
         let sets = vec![
-            set_from_fn("a", 8, present, pattern(0.0)),
-            set_from_fn("b", 8, present, pattern(2.0)),
+            TextureSet::from_fn("a", present, (8, 8), pattern(0.0)),
+            TextureSet::from_fn("b", present, (8, 8), pattern(2.0)),
         ];
         let trained = train_cpu(&sets, &tiny_train_config(), 200, 3).expect("train");
         assert_eq!(trained.model.pyramids().len(), 2);
@@ -1072,7 +1060,7 @@ mod tests {
     fn train_cpu_rejects_bad_input() {
         let config = tiny_train_config();
         assert_eq!(train_cpu(&[], &config, 1, 0), Err(TrainError::EmptyGroup));
-        let mut set = set_from_fn("broken", 4, ChannelMask::BASE_COLOR, pattern(0.0));
+        let mut set = TextureSet::from_fn("broken", ChannelMask::BASE_COLOR, (4, 4), pattern(0.0));
         set.mips[1].texels.pop();
         let err = train_cpu(&[set], &config, 1, 0).expect_err("broken set");
         assert!(err.to_string().contains("`broken`"), "{err}");

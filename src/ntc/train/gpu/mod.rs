@@ -171,7 +171,7 @@ use super::cpu::BATCH_STREAM;
 use super::schedule::{Phase, Schedule};
 use super::{TrainConfig, TrainError, TrainedGroup, psnr};
 use crate::gpu::kernel::KernelError;
-use crate::gpu::{GpuContext, GpuError, ShaderError};
+use crate::gpu::{GpuContext, GpuError};
 use crate::texture::TextureSet;
 
 /// Fixed-point scale of decoder gradients on the `atomic<i32>` path (2^24): a quantum of
@@ -197,12 +197,10 @@ pub enum GpuTrainError {
     /// Device work or a readback failed.
     #[error(transparent)]
     Gpu(#[from] GpuError),
-    /// A training kernel's pipeline could not be built.
+    /// A training kernel could not be built (its shader failed to compose or validate, or
+    /// its pipeline was rejected).
     #[error(transparent)]
     Kernel(#[from] KernelError),
-    /// A training shader failed to compose, validate or compile.
-    #[error(transparent)]
-    Shader(#[from] ShaderError),
     /// The group needs more of something than the adapter allows.
     #[error(
         "{what} needs {needed} but the adapter allows {limit}; use a smaller batch, fewer \

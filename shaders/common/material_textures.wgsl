@@ -1,0 +1,10 @@
+// A material's texture bind group (group 1), as `render::scene_gpu::
+// material_bind_group_layout` creates it: the canonical channel groups of its texture set
+// (see texture::CHANNELS) and their sampler.
+// 0 = base colour (sRGB) + alpha, 1 = normal X,Y + occlusion + roughness,
+// 2 = metallic + emissive (sRGB-encoded; the reader decodes it).
+
+@group(1) @binding(0) var tex_group0: texture_2d<f32>;
+@group(1) @binding(1) var tex_group1: texture_2d<f32>;
+@group(1) @binding(2) var tex_group2: texture_2d<f32>;
+@group(1) @binding(3) var material_sampler: sampler;
