@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::Args;
 
 use neurotex::packages::PackageRecipe;
-use neurotex::render::passes::ntc_bake::Transcode;
+use neurotex::render::passes::ntc_bake::{BakeKernel, Transcode};
 use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{GBufferMode, KernelChoice, PassSettings, RenderMode};
@@ -158,6 +158,11 @@ pub struct NtcModeArgs {
     /// (BC1, BC7 for groups of four channels) or `bc7` (BC7 throughout).
     #[arg(long, value_enum, requires = "inference_on_load")]
     pub transcode: Option<Transcode>,
+    /// With --inference-on-load, how the bake evaluates the decoders: `f32` (within one
+    /// 8-bit step of the CPU decode, quick to build) or `fma` (the real-time f16 FMA
+    /// evaluation: a fraction of the GPU time, a slower pipeline build; needs SHADER_F16).
+    #[arg(long, value_enum, default_value_t, requires = "inference_on_load")]
+    pub bake_kernel: BakeKernel,
     #[command(flatten)]
     pub recipe: PackageRecipeArgs,
 }
@@ -184,6 +189,7 @@ impl NtcModeArgs {
         o.decode.stochastic = !self.no_stochastic;
         o.inference_on_load = self.inference_on_load;
         o.transcode = self.transcode;
+        o.bake_kernel = self.bake_kernel;
         o
     }
 

@@ -109,7 +109,7 @@ pub fn run(a: RenderArgs) -> Result<()> {
         renderer.prepare(&ctx, mode)?;
         let package_loaded = started.elapsed();
         if a.ntc.inference_on_load {
-            let gpu_ms = renderer.prepare_baked(&ctx, mode, a.ntc.transcode)?;
+            let gpu_ms = renderer.prepare_baked(&ctx, mode, &a.ntc.options())?;
             ctx.wait_idle()?;
             let baked = started.elapsed();
             println!(

@@ -65,7 +65,7 @@ use passes::{
     heatmap::{HeatmapInputs, HeatmapPass, HeatmapSettings, PixelRect},
     image_error::{ErrorSpace, ImageErrorInputs, ImageErrorPass},
     lighting::{LightingInputs, LightingPass},
-    ntc_bake::{BakedMaterials, NtcBakePass, Transcode},
+    ntc_bake::{BakeKernel, BakedMaterials, NtcBakePass, Transcode},
     ntc_decode::{DecodeInputs, DecodeSettings, NtcDecodePass, NtcKernel},
     reference::{ReferenceInputs, ReferencePass},
     scene_draw::SceneInputs,
@@ -204,6 +204,8 @@ pub struct PassSettings {
     /// With inference on load, block-compress the decoded textures on the GPU
     /// ([`ntc_bake::set_formats`](passes::ntc_bake::set_formats) gives each group's format) instead of keeping RGBA8.
     pub transcode: Option<Transcode>,
+    /// With inference on load, how the bake evaluates the decoders.
+    pub bake_kernel: BakeKernel,
     /// Temporal accumulation (`reset` is added by the renderer on camera cuts, resizes
     /// and mode switches).
     pub temporal: TemporalSettings,
@@ -341,7 +343,10 @@ pub struct KernelChoice {
 
 /// A package's bake for inference on load: the block compression asked for, and the
 /// baked textures or why baking failed.
-type Bake = (Option<Transcode>, Result<BakedMaterials, Arc<Unusable>>);
+type Bake = (
+    (Option<Transcode>, BakeKernel),
+    Result<BakedMaterials, Arc<Unusable>>,
+);
 
 /// One NTC mode's package on the GPU.
 #[derive(Debug)]
@@ -617,16 +622,16 @@ impl Renderer {
         }
     }
 
-    /// Bake `mode`'s package for inference on load now (block-compressed as `transcode`
-    /// says), so that a bake that fails is an error here instead of the logged fallback of
-    /// [`Self::record`]; returns the bake's GPU milliseconds where measured.
+    /// Bake `mode`'s package for inference on load now (block-compressed and evaluated as
+    /// `passes` says), so that a bake that fails is an error here instead of the logged
+    /// fallback of [`Self::record`]; returns the bake's GPU milliseconds where measured.
     pub fn prepare_baked(
         &mut self,
         ctx: &GpuContext,
         mode: RenderMode,
-        transcode: Option<Transcode>,
+        passes: &PassSettings,
     ) -> Result<Option<f64>, RenderError> {
-        if self.provide_baked(ctx, mode, transcode) {
+        if self.provide_baked(ctx, mode, passes) {
             self.reset_history();
         }
         match self.packages.get(&mode).and_then(|p| p.baked.as_ref()) {
@@ -793,7 +798,7 @@ impl Renderer {
             return;
         };
         if settings.passes.inference_on_load {
-            if self.provide_baked(ctx, mode, settings.passes.transcode) {
+            if self.provide_baked(ctx, mode, &settings.passes) {
                 // Other textures: frames of the previous bake must not blend in.
                 self.reset_history();
             }
@@ -804,22 +809,22 @@ impl Renderer {
         }
     }
 
-    /// Bake `mode`'s package into textures (block-compressed as `transcode` says)
-    /// unless it was (or failed to be) already; a failure is kept and logged once. A bake
-    /// with another transcode is dropped first, so one baked copy is resident. Returns
-    /// whether it baked (the textures changed).
-    fn provide_baked(
-        &mut self,
-        ctx: &GpuContext,
-        mode: RenderMode,
-        transcode: Option<Transcode>,
-    ) -> bool {
+    /// Bake `mode`'s package into textures (block-compressed and evaluated as `passes`
+    /// says) unless it was (or failed to be) already; a failure is kept and logged once.
+    /// A bake with another transcode or kernel is dropped first, so one baked copy is
+    /// resident. Returns whether it baked (the textures changed).
+    fn provide_baked(&mut self, ctx: &GpuContext, mode: RenderMode, passes: &PassSettings) -> bool {
         let Some(loaded) = self.packages.get_mut(&mode) else {
             return false;
         };
-        if loaded.baked.as_ref().is_none_or(|(t, _)| *t != transcode) {
+        let (transcode, kernel) = (passes.transcode, passes.bake_kernel);
+        if loaded
+            .baked
+            .as_ref()
+            .is_none_or(|(key, _)| *key != (transcode, kernel))
+        {
             loaded.baked = None;
-            let baked = NtcBakePass::new(ctx, &loaded.package.config, transcode)
+            let baked = NtcBakePass::new(ctx, &loaded.package.config, transcode, kernel)
                 .and_then(|bake| {
                     bake.bake_materials(ctx, &loaded.package, &loaded.gpu, &self.scene)
                 })
@@ -837,7 +842,7 @@ impl Renderer {
                     b.evaluation
                 );
             }
-            loaded.baked = Some((transcode, baked));
+            loaded.baked = Some(((transcode, kernel), baked));
             return true;
         }
         false
@@ -878,7 +883,7 @@ impl Renderer {
             None if mode == RenderMode::Reference => (MaterialPath::Reference, None),
             None => (MaterialPath::Reference, Some(Fallback::NoPackage)),
             Some(loaded) if passes.inference_on_load => match &loaded.baked {
-                Some((transcode, Err(e))) if *transcode == passes.transcode => (
+                Some((key, Err(e))) if *key == (passes.transcode, passes.bake_kernel) => (
                     MaterialPath::Reference,
                     Some(Fallback::Unusable(Arc::clone(e))),
                 ),

@@ -324,7 +324,7 @@ impl Renderer {
         let mut rebaked = false;
         match config {
             Some(_) if settings.passes.inference_on_load => {
-                rebaked = self.provide_baked(ctx, right_mode, settings.passes.transcode);
+                rebaked = self.provide_baked(ctx, right_mode, &settings.passes);
             }
             Some(config) => {
                 view.decode_path(ctx, &config, choice);

@@ -12,7 +12,7 @@ use crate::gpu::{GpuContext, read_texture};
 use crate::ntc::format::NtcPackage;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu};
 use crate::render::passes::bcn_encode::{BcnEncodePass, GpuBlockFormat};
-use crate::render::passes::ntc_bake::{NtcBakePass, Transcode, set_formats};
+use crate::render::passes::ntc_bake::{BakeKernel, NtcBakePass, Transcode, set_formats};
 use crate::texture::TextureSet;
 use crate::texture::bcn::{decode_blocks, encode_rgba};
 use crate::texture::metrics::psnr_from_mse;
@@ -38,9 +38,9 @@ pub fn transcode_quality(
     transcode: Transcode,
 ) -> Result<TranscodeQuality, NtcRenderError> {
     let budget = crate::texture::budget::limit();
-    let rgba8 = NtcBakePass::new(ctx, &package.config, None)?.bake(ctx, package, ntc, budget)?;
-    let blocks =
-        NtcBakePass::new(ctx, &package.config, Some(transcode))?.bake(ctx, package, ntc, budget)?;
+    let pass = |t| NtcBakePass::new(ctx, &package.config, t, BakeKernel::F32);
+    let rgba8 = pass(None)?.bake(ctx, package, ntc, budget)?;
+    let blocks = pass(Some(transcode))?.bake(ctx, package, ntc, budget)?;
     let read = |texture: &wgpu::Texture, mip: usize| {
         read_texture(ctx, texture, mip as u32, 0).map_err(|e| NtcRenderError::Gpu {
             what: "reading the baked textures back".into(),

@@ -452,7 +452,7 @@ fn golden_ntc_baseline_stochastic_accumulated() {
 #[test]
 fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
     use neurotex::render::MaterialPath;
-    use neurotex::render::passes::ntc_bake::Transcode;
+    use neurotex::render::passes::ntc_bake::{BakeKernel, Transcode};
     let ctx = ctx();
     let f = fixture();
     let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
@@ -508,6 +508,25 @@ fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
         );
         assert_background_identical(&rgba, 1, t.name());
     }
+    // `--bake-kernel fma`: the f16 FMA evaluation rebakes (the kernel is part of what a
+    // bake is kept for) and renders within the golden tolerance of the f32 bake.
+    if let Some(why) = BakeKernel::Fma.unavailable(ctx, &f.package.config) {
+        eprintln!("fma bake not tested: {why}");
+        return;
+    }
+    s.passes.transcode = None;
+    s.passes.bake_kernel = BakeKernel::Fma;
+    let (rgba, _) = bake(&mut r, &s);
+    let (ok, mean, frac) = within_golden_tolerance(&rgba, &rgba8);
+    eprintln!(
+        "fma: mean |diff| {mean:.3}, {:.2} % of pixels off by > 12",
+        frac * 100.0
+    );
+    assert!(
+        ok,
+        "fma: outside the golden tolerance of the f32 bake ({mean}, {frac})"
+    );
+    assert_background_identical(&rgba, 1, "fma");
 }
 
 /// (c) The divergence heatmap (distinct decoders per 8×8 tile) over the final image of

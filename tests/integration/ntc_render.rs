@@ -23,7 +23,7 @@ use neurotex::render::gpu_types::{FrameUniform, MaterialData};
 use neurotex::render::ntc_gpu::{
     NO_DECODER, NtcCpuReference, NtcMaterialGpu, NtcMipGpu, NtcRenderError, NtcSceneGpu, PixelInput,
 };
-use neurotex::render::passes::ntc_bake::{BakeParams, NtcBakePass};
+use neurotex::render::passes::ntc_bake::{BakeKernel, BakeParams, NtcBakePass};
 use neurotex::render::passes::ntc_decode::{
     DecodeInputs, DecodeParams, DecodeSettings, NtcDecodePass, NtcKernel, sorted_runs,
 };
@@ -725,24 +725,16 @@ fn stochastic_choice_averages_to_trilinear() {
 /// as RGBA8: with the f32 kernel exactly (±1: the GPU's float → unorm conversion may round
 /// the other way at a half step), with the f16 FMA kernel within its error bound (the
 /// real-time f16 kernels' 2e-2, as 8-bit steps). A channel group the material has none of
-/// gets no texture (the CPU decode is neutral there throughout). `new` picks the FMA
-/// kernel where the device has f16.
+/// gets no texture (the CPU decode is neutral there throughout).
 #[test]
 fn bake_matches_cpu_decode() {
-    use neurotex::render::passes::ntc_bake::BakeKernel;
     let _ = env_logger::builder().is_test(true).try_init();
     let ctx = ctx();
     let f = fixture();
     let reference = NtcCpuReference::new(&f.package, &f.map, &f.materials).expect("reference");
-    let best = NtcBakePass::new(ctx, &f.package.config, None).expect("bake pass");
-    assert_eq!(
-        best.evaluation(),
-        if ctx.granted.shader_f16 {
-            BakeKernel::Fma
-        } else {
-            BakeKernel::F32
-        }
-    );
+    let best =
+        NtcBakePass::new(ctx, &f.package.config, None, BakeKernel::default()).expect("bake pass");
+    assert_eq!(best.evaluation(), BakeKernel::F32);
     // Over the memory budget: refused before anything is allocated.
     let needed = f.package.upload_bytes(true);
     let err = best
@@ -765,8 +757,7 @@ fn bake_matches_cpu_decode() {
             eprintln!("{kernel} kernel not tested: {why}");
             continue;
         }
-        let bake =
-            NtcBakePass::with_kernel(ctx, &f.package.config, None, kernel).expect("bake pass");
+        let bake = NtcBakePass::new(ctx, &f.package.config, None, kernel).expect("bake pass");
         let steps = match kernel {
             BakeKernel::F32 => 1,
             BakeKernel::Fma => (2e-2f32 * 255.0).ceil() as u8,
@@ -845,7 +836,8 @@ fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
     let rgba8 = package_baked_bytes(&f.package, None);
     let mut quality = Vec::new();
     for t in Transcode::ALL {
-        let bake = NtcBakePass::new(ctx, &f.package.config, Some(t)).expect("bake pass");
+        let bake =
+            NtcBakePass::new(ctx, &f.package.config, Some(t), BakeKernel::F32).expect("bake pass");
         assert_eq!(bake.transcode(), Some(t));
         let baked = bake.bake(ctx, &f.package, &f.ntc, u64::MAX).expect("bake");
         let mut bytes = 0;
@@ -1002,7 +994,7 @@ fn baked_textures_replace_the_scene_set() {
         .expect("frame")
         .rgba8;
     let ntc = NtcSceneGpu::upload(ctx, &package, &map).expect("upload");
-    let bake = NtcBakePass::new(ctx, &package.config, None).expect("bake pass");
+    let bake = NtcBakePass::new(ctx, &package.config, None, BakeKernel::F32).expect("bake pass");
     let baked = bake
         .bake_materials(ctx, &package, &ntc, &renderer.scene)
         .expect("bake");

@@ -4,8 +4,7 @@
 //! anisotropic filtering by the hardware, no per-frame decode cost).
 //!
 //! The input vector and the MLP are the real-time pass's (`shaders/common/ntc_decode.wgsl`,
-//! evaluated by [`BakeKernel::best`]: the sorted decode's f16 FMA where the device has
-//! f16, else f32); outputs are clamped to \[0, 1\] and absent channels are neutral, as
+//! evaluated by a [`BakeKernel`]: f32, or the sorted decode's f16 FMA); outputs are clamped to \[0, 1\] and absent channels are neutral, as
 //! the original texture sets hold them. One dispatch per (material, mip), one decoder per
 //! workgroup of 16 × 16 (f32: 8 × 8) texels. Group 0 is written through a linear `Rgba8Unorm` view (storage) of a texture
 //! sampled as `Rgba8UnormSrgb`, so the sRGB-encoded values decode in the sampler like the
@@ -32,11 +31,17 @@ use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::{SET_FORMATS, SceneGpu, neutral_set_views};
 use crate::texture::ChannelMask;
 
-/// How the bake evaluates the decoders (`ntc_bake.wgsl`'s kernels).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How the bake evaluates the decoders (`ntc_bake.wgsl`'s kernels, `--bake-kernel`).
+///
+/// On an H200 (docs/RESULTS.md) `fma` bakes a 1024² set with mips in 1.35 ms of GPU time
+/// against `f32`'s 9.0 ms, but its pipeline (the unrolled MLP) takes the driver about a
+/// second more to create, so `f32` loads faster unless a scene has well over a hundred
+/// such sets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum BakeKernel {
     /// [`NtcKernel::F32`]'s arithmetic, 8 × 8 texels per workgroup: within one 8-bit step
     /// of the CPU decode. Runs everywhere.
+    #[default]
     F32,
     /// [`NtcKernel::Fma`]'s f16 FMA evaluation (the real-time sorted decode's: weights
     /// in workgroup memory, the MLP in registers), 16 × 16 texels per workgroup, with its
@@ -82,16 +87,6 @@ impl BakeKernel {
             .chain(config.hidden.iter().map(|&w| w as usize))
             .find(|w| w % multiple != 0)
             .map(|w| format!("layer width {w} is not a multiple of {multiple}"))
-    }
-
-    /// The faster kernel `ctx`'s device runs for decoders of shape `config`: [`Self::Fma`]
-    /// where it can, else [`Self::F32`].
-    pub fn best(ctx: &GpuContext, config: &NtcConfig) -> BakeKernel {
-        if BakeKernel::Fma.unavailable(ctx, config).is_none() {
-            BakeKernel::Fma
-        } else {
-            BakeKernel::F32
-        }
     }
 }
 
@@ -252,21 +247,11 @@ impl NtcBakePass {
     /// Label of the pass and its wgpu objects.
     pub const LABEL: &'static str = "ntc.bake";
 
-    /// Build the pipeline for decoders of shape `config` with the best kernel the device
-    /// runs ([`BakeKernel::best`]), baking into RGBA8 or, with `transcode`, into
-    /// block-compressed textures (which needs the device's `TEXTURE_COMPRESSION_BC`;
-    /// without it, one error says so).
+    /// Build the pipeline for decoders of shape `config` evaluated by `evaluation` (an
+    /// error where the device or the model cannot run it), baking into RGBA8 or, with
+    /// `transcode`, into block-compressed textures (which needs the device's
+    /// `TEXTURE_COMPRESSION_BC`; without it, one error says so).
     pub fn new(
-        ctx: &GpuContext,
-        config: &NtcConfig,
-        transcode: Option<Transcode>,
-    ) -> Result<Self, NtcRenderError> {
-        Self::with_kernel(ctx, config, transcode, BakeKernel::best(ctx, config))
-    }
-
-    /// [`Self::new`] with the decoders evaluated by `evaluation` (an error where the
-    /// device or the model cannot run it).
-    pub fn with_kernel(
         ctx: &GpuContext,
         config: &NtcConfig,
         transcode: Option<Transcode>,
