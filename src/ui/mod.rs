@@ -30,7 +30,7 @@ use crate::cluster::Strategy;
 use crate::gpu::GrantedFeatures;
 use crate::render::memory::SourceMemory;
 use crate::render::passes::heatmap::HeatmapSource;
-use crate::render::passes::ntc_bake::Transcode;
+use crate::render::passes::ntc_bake::{BakeKernel, Transcode};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::{Aov, KernelChoice, PassSettings, RenderMode};
 use crate::scene::Lighting;
@@ -605,6 +605,19 @@ fn ntc_section(
                     })
                     .response
                     .on_hover_text("what the decoded textures are kept as in video memory");
+                egui::ComboBox::from_id_salt("bake_kernel")
+                    .selected_text(settings.passes.bake_kernel.name())
+                    .show_ui(ui, |ui| {
+                        for k in BakeKernel::ALL {
+                            ui.selectable_value(&mut settings.passes.bake_kernel, k, k.name());
+                        }
+                    })
+                    .response
+                    .on_hover_text(
+                        "how the bake evaluates the decoders: f32 (within one 8-bit step of \
+                         the CPU decode, quick to build) or fma (f16, a fraction of the GPU \
+                         time, a slower pipeline build)",
+                    );
             });
         });
         ui.horizontal(|ui| {
