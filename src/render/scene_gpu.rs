@@ -14,7 +14,7 @@ use super::gpu_types::{InstanceData, MaterialData};
 use super::targets::GBufferMode;
 use crate::scene::{AlphaMode, Scene, Vertex};
 use crate::screen::material_word::MAX_MATERIALS;
-use crate::texture::{ChannelMask, LoadOptions, SceneTextures, TextureSet, TextureSetDesc};
+use crate::texture::{LoadOptions, SceneTextures, TextureSet, TextureSetDesc};
 
 /// One indexed draw of the G-buffer pass.
 #[derive(Clone, Copy, Debug)]
@@ -285,18 +285,7 @@ impl SceneGpu {
             instances,
             draws,
         } = SceneGeometry::build(scene);
-        let mut materials = MaterialData::table(&scene.materials);
-        // A material whose set has no occlusion has none: strength 0, so that a texture
-        // reading 0 there (a transcoded set's BC5 normal group, `ntc_bake::set_formats`)
-        // leaves it unoccluded, as the neutral 1.0 of the original textures does.
-        for (data, set) in materials.iter_mut().zip(&material_sets) {
-            let has_occlusion = set
-                .and_then(|s| textures.sets.get(s))
-                .is_some_and(|s| s.present.intersects(ChannelMask::OCCLUSION));
-            if !has_occlusion {
-                data.occlusion_strength = 0.0;
-            }
-        }
+        let materials = MaterialData::table(&scene.materials);
         let buffer = |label: &str, contents: &[u8], usage| {
             // wgpu rejects zero-sized storage bindings: keep at least one element's worth.
             let mut bytes = contents.to_vec();

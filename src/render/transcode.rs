@@ -80,7 +80,7 @@ pub struct ErrorSums {
     pub gpu: f64,
     /// ISPC's.
     pub ispc: f64,
-    /// Values compared (texels × the format's channels: two for BC5, four otherwise).
+    /// Values (texels × 4 channels).
     pub values: u64,
     /// The GPU encoder's BC7 blocks per mode (0–7).
     pub gpu_modes: [u64; 8],
@@ -116,14 +116,12 @@ impl ErrorSums {
             count_modes(&ispc_blocks, &mut self.ispc_modes);
         }
         let ispc = decode_blocks(&ispc_blocks, width, height, reference);
-        // BC5 carries red and green only; the other formats every channel.
-        let channels = if format == GpuBlockFormat::Bc5 { 2 } else { 4 };
         for ((t, a), b) in texels.chunks_exact(4).zip(&gpu).zip(&ispc) {
-            for c in 0..channels {
+            for c in 0..4 {
                 self.gpu += (f64::from(t[c]) - f64::from(a[c])).powi(2);
                 self.ispc += (f64::from(t[c]) - f64::from(b[c])).powi(2);
             }
-            self.values += channels as u64;
+            self.values += 4;
         }
     }
 

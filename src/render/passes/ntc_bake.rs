@@ -136,13 +136,10 @@ pub type GroupFormat = (wgpu::TextureFormat, Option<GpuBlockFormat>);
 /// Without transcoding: [`SET_FORMATS`]. With it, the groups' channels decide, since
 /// each group is one texture sampled as RGBA: group 0 (base colour, alpha) is BC1 (sRGB)
 /// unless the set has alpha, which BC1's opaque mode drops; group 1 (normal X, Y,
-/// occlusion, roughness) is BC5 where the set has only the normal there (as in the
-/// bundles: it samples as (x, y, 0, 1), roughness at its neutral 1 and occlusion at 0,
-/// which the material ignores, its occlusion strength being 0 for sets without
-/// occlusion, see `SceneGpu`) and BC7 otherwise, at the same 8 bits per texel, because
-/// BC5 would drop occlusion and roughness; group 2 (metallic, emissive RGB) is BC1 unless
-/// the set has emissive, whose blue channel BC1 would drop. `Transcode::Bc7` makes every
-/// group BC7 but a normal-only group 1, which stays BC5 (the BC7/BC5 bundle's).
+/// occlusion, roughness) is always BC7, at BC5's 8 bits per texel, because BC5 would
+/// drop occlusion and roughness; group 2 (metallic, emissive RGB) is BC1 unless the set
+/// has emissive, whose blue channel BC1 would drop. `Transcode::Bc7` makes every group
+/// BC7.
 pub fn set_formats(present: ChannelMask, transcode: Option<Transcode>) -> [Option<GroupFormat>; 3] {
     use wgpu::TextureFormat as F;
     let formats = match transcode {
@@ -155,14 +152,9 @@ pub fn set_formats(present: ChannelMask, transcode: Option<Transcode>) -> [Optio
                 (false, true) => (F::Bc1RgbaUnormSrgb, Some(GpuBlockFormat::Bc1)),
                 (false, false) => (F::Bc1RgbaUnorm, Some(GpuBlockFormat::Bc1)),
             };
-            let normal_only = !present.intersects(ChannelMask::OCCLUSION | ChannelMask::ROUGHNESS);
             [
                 pick(present.intersects(ChannelMask::ALPHA), true),
-                if normal_only {
-                    (F::Bc5RgUnorm, Some(GpuBlockFormat::Bc5))
-                } else {
-                    pick(true, false)
-                },
+                pick(true, false),
                 pick(present.intersects(ChannelMask::EMISSIVE), false),
             ]
         }
