@@ -78,15 +78,7 @@ impl BakeKernel {
     /// it can).
     pub fn unavailable(self, ctx: &GpuContext, config: &NtcConfig) -> Option<String> {
         let kernel = self.arithmetic();
-        let missing = kernel.missing(&ctx.granted);
-        if !missing.is_empty() {
-            return Some(format!("{} lacks {}", ctx.describe(), missing.join(", ")));
-        }
-        let multiple = kernel.width_multiple();
-        std::iter::once(config.input_width())
-            .chain(config.hidden.iter().map(|&w| w as usize))
-            .find(|w| w % multiple != 0)
-            .map(|w| format!("layer width {w} is not a multiple of {multiple}"))
+        kernel.lacking(ctx).or_else(|| kernel.misfit_width(config))
     }
 }
 

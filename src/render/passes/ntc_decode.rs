@@ -260,8 +260,35 @@ impl NtcKernel {
         }
     }
 
+    /// Why `ctx`'s device cannot run this kernel: the features it lacks (`None`: it has
+    /// them all).
+    pub(crate) fn lacking(self, ctx: &GpuContext) -> Option<String> {
+        let missing = self.missing(&ctx.granted);
+        (!missing.is_empty()).then(|| {
+            format!(
+                "the device lacks {} (granted: {})",
+                missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                ctx.granted
+            )
+        })
+    }
+
+    /// Why decoders of shape `config` do not fit this kernel: the first layer width
+    /// (input or hidden) that is not a multiple of [`Self::width_multiple`] (`None`: all are).
+    pub(crate) fn misfit_width(self, config: &NtcConfig) -> Option<String> {
+        let multiple = self.width_multiple();
+        std::iter::once(config.input_width())
+            .chain(config.hidden.iter().map(|&w| w as usize))
+            .find(|w| w % multiple != 0)
+            .map(|w| format!("layer width {w} is not a multiple of {multiple}"))
+    }
+
     /// The multiple every layer width (input and hidden) must be of.
-    pub(crate) fn width_multiple(self) -> usize {
+    fn width_multiple(self) -> usize {
         match self {
             NtcKernel::F32 | NtcKernel::F16 => 1,
             NtcKernel::Fma | NtcKernel::SortedFma => 8,
@@ -669,17 +696,8 @@ impl NtcDecodePass {
             kernel: kernel.to_string(),
             reason,
         };
-        let missing = kernel.missing(&ctx.granted);
-        if !missing.is_empty() {
-            return Err(unavailable(format!(
-                "the device lacks {} (granted: {})",
-                missing
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                ctx.granted
-            )));
+        if let Some(reason) = kernel.lacking(ctx) {
+            return Err(unavailable(reason));
         }
         if kernel == NtcKernel::CoopMatrix
             && let Some(w) = config.hidden.iter().find(|w| *w % 16 != 0)
@@ -688,14 +706,8 @@ impl NtcDecodePass {
                 "hidden width {w} is not a multiple of 16"
             )));
         }
-        let multiple = kernel.width_multiple();
-        if let Some(w) = std::iter::once(config.input_width())
-            .chain(config.hidden.iter().map(|&w| w as usize))
-            .find(|w| w % multiple != 0)
-        {
-            return Err(unavailable(format!(
-                "layer width {w} is not a multiple of {multiple}"
-            )));
+        if let Some(reason) = kernel.misfit_width(config) {
+            return Err(unavailable(reason));
         }
         if kernel.uses_matrices() {
             let accumulator = if kernel == NtcKernel::CoopMatrix {
