@@ -430,8 +430,7 @@ mod tests {
         assert_eq!(loss.series[1].label, "group 1");
         assert_eq!(loss.series[1].points[0], (10.0, 0.1));
         assert_eq!(psnr.series[0].points[19], (200.0, 40.0));
-        let dir = std::env::temp_dir().join(format!("neurotex-report-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::io::test_dir("report");
         let path = dir.join("r.json");
         r.write(&path).unwrap();
         for ext in ["json", "md", "curves.csv", "curves.png"] {
