@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use super::compress::{
     CompressError, CompressJob, CompressReport, PartialManifest, check_groups, compress_selected,
+    write_file,
 };
 use super::format::NtcPackage;
 use super::parallel::GroupProgress;
@@ -438,10 +439,7 @@ fn encode(header: &PartHeader, package: &NtcPackage) -> Result<Vec<u8>, Compress
 /// rename.
 fn write_part(path: &Path, header: &PartHeader, package: &NtcPackage) -> Result<(), CompressError> {
     let bytes = encode(header, package)?;
-    crate::io::write_atomic(path, &bytes).map_err(|source| CompressError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    write_file(path, &bytes)
 }
 
 impl Part {
