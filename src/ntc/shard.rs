@@ -507,24 +507,24 @@ impl Part {
             reason,
         })
     }
+}
 
-    /// The package of decoder `j` alone (decoder index 0).
-    fn group_package(&self, j: usize) -> Result<NtcPackage, CompressError> {
-        let mut one = NtcPackage::new(self.package.config.clone())?;
-        one.decoders.push(self.package.decoders[j].clone());
-        one.materials.extend(
-            self.package
-                .materials
-                .iter()
-                .filter(|m| m.decoder as usize == j)
-                .cloned()
-                .map(|mut m| {
-                    m.decoder = 0;
-                    m
-                }),
-        );
-        Ok(one)
-    }
+/// Decoder `j` of `package` with its materials, as a package of its own (decoder 0).
+fn decoder_package(package: &NtcPackage, j: usize) -> Result<NtcPackage, CompressError> {
+    let mut one = NtcPackage::new(package.config.clone())?;
+    one.decoders.push(package.decoders[j].clone());
+    one.materials.extend(
+        package
+            .materials
+            .iter()
+            .filter(|m| m.decoder as usize == j)
+            .cloned()
+            .map(|mut m| {
+                m.decoder = 0;
+                m
+            }),
+    );
+    Ok(one)
 }
 
 /// Join the parts of every shard of one plan (each named by its file, for errors) into
@@ -597,7 +597,7 @@ pub fn merge(parts: &[(PathBuf, Part)]) -> Result<NtcPackage, ShardError> {
     let mut package = NtcPackage::new(first.package.config.clone()).map_err(CompressError::from)?;
     for &(s, j) in &place {
         let part = by_shard[s].map(|(_, p)| p).ok_or(ShardError::NoParts)?;
-        super::compress::append(&mut package, part.group_package(j)?);
+        super::compress::append(&mut package, decoder_package(&part.package, j)?);
     }
     Ok(package)
 }
@@ -761,20 +761,7 @@ mod tests {
             .map(|s| {
                 let mut p = NtcPackage::new(whole.config.clone()).unwrap();
                 for &g in &split[s as usize] {
-                    let mut one = NtcPackage::new(whole.config.clone()).unwrap();
-                    one.decoders.push(whole.decoders[g].clone());
-                    one.materials.extend(
-                        whole
-                            .materials
-                            .iter()
-                            .filter(|m| m.decoder as usize == g)
-                            .cloned()
-                            .map(|mut m| {
-                                m.decoder = 0;
-                                m
-                            }),
-                    );
-                    crate::ntc::compress::append(&mut p, one);
+                    crate::ntc::compress::append(&mut p, decoder_package(&whole, g).unwrap());
                 }
                 let header = PartHeader {
                     plan: plan.into(),
