@@ -311,6 +311,18 @@ pub struct NtcConfig {
     pub activation: Activation,
 }
 
+/// The unit tests' small decoder: 4 features per grid texel, one hidden layer of 8.
+#[cfg(test)]
+impl NtcConfig {
+    pub(crate) fn tiny() -> NtcConfig {
+        NtcConfig {
+            features: 4,
+            hidden: vec![8],
+            ..NtcConfig::default()
+        }
+    }
+}
+
 impl Default for NtcConfig {
     fn default() -> Self {
         NtcConfig {
@@ -1152,11 +1164,7 @@ mod tests {
 
     #[test]
     fn decoder_init_is_deterministic_and_shaped() {
-        let c = NtcConfig {
-            features: 4,
-            hidden: vec![8],
-            ..NtcConfig::default()
-        };
+        let c = NtcConfig::tiny();
         let a = DecoderWeights::init(&c, &mut SplitMix64::new(7)).expect("init");
         let b = DecoderWeights::init(&c, &mut SplitMix64::new(7)).expect("init");
         assert_eq!(a, b);

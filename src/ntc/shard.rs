@@ -724,11 +724,7 @@ mod tests {
     /// A package of `sizes.len()` decoders, decoder `d` with `sizes[d]` materials named
     /// `<tag><d>.<i>`.
     fn package(tag: &str, sizes: &[usize]) -> NtcPackage {
-        let config = NtcConfig {
-            features: 4,
-            hidden: vec![8],
-            ..NtcConfig::default()
-        };
+        let config = NtcConfig::tiny();
         let mut p = NtcPackage::new(config.clone()).unwrap();
         for (d, &n) in sizes.iter().enumerate() {
             p.decoders.push(vec![
