@@ -436,16 +436,7 @@ fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
     let dir = temp_dir("eval-nocat");
     let manifest = fixture(&dir, false);
     let out = dir.join("out");
-    let base = [
-        "eval",
-        "--manifest",
-        s(&manifest),
-        "--out",
-        s(&out),
-        "--m",
-        "2",
-        "--dry-run",
-    ];
+    let base = study_args(&manifest, &out, &["--dry-run"]);
     // From the default list: left out, with a note.
     let stdout = expect_ok(&base);
     assert!(
