@@ -458,6 +458,35 @@ pub struct MipPair {
     pub coarse: u32,
 }
 
+/// A colour mip's grid pair as the GPU kernels read it (WGSL `NtcGridPair` in
+/// `shaders/common/ntc_encoding.wgsl`, a field of the decoder's `NtcMip` and the trainer's
+/// `MipEntry`): where each grid starts, in the unit of the buffer that holds it, and its
+/// size in texels.
+#[repr(C)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    bytemuck::Pod,
+    bytemuck::Zeroable
+)]
+pub struct GridPairGpu {
+    /// Start of the fine grid.
+    pub fine_offset: u32,
+    /// Fine grid width in texels.
+    pub fine_width: u32,
+    /// Fine grid height in texels.
+    pub fine_height: u32,
+    /// Start of the coarse grid.
+    pub coarse_offset: u32,
+    /// Coarse grid width in texels.
+    pub coarse_width: u32,
+    /// Coarse grid height in texels.
+    pub coarse_height: u32,
+}
+
 /// The latent pyramid of one material: grid shapes, the grid pair of every colour mip and
 /// where each grid's values start. See the module docs for the standard mapping.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -634,6 +663,30 @@ impl LatentLayout {
     /// The pair colour mip `mip` reads.
     pub fn pair(&self, mip: usize) -> Option<MipPair> {
         self.pairs.get(mip).copied()
+    }
+
+    /// Mip `mip`'s grid pair for the GPU kernels, each grid's start mapped by `offset`
+    /// from its [`grid_offset`](Self::grid_offset); `None` when the mip has no pair.
+    pub fn gpu_pair<E>(
+        &self,
+        mip: usize,
+        offset: impl Fn(usize) -> Result<u32, E>,
+    ) -> Result<Option<GridPairGpu>, E> {
+        let Some((pair, fine, coarse)) = self
+            .pair(mip)
+            .and_then(|p| Some((p, self.grid(p.fine)?, self.grid(p.coarse)?)))
+        else {
+            return Ok(None);
+        };
+        let start = |g: u32| offset(self.grid_offset(g).unwrap_or(0));
+        Ok(Some(GridPairGpu {
+            fine_offset: start(pair.fine)?,
+            fine_width: fine.width,
+            fine_height: fine.height,
+            coarse_offset: start(pair.coarse)?,
+            coarse_width: coarse.width,
+            coarse_height: coarse.height,
+        }))
     }
 
     /// Shape of grid `g`.
