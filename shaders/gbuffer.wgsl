@@ -83,7 +83,8 @@ fn bayer4(p: vec2u) -> f32 {
 // probability alpha (stochastic transparency).
 fn alpha_test(in: VertexOut, uv_dx: vec2f, uv_dy: vec2f) {
     let m = materials[in.material];
-    let alpha = textureSampleGrad(tex_group0, material_sampler, in.uv, uv_dx, uv_dy).a * m.base_color_factor.a;
+    let texel = textureSampleGrad(tex_group0, material_sampler, in.uv, uv_dx, uv_dy);
+    let alpha = (texel.a + sample_fill.groups[0].a) * m.base_color_factor.a;
     if m.alpha_mode == ALPHA_MASK {
         if alpha < m.alpha_cutoff {
             discard;

@@ -43,9 +43,9 @@ fn shade(@builtin(global_invocation_id) gid: vec3u) {
     let uv = textureLoad(gb_uv, p, 0).xy;
     let g = textureLoad(gb_uv_grad, p, 0);
     let m = materials[material];
-    let c0 = textureSampleGrad(tex_group0, material_sampler, uv, g.xy, g.zw);
-    let c1 = textureSampleGrad(tex_group1, material_sampler, uv, g.xy, g.zw);
-    let c2 = textureSampleGrad(tex_group2, material_sampler, uv, g.xy, g.zw);
+    let c0 = textureSampleGrad(tex_group0, material_sampler, uv, g.xy, g.zw) + sample_fill.groups[0];
+    let c1 = textureSampleGrad(tex_group1, material_sampler, uv, g.xy, g.zw) + sample_fill.groups[1];
+    let c2 = textureSampleGrad(tex_group2, material_sampler, uv, g.xy, g.zw) + sample_fill.groups[2];
     let n = shading_normal(word, nt, c1.xy, m.normal_scale);
     let occlusion = mix(1.0, c1.z, m.occlusion_strength);
     let roughness = c1.w * m.roughness_factor;

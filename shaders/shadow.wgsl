@@ -26,7 +26,8 @@ fn vs_main(@location(0) position: vec3f, @location(3) uv: vec2f, @builtin(instan
 @fragment
 fn fs_main(in: VertexOut) {
     let m = materials[in.material];
-    let alpha = textureSample(tex_group0, material_sampler, in.uv).a * m.base_color_factor.a;
+    let texel = textureSample(tex_group0, material_sampler, in.uv);
+    let alpha = (texel.a + sample_fill.groups[0].a) * m.base_color_factor.a;
     let cutoff = select(0.5, m.alpha_cutoff, m.alpha_mode == ALPHA_MASK);
     if alpha < cutoff {
         discard;

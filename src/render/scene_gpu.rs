@@ -1,6 +1,7 @@
 //! A scene on the GPU: one vertex and one index buffer for all primitives, the instance
 //! and material arrays, every texture set as three mipmapped RGBA8 textures (the three
-//! canonical channel groups), and one bind group per material.
+//! canonical channel groups), and one bind group per material (the three textures, what
+//! their samples lack, [`SampleFill`], and the sampler).
 //!
 //! The texture sets come decoded ([`SceneTextures`], loaded by the caller, who can hand
 //! the same sets to the package compressor). The scene does not change after upload: other textures for some sets (NTC-decoded ones
@@ -14,7 +15,7 @@ use super::gpu_types::{InstanceData, MaterialData};
 use super::targets::GBufferMode;
 use crate::scene::{AlphaMode, Scene, Vertex};
 use crate::screen::material_word::MAX_MATERIALS;
-use crate::texture::{LoadOptions, SceneTextures, TextureSet, TextureSetDesc};
+use crate::texture::{Channel, LoadOptions, SceneTextures, TextureSet, TextureSetDesc};
 
 /// One indexed draw of the G-buffer pass.
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +90,8 @@ pub struct SceneGpu {
     sampler: wgpu::Sampler,
     /// Views of the neutral set (materials without textures).
     neutral_views: [wgpu::TextureView; 3],
+    /// A zero [`SampleFill`]: the uploaded sets' RGBA8 textures store every channel.
+    no_fill: wgpu::Buffer,
     /// Per set, the views of its uploaded textures.
     set_views: Vec<[wgpu::TextureView; 3]>,
 }
@@ -271,11 +274,12 @@ impl SceneGpu {
             ..Default::default()
         });
         let material_layout = material_bind_group_layout(device);
+        let no_fill = SampleFill::default().buffer(device);
         let material_bind_groups = material_sets
             .iter()
             .map(|set| {
                 let views = set.map_or(&neutral, |s| &set_textures[s]);
-                material_bind_group(device, &material_layout, views, &sampler)
+                material_bind_group(device, &material_layout, views, &no_fill, &sampler)
             })
             .collect();
 
@@ -343,47 +347,102 @@ impl SceneGpu {
             texture_bytes,
             sampler,
             neutral_views: neutral,
+            no_fill,
             set_views: set_textures,
         })
     }
 
     /// Per material, a bind group like [`Self::material_bind_groups`] except that the
-    /// materials of each set in `replacements` (an index into [`Self::sets`] with three
-    /// views in [`SET_FORMATS`] with mip chains: group 0 `Rgba8UnormSrgb`, groups 1–2
-    /// `Rgba8Unorm`) sample those views.
+    /// materials of each set in `replacements` (an index into [`Self::sets`], three
+    /// sampled views with mip chains, group 0 sRGB, and the [`SampleFill`] of their
+    /// formats) sample those views.
     pub fn material_bind_groups_with(
         &self,
         device: &wgpu::Device,
-        replacements: &[(usize, [wgpu::TextureView; 3])],
+        replacements: &[(usize, [wgpu::TextureView; 3], SampleFill)],
     ) -> Result<Vec<wgpu::BindGroup>, UploadError> {
         let count = self.set_views.len();
-        if let Some(&(set, _)) = replacements.iter().find(|(set, _)| *set >= count) {
+        if let Some(&(set, ..)) = replacements.iter().find(|(set, ..)| *set >= count) {
             return Err(UploadError::UnknownSet { set, count });
         }
+        let fills: Vec<Option<wgpu::Buffer>> = replacements
+            .iter()
+            .map(|(_, _, fill)| (*fill != SampleFill::default()).then(|| fill.buffer(device)))
+            .collect();
         Ok(self
             .material_sets
             .iter()
             .map(|material_set| {
-                let views = material_set
-                    .and_then(|s| {
-                        replacements
-                            .iter()
-                            .find(|(set, _)| *set == s)
-                            .map(|(_, views)| views)
-                            .or(self.set_views.get(s))
-                    })
-                    .unwrap_or(&self.neutral_views);
-                material_bind_group(device, &self.material_layout, views, &self.sampler)
+                let replaced =
+                    material_set.and_then(|s| replacements.iter().position(|(set, ..)| *set == s));
+                let (views, fill) = match (replaced, material_set) {
+                    (Some(r), _) => (
+                        &replacements[r].1,
+                        fills[r].as_ref().unwrap_or(&self.no_fill),
+                    ),
+                    (None, Some(s)) => (&self.set_views[*s], &self.no_fill),
+                    (None, None) => (&self.neutral_views, &self.no_fill),
+                };
+                material_bind_group(device, &self.material_layout, views, fill, &self.sampler)
             })
             .collect())
     }
 }
 
-/// A material's bind group: its set's three channel-group views and the sampler.
+/// WGSL `SampleFill` (common/material_textures.wgsl): per channel group, what a
+/// material's reads add to its texture's samples. A channel the texture's format does
+/// not store (a BC5 normal group keeps X and Y only) samples as 0 (red, green, blue) or 1
+/// (alpha); its fill is its neutral value ([`Channel::neutral`]) less that, so it reads
+/// as the set's absent channel would. Zero where the format stores the channel.
+#[repr(C)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    bytemuck::Pod,
+    bytemuck::Zeroable
+)]
+pub struct SampleFill {
+    /// Per group, per RGBA component.
+    pub groups: [[f32; 4]; 3],
+}
+
+impl SampleFill {
+    /// The fill of three channel-group textures in `formats`.
+    pub fn of(formats: [wgpu::TextureFormat; 3]) -> Self {
+        Self {
+            groups: std::array::from_fn(|g| {
+                let stored = usize::from(formats[g].components());
+                std::array::from_fn(|c| {
+                    if c < stored {
+                        return 0.0;
+                    }
+                    let sampled = if c == 3 { 1.0 } else { 0.0 };
+                    Channel::ALL[4 * g + c].neutral() - sampled
+                })
+            }),
+        }
+    }
+
+    /// A uniform buffer holding it.
+    fn buffer(&self, device: &wgpu::Device) -> wgpu::Buffer {
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("material.fill"),
+            contents: bytemuck::bytes_of(self),
+            usage: wgpu::BufferUsages::UNIFORM,
+        })
+    }
+}
+
+/// A material's bind group: its set's three channel-group views, their fill and the
+/// sampler.
 fn material_bind_group(
     device: &wgpu::Device,
     layout: &wgpu::BindGroupLayout,
     views: &[wgpu::TextureView; 3],
+    fill: &wgpu::Buffer,
     sampler: &wgpu::Sampler,
 ) -> wgpu::BindGroup {
     device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -406,13 +465,17 @@ fn material_bind_group(
                 binding: 3,
                 resource: wgpu::BindingResource::Sampler(sampler),
             },
+            wgpu::BindGroupEntry {
+                binding: 4,
+                resource: fill.as_entire_binding(),
+            },
         ],
     })
 }
 
-/// Layout of a material's bind group: three channel-group textures and a sampler, visible
-/// to the fragment stage (G-buffer and shadow alpha tests) and compute (reference pass);
-/// `shaders/common/material_textures.wgsl` declares it.
+/// Layout of a material's bind group: three channel-group textures, a sampler and their
+/// [`SampleFill`], visible to the fragment stage (G-buffer and shadow alpha tests) and
+/// compute (reference pass); `shaders/common/material_textures.wgsl` declares it.
 pub fn material_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
     let tex = |binding| wgpu::BindGroupLayoutEntry {
         binding,
@@ -436,6 +499,10 @@ pub fn material_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayou
                 ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
                 count: None,
             },
+            crate::gpu::layout::uniform(
+                4,
+                wgpu::ShaderStages::FRAGMENT | wgpu::ShaderStages::COMPUTE,
+            ),
         ],
     })
 }
@@ -476,4 +543,26 @@ fn upload_set(
         texture.create_view(&wgpu::TextureViewDescriptor::default())
     });
     (views, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Formats that store every channel add nothing; BC5's missing blue (occlusion in
+    /// group 1) reads 0 and gets its neutral 1, its missing alpha (roughness) reads 1,
+    /// the neutral, and gets 0; BC4 in group 2 stores metallic only: emissive R and G
+    /// (green, blue) read 0 and get 1, emissive B (alpha) reads 1 and gets 0.
+    #[test]
+    fn sample_fill_restores_the_neutral_value_of_channels_a_format_drops() {
+        use wgpu::TextureFormat as F;
+        assert_eq!(SampleFill::of(SET_FORMATS), SampleFill::default());
+        let block = [F::Bc1RgbaUnormSrgb, F::Bc7RgbaUnorm, F::Bc1RgbaUnorm];
+        assert_eq!(SampleFill::of(block), SampleFill::default());
+        let fill = SampleFill::of([F::Bc7RgbaUnormSrgb, F::Bc5RgUnorm, F::Bc4RUnorm]);
+        assert_eq!(
+            fill.groups,
+            [[0.0; 4], [0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0],]
+        );
+    }
 }

@@ -80,7 +80,8 @@ pub struct ErrorSums {
     pub gpu: f64,
     /// ISPC's.
     pub ispc: f64,
-    /// Values (texels × 4 channels).
+    /// Values compared (texels × the format's channels: one for BC4, two for BC5, four
+    /// otherwise).
     pub values: u64,
     /// The GPU encoder's BC7 blocks per mode (0–7).
     pub gpu_modes: [u64; 8],
@@ -116,12 +117,19 @@ impl ErrorSums {
             count_modes(&ispc_blocks, &mut self.ispc_modes);
         }
         let ispc = decode_blocks(&ispc_blocks, width, height, reference);
+        // BC4 carries red only (the transcode encodes it from channel 0, as ISPC does),
+        // BC5 red and green; the other formats every channel.
+        let channels = match format {
+            GpuBlockFormat::Bc4 { .. } => 1,
+            GpuBlockFormat::Bc5 => 2,
+            GpuBlockFormat::Bc1 | GpuBlockFormat::Bc7 => 4,
+        };
         for ((t, a), b) in texels.chunks_exact(4).zip(&gpu).zip(&ispc) {
-            for c in 0..4 {
+            for c in 0..channels {
                 self.gpu += (f64::from(t[c]) - f64::from(a[c])).powi(2);
                 self.ispc += (f64::from(t[c]) - f64::from(b[c])).powi(2);
             }
-            self.values += 4;
+            self.values += channels as u64;
         }
     }
 

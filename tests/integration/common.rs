@@ -8,11 +8,12 @@ use std::sync::OnceLock;
 use glam::Vec3;
 use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
 use neurotex::gpu::GpuContext;
+use neurotex::ntc::NtcPackage;
 use neurotex::render::Renderer;
 use neurotex::render::headless::OUTPUT_FORMAT;
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::scene::Scene;
-use neurotex::texture::SceneTextures;
+use neurotex::texture::{ChannelMask, SceneTextures};
 
 /// A temporary path as the `&str` a command line takes.
 pub fn s(p: &Path) -> &str {
@@ -403,4 +404,13 @@ pub fn assert_golden(name: &str, width: u32, height: u32, rgba: &[u8]) {
             diff_path.display()
         );
     }
+}
+
+/// `package` with each material's channels cut to those in `keep`.
+pub fn keeping(package: &NtcPackage, keep: ChannelMask) -> NtcPackage {
+    let mut cut = package.clone();
+    for m in &mut cut.materials {
+        m.present = m.present & keep;
+    }
+    cut
 }

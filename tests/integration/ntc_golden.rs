@@ -31,6 +31,7 @@ use neurotex::packages;
 use neurotex::render::headless::render_frames;
 use neurotex::render::ntc_gpu::map_scene_materials;
 use neurotex::render::passes::heatmap::{HeatmapPass, HeatmapSettings};
+use neurotex::render::passes::ntc_bake::Transcode;
 use neurotex::render::passes::ntc_decode::{DecodeSettings, NtcKernel};
 use neurotex::render::scene_gpu::UploadOptions;
 use neurotex::render::{
@@ -137,6 +138,52 @@ fn train_config() -> TrainConfig {
 /// Main training steps per set (+ 5 % fine-tuning): ≈ 1 s per 16² set on one core.
 const STEPS: u64 = 800;
 
+/// A package of `sets` (with their material `constants`), each trained by the CPU
+/// reference trainer as a group of its own ([`STEPS`], seed fixed per set), in parallel;
+/// asserts that every set's base colour reached `min_db` (a set that did not learn would
+/// make every golden meaningless).
+fn train_per_set(
+    sets: &[neurotex::texture::TextureSet],
+    constants: &[[f32; neurotex::texture::CHANNELS]],
+    names: &[String],
+    min_db: f32,
+) -> NtcPackage {
+    let config = train_config();
+    let started = std::time::Instant::now();
+    let trained: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = sets
+            .iter()
+            .enumerate()
+            .map(|(i, set)| {
+                let config = &config;
+                s.spawn(move || {
+                    train_cpu(std::slice::from_ref(set), config, STEPS, 11 + i as u64)
+                        .expect("train")
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("training thread"))
+            .collect()
+    });
+    let mut package = NtcPackage::new(config.model.clone()).expect("package");
+    for (i, group) in trained.iter().enumerate() {
+        let psnr = group.materials[0].quality.psnr[0].expect("base colour PSNR");
+        eprintln!(
+            "trained `{}` in {:.2} s total: base colour {psnr:.1} dB",
+            group.materials[0].name,
+            started.elapsed().as_secs_f64()
+        );
+        assert!(psnr > min_db, "`{}` trained to {psnr} dB", names[i]);
+        let decoder = package
+            .add_group(group, &constants[i..i + 1])
+            .expect("add group");
+        assert_eq!(decoder, i as u32);
+    }
+    package
+}
+
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
@@ -151,41 +198,7 @@ fn fixture() -> &'static Fixture {
             })
             .expect("load sets");
         let constants = set_constants(&inputs.materials, &inputs.material_sets, sets.len());
-        let config = train_config();
-        let started = std::time::Instant::now();
-        // One group (one decoder) per set, trained in parallel; seeds fixed per set.
-        let trained: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = sets
-                .iter()
-                .enumerate()
-                .map(|(i, set)| {
-                    let config = &config;
-                    s.spawn(move || {
-                        train_cpu(std::slice::from_ref(set), config, STEPS, 11 + i as u64)
-                            .expect("train")
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("training thread"))
-                .collect()
-        });
-        let mut package = NtcPackage::new(config.model.clone()).expect("package");
-        for (i, group) in trained.iter().enumerate() {
-            let psnr = group.materials[0].quality.psnr[0].expect("base colour PSNR");
-            eprintln!(
-                "trained `{}` in {:.2} s total: base colour {psnr:.1} dB",
-                group.materials[0].name,
-                started.elapsed().as_secs_f64()
-            );
-            // A set that did not learn would make every golden meaningless.
-            assert!(psnr > 25.0, "`{}` trained to {psnr} dB", inputs.names[i]);
-            let decoder = package
-                .add_group(group, &constants[i..i + 1])
-                .expect("add group");
-            assert_eq!(decoder, i as u32);
-        }
+        let package = train_per_set(&sets, &constants, &inputs.names, 25.0);
         package.validate().expect("valid package");
         let map = packages::material_map(&inputs, &package).expect("material map");
         assert_eq!(map, [Some(0), Some(1), None]);
@@ -444,42 +457,64 @@ fn golden_ntc_baseline_stochastic_accumulated() {
     crate::common::assert_golden("ntc_baseline_stochastic16_128x72", SIZE.0, SIZE.1, &rgba);
 }
 
-/// (b′) Inference on load transcoded on the GPU (BC1, BC7) renders the view within the
-/// golden tolerance of the same package baked into RGBA8 (the 16² sets' mips go down to
-/// 1×1, below the 4×4 block), samples block-compressed textures (the baked bytes are the
-/// transcode's, a third of RGBA8's or less), stays as close to the reference as the RGBA8
-/// bake, and leaves the background untouched.
-#[test]
-fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
+/// A transcoded frame and its distance from the RGBA8 bake's.
+struct Transcoded {
+    transcode: Transcode,
+    rgba: Vec<u8>,
+    /// Mean |difference| per colour channel, in 8-bit steps.
+    mean: f64,
+    /// Fraction of pixels off by more than 12 steps in a channel.
+    off: f64,
+}
+
+impl Transcoded {
+    /// Asserts that it passes as the RGBA8 bake's golden.
+    fn assert_within_golden_tolerance(&self) {
+        assert!(
+            self.mean < 1.0 && self.off <= 0.01,
+            "{}: outside the golden tolerance of the RGBA8 bake ({}, {})",
+            self.transcode,
+            self.mean,
+            self.off
+        );
+    }
+}
+
+/// Renders `s` (an NTC mode, inference on load) baked into RGBA8, then transcoded with
+/// each [`Transcode`], and asserts for each transcode: the frame plan bakes, the baked
+/// bytes are the predicted ones and a third of RGBA8's or less, and the frame is no more
+/// than 1 dB further from `reference` (PSNR over `mask`). Returns the RGBA8 frame and
+/// the transcoded ones with their distance from it.
+fn transcode_frames(
+    r: &mut Renderer,
+    s: &mut FrameSettings,
+    reference: &[u8],
+    mask: &[bool],
+) -> (Vec<u8>, Vec<Transcoded>) {
     use neurotex::render::MaterialPath;
-    use neurotex::render::passes::ntc_bake::{BakeKernel, Transcode};
     let ctx = ctx();
-    let f = fixture();
-    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
-    let mut s = settings(RenderMode::Ntc(Strategy::Baseline), false);
     s.passes.inference_on_load = true;
     let bake = |r: &mut Renderer, s: &FrameSettings| {
         let frame = render_frames(ctx, r, s, 1).expect("render");
         assert_eq!(
             frame.plan.material,
-            MaterialPath::Baked(RenderMode::Ntc(Strategy::Baseline)),
+            MaterialPath::Baked(s.mode),
             "{:?}",
             frame.plan.fallback
         );
         assert_eq!(ctx.uncaptured_error_count(), 0, "validation errors");
         let memory = r.source_memory();
-        let baked = memory
-            .iter()
-            .find(|m| m.mode == RenderMode::Ntc(Strategy::Baseline));
+        let baked = memory.iter().find(|m| m.mode == s.mode);
         (frame.rgba8, baked.and_then(|m| m.baked.zip(m.on_load)))
     };
-    let (rgba8, memory) = bake(&mut r, &s);
+    s.passes.transcode = None;
+    let (rgba8, memory) = bake(r, s);
     let rgba8_bytes = memory.expect("baked").1.rgba8;
-    let (reference, mask) = reference(1);
     let db_rgba8 = psnr(&rgba8, reference, mask);
+    let mut transcoded = Vec::new();
     for t in Transcode::ALL {
         s.passes.transcode = Some(t);
-        let (rgba, memory) = bake(&mut r, &s);
+        let (rgba, memory) = bake(r, s);
         let ((baked_as, bytes), on_load) = memory.expect("baked");
         assert_eq!(baked_as, Some(t));
         let predicted = match t {
@@ -491,22 +526,45 @@ fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
             bytes * 3 <= rgba8_bytes,
             "{t}: {bytes} bytes, RGBA8 {rgba8_bytes}"
         );
-        let (ok, mean, frac) = within_golden_tolerance(&rgba, &rgba8);
+        let (_, mean, off) = within_golden_tolerance(&rgba, &rgba8);
         let db = psnr(&rgba, reference, mask);
         eprintln!(
             "{t}: mean |diff| {mean:.3}, {:.2} % of pixels off by > 12; {db:.2} dB against the \
              reference (RGBA8 bake {db_rgba8:.2} dB)",
-            frac * 100.0
-        );
-        assert!(
-            ok,
-            "{t}: outside the golden tolerance of the RGBA8 bake ({mean}, {frac})"
+            off * 100.0
         );
         assert!(
             db > db_rgba8 - 1.0,
             "{t}: {db} dB, RGBA8 bake {db_rgba8} dB"
         );
-        assert_background_identical(&rgba, 1, t.name());
+        transcoded.push(Transcoded {
+            transcode: t,
+            rgba,
+            mean,
+            off,
+        });
+    }
+    s.passes.transcode = None;
+    (rgba8, transcoded)
+}
+
+/// (b′) Inference on load transcoded on the GPU (BC1, BC7) renders the view within the
+/// golden tolerance of the same package baked into RGBA8 (the 16² sets' mips go down to
+/// 1×1, below the 4×4 block), samples block-compressed textures (the baked bytes are the
+/// transcode's, a third of RGBA8's or less), stays as close to the reference as the RGBA8
+/// bake, and leaves the background untouched.
+#[test]
+fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
+    use neurotex::render::passes::ntc_bake::BakeKernel;
+    let ctx = ctx();
+    let f = fixture();
+    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut s = settings(RenderMode::Ntc(Strategy::Baseline), false);
+    let (reference, mask) = reference(1);
+    let (rgba8, transcoded) = transcode_frames(&mut r, &mut s, reference, mask);
+    for t in &transcoded {
+        t.assert_within_golden_tolerance();
+        assert_background_identical(&t.rgba, 1, t.transcode.name());
     }
     // `--bake-kernel fma`: the f16 FMA evaluation rebakes (the kernel is part of what a
     // bake is kept for) and renders within the golden tolerance of the f32 bake.
@@ -514,9 +572,9 @@ fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
         eprintln!("fma bake not tested: {why}");
         return;
     }
-    s.passes.transcode = None;
     s.passes.bake_kernel = BakeKernel::Fma;
-    let (rgba, _) = bake(&mut r, &s);
+    let rgba = render_frames(ctx, &mut r, &s, 1).expect("render").rgba8;
+    assert_eq!(ctx.uncaptured_error_count(), 0, "validation errors");
     let (ok, mean, frac) = within_golden_tolerance(&rgba, &rgba8);
     eprintln!(
         "fma: mean |diff| {mean:.3}, {:.2} % of pixels off by > 12",
@@ -527,6 +585,87 @@ fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
         "fma: outside the golden tolerance of the f32 bake ({mean}, {frac})"
     );
     assert_background_identical(&rgba, 1, "fma");
+}
+
+/// (b″) The toy shop with inference on load transcoded: BC7 renders within the golden
+/// tolerance of its RGBA8 bake. Its sets are trained as in the fixture and the package
+/// cut to all channels but occlusion and roughness, so that every normal group
+/// transcodes to BC5, which stores neither, while the scene's own textures carry both:
+/// the material's sample fill must make BC5's zero occlusion read as the neutral 1 the
+/// RGBA8 bake writes (without it, on lavapipe: mean |diff| 46, 84 % of pixels off by
+/// > 12, 10.8 dB against the reference where the RGBA8 bake has 25.8 dB).
+///
+/// BC1 stays just outside the golden tolerance here (lavapipe: mean |diff| 1.37, 1.2 %
+/// of pixels off by > 12; the fixture's two-colour patterns pass): the toy shop's busy
+/// 16² base colours, magnified on screen, are where BC1's four colours per block show.
+/// That is the format's error, not the encoder's: on the same decoded texels the GPU
+/// encoder's BC1 is at least as close as ISPC's, which the test asserts, and the frame
+/// stays within 0.5 dB of the RGBA8 bake's PSNR against the reference.
+#[test]
+fn golden_toyshop_transcoded_inference_on_load_matches_the_rgba8_bake() {
+    use neurotex::render::ntc_gpu::NtcSceneGpu;
+    use neurotex::render::passes::bcn_encode::GpuBlockFormat;
+    use neurotex::render::passes::ntc_bake::set_formats;
+    use neurotex::render::transcode::transcode_quality;
+    use neurotex::texture::ChannelMask;
+    let ctx = ctx();
+    let gltf = crate::render::toyshop(16);
+    let opened = neurotex::open::open(Some(&gltf)).expect("open the toy shop");
+    let inputs = InputSets::open(&[InputSource::Scene(gltf.clone())]).expect("inputs");
+    let sets = inputs
+        .load_sets(&LoadOptions::default())
+        .expect("load sets");
+    let constants = set_constants(&inputs.materials, &inputs.material_sets, sets.len());
+    // The toy shop's sets are busier than the fixture's; its stripes train to ≈ 20 dB.
+    let package = train_per_set(&sets, &constants, &inputs.names, 15.0);
+    let cut = ChannelMask::OCCLUSION | ChannelMask::ROUGHNESS;
+    let package = crate::common::keeping(&package, ChannelMask(ChannelMask::ALL.0 & !cut.0));
+    for m in &package.materials {
+        let formats = set_formats(m.present, Some(Transcode::Bc1)).map(|f| f.map(|(_, e)| e));
+        assert_eq!(formats[1], Some(Some(GpuBlockFormat::Bc5)), "`{}`", m.name);
+        if m.present.intersects(ChannelMask::METALLIC) {
+            let bc4 = GpuBlockFormat::Bc4 { channel: 0 };
+            assert_eq!(formats[2], Some(Some(bc4)), "`{}`", m.name);
+        }
+    }
+    let map = packages::material_map(&inputs, &package).expect("material map");
+    let ntc = NtcSceneGpu::upload(ctx, &package, &map).expect("upload");
+    let bc1 = transcode_quality(ctx, &package, &ntc, Transcode::Bc1).expect("BC1 quality");
+    eprintln!(
+        "BC1 of the decoded texels: GPU {:.2} dB, ISPC {:.2} dB",
+        bc1.gpu_db, bc1.ispc_db
+    );
+    assert!(bc1.gpu_db >= bc1.ispc_db - 0.05, "{bc1:?}");
+    let mode = RenderMode::Ntc(Strategy::Baseline);
+    let mut r = crate::common::renderer(&opened.scene, &UploadOptions::default(), SIZE);
+    r.set_package(ctx, mode, package, &map)
+        .expect("set package");
+    let mut s = FrameSettings {
+        camera: neurotex::open::select_camera(&opened, None).expect("camera"),
+        lighting: opened.description.lighting,
+        aov: Aov::Final,
+        mode: RenderMode::Reference,
+        passes: PassSettings::default(),
+    };
+    let reference = render_frames(ctx, &mut r, &s, 1).expect("reference").rgba8;
+    let mask = geometry_mask(&r);
+    assert!(mask.iter().filter(|&&m| m).count() > mask.len() / 2);
+    s.mode = mode;
+    let (rgba8, transcoded) = transcode_frames(&mut r, &mut s, &reference, &mask);
+    let db_rgba8 = psnr(&rgba8, &reference, &mask);
+    for t in &transcoded {
+        match t.transcode {
+            Transcode::Bc7 => t.assert_within_golden_tolerance(),
+            Transcode::Bc1 => {
+                let db = psnr(&t.rgba, &reference, &mask);
+                assert!(t.mean < 1.6 && t.off < 0.015, "bc1: {} {}", t.mean, t.off);
+                assert!(
+                    db > db_rgba8 - 0.5,
+                    "bc1: {db} dB, RGBA8 bake {db_rgba8} dB"
+                );
+            }
+        }
+    }
 }
 
 /// (c) The divergence heatmap (distinct decoders per 8×8 tile) over the final image of

@@ -746,7 +746,8 @@ fn bake_matches_cpu_decode() {
         "{err}"
     );
     // The same package with only base colour and normal: no metallic/emissive group.
-    let two_groups = keeping(&f.package, ChannelMask::BASE_COLOR | ChannelMask::NORMAL);
+    let two_groups =
+        crate::common::keeping(&f.package, ChannelMask::BASE_COLOR | ChannelMask::NORMAL);
     let two_groups_reference =
         NtcCpuReference::new(&two_groups, &f.map, &f.materials).expect("reference");
     for kernel in BakeKernel::ALL {
@@ -768,15 +769,6 @@ fn bake_matches_cpu_decode() {
         }
     }
     assert_eq!(ctx.uncaptured_error_count(), 0);
-}
-
-/// `package` with each material's channels cut to those in `keep`.
-fn keeping(package: &NtcPackage, keep: ChannelMask) -> NtcPackage {
-    let mut cut = package.clone();
-    for m in &mut cut.materials {
-        m.present = m.present & keep;
-    }
-    cut
 }
 
 /// [`bake_matches_cpu_decode`] for one package and kernel, every byte within `steps` of
@@ -833,6 +825,7 @@ fn bake_matches(
 #[test]
 fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
     use neurotex::render::memory::OnLoadMemory;
+    use neurotex::render::passes::bcn_encode::GpuBlockFormat;
     use neurotex::render::passes::ntc_bake::{
         Transcode, package_baked_bytes, set_formats, texture_bytes,
     };
@@ -869,37 +862,54 @@ fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
         assert!(bytes * 3 < rgba8, "{t}: {bytes} bytes, RGBA8 {rgba8}");
         // The fixture's materials all have alpha (BC7 for base colour), so BC1 gets
         // content only from the same package without alpha and emissive.
-        let opaque = keeping(
+        let opaque = crate::common::keeping(
             &f.package,
             ChannelMask(ChannelMask::ALL.0 & !(ChannelMask::ALPHA.0 | ChannelMask::EMISSIVE.0)),
         );
         // A base colour + normal set holds, transcoded, what its BCn bundle holds.
-        let two_groups = keeping(&f.package, ChannelMask::BASE_COLOR | ChannelMask::NORMAL);
+        let two_groups =
+            crate::common::keeping(&f.package, ChannelMask::BASE_COLOR | ChannelMask::NORMAL);
         let bundles = OnLoadMemory::of(&two_groups);
         let bundle = match t {
             Transcode::Bc1 => bundles.bundle_bc1_bc5,
             Transcode::Bc7 => bundles.bundle_bc7_bc5,
         };
         assert_eq!(package_baked_bytes(&two_groups, Some(t)), bundle, "{t}");
-        for package in [&f.package, &opaque] {
+        // Its normal group is BC5 (as in either bundle), its third group absent.
+        let with_normal = two_groups
+            .materials
+            .iter()
+            .filter(|m| m.present.intersects(ChannelMask::NORMAL));
+        assert!(with_normal.clone().count() > 0);
+        for m in with_normal {
+            let formats = set_formats(m.present, Some(t));
+            assert_eq!(
+                formats[1],
+                Some((wgpu::TextureFormat::Bc5RgUnorm, Some(GpuBlockFormat::Bc5)))
+            );
+            assert_eq!(formats[2], None);
+        }
+        for package in [&f.package, &opaque, &two_groups] {
             let q = transcode_quality(ctx, package, &f.ntc, t).expect("quality");
             eprintln!("{t}: GPU {:.2} dB, ISPC {:.2} dB", q.gpu_db, q.ispc_db);
             quality.push(q);
         }
     }
     assert_ne!(
-        quality[1], quality[3],
+        quality[1], quality[4],
         "BC1 and BC7 encode the opaque package alike"
     );
     // The fixture's package decodes to noise-like texels (random latents), the hardest
     // case for a block encoder. Measured on lavapipe (GPU vs ISPC, the groups each set
     // has): with alpha 20.46 vs 20.44 dB (BC7 throughout either way); opaque, BC1 20.67 vs
     // 20.61 dB (a one-pass BC1 without refinement or three-colour blocks fell outside its
-    // bound) and BC7 23.96 vs 24.46 dB (two subsets in two estimated shapes against ISPC's
-    // wider search; BC7 in mode 6 alone lost 1–4.5 dB here). Wrong blocks (a swapped
-    // format, a wrong row pitch or level) fall far below these bounds.
-    // In `quality`'s order: bc1 with alpha, bc1 opaque, bc7 with alpha, bc7 opaque.
-    for (q, margin) in quality.iter().zip([1.0, 0.05, 1.0, 1.0]) {
+    // bound) and BC7 23.96 vs 24.46 dB (two subsets in two estimated shapes against
+    // ISPC's wider search; BC7 in mode 6 alone lost 1–4.5 dB here); base colour + normal
+    // (BC5 normals) 18.77 vs 18.69 dB (BC1) and 23.51 vs 24.45 dB (BC7). Wrong blocks (a
+    // swapped format, a wrong row pitch or level) fall far below these bounds.
+    // In `quality`'s order: bc1 with alpha, bc1 opaque, bc1 base colour + normal, then
+    // the same three for bc7.
+    for (q, margin) in quality.iter().zip([1.0, 0.05, 1.0, 1.0, 1.0, 1.0]) {
         assert!(
             q.gpu_db > q.ispc_db - margin && q.gpu_db > 15.0,
             "{}: GPU {} dB, ISPC {} dB",

@@ -28,7 +28,7 @@ use crate::ntc::model::NtcConfig;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
 use crate::render::passes::bcn_encode::{BcnEncodePass, BlockTarget, GpuBlockFormat, LevelSource};
 use crate::render::passes::ntc_decode::NtcKernel;
-use crate::render::scene_gpu::{SET_FORMATS, SceneGpu, neutral_set_views};
+use crate::render::scene_gpu::{SET_FORMATS, SampleFill, SceneGpu, neutral_set_views};
 use crate::texture::ChannelMask;
 
 /// How the bake evaluates the decoders (`ntc_bake.wgsl`'s kernels, `--bake-kernel`).
@@ -125,13 +125,19 @@ pub type GroupFormat = (wgpu::TextureFormat, Option<GpuBlockFormat>);
 /// made for it, and the set samples a 1×1 neutral texture there (what the bake would
 /// write everywhere), so a base colour + normal set holds what its BCn bundle holds.
 ///
-/// Without transcoding: [`SET_FORMATS`]. With it, the groups' channels decide, since
-/// each group is one texture sampled as RGBA: group 0 (base colour, alpha) is BC1 (sRGB)
-/// unless the set has alpha, which BC1's opaque mode drops; group 1 (normal X, Y,
-/// occlusion, roughness) is always BC7, at BC5's 8 bits per texel, because BC5 would
-/// drop occlusion and roughness; group 2 (metallic, emissive RGB) is BC1 unless the set
-/// has emissive, whose blue channel BC1 would drop. `Transcode::Bc7` makes every group
-/// BC7.
+/// Without transcoding: [`SET_FORMATS`]. With it, the channels a group holds decide, as
+/// in the bundles and the BC4/BC5/BC7 protocol (each group is one texture sampled as
+/// RGBA; a channel a format does not store reads as its neutral value through the
+/// material's [`SampleFill`]):
+/// - group 0 (base colour, alpha): BC1 (sRGB), or BC7 where the set has alpha, which
+///   BC1's opaque mode drops;
+/// - group 1 (normal X, Y, occlusion, roughness): BC5 where the set has only the normal
+///   there, BC7 otherwise (the same 8 bits per texel; BC5 would drop the other two);
+/// - group 2 (metallic, emissive RGB): BC4 where the set has only metallic (the BC1/BC5
+///   bundle's bytes for its ORM image, with one channel at BC4's precision), BC7 with
+///   emissive, whose blue (in alpha) BC1 would drop.
+///
+/// `Transcode::Bc7` makes group 0 BC7 too; BC5 and BC4 stay.
 pub fn set_formats(present: ChannelMask, transcode: Option<Transcode>) -> [Option<GroupFormat>; 3] {
     use wgpu::TextureFormat as F;
     let formats = match transcode {
@@ -144,10 +150,20 @@ pub fn set_formats(present: ChannelMask, transcode: Option<Transcode>) -> [Optio
                 (false, true) => (F::Bc1RgbaUnormSrgb, Some(GpuBlockFormat::Bc1)),
                 (false, false) => (F::Bc1RgbaUnorm, Some(GpuBlockFormat::Bc1)),
             };
+            let normal_only = !present.intersects(ChannelMask::OCCLUSION | ChannelMask::ROUGHNESS);
+            let metallic_only = !present.intersects(ChannelMask::EMISSIVE);
             [
                 pick(present.intersects(ChannelMask::ALPHA), true),
-                pick(true, false),
-                pick(present.intersects(ChannelMask::EMISSIVE), false),
+                if normal_only {
+                    (F::Bc5RgUnorm, Some(GpuBlockFormat::Bc5))
+                } else {
+                    pick(true, false)
+                },
+                if metallic_only {
+                    (F::Bc4RUnorm, Some(GpuBlockFormat::Bc4 { channel: 0 }))
+                } else {
+                    pick(true, false)
+                },
             ]
         }
     };
@@ -214,6 +230,8 @@ pub struct BakedSet {
     /// Sampled views (sRGB for group 0), for [`SceneGpu::material_bind_groups_with`]; a
     /// group without a texture samples the bake's 1×1 neutral one.
     pub views: [wgpu::TextureView; 3],
+    /// What the views' samples lack (a BC5 normal group's occlusion).
+    pub fill: SampleFill,
 }
 
 /// The bake pipeline and, when transcoding, the block encoder.
@@ -486,7 +504,7 @@ impl NtcBakePass {
     ) -> Result<BakedMaterials, NtcRenderError> {
         let BakedTextures { sets, gpu_ms } =
             self.bake(ctx, package, ntc, crate::texture::budget::limit())?;
-        let replacements: Vec<(usize, [wgpu::TextureView; 3])> = scene
+        let replacements: Vec<(usize, [wgpu::TextureView; 3], SampleFill)> = scene
             .sets
             .iter()
             .enumerate()
@@ -494,7 +512,7 @@ impl NtcBakePass {
                 let name = desc.name();
                 sets.iter()
                     .find(|b| b.name == name)
-                    .map(|b| (set, b.views.clone()))
+                    .map(|b| (set, b.views.clone(), b.fill))
             })
             .collect();
         let bind_groups = scene
@@ -848,5 +866,8 @@ fn baked_set(
         name: name.to_owned(),
         textures,
         views,
+        fill: SampleFill::of(std::array::from_fn(|g| {
+            formats[g].map_or(SET_FORMATS[g], |(format, _)| format)
+        })),
     }
 }
