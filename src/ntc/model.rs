@@ -45,6 +45,7 @@
 //! features contiguous: value `f` of texel `(x, y)` of grid `g` is at
 //! `grid_offset(g) + (y·width_g + x)·F + f`.
 
+use bytemuck::{Pod, Zeroable};
 use serde::{Deserialize, Serialize};
 
 use crate::ntc::quant;
@@ -463,15 +464,7 @@ pub struct MipPair {
 /// `MipEntry`): where each grid starts, in the unit of the buffer that holds it, and its
 /// size in texels.
 #[repr(C)]
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    bytemuck::Pod,
-    bytemuck::Zeroable
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GridPairGpu {
     /// Start of the fine grid.
     pub fine_offset: u32,
