@@ -366,9 +366,7 @@ mod tests {
     use super::*;
 
     fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("neurotex-charts-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
+        crate::io::test_dir("charts").join(name)
     }
 
     /// Pixels darker than the white background and the light grid.

@@ -374,8 +374,7 @@ mod tests {
 
     #[test]
     fn channels_every_user_zeroes_are_left_out() {
-        let dir = std::env::temp_dir().join(format!("neurotex-relevant-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::io::test_dir("relevant");
         // One ARM image (occlusion, roughness, metallic) shared by two materials, and a
         // second one used only by a material whose metallic factor is 0.
         let arm = |name: &str| {
@@ -441,8 +440,7 @@ mod tests {
 
     #[test]
     fn empty_input_is_an_error() {
-        let dir = std::env::temp_dir().join(format!("neurotex-inputs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::io::test_dir("inputs");
         let m = dir.join("empty.csv");
         std::fs::write(&m, "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n").unwrap();
         let e = InputSets::open(&[InputSource::Manifest(m)])

@@ -83,20 +83,26 @@ pub fn create_dir(path: &Path) -> Result<(), OutputError> {
     })
 }
 
+/// A fresh, empty folder under the system temp dir for a unit test, unique per process
+/// and call (`tag` names it; a stale folder of the same name is removed first).
+#[cfg(test)]
+pub(crate) fn test_dir(tag: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("neurotex-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("test folder");
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("neurotex-io-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[test]
     fn replaces_the_file_and_leaves_no_temporary() {
-        let dir = temp("replace");
+        let dir = test_dir("io-replace");
         let path = dir.join("a.txt");
         write_atomic(&path, b"old").unwrap();
         write_atomic(&path, b"new contents").unwrap();
@@ -110,7 +116,7 @@ mod tests {
 
     #[test]
     fn failures_name_the_file_and_keep_the_old_one() {
-        let dir = temp("fail");
+        let dir = test_dir("io-fail");
         // A folder in the way: the rename fails, the temporary file is removed.
         let blocked = dir.join("blocked");
         std::fs::create_dir(&blocked).unwrap();

@@ -195,17 +195,9 @@ pub fn resolve(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("neurotex-outputs-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("dir");
-        d
-    }
-
     #[test]
     fn inputs_are_never_outputs_and_files_are_not_replaced() {
-        let dir = temp("policy");
+        let dir = crate::io::test_dir("outputs-policy");
         let input = dir.join("base.png");
         std::fs::write(&input, b"x").expect("write");
         let policy = OutputPolicy::new([&input], false);

@@ -119,8 +119,8 @@ fn ntc_coop_put_input(subgroup: u32, row: u32, mip: NtcMip, texel: vec2u) {
     let at = ntc_coop_slice(subgroup, 0u) + row * NTC_INPUT_WIDTH;
     let taps = ntc_input_taps(mip, texel);
     for (var g = 0u; g < NTC_FEATURES / 4u; g++) {
-        ntc_coop_put4(at + 4u * g, ntc_grid_features(mip.fine_offset, taps.fine, g));
-        ntc_coop_put4(at + NTC_FEATURES + 4u * g, ntc_grid_features(mip.coarse_offset, taps.coarse, g));
+        ntc_coop_put4(at + 4u * g, ntc_grid_features(mip.grids.fine_offset, taps.fine, g));
+        ntc_coop_put4(at + NTC_FEATURES + 4u * g, ntc_grid_features(mip.grids.coarse_offset, taps.coarse, g));
     }
     var p = ntc_pe_start(mip, texel);
     for (var w = 0u; w < NTC_PE_WAVES; w++) {

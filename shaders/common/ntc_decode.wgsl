@@ -73,14 +73,8 @@ struct NtcMip {
     // Size of the mip in texels.
     width: u32,
     height: u32,
-    // The fine grid of the mip's pair: first word in `ntc_latents`, size in texels.
-    fine_offset: u32,
-    fine_width: u32,
-    fine_height: u32,
-    // The coarse grid, likewise.
-    coarse_offset: u32,
-    coarse_width: u32,
-    coarse_height: u32,
+    // The mip's grid pair; each grid starts at a word of `ntc_latents`.
+    grids: NtcGridPair,
     // model::lod_input of this mip.
     lod: f32,
     _pad0: u32,
@@ -167,8 +161,8 @@ fn ntc_input_taps(mip: NtcMip, texel: vec2u) -> NtcInputTaps {
     let u = (f32(texel.x) + 0.5) / f32(mip.width);
     let v = (f32(texel.y) + 0.5) / f32(mip.height);
     return NtcInputTaps(
-        ntc_bilinear_taps(u, v, mip.fine_width, mip.fine_height),
-        ntc_bilinear_taps(u, v, mip.coarse_width, mip.coarse_height),
+        ntc_bilinear_taps(u, v, mip.grids.fine_width, mip.grids.fine_height),
+        ntc_bilinear_taps(u, v, mip.grids.coarse_width, mip.grids.coarse_height),
     );
 }
 
@@ -176,8 +170,8 @@ fn ntc_input_taps(mip: NtcMip, texel: vec2u) -> NtcInputTaps {
 // denominators are 4 · the mip's sides.
 fn ntc_pe_start(mip: NtcMip, texel: vec2u) -> vec2u {
     return vec2u(
-        ntc_pe_phase(texel.x, mip.width, mip.coarse_width, 0u).x,
-        ntc_pe_phase(texel.y, mip.height, mip.coarse_height, 0u).x,
+        ntc_pe_phase(texel.x, mip.width, mip.grids.coarse_width, 0u).x,
+        ntc_pe_phase(texel.y, mip.height, mip.grids.coarse_height, 0u).x,
     );
 }
 
@@ -210,8 +204,8 @@ fn ntc_input(mip: NtcMip, texel: vec2u) -> array<vec4f, NTC_INPUT_WIDTH / 4u> {
     var x: array<vec4f, NTC_INPUT_WIDTH / 4u>;
     let taps = ntc_input_taps(mip, texel);
 #for G in 0..${NTC_FEATURES}/4
-    x[${G}] = ntc_grid_features(mip.fine_offset, taps.fine, ${G}u);
-    x[${NTC_FEATURES}/4 + ${G}] = ntc_grid_features(mip.coarse_offset, taps.coarse, ${G}u);
+    x[${G}] = ntc_grid_features(mip.grids.fine_offset, taps.fine, ${G}u);
+    x[${NTC_FEATURES}/4 + ${G}] = ntc_grid_features(mip.grids.coarse_offset, taps.coarse, ${G}u);
 #endfor
     var p = ntc_pe_start(mip, texel);
 #for W in 0..${NTC_PE_WAVES}

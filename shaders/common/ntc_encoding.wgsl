@@ -24,6 +24,18 @@ fn qat_noise(key: u32, index: u32, q: f32) -> f32 {
     return (f32(h >> 8u) * (1.0 / 16777216.0) - 0.5) * q;
 }
 
+// A colour mip's pair of latent grids (ntc::model::GridPairGpu): where each grid starts, in
+// the unit of the buffer that holds it (the importer's mip struct says which), and its size
+// in texels.
+struct NtcGridPair {
+    fine_offset: u32,
+    fine_width: u32,
+    fine_height: u32,
+    coarse_offset: u32,
+    coarse_width: u32,
+    coarse_height: u32,
+}
+
 // The four bilinear taps of a grid: texel indices (y · width + x) and weights in the
 // order (x0, y0), (x1, y0), (x0, y1), (x1, y1), as cpu::bilinear_taps.
 struct NtcTaps {

@@ -84,13 +84,8 @@ struct MipEntry {
     material: u32,
     // Index in `params` of the material's first latent value.
     latent_base: u32,
-    // Grid pair: offsets (latent values, relative to latent_base) and sizes.
-    fine_offset: u32,
-    fine_width: u32,
-    fine_height: u32,
-    coarse_offset: u32,
-    coarse_width: u32,
-    coarse_height: u32,
+    // Grid pair: offsets in latent values, relative to latent_base.
+    grids: NtcGridPair,
     // model::lod_input of this mip.
     lod: f32,
     // Loss weight of every decoder output (LossWeights::per_output of the set's mask).

@@ -85,10 +85,10 @@ fn build_input(entry: MipEntry, texel: vec2u) -> Lookup {
     let u = (f32(texel.x) + 0.5) / f32(entry.width);
     let v = (f32(texel.y) + 0.5) / f32(entry.height);
     var lookup: Lookup;
-    lookup.fine = ntc_bilinear_taps(u, v, entry.fine_width, entry.fine_height);
-    lookup.coarse = ntc_bilinear_taps(u, v, entry.coarse_width, entry.coarse_height);
-    lookup.fine_base = entry.fine_offset + lookup.fine.texel * NTC_FEATURES;
-    lookup.coarse_base = entry.coarse_offset + lookup.coarse.texel * NTC_FEATURES;
+    lookup.fine = ntc_bilinear_taps(u, v, entry.grids.fine_width, entry.grids.fine_height);
+    lookup.coarse = ntc_bilinear_taps(u, v, entry.grids.coarse_width, entry.grids.coarse_height);
+    lookup.fine_base = entry.grids.fine_offset + lookup.fine.texel * NTC_FEATURES;
+    lookup.coarse_base = entry.grids.coarse_offset + lookup.coarse.texel * NTC_FEATURES;
     let noise_key = qat_noise_key(step_params.noise_seed, step_params.step, entry.material);
     for (var f = 0u; f < NTC_FEATURES / 4u; f++) {
         var fine = vec4f(0.0);
@@ -101,7 +101,7 @@ fn build_input(entry: MipEntry, texel: vec2u) -> Lookup {
         ntc_state.values[NTC_FEATURES / 4u + f] = coarse;
     }
     let mip_size = vec2u(entry.width, entry.height);
-    let coarse_size = vec2u(entry.coarse_width, entry.coarse_height);
+    let coarse_size = vec2u(entry.grids.coarse_width, entry.grids.coarse_height);
     for (var w = 0u; w < NTC_PE_WAVES; w++) {
         ntc_state.values[NTC_FEATURES / 2u + w] = ntc_positional_encoding(texel, mip_size, coarse_size, w);
     }

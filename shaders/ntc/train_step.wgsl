@@ -146,9 +146,9 @@ fn grid_taps(entry: MipEntry, texel: vec2u, coarse: bool) -> NtcTaps {
     let u = (f32(texel.x) + 0.5) / f32(entry.width);
     let v = (f32(texel.y) + 0.5) / f32(entry.height);
     if coarse {
-        return ntc_bilinear_taps(u, v, entry.coarse_width, entry.coarse_height);
+        return ntc_bilinear_taps(u, v, entry.grids.coarse_width, entry.grids.coarse_height);
     }
-    return ntc_bilinear_taps(u, v, entry.fine_width, entry.fine_height);
+    return ntc_bilinear_taps(u, v, entry.grids.fine_width, entry.grids.fine_height);
 }
 
 // Whether the current chunk is the workgroup's first, as a uniform value (the
@@ -187,7 +187,7 @@ fn build_inputs(thread: u32) {
         if row.x != NO_ENTRY {
             let entry = mips[row.x];
             let taps = grid_taps(entry, row_texel(row, entry), coarse);
-            let base = select(entry.fine_offset, entry.coarse_offset, coarse) + first;
+            let base = select(entry.grids.fine_offset, entry.grids.coarse_offset, coarse) + first;
             let key = qat_noise_key(step_params.noise_seed, step_params.step, entry.material);
             for (var t = 0u; t < 4u; t++) {
                 for (var j = 0u; j < 4u; j++) {
@@ -219,7 +219,7 @@ fn build_inputs(thread: u32) {
                 let pe = ntc_positional_encoding(
                     row_texel(row, entry),
                     vec2u(entry.width, entry.height),
-                    vec2u(entry.coarse_width, entry.coarse_height),
+                    vec2u(entry.grids.coarse_width, entry.grids.coarse_height),
                     j / 4u,
                 );
                 value = pe[j % 4u];
@@ -472,7 +472,7 @@ fn scatter_latents(thread: u32) {
         if row.x != NO_ENTRY {
             let entry = mips[row.x];
             let taps = grid_taps(entry, row_texel(row, entry), coarse);
-            let base = entry.latent_base + select(entry.fine_offset, entry.coarse_offset, coarse)
+            let base = entry.latent_base + select(entry.grids.fine_offset, entry.grids.coarse_offset, coarse)
                 + first;
             let s = r * STAGE_COLS + select(0u, NTC_FEATURES, coarse) + first;
             let g = vec4f(stage[s], stage[s + 1u], stage[s + 2u], stage[s + 3u]) * unscale;

@@ -408,6 +408,14 @@ pub fn run(a: EvalArgs) -> Result<()> {
         bar.finish();
         anyhow::Ok(reports)
     };
+    // A study over several evaluations: its summary table, then where it went.
+    let wrote_study = |markdown: String, count: usize, over: &str| {
+        print!("{markdown}");
+        println!(
+            "wrote the evaluation over {count} {over} into {}",
+            a.out.display()
+        );
+    };
     if budgets.is_some() {
         let reports = evaluate_each(&|o| {
             (
@@ -417,12 +425,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         })?;
         let study = eval::budgets::BudgetStudy::new(&reports);
         study.write(&a.out)?;
-        print!("{}", study.markdown());
-        println!(
-            "wrote the evaluation over {} budgets into {}",
-            reports.len(),
-            a.out.display()
-        );
+        wrote_study(study.markdown(), reports.len(), "budgets");
         return Ok(());
     }
     if seeds.is_some() {
@@ -443,12 +446,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
             .collect();
         let study = eval::seeds::SeedStudy::new(&results);
         study.write(&a.out)?;
-        print!("{}", study.table2_markdown());
-        println!(
-            "wrote the evaluation over {} seeds into {}",
-            reports.len(),
-            a.out.display()
-        );
+        wrote_study(study.table2_markdown(), reports.len(), "seeds");
         return Ok(());
     }
     let report = eval::evaluate(

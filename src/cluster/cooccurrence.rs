@@ -611,15 +611,9 @@ mod tests {
         ]);
     }
 
-    fn temp_dir(tag: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("neurotex_cooc_{tag}_{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        dir
-    }
-
     #[test]
     fn record_round_trip_and_source_checks() {
-        let dir = temp_dir("round_trip");
+        let dir = crate::io::test_dir("cooc-round-trip");
         let path = dir.join("street.cooc.json");
         let r = record();
         r.write(&path).expect("write");
@@ -661,7 +655,7 @@ mod tests {
 
     #[test]
     fn damaged_records_are_refused_with_the_file_name() {
-        let dir = temp_dir("damaged");
+        let dir = crate::io::test_dir("cooc-damaged");
         let path = dir.join("bad.json");
         let text = serde_json::to_string(&record()).expect("json");
         let check = |text: &str, needle: &str| {

@@ -260,16 +260,9 @@ pub fn score_strategies(
         .categories
         .is_some_and(|c| c.len() == embeddings.len() && c.iter().any(|l| !l.trim().is_empty()));
     let m = m.clamp(1, embeddings.len());
-    let strategies = [
-        Strategy::Baseline,
-        Strategy::Single,
-        Strategy::Clustered,
-        Strategy::Random,
-        Strategy::Category,
-        Strategy::DivergenceAware,
-    ];
     let mut rows = Vec::new();
-    for s in strategies {
+    // Every strategy, in declaration order.
+    for &s in <Strategy as clap::ValueEnum>::value_variants() {
         if s == Strategy::Category && !labelled {
             continue;
         }

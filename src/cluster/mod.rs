@@ -498,8 +498,7 @@ mod tests {
         let emb = embed_sets(&sets, &EmbedderChoice::Stats).expect("embed");
         let mut plan = make_plan(Strategy::Clustered, &emb, 2, 3, None).expect("plan");
         plan.input = "synthetic families".into();
-        let dir = std::env::temp_dir().join(format!("neurotex_cluster_{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::io::test_dir("cluster");
         let path = dir.join("plan.json");
         plan.write(&path).expect("write");
         let text = std::fs::read_to_string(&path).expect("read");
@@ -545,8 +544,7 @@ mod tests {
         let sheet = render_contact_sheet(&sets, &baseline).expect("sheet");
         assert_eq!((sheet.width, sheet.height), (20 + 68 + 4, 8 * 72));
 
-        let dir = std::env::temp_dir().join(format!("neurotex_sheet_{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::io::test_dir("sheet");
         let path = dir.join("sheet.png");
         write_contact_sheet(&path, &sets, &plan).expect("write");
         let img = image::open(&path).expect("png");
@@ -687,8 +685,7 @@ mod tests {
         assert!(appearance.cooccurrence.expect("c").moved.is_empty());
 
         // The plan file keeps what the search did; the sheet marks the moved set.
-        let dir = std::env::temp_dir().join(format!("neurotex_da_{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::io::test_dir("da");
         plan.write(&dir.join("plan.json")).expect("write");
         assert_eq!(Plan::read(&dir.join("plan.json")).expect("read"), plan);
         let _ = std::fs::remove_dir_all(&dir);

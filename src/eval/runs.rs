@@ -633,8 +633,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_check_their_settings() {
-        let dir = std::env::temp_dir().join(format!("neurotex-eval-runs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::io::test_dir("eval-runs");
         let path = dir.join("r.json");
         let r = record();
         r.write(&path).unwrap();

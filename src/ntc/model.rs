@@ -45,6 +45,7 @@
 //! features contiguous: value `f` of texel `(x, y)` of grid `g` is at
 //! `grid_offset(g) + (y·width_g + x)·F + f`.
 
+use bytemuck::{Pod, Zeroable};
 use serde::{Deserialize, Serialize};
 
 use crate::ntc::quant;
@@ -311,6 +312,18 @@ pub struct NtcConfig {
     pub activation: Activation,
 }
 
+/// The unit tests' small decoder: 4 features per grid texel, one hidden layer of 8.
+#[cfg(test)]
+impl NtcConfig {
+    pub(crate) fn tiny() -> NtcConfig {
+        NtcConfig {
+            features: 4,
+            hidden: vec![8],
+            ..NtcConfig::default()
+        }
+    }
+}
+
 impl Default for NtcConfig {
     fn default() -> Self {
         NtcConfig {
@@ -444,6 +457,27 @@ pub struct MipPair {
     pub fine: u32,
     /// The coarser grid.
     pub coarse: u32,
+}
+
+/// A colour mip's grid pair as the GPU kernels read it (WGSL `NtcGridPair` in
+/// `shaders/common/ntc_encoding.wgsl`, a field of the decoder's `NtcMip` and the trainer's
+/// `MipEntry`): where each grid starts, in the unit of the buffer that holds it, and its
+/// size in texels.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GridPairGpu {
+    /// Start of the fine grid.
+    pub fine_offset: u32,
+    /// Fine grid width in texels.
+    pub fine_width: u32,
+    /// Fine grid height in texels.
+    pub fine_height: u32,
+    /// Start of the coarse grid.
+    pub coarse_offset: u32,
+    /// Coarse grid width in texels.
+    pub coarse_width: u32,
+    /// Coarse grid height in texels.
+    pub coarse_height: u32,
 }
 
 /// The latent pyramid of one material: grid shapes, the grid pair of every colour mip and
@@ -622,6 +656,30 @@ impl LatentLayout {
     /// The pair colour mip `mip` reads.
     pub fn pair(&self, mip: usize) -> Option<MipPair> {
         self.pairs.get(mip).copied()
+    }
+
+    /// Mip `mip`'s grid pair for the GPU kernels, each grid's start mapped by `offset`
+    /// from its [`grid_offset`](Self::grid_offset); `None` when the mip has no pair.
+    pub fn gpu_pair<E>(
+        &self,
+        mip: usize,
+        offset: impl Fn(usize) -> Result<u32, E>,
+    ) -> Result<Option<GridPairGpu>, E> {
+        let Some((pair, fine, coarse)) = self
+            .pair(mip)
+            .and_then(|p| Some((p, self.grid(p.fine)?, self.grid(p.coarse)?)))
+        else {
+            return Ok(None);
+        };
+        let start = |g: u32| offset(self.grid_offset(g).unwrap_or(0));
+        Ok(Some(GridPairGpu {
+            fine_offset: start(pair.fine)?,
+            fine_width: fine.width,
+            fine_height: fine.height,
+            coarse_offset: start(pair.coarse)?,
+            coarse_width: coarse.width,
+            coarse_height: coarse.height,
+        }))
     }
 
     /// Shape of grid `g`.
@@ -1152,11 +1210,7 @@ mod tests {
 
     #[test]
     fn decoder_init_is_deterministic_and_shaped() {
-        let c = NtcConfig {
-            features: 4,
-            hidden: vec![8],
-            ..NtcConfig::default()
-        };
+        let c = NtcConfig::tiny();
         let a = DecoderWeights::init(&c, &mut SplitMix64::new(7)).expect("init");
         let b = DecoderWeights::init(&c, &mut SplitMix64::new(7)).expect("init");
         assert_eq!(a, b);

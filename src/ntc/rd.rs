@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::compress::{CompressError, CompressJob, CompressOptions, CompressReport, compress};
+use super::compress::{
+    CompressError, CompressJob, CompressOptions, CompressReport, compress, pretty_json, write_file,
+};
 use super::model::{LatentBits, LatentLayout, Preset, full_mip_count};
 use super::parallel::GroupProgress;
 use super::train::TrainConfig;
@@ -413,19 +415,9 @@ impl RdReport {
     /// Write [`files`](Self::files) for `path`.
     pub fn write(&self, path: &Path) -> Result<(), CompressError> {
         let [json, csv, md, png] = Self::files(path);
-        let write = |p: &Path, bytes: &[u8]| {
-            crate::io::write_atomic(p, bytes).map_err(|source| CompressError::Io {
-                path: p.to_path_buf(),
-                source,
-            })
-        };
-        let text = serde_json::to_string_pretty(self).map_err(|e| CompressError::Io {
-            path: json.clone(),
-            source: e.into(),
-        })?;
-        write(&json, text.as_bytes())?;
-        write(&csv, self.csv().as_bytes())?;
-        write(&md, self.markdown().as_bytes())?;
+        write_file(&json, pretty_json(self, &json)?.as_bytes())?;
+        write_file(&csv, self.csv().as_bytes())?;
+        write_file(&md, self.markdown().as_bytes())?;
         write_panels_png(&png, &self.panels(), 1200, 480)?;
         Ok(())
     }

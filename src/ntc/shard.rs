@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use super::compress::{
     CompressError, CompressJob, CompressReport, PartialManifest, check_groups, compress_selected,
+    write_file,
 };
 use super::format::NtcPackage;
 use super::parallel::GroupProgress;
@@ -438,10 +439,7 @@ fn encode(header: &PartHeader, package: &NtcPackage) -> Result<Vec<u8>, Compress
 /// rename.
 fn write_part(path: &Path, header: &PartHeader, package: &NtcPackage) -> Result<(), CompressError> {
     let bytes = encode(header, package)?;
-    crate::io::write_atomic(path, &bytes).map_err(|source| CompressError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    write_file(path, &bytes)
 }
 
 impl Part {
@@ -509,24 +507,24 @@ impl Part {
             reason,
         })
     }
+}
 
-    /// The package of decoder `j` alone (decoder index 0).
-    fn group_package(&self, j: usize) -> Result<NtcPackage, CompressError> {
-        let mut one = NtcPackage::new(self.package.config.clone())?;
-        one.decoders.push(self.package.decoders[j].clone());
-        one.materials.extend(
-            self.package
-                .materials
-                .iter()
-                .filter(|m| m.decoder as usize == j)
-                .cloned()
-                .map(|mut m| {
-                    m.decoder = 0;
-                    m
-                }),
-        );
-        Ok(one)
-    }
+/// Decoder `j` of `package` with its materials, as a package of its own (decoder 0).
+fn decoder_package(package: &NtcPackage, j: usize) -> Result<NtcPackage, CompressError> {
+    let mut one = NtcPackage::new(package.config.clone())?;
+    one.decoders.push(package.decoders[j].clone());
+    one.materials.extend(
+        package
+            .materials
+            .iter()
+            .filter(|m| m.decoder as usize == j)
+            .cloned()
+            .map(|mut m| {
+                m.decoder = 0;
+                m
+            }),
+    );
+    Ok(one)
 }
 
 /// Join the parts of every shard of one plan (each named by its file, for errors) into
@@ -599,7 +597,7 @@ pub fn merge(parts: &[(PathBuf, Part)]) -> Result<NtcPackage, ShardError> {
     let mut package = NtcPackage::new(first.package.config.clone()).map_err(CompressError::from)?;
     for &(s, j) in &place {
         let part = by_shard[s].map(|(_, p)| p).ok_or(ShardError::NoParts)?;
-        super::compress::append(&mut package, part.group_package(j)?);
+        super::compress::append(&mut package, decoder_package(&part.package, j)?);
     }
     Ok(package)
 }
@@ -726,11 +724,7 @@ mod tests {
     /// A package of `sizes.len()` decoders, decoder `d` with `sizes[d]` materials named
     /// `<tag><d>.<i>`.
     fn package(tag: &str, sizes: &[usize]) -> NtcPackage {
-        let config = NtcConfig {
-            features: 4,
-            hidden: vec![8],
-            ..NtcConfig::default()
-        };
+        let config = NtcConfig::tiny();
         let mut p = NtcPackage::new(config.clone()).unwrap();
         for (d, &n) in sizes.iter().enumerate() {
             p.decoders.push(vec![
@@ -763,20 +757,7 @@ mod tests {
             .map(|s| {
                 let mut p = NtcPackage::new(whole.config.clone()).unwrap();
                 for &g in &split[s as usize] {
-                    let mut one = NtcPackage::new(whole.config.clone()).unwrap();
-                    one.decoders.push(whole.decoders[g].clone());
-                    one.materials.extend(
-                        whole
-                            .materials
-                            .iter()
-                            .filter(|m| m.decoder as usize == g)
-                            .cloned()
-                            .map(|mut m| {
-                                m.decoder = 0;
-                                m
-                            }),
-                    );
-                    crate::ntc::compress::append(&mut p, one);
+                    crate::ntc::compress::append(&mut p, decoder_package(&whole, g).unwrap());
                 }
                 let header = PartHeader {
                     plan: plan.into(),

@@ -30,7 +30,7 @@ use crate::gpu::ShaderError;
 use crate::gpu::kernel::KernelError;
 use crate::gpu::layout::Slot;
 use crate::ntc::format::NtcPackage;
-use crate::ntc::model::{GroupModel, LEAKY_SLOPE, LatentLayout, NtcConfig, lod_input};
+use crate::ntc::model::{GridPairGpu, GroupModel, LEAKY_SLOPE, LatentLayout, NtcConfig, lod_input};
 use crate::ntc::quant;
 use crate::ntc::train::{Sample, cpu};
 use crate::ntc::{Activation, NtcFormatError, TrainError};
@@ -168,18 +168,8 @@ pub struct NtcMipGpu {
     pub width: u32,
     /// Height of the mip in texels.
     pub height: u32,
-    /// First word of the fine grid of the mip's pair in the latent buffer.
-    pub fine_offset: u32,
-    /// Fine grid width in texels.
-    pub fine_width: u32,
-    /// Fine grid height in texels.
-    pub fine_height: u32,
-    /// First word of the coarse grid.
-    pub coarse_offset: u32,
-    /// Coarse grid width in texels.
-    pub coarse_width: u32,
-    /// Coarse grid height in texels.
-    pub coarse_height: u32,
+    /// The mip's grid pair; each grid starts at a word of the latent buffer.
+    pub grids: GridPairGpu,
     /// `model::lod_input` of this mip.
     pub lod: f32,
     /// Padding.
@@ -270,8 +260,7 @@ impl NtcSceneGpu {
         for m in &package.materials {
             let base = latents.len();
             let layout = &m.layout;
-            let grid_word = |g: u32| {
-                let value = layout.grid_offset(g).unwrap_or(0);
+            let grid_word = |value: usize| {
                 offset_u32(
                     "the NTC latents",
                     base + value / config.features as usize * words_per_texel,
@@ -280,22 +269,13 @@ impl NtcSceneGpu {
             let mip_base = offset_u32("the NTC mip table", mips.len())?;
             for mip in 0..layout.mips() {
                 let (width, height) = layout.mip_size(mip).unwrap_or((1, 1));
-                let (Some(pair), Some(fine), Some(coarse)) = (
-                    layout.pair(mip),
-                    layout.pair(mip).and_then(|p| layout.grid(p.fine)),
-                    layout.pair(mip).and_then(|p| layout.grid(p.coarse)),
-                ) else {
+                let Some(grids) = layout.gpu_pair(mip, grid_word)? else {
                     continue;
                 };
                 mips.push(NtcMipGpu {
                     width,
                     height,
-                    fine_offset: grid_word(pair.fine)?,
-                    fine_width: fine.width,
-                    fine_height: fine.height,
-                    coarse_offset: grid_word(pair.coarse)?,
-                    coarse_width: coarse.width,
-                    coarse_height: coarse.height,
+                    grids,
                     lod: lod_input(mip, layout.mips()) as f32,
                     _pad: [0; 3],
                 });

@@ -421,8 +421,7 @@ mod tests {
 
     #[test]
     fn unknown_key_and_wrong_type_name_the_problem() {
-        let dir = std::env::temp_dir().join(format!("neurotex-desc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::io::test_dir("desc");
         let f = dir.join("bad.toml");
         std::fs::write(&f, "gltf = \"x.gltf\"\nsunn = 3\n").unwrap();
         let e = LoadedDescription::load(&f).unwrap_err().to_string();

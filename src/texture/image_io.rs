@@ -491,13 +491,6 @@ mod tests {
         decode(&src).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
-    fn tmp_dir(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("neurotex_image_io_{}_{name}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("temp dir");
-        d
-    }
-
     fn png_bytes(img: DynamicImage) -> Arc<[u8]> {
         let mut out = Cursor::new(Vec::new());
         img.write_to(&mut out, image::ImageFormat::Png)
@@ -626,7 +619,7 @@ mod tests {
 
     #[test]
     fn png_write_round_trips() {
-        let dir = tmp_dir("write");
+        let dir = crate::io::test_dir("image-io-write");
         let path = dir.join("out.png");
         let rgba: Vec<u8> = (0..2 * 3 * 4).map(|i| (i * 10) as u8).collect();
         write_png_rgba8(&path, 2, 3, &rgba).expect("write");

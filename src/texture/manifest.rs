@@ -214,16 +214,8 @@ pub fn sets_of_rows(entries: &[ManifestEntry]) -> Vec<(TextureSetDesc, Vec<usize
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
-
-    fn tmp_dir(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("neurotex_manifest_{}_{name}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("temp dir");
-        d
-    }
 
     #[test]
     fn reads_the_bistro_manifest() {
@@ -279,7 +271,7 @@ mod tests {
 
     #[test]
     fn bad_manifests_name_row_and_column() {
-        let dir = tmp_dir("bad");
+        let dir = crate::io::test_dir("manifest-bad");
         let header = "set_id,category,paper_category,basecolor,normal,resolution,alpha,roughness_const,metallic_const,license";
 
         let p = dir.join("no_metal.csv");
@@ -334,7 +326,7 @@ mod tests {
     fn writes_the_texture_sets_report_in_the_loaders_schema() {
         use crate::inputs::{InputSets, InputSource, categories_from_csv, write_texture_sets_csv};
         let inputs = InputSets::open(&[InputSource::Manifest(BISTRO.into())]).expect("inputs");
-        let dir = tmp_dir("report");
+        let dir = crate::io::test_dir("manifest-report");
         let p = dir.join("texture_sets.csv");
         write_texture_sets_csv(&p, &inputs).expect("write");
         let mut r = csv::Reader::from_path(&p).expect("read back");
@@ -373,7 +365,7 @@ mod tests {
 
     #[test]
     fn rows_sharing_images_share_a_set_without_shifting_labels() {
-        let dir = tmp_dir("rows");
+        let dir = crate::io::test_dir("manifest-rows");
         let p = dir.join("m.csv");
         let header =
             "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const";

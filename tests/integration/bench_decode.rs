@@ -27,9 +27,7 @@ fn quick_decode_bench_reports_every_kernel_equal_to_the_cpu_decoder() {
     for file in ["decode.json", "decode.csv", "decode.md", "decode.png"] {
         assert!(out.join(file).is_file(), "{file} missing");
     }
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(out.join("decode.json")).expect("json"))
-            .expect("valid JSON");
+    let report = crate::common::read_json(out.join("decode.json"));
 
     let peaks = report["peaks"].as_array().expect("peaks");
     let names: Vec<&str> = peaks.iter().filter_map(|p| p["name"].as_str()).collect();

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::common::{
     KilledQuadCompression, checker_quad, expect_error, expect_ok, failed, kill_once_exists,
-    quad_scene, run, run_env, s, temp_dir, write_checker_png,
+    quad_scene, read_json, run, run_env, s, temp_dir, write_checker_png,
 };
 
 #[test]
@@ -96,8 +96,7 @@ fn truncated_external_buffer() {
 fn unsupported_required_extension() {
     let dir = temp_dir("draco");
     let gltf = quad_scene(&dir, None);
-    let mut doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&gltf).unwrap()).unwrap();
+    let mut doc = read_json(&gltf);
     doc["extensionsUsed"] = serde_json::json!(["KHR_draco_mesh_compression"]);
     doc["extensionsRequired"] = serde_json::json!(["KHR_draco_mesh_compression"]);
     std::fs::write(&gltf, serde_json::to_vec(&doc).unwrap()).unwrap();
@@ -386,7 +385,7 @@ fn compress_inspect_decompress_round_trip() {
     ] {
         assert!(dir.join(side).exists(), "{side} missing");
     }
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let json = read_json(&report);
     assert_eq!(
         json["materials"][0]["bcn"].as_array().map(Vec::len),
         Some(3),
@@ -678,8 +677,7 @@ fn import_csv_writes_the_schema_the_loader_reads() {
 fn hostile_scenes_fail_cleanly_through_the_binary() {
     let dir = temp_dir("hostile");
     let gltf = quad_scene(&dir, None);
-    let mut doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&gltf).unwrap()).unwrap();
+    let mut doc = read_json(&gltf);
     doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"] = 99.into();
     let bad = dir.join("bad.gltf");
     std::fs::write(&bad, serde_json::to_vec(&doc).unwrap()).unwrap();
@@ -694,8 +692,7 @@ fn hostile_scenes_fail_cleanly_through_the_binary() {
     // A buffer outside the folder: refused, allowed with --allow-outside-uris.
     let inner = dir.join("inner");
     std::fs::create_dir_all(&inner).unwrap();
-    let mut doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&gltf).unwrap()).unwrap();
+    let mut doc = read_json(&gltf);
     let uri = doc["buffers"][0]["uri"].as_str().unwrap().to_string();
     doc["buffers"][0]["uri"] = format!("../{uri}").into();
     let out = inner.join("out.gltf");
@@ -827,8 +824,7 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
         ];
         args.extend_from_slice(rate);
         let stdout = expect_ok(&args);
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let json = read_json(&report);
         (
             json["materials"][0].clone(),
             json["warnings"].clone(),
@@ -972,8 +968,7 @@ fn rate_distortion_curves_of_a_tiny_set() {
             .all(|r| r.split(',').filter(|v| !v.is_empty()).count() == 5),
         "{csv}"
     );
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("rd.rd.json")).unwrap()).unwrap();
+    let json = read_json(dir.join("rd.rd.json"));
     let set = &json["sets"][0];
     assert_eq!(set["ntc"].as_array().unwrap().len(), 9, "{set}");
     assert_eq!(set["matches"].as_array().unwrap().len(), 3, "{set}");
@@ -1185,8 +1180,7 @@ fn scene_bench_reports_stability_and_spread() {
     // Warmed up for at least 300 ms (the NTC modes follow the same path; their kernels
     // take minutes to compile on lavapipe).
     assert!(started.elapsed() >= std::time::Duration::from_millis(300));
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("bench.json")).unwrap()).unwrap();
+    let json = read_json(out.join("bench.json"));
     let rows = json["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 1, "{json}");
     for r in rows {

@@ -20,6 +20,14 @@ pub fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 temp path")
 }
 
+/// The JSON file at `path` (a report, plan or glTF); panics naming the file when it cannot
+/// be read or parsed.
+pub fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()))
+}
+
 /// The outcome of a finished `neurotex`: (success, stdout, stderr). A panic inside it
 /// fails the test.
 pub fn outcome(out: std::process::Output) -> (bool, String, String) {

@@ -13,7 +13,7 @@ use neurotex::texture::bcn::{BlockFormat, encode_rgba};
 use neurotex::texture::containers::{BlockChain, full_chain, write_block_chain};
 use neurotex::texture::{ChannelMask, LoadOptions, TextureSetDesc};
 
-use crate::common::{expect_error, expect_ok, s, temp_dir};
+use crate::common::{expect_error, expect_ok, read_json, s, temp_dir};
 
 /// A `size²` RGBA8 pattern: a gradient with a stripe, opaque.
 fn pattern(size: u32) -> Vec<u8> {
@@ -131,8 +131,7 @@ fn gltf_textures_pick_their_dds_and_ktx2_sources() {
     write_chain(&dir.join("tex.dds"), BlockFormat::Bc7, 8);
     write_chain(&dir.join("tex.ktx2"), BlockFormat::Bc7, 8);
     let gltf = crate::common::quad_scene(&dir, Some("fallback.png"));
-    let mut json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&gltf).expect("read")).expect("json");
+    let mut json = read_json(&gltf);
     let images = json["images"].as_array_mut().expect("images");
     images.push(serde_json::json!({ "uri": "tex.dds" }));
     images.push(serde_json::json!({ "uri": "tex.ktx2" }));

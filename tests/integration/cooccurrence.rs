@@ -14,7 +14,7 @@ use neurotex::render::targets::Target;
 use neurotex::screen::divergence::{NO_DECODER, NO_MATERIAL};
 use neurotex::screen::tiles::TileSize;
 
-use crate::common::ctx;
+use crate::common::{ctx, read_json};
 
 /// 53 = 3·16 + 5 = 6·8 + 5 columns, 37 = 2·16 + 5 = 9·4 + 1 rows: partial tiles at both
 /// edges for every tile size.
@@ -607,9 +607,7 @@ fn eval_runs_divergence_aware_beside_clustered_and_random_with_each_plans_predic
     assert!(sweep.iter().all(|r| !r["predicted_divergence"].is_empty()));
 
     // summary.json: the record and every run's prediction; the plan and its sheet.
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary"))
-            .expect("summary JSON");
+    let summary = read_json(out.join("summary.json"));
     let record_file = summary["cooccurrence"]["file"]
         .as_str()
         .expect("record file")
@@ -657,8 +655,7 @@ fn eval_runs_divergence_aware_beside_clustered_and_random_with_each_plans_predic
     }
 
     // A record whose set ids are not the scene's is refused, naming the file.
-    let mut json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record_file).expect("record")).expect("JSON");
+    let mut json = read_json(&record_file);
     let names = json["source"]["set_names"]
         .as_array_mut()
         .expect("set names");

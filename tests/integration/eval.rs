@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::common::{expect_error, expect_ok, s, temp_dir};
+use crate::common::{expect_error, expect_ok, read_json, s, temp_dir};
 
 /// A deterministic byte stream (xorshift).
 struct Noise(u64);
@@ -152,8 +152,7 @@ fn cluster_compress_inspect_share_decoders_by_family() {
         "--out",
         s(&plan),
     ]);
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&plan).expect("plan")).expect("plan JSON");
+    let json = read_json(&plan);
     let groups = json["groups"].as_array().expect("groups");
     assert_eq!(groups.len(), 2, "{json}");
     for g in groups {
@@ -190,9 +189,7 @@ fn cluster_compress_inspect_share_decoders_by_family() {
         s(&dir.join("report.json")),
     ]);
     // Budgets are per set: each group of 3 sets trains 3 × 32 main steps.
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("report.json")).expect("report"))
-            .expect("report JSON");
+    let report = read_json(dir.join("report.json"));
     let budgets: Vec<(usize, u64)> = report["groups"]
         .as_array()
         .expect("groups")
@@ -371,9 +368,7 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
     );
     assert_eq!(rows[0]["run"], "single");
 
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary"))
-            .expect("summary JSON");
+    let summary = read_json(out.join("summary.json"));
     assert_eq!(summary["runs"].as_array().map(Vec::len), Some(5));
     assert_eq!(summary["steps"], 32);
     assert!(
@@ -436,16 +431,7 @@ fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
     let dir = temp_dir("eval-nocat");
     let manifest = fixture(&dir, false);
     let out = dir.join("out");
-    let base = [
-        "eval",
-        "--manifest",
-        s(&manifest),
-        "--out",
-        s(&out),
-        "--m",
-        "2",
-        "--dry-run",
-    ];
+    let base = study_args(&manifest, &out, &["--dry-run"]);
     // From the default list: left out, with a note.
     let stdout = expect_ok(&base);
     assert!(
@@ -584,9 +570,7 @@ fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
         v
     };
     assert_eq!(files(&merged), files(&whole));
-    let json = |p: PathBuf| -> serde_json::Value {
-        without_timings(serde_json::from_slice(&std::fs::read(&p).expect("json")).expect("parse"))
-    };
+    let json = |p: PathBuf| -> serde_json::Value { without_timings(read_json(&p)) };
     for name in files(&whole).iter().filter(|f| f.starts_with("runs/")) {
         let name = name.trim_start_matches('/');
         assert_eq!(
@@ -736,9 +720,7 @@ fn eval_over_budgets_writes_each_budget_the_curves_and_reuses_finished_runs() {
     // Each budget is an evaluation of its own, at its own steps.
     for budget in [32u64, 64] {
         let sub = out.join(format!("budget-{budget}"));
-        let summary: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(sub.join("summary.json")).expect("summary"))
-                .expect("json");
+        let summary = read_json(sub.join("summary.json"));
         assert_eq!(summary["steps"], budget, "{summary}");
         assert_eq!(summary["budget"]["samples_per_material"], budget * 256);
         let report = std::fs::read_to_string(sub.join("report.md")).expect("report");
@@ -856,9 +838,7 @@ fn eval_rd_writes_the_curves_of_every_set() {
             psnr(r, "psnr");
         }
     }
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("rd").join("curves.rd.json")).unwrap())
-            .unwrap();
+    let json = read_json(out.join("rd").join("curves.rd.json"));
     let sets = json["sets"].as_array().expect("sets");
     assert_eq!(sets.len(), 2, "{json}");
     assert!(

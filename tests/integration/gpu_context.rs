@@ -252,8 +252,7 @@ fn timed_compute_passes_report_labels_and_times() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("trace.json");
     assert_eq!(profiler.write_trace(&path).unwrap(), 4);
-    let trace: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let trace = crate::common::read_json(&path);
     let events = trace["traceEvents"].as_array().expect("trace events");
     assert!(events.iter().any(|e| e["name"] == "halve"), "{trace}");
     assert!(!profiler.is_tracing());

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common::{expect_error, expect_ok, failed, run_in, s, succeeded, temp_dir};
+use crate::common::{expect_error, expect_ok, failed, read_json, run_in, s, succeeded, temp_dir};
 use base64::Engine as _;
 use neurotex::ntc::NtcPackage;
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription, SceneDescription};
@@ -819,8 +819,7 @@ mod properties {
 
 /// Every normal-mapped primitive of a generated glTF carries TANGENT.
 fn assert_tangents(gltf: &Path) {
-    let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(gltf).expect("read")).expect("json");
+    let doc = read_json(gltf);
     let materials = doc["materials"].as_array().expect("materials");
     let mut mapped = 0;
     for mesh in doc["meshes"].as_array().expect("meshes") {
@@ -1363,8 +1362,7 @@ fn stale_cache_progress_never_blocks_a_render() {
     assert!(ok, "a stale partial folder blocked the render: {stderr}");
     assert!(package.is_file() && !partial.exists());
     // An edit of the glTF alone (a material factor) makes the package stale.
-    let mut doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&gltf).expect("gltf")).expect("json");
+    let mut doc = read_json(&gltf);
     doc["materials"][0]["pbrMetallicRoughness"]["metallicFactor"] = 0.5.into();
     std::fs::write(&gltf, serde_json::to_vec(&doc).expect("json")).expect("edit");
     let (ok, _, stderr) = render();

@@ -443,7 +443,6 @@ mod tests {
     use crate::open::open;
     use crate::texture::read_manifest;
     use crate::texture::scene_texture_sets;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     const BISTRO: &str = "../shared/assets/bistro_texture_sets/manifest.csv";
 
@@ -468,15 +467,9 @@ mod tests {
 
     const HEADER: &str = "set_id,category,paper_category,basecolor,normal,resolution,alpha,roughness_const,metallic_const,license";
 
-    /// A fresh, unique folder under the system temp dir.
+    /// A fresh folder for the test `tag`.
     fn temp_dir(tag: &str) -> PathBuf {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("neurotex-street-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        dir
+        crate::io::test_dir(&format!("street-{tag}"))
     }
 
     /// Writes a manifest of `rows` synthetic sets (each with its own 4×4 PNGs) into `dir`.

@@ -1230,15 +1230,9 @@ fn cameras(shop: &mut Assembly) {
 mod tests {
     use super::*;
 
-    /// A fresh, unique folder under the system temp dir.
+    /// A fresh folder for the test `tag`.
     fn temp_dir(tag: &str) -> PathBuf {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("neurotex-toyshop-{tag}-{}-{n}", std::process::id()));
-        // A stale folder from an earlier run with the same pid would only add files.
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+        crate::io::test_dir(&format!("toyshop-{tag}"))
     }
 
     /// Every file under `dir`, relative path → bytes, sorted.
@@ -1331,7 +1325,7 @@ mod tests {
 
     #[test]
     fn toyshop_rejects_bad_texture_size() {
-        let dir = temp_dir("bad");
+        let dir = temp_dir("bad").join("scene");
         for size in [0, 2, 3, 100, 8192] {
             let opts = ToyshopOptions {
                 texture_size: size,
@@ -1347,7 +1341,6 @@ mod tests {
     #[test]
     fn toyshop_reports_unwritable_folder() {
         let dir = temp_dir("file");
-        std::fs::create_dir_all(&dir).expect("temp dir");
         let blocker = dir.join("not_a_dir");
         std::fs::write(&blocker, b"x").expect("blocker file");
         let err = generate(&blocker, &ToyshopOptions::default()).expect_err("must fail");

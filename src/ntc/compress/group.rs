@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::partial::group_seal;
 use super::rate::{RateTry, record_tries};
 use super::report::GroupReport;
-use super::{CompressError, CompressOptions, group_main_steps};
+use super::{CompressError, CompressOptions, group_main_steps, write_file};
 use crate::gpu::GpuContext;
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::{LatentLayout, Preset};
@@ -273,14 +273,8 @@ impl GroupRun<'_> {
             members.iter().map(|&i| self.constants[i]).collect();
         one.add_group(&kept.trained, &group_constants)?;
         let bytes = one.to_bytes()?;
-        let write = |path: &Path, bytes: &[u8]| {
-            crate::io::write_atomic(path, bytes).map_err(|source| CompressError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        };
-        write(&seal, group_seal(&self.owner, g, &bytes).as_bytes())?;
-        write(&done, &bytes)?;
+        write_file(&seal, group_seal(&self.owner, g, &bytes).as_bytes())?;
+        write_file(&done, &bytes)?;
         let _ = std::fs::remove_file(&ckpt);
         let texels_per_second = if kept.rates.is_empty() {
             0.0

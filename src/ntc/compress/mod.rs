@@ -241,6 +241,25 @@ pub fn check_groups(groups: &[Vec<usize>], n: usize) -> Result<(), CompressError
     }
 }
 
+/// [`write_atomic`](crate::io::write_atomic) with an error that names `path`.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CompressError> {
+    crate::io::write_atomic(path, bytes).map_err(|source| CompressError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// `value` as pretty JSON for the file `path` (named in the error).
+pub(crate) fn pretty_json(
+    value: &impl serde::Serialize,
+    path: &Path,
+) -> Result<String, CompressError> {
+    serde_json::to_string_pretty(value).map_err(|e| CompressError::Io {
+        path: path.to_path_buf(),
+        source: e.into(),
+    })
+}
+
 /// Append `other`'s decoders and materials to `package`.
 pub(crate) fn append(package: &mut NtcPackage, other: NtcPackage) {
     let offset = package.decoders.len() as u32;

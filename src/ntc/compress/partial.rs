@@ -311,9 +311,7 @@ mod tests {
 
     #[test]
     fn partial_folders_are_only_reused_or_deleted_when_they_match() {
-        let dir = std::env::temp_dir().join(format!("neurotex-partial-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::io::test_dir("partial");
         let input = dir.join("albedo.png");
         std::fs::write(&input, b"first").expect("write");
         let partial = dir.join("out.ntc.partial");

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::CompressError;
 use super::rate::{RateControl, RateTry};
+use super::{CompressError, pretty_json, write_file};
 use crate::charts::{Panel, Series, write_panels_png};
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::Preset;
@@ -231,19 +231,9 @@ impl CompressReport {
     /// Write the report: JSON at `path`, and beside it the Markdown table (`.md`), the
     /// loss curves (`.curves.csv`) and their chart (`.curves.png`, 1200×420).
     pub fn write(&self, path: &Path) -> Result<(), CompressError> {
-        let write = |p: &Path, bytes: &[u8]| {
-            crate::io::write_atomic(p, bytes).map_err(|source| CompressError::Io {
-                path: p.to_path_buf(),
-                source,
-            })
-        };
-        let json = serde_json::to_string_pretty(self).map_err(|e| CompressError::Io {
-            path: path.to_path_buf(),
-            source: e.into(),
-        })?;
-        write(path, json.as_bytes())?;
-        write(&path.with_extension("md"), self.markdown().as_bytes())?;
-        write(
+        write_file(path, pretty_json(self, path)?.as_bytes())?;
+        write_file(&path.with_extension("md"), self.markdown().as_bytes())?;
+        write_file(
             &path.with_extension("curves.csv"),
             self.curves_csv().as_bytes(),
         )?;
@@ -430,8 +420,7 @@ mod tests {
         assert_eq!(loss.series[1].label, "group 1");
         assert_eq!(loss.series[1].points[0], (10.0, 0.1));
         assert_eq!(psnr.series[0].points[19], (200.0, 40.0));
-        let dir = std::env::temp_dir().join(format!("neurotex-report-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::io::test_dir("report");
         let path = dir.join("r.json");
         r.write(&path).unwrap();
         for ext in ["json", "md", "curves.csv", "curves.png"] {

@@ -133,8 +133,7 @@ fn round_trip_through_bytes_and_files() {
         }
     );
 
-    let dir = std::env::temp_dir().join(format!("neurotex_ntc_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = crate::io::test_dir("ntc");
     let path = dir.join("scene.ntc");
     package.write(&path).expect("write");
     let read = NtcPackage::read(&path).expect("read");

@@ -420,11 +420,7 @@ mod tests {
 
     fn checkpoint() -> Checkpoint {
         let config = TrainConfig {
-            model: NtcConfig {
-                features: 4,
-                hidden: vec![8],
-                ..NtcConfig::default()
-            },
+            model: NtcConfig::tiny(),
             ..TrainConfig::default()
         };
         let layouts = vec![
@@ -446,8 +442,7 @@ mod tests {
         let bytes = c.to_bytes().unwrap();
         assert_eq!(&bytes[..8], b"NTCCKPT\0");
         assert!(Checkpoint::from_bytes(&bytes).unwrap() == c);
-        let dir = std::env::temp_dir().join(format!("neurotex-ckpt-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::io::test_dir("ckpt");
         let path = dir.join("group0.ckpt");
         c.save(&path).unwrap();
         assert!(Checkpoint::load(&path).unwrap() == c);

@@ -713,10 +713,8 @@ mod tests {
     /// a 3×3 and a 2×2 grid (odd sizes exercise wrap addressing).
     fn tiny_model(activation: Activation, seed: u64) -> (GroupModel, Vec<TextureSet>) {
         let config = NtcConfig {
-            features: 4,
-            hidden: vec![8],
             activation,
-            ..NtcConfig::default()
+            ..NtcConfig::tiny()
         };
         let mut set = TextureSet::from_fn(
             "tiny",

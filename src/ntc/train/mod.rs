@@ -583,11 +583,7 @@ mod tests {
 
     #[test]
     fn batches_mix_materials_and_weight_mips_by_area() {
-        let config = NtcConfig {
-            features: 4,
-            hidden: vec![8],
-            ..NtcConfig::default()
-        };
+        let config = NtcConfig::tiny();
         let layouts = vec![
             LatentLayout::new(8, 8, 4, Preset::High, 4).expect("layout"),
             LatentLayout::new(4, 2, 3, Preset::High, 4).expect("layout"),

@@ -11,7 +11,7 @@ use super::kernels::{EVAL_WORKGROUPS, Kernels, MAX_TRAIN_WORKGROUPS};
 use super::{CHUNK_STEPS, GpuTrainError, TrainKernel};
 use crate::gpu::GpuContext;
 use crate::gpu::layout::{Slot, group_layout};
-use crate::ntc::model::{GroupModel, LatentLayout, OUTPUTS, lod_input};
+use crate::ntc::model::{GridPairGpu, GroupModel, LatentLayout, OUTPUTS, lod_input};
 use crate::ntc::train::checkpoint::AdamMoments;
 use crate::ntc::train::cpu::AdamState;
 use crate::ntc::train::{TrainConfig, TrainError};
@@ -103,12 +103,7 @@ pub(super) struct MipEntry {
     pub(super) texel_start: u32,
     pub(super) material: u32,
     pub(super) latent_base: u32,
-    pub(super) fine_offset: u32,
-    pub(super) fine_width: u32,
-    pub(super) fine_height: u32,
-    pub(super) coarse_offset: u32,
-    pub(super) coarse_width: u32,
-    pub(super) coarse_height: u32,
+    pub(super) grids: GridPairGpu,
     pub(super) lod: f32,
     pub(super) loss_weights: [f32; OUTPUTS],
 }
@@ -285,13 +280,9 @@ impl GroupLayout {
             let loss_weights = weights.per_output(set.present).map(|w| w as f32);
             let weight_sum: f64 = weights.per_output(set.present).iter().sum();
             for (mip, level) in set.mips.iter().enumerate() {
-                let (pair, fine, coarse) = layout
-                    .pair(mip)
-                    .and_then(|p| Some((p, layout.grid(p.fine)?, layout.grid(p.coarse)?)))
+                let grids = layout
+                    .gpu_pair(mip, |values| fits_u32("latent values", values))?
                     .ok_or_else(|| bad_set(set, format!("mip {mip} has no grid pair")))?;
-                let offset = |g: u32| -> Result<u32, GpuTrainError> {
-                    fits_u32("latent values", layout.grid_offset(g).unwrap_or(0))
-                };
                 let texel_start = fits_u32("texels", targets.len() / CHANNELS)?;
                 entries.push(MipEntry {
                     width: level.width,
@@ -299,12 +290,7 @@ impl GroupLayout {
                     texel_start,
                     material: m as u32,
                     latent_base,
-                    fine_offset: offset(pair.fine)?,
-                    fine_width: fine.width,
-                    fine_height: fine.height,
-                    coarse_offset: offset(pair.coarse)?,
-                    coarse_width: coarse.width,
-                    coarse_height: coarse.height,
+                    grids,
                     lod: lod_input(mip, layout.mips()) as f32,
                     loss_weights,
                 });
