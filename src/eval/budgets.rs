@@ -210,7 +210,7 @@ impl BudgetStudy {
                     strategy: row.strategy,
                     budget: budget.steps_per_set,
                     epochs: budget.epochs,
-                    mean_psnr: row.mean_psnr,
+                    mean_psnr: row.figures.mean_psnr,
                     decoder_steps: run.map_or([0, 0], |r| r.decoder_steps),
                     loaded: run.is_some_and(|r| r.loaded),
                 });

@@ -56,7 +56,7 @@ pub fn sweep_panel(table: &SweepTable) -> Panel {
             "decoders",
             table.strategies(),
             &table.rows,
-            |r| (r.strategy, r.decoders as f64, r.mean_psnr),
+            |r| (r.strategy, r.figures.decoders as f64, r.figures.mean_psnr),
         )
     }
 }
@@ -98,7 +98,7 @@ pub(super) fn psnr_panel<R>(
 mod tests {
     use super::*;
     use crate::cluster::Strategy;
-    use crate::eval::tables::{FreezingRow, SweepRow};
+    use crate::eval::tables::{FreezingRow, RunFigures, SweepRow};
 
     #[test]
     fn freezing_lines_per_setting() {
@@ -127,10 +127,12 @@ mod tests {
             m,
             strategy,
             run: String::new(),
-            decoders: m,
-            mean_psnr: psnr,
-            predicted: None,
-            seconds: 0.0,
+            figures: RunFigures {
+                decoders: m,
+                mean_psnr: psnr,
+                predicted: None,
+                seconds: 0.0,
+            },
         };
         let t = SweepTable {
             rows: vec![

@@ -64,8 +64,8 @@ pub use runs::{
     run_name,
 };
 pub use tables::{
-    EvalReport, FreezingRow, FreezingTable, NO_CATEGORY, RunSummary, SweepRow, SweepTable, Table2,
-    Table2Row, category_columns, mean_curve,
+    EvalReport, FreezingRow, FreezingTable, NO_CATEGORY, RunFigures, RunSummary, SweepRow,
+    SweepTable, Table2, Table2Row, category_columns, mean_curve,
 };
 
 /// The strategies of Table 2, in the paper's order (the default list; `divergence-aware`
@@ -1196,7 +1196,10 @@ mod tests {
         let report = build_report("test adapter", &f.inputs(), &plan, &opts, &records);
         assert_eq!(report.table2.categories, vec!["brick", "fabric"]);
         let base = &report.table2.rows[0];
-        assert_eq!((base.decoders, base.mean_psnr), (6, Some(36.5)));
+        assert_eq!(
+            (base.figures.decoders, base.figures.mean_psnr),
+            (6, Some(36.5))
+        );
         assert_eq!(base.category_psnr, vec![Some(36.0), Some(37.0)]);
         let sweep = report.sweep.as_ref().unwrap();
         assert_eq!(sweep.baseline, Some(36.5));
@@ -1343,7 +1346,13 @@ mod tests {
         // The report: 𝒟 beside the PSNR in Table 2, the sweep and the run list.
         let records = fake_records(&plan, &opts);
         let report = build_report("test adapter", &with(1.0), &plan, &opts, &records);
-        assert!(report.table2.rows.iter().all(|r| r.predicted.is_some()));
+        assert!(
+            report
+                .table2
+                .rows
+                .iter()
+                .all(|r| r.figures.predicted.is_some())
+        );
         let csv = report.table2.csv();
         assert!(
             csv.starts_with("strategy,decoders,mean_psnr_db,predicted_divergence,psnr_db_brick"),

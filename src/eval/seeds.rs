@@ -207,7 +207,7 @@ impl SeedStudy {
         let psnr_of = |s: Strategy| -> Vec<Option<f64>> {
             results
                 .iter()
-                .map(|r| row(r, s).and_then(|x| x.mean_psnr))
+                .map(|r| row(r, s).and_then(|x| x.figures.mean_psnr))
                 .collect()
         };
         let has = |s: Strategy| results.iter().any(|r| row(r, s).is_some());
@@ -228,7 +228,7 @@ impl SeedStudy {
                     strategy: s,
                     decoders: results
                         .iter()
-                        .map(|r| row(r, s).map(|x| x.decoders))
+                        .map(|r| row(r, s).map(|x| x.figures.decoders))
                         .collect(),
                     minus_baseline: baseline
                         .as_ref()
@@ -248,7 +248,7 @@ impl SeedStudy {
             for r in results {
                 let values: Option<Vec<f64>> = PAPER_ORDER
                     .iter()
-                    .map(|&s| row(r, s).and_then(|x| x.mean_psnr))
+                    .map(|&s| row(r, s).and_then(|x| x.figures.mean_psnr))
                     .collect();
                 match values {
                     Some(v) if v.windows(2).all(|w| w[0] > w[1]) => held.push(r.seed),
@@ -279,6 +279,7 @@ impl SeedStudy {
                                         .rows
                                         .iter()
                                         .find(|q| q.m == p.m && q.strategy == p.strategy)?
+                                        .figures
                                         .mean_psnr
                                 })
                                 .collect(),
@@ -594,7 +595,17 @@ fn per_seed(s: Option<&SeedSpread>, n: usize) -> Vec<Cell> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::tables::SweepRow;
+    use crate::eval::tables::{RunFigures, SweepRow};
+
+    /// A run's figures with `decoders` and mean PSNR `psnr`.
+    fn figures(decoders: usize, psnr: f64) -> RunFigures {
+        RunFigures {
+            decoders,
+            mean_psnr: Some(psnr),
+            predicted: None,
+            seconds: 1.0,
+        }
+    }
 
     fn table2(rows: &[(Strategy, usize, f64)]) -> Table2 {
         Table2 {
@@ -604,12 +615,9 @@ mod tests {
                 .map(|&(strategy, decoders, psnr)| Table2Row {
                     strategy,
                     run: strategy.to_string(),
-                    decoders,
-                    mean_psnr: Some(psnr),
-                    predicted: None,
+                    figures: figures(decoders, psnr),
                     category_psnr: Vec::new(),
                     bits_per_texel: 5.33,
-                    seconds: 1.0,
                 })
                 .collect(),
         }
@@ -623,10 +631,7 @@ mod tests {
                     m,
                     strategy,
                     run: format!("{strategy}_{m}"),
-                    decoders: m,
-                    mean_psnr: Some(psnr),
-                    predicted: None,
-                    seconds: 1.0,
+                    figures: figures(m, psnr),
                 })
                 .collect(),
             baseline: None,

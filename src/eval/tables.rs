@@ -139,13 +139,10 @@ pub fn category_columns(categories: &[String]) -> Vec<String> {
     labels
 }
 
-/// One strategy's row of Table 2.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Table2Row {
-    /// The strategy.
-    pub strategy: Strategy,
-    /// The run its numbers come from (shared runs appear under several strategies).
-    pub run: String,
+/// What Table 2, the sweep and the run list report of every run: decoders, mean PSNR,
+/// predicted divergence and training time (flattened into each row's JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RunFigures {
     /// Number of decoders.
     pub decoders: usize,
     /// Mean PSNR over all materials (dB).
@@ -153,12 +150,66 @@ pub struct Table2Row {
     /// The run's predicted divergence on the recorded views (with a co-occurrence record).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted: Option<DivergencePrediction>,
+    /// Training seconds of the run.
+    pub seconds: f64,
+}
+
+impl RunFigures {
+    /// The figures of `record`, with its groups' predicted divergence.
+    pub fn new(record: &RunRecord, predicted: Option<DivergencePrediction>) -> RunFigures {
+        RunFigures {
+            decoders: record.groups.len(),
+            mean_psnr: record.mean_psnr,
+            predicted,
+            seconds: record.seconds,
+        }
+    }
+
+    /// The predicted 𝒟 cell (absent without a prediction).
+    fn divergence_cell(&self) -> Cell {
+        Cell::Precise(self.predicted.map(|p| p.divergence))
+    }
+
+    /// The header of [`RunFigures::cells`]: `decoders`, `mean_psnr_db` and, when
+    /// `predicted`, the predicted 𝒟 (CSV's header when `csv`).
+    fn header(predicted: bool, csv: bool) -> Vec<String> {
+        let mut header: Vec<String> = ["decoders", "mean_psnr_db"].map(String::from).to_vec();
+        if predicted {
+            header.push(divergence_header(csv));
+        }
+        header
+    }
+
+    /// The decoders and mean PSNR cells, then the predicted 𝒟 when `predicted`.
+    fn cells(&self, predicted: bool) -> Vec<Cell> {
+        let mut row = vec![Cell::Count(self.decoders), Cell::Fixed(self.mean_psnr)];
+        if predicted {
+            row.push(self.divergence_cell());
+        }
+        row
+    }
+}
+
+/// Whether any of `figures` carries a predicted divergence (the tables then have a
+/// predicted-𝒟 column).
+fn any_predicted<'a>(mut figures: impl Iterator<Item = &'a RunFigures>) -> bool {
+    figures.any(|f| f.predicted.is_some())
+}
+
+/// One strategy's row of Table 2.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Table2Row {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// The run its numbers come from (shared runs appear under several strategies).
+    pub run: String,
+    /// The run's decoders, mean PSNR, predicted divergence and training seconds.
+    #[serde(flatten)]
+    pub figures: RunFigures,
     /// Mean PSNR per category column (dB).
     pub category_psnr: Vec<Option<f64>>,
     /// Mean latent bits per texel.
     pub bits_per_texel: f64,
-    /// Training seconds of the run.
-    pub seconds: f64,
 }
 
 /// Table 2 of the paper on our data.
@@ -188,9 +239,7 @@ impl Table2 {
                 .map(|&(strategy, r, predicted)| Table2Row {
                     strategy,
                     run: r.name.clone(),
-                    decoders: r.groups.len(),
-                    mean_psnr: r.mean_psnr,
-                    predicted,
+                    figures: RunFigures::new(r, predicted),
                     category_psnr: columns
                         .iter()
                         .map(|c| {
@@ -203,26 +252,16 @@ impl Table2 {
                         })
                         .collect(),
                     bits_per_texel: r.mean_bits_per_texel,
-                    seconds: r.seconds,
                 })
                 .collect(),
             categories: columns,
         }
     }
 
-    /// Whether the rows carry a predicted divergence.
-    fn predicted(&self) -> bool {
-        self.rows.iter().any(|r| r.predicted.is_some())
-    }
-
     fn grid(&self, csv: bool) -> Grid {
-        let predicted = self.predicted();
-        let mut header: Vec<String> = ["strategy", "decoders", "mean_psnr_db"]
-            .map(String::from)
-            .to_vec();
-        if predicted {
-            header.push(divergence_header(csv));
-        }
+        let predicted = any_predicted(self.rows.iter().map(|r| &r.figures));
+        let mut header = vec!["strategy".to_string()];
+        header.extend(RunFigures::header(predicted, csv));
         header.extend(self.categories.iter().map(|c| {
             if csv {
                 format!("psnr_db_{c}")
@@ -237,18 +276,12 @@ impl Table2 {
                 .rows
                 .iter()
                 .map(|r| {
-                    let mut row = vec![
-                        Cell::Text(r.strategy.to_string()),
-                        Cell::Count(r.decoders),
-                        Cell::Fixed(r.mean_psnr),
-                    ];
-                    if predicted {
-                        row.push(Cell::Precise(r.predicted.map(|p| p.divergence)));
-                    }
+                    let mut row = vec![Cell::Text(r.strategy.to_string())];
+                    row.extend(r.figures.cells(predicted));
                     row.extend(r.category_psnr.iter().map(|&p| Cell::Fixed(p)));
                     row.extend([
                         Cell::Fixed(Some(r.bits_per_texel)),
-                        Cell::Fixed(Some(r.seconds)),
+                        Cell::Fixed(Some(r.figures.seconds)),
                         Cell::Text(r.run.clone()),
                     ]);
                     row
@@ -387,15 +420,9 @@ pub struct SweepRow {
     pub strategy: Strategy,
     /// Its run.
     pub run: String,
-    /// Number of decoders.
-    pub decoders: usize,
-    /// Mean PSNR over all materials (dB).
-    pub mean_psnr: Option<f64>,
-    /// The run's predicted divergence on the recorded views (with a co-occurrence record).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted: Option<DivergencePrediction>,
-    /// Training seconds of the run.
-    pub seconds: f64,
+    /// The run's decoders, mean PSNR, predicted divergence and training seconds.
+    #[serde(flatten)]
+    pub figures: RunFigures,
 }
 
 /// PSNR against the number of decoders, clustered, random (and divergence-aware) at the
@@ -422,31 +449,19 @@ impl SweepTable {
                     m,
                     strategy,
                     run: r.name.clone(),
-                    decoders: r.groups.len(),
-                    mean_psnr: r.mean_psnr,
-                    predicted,
-                    seconds: r.seconds,
+                    figures: RunFigures::new(r, predicted),
                 })
                 .collect(),
             baseline,
         }
     }
 
-    /// Whether the rows carry a predicted divergence.
-    fn predicted(&self) -> bool {
-        self.rows.iter().any(|r| r.predicted.is_some())
-    }
-
     /// CSV: `m,strategy,decoders,mean_psnr_db,[predicted_divergence,]train_seconds,run`
     /// (`predicted_divergence` with a co-occurrence record).
     pub fn csv(&self) -> String {
-        let predicted = self.predicted();
-        let mut header: Vec<String> = ["m", "strategy", "decoders", "mean_psnr_db"]
-            .map(String::from)
-            .to_vec();
-        if predicted {
-            header.push(divergence_header(true));
-        }
+        let predicted = any_predicted(self.rows.iter().map(|r| &r.figures));
+        let mut header: Vec<String> = ["m", "strategy"].map(String::from).to_vec();
+        header.extend(RunFigures::header(predicted, true));
         header.extend(["train_seconds", "run"].map(String::from));
         Grid {
             header,
@@ -454,16 +469,12 @@ impl SweepTable {
                 .rows
                 .iter()
                 .map(|r| {
-                    let mut row = vec![
-                        Cell::Count(r.m),
-                        Cell::Text(r.strategy.to_string()),
-                        Cell::Count(r.decoders),
-                        Cell::Fixed(r.mean_psnr),
-                    ];
-                    if predicted {
-                        row.push(Cell::Precise(r.predicted.map(|p| p.divergence)));
-                    }
-                    row.extend([Cell::Fixed(Some(r.seconds)), Cell::Text(r.run.clone())]);
+                    let mut row = vec![Cell::Count(r.m), Cell::Text(r.strategy.to_string())];
+                    row.extend(r.figures.cells(predicted));
+                    row.extend([
+                        Cell::Fixed(Some(r.figures.seconds)),
+                        Cell::Text(r.run.clone()),
+                    ]);
                     row
                 })
                 .collect(),
@@ -480,7 +491,7 @@ impl SweepTable {
     /// co-occurrence record, one predicted-𝒟 column per strategy), then the baseline.
     pub fn markdown(&self) -> String {
         let strategies = self.strategies();
-        let predicted = self.predicted();
+        let predicted = any_predicted(self.rows.iter().map(|r| &r.figures));
         let mut ms: Vec<usize> = self.rows.iter().map(|r| r.m).collect();
         ms.dedup();
         let mut header = vec!["m".to_string()];
@@ -490,31 +501,30 @@ impl SweepTable {
         }
         let row_of =
             |m: usize, st: Strategy| self.rows.iter().find(|r| r.m == m && r.strategy == st);
-        let mut s = Grid {
-            header,
-            rows: ms
-                .iter()
-                .map(|&m| {
-                    let mut row = vec![Cell::Count(m)];
-                    row.extend(
-                        strategies
-                            .iter()
-                            .map(|&st| Cell::Fixed(row_of(m, st).and_then(|r| r.mean_psnr))),
-                    );
-                    if predicted {
+        let mut s =
+            Grid {
+                header,
+                rows: ms
+                    .iter()
+                    .map(|&m| {
+                        let mut row = vec![Cell::Count(m)];
                         row.extend(strategies.iter().map(|&st| {
-                            Cell::Precise(
-                                row_of(m, st)
-                                    .and_then(|r| r.predicted)
-                                    .map(|p| p.divergence),
-                            )
+                            Cell::Fixed(row_of(m, st).and_then(|r| r.figures.mean_psnr))
                         }));
-                    }
-                    row
-                })
-                .collect(),
-        }
-        .markdown();
+                        if predicted {
+                            row.extend(strategies.iter().map(|&st| {
+                                Cell::Precise(
+                                    row_of(m, st)
+                                        .and_then(|r| r.figures.predicted)
+                                        .map(|p| p.divergence),
+                                )
+                            }));
+                        }
+                        row
+                    })
+                    .collect(),
+            }
+            .markdown();
         if let Some(b) = self.baseline {
             s.push_str(&format!("\nBaseline (one decoder per set): {b:.2} dB.\n"));
         }
@@ -531,25 +541,18 @@ pub struct RunSummary {
     pub strategy: Strategy,
     /// Freezing setting.
     pub freeze: Freeze,
-    /// Number of decoders.
-    pub decoders: usize,
+    /// Its decoders, mean PSNR, predicted divergence and training seconds.
+    #[serde(flatten)]
+    pub figures: RunFigures,
     /// Set indices per group.
     pub groups: Vec<Vec<usize>>,
-    /// Mean PSNR over all materials (dB).
-    pub mean_psnr: Option<f64>,
     /// Mean latent bits per texel.
     pub mean_bits_per_texel: f64,
-    /// Predicted divergence of its groups on the recorded views (with a co-occurrence
-    /// record).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted: Option<DivergencePrediction>,
     /// Mean over groups of the final loss.
     pub final_loss: Option<f64>,
     /// Optimiser steps per decoder (main and fine-tuning), fewest and most over the
     /// groups: a group of `k` sets takes `k` times the steps per set.
     pub decoder_steps: [u64; 2],
-    /// Training seconds.
-    pub seconds: f64,
     /// Loaded from an earlier invocation (`--resume`) rather than trained now.
     pub loaded: bool,
 }
@@ -565,14 +568,11 @@ impl RunSummary {
             name: record.name.clone(),
             strategy: record.strategy,
             freeze: record.freeze,
-            decoders: record.groups.len(),
+            figures: RunFigures::new(record, predicted),
             groups: record.groups.clone(),
-            mean_psnr: record.mean_psnr,
             mean_bits_per_texel: record.mean_bits_per_texel,
-            predicted,
             final_loss: record.final_loss(),
             decoder_steps: record.decoder_steps(),
-            seconds: record.seconds,
             loaded,
         }
     }
@@ -670,7 +670,7 @@ impl EvalReport {
             }
         }
         s.push_str("\n## Runs\n\n");
-        let predicted = self.runs.iter().any(|r| r.predicted.is_some());
+        let predicted = any_predicted(self.runs.iter().map(|r| &r.figures));
         let mut header: Vec<String> = ["run", "decoders", "freeze", "mean_psnr_db"]
             .map(String::from)
             .to_vec();
@@ -687,12 +687,12 @@ impl EvalReport {
                     .map(|r| {
                         let mut row = vec![
                             Cell::Text(r.name.clone()),
-                            Cell::Count(r.decoders),
+                            Cell::Count(r.figures.decoders),
                             Cell::Text(r.freeze.to_string()),
-                            Cell::Fixed(r.mean_psnr),
+                            Cell::Fixed(r.figures.mean_psnr),
                         ];
                         if predicted {
-                            row.push(Cell::Precise(r.predicted.map(|p| p.divergence)));
+                            row.push(r.figures.divergence_cell());
                         }
                         row.extend([
                             Cell::Sci(r.final_loss),
@@ -700,7 +700,7 @@ impl EvalReport {
                                 [a, b] if a == b => a.to_string(),
                                 [a, b] => format!("{a}–{b}"),
                             }),
-                            Cell::Fixed(Some(r.seconds)),
+                            Cell::Fixed(Some(r.figures.seconds)),
                             Cell::Text(if r.loaded { "yes" } else { "no" }.into()),
                         ]);
                         row
@@ -806,7 +806,7 @@ mod tests {
             &cats(),
         );
         assert_eq!(t.rows.len(), 3);
-        assert_eq!(t.rows[0].decoders, 4);
+        assert_eq!(t.rows[0].figures.decoders, 4);
         assert_eq!(t.rows[0].category_psnr, vec![Some(30.0), Some(38.0), None]);
         assert_eq!(
             t.rows[1].category_psnr,
@@ -905,6 +905,69 @@ mod tests {
         assert!(md.contains("| m | clustered (dB) | random (dB) |"));
         assert!(md.contains("| 2 | 30.00 | 28.00 |"));
         assert!(md.contains("35.00 dB"));
+    }
+
+    #[test]
+    fn rows_carry_the_run_figures_as_their_own_json_fields() {
+        let r = record("m2", [Some(30.0); 4], vec![vec![0, 2], vec![1, 3]]);
+        let predicted = Some(DivergencePrediction {
+            divergence: 0.5,
+            mean_decoders: 1.5,
+            covered_tiles: 8,
+        });
+        let keys = |row: serde_json::Value| -> Vec<String> {
+            let mut v: Vec<String> = row.as_object().expect("object").keys().cloned().collect();
+            v.sort();
+            v
+        };
+        let sorted = |keys: &[&str]| {
+            let mut v: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            v.sort();
+            v
+        };
+        let table2 = Table2::new(&[(Strategy::Clustered, &r, predicted)], &[]);
+        let json = serde_json::to_value(&table2.rows[0]).unwrap();
+        assert_eq!(json["predicted"]["divergence"], 0.5);
+        assert_eq!(
+            keys(json),
+            sorted(&[
+                "strategy",
+                "run",
+                "decoders",
+                "mean_psnr",
+                "predicted",
+                "category_psnr",
+                "bits_per_texel",
+                "seconds",
+            ])
+        );
+        let sweep = SweepTable::new(&[(2, Strategy::Clustered, &r, None)], None);
+        assert_eq!(
+            keys(serde_json::to_value(&sweep.rows[0]).unwrap()),
+            sorted(&["m", "strategy", "run", "decoders", "mean_psnr", "seconds"])
+        );
+        let summary = serde_json::to_value(RunSummary::new(&r, false, predicted)).unwrap();
+        assert_eq!(
+            (&summary["decoders"], &summary["seconds"]),
+            (&2.into(), &2.5.into())
+        );
+        assert_eq!(
+            keys(summary),
+            sorted(&[
+                "name",
+                "strategy",
+                "freeze",
+                "decoders",
+                "groups",
+                "mean_psnr",
+                "mean_bits_per_texel",
+                "predicted",
+                "final_loss",
+                "decoder_steps",
+                "seconds",
+                "loaded",
+            ])
+        );
     }
 
     #[test]
