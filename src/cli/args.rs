@@ -155,7 +155,8 @@ pub struct NtcModeArgs {
     #[arg(long)]
     pub inference_on_load: bool,
     /// With --inference-on-load, block-compress the decoded textures on the GPU: `bc1`
-    /// (BC1, BC7 for groups of four channels) or `bc7` (BC7 throughout).
+    /// (BC1, BC7 for groups of four channels) or `bc7` (BC7); either way a group holding
+    /// only the normal is BC5 and one holding only metallic BC4.
     #[arg(long, value_enum, requires = "inference_on_load")]
     pub transcode: Option<Transcode>,
     /// With --inference-on-load, how the bake evaluates the decoders: `f32` (within one

@@ -91,9 +91,10 @@ impl std::fmt::Display for BakeKernel {
 /// Block compression of the baked textures (inference on load with `--transcode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Transcode {
-    /// BC1 where a group's channels fit RGB, BC7 where they need four.
+    /// BC1 where a group's channels fit RGB, BC7 where they need four, BC5 or BC4 for a
+    /// group of two or one ([`set_formats`]).
     Bc1,
-    /// BC7 for every group.
+    /// BC7 where a group has three or four channels, BC5 or BC4 for two or one.
     Bc7,
 }
 
