@@ -1,5 +1,6 @@
-//! Host ↔ WGSL mirrors: every `#[repr(C)]` struct in `render::gpu_types` has the size
-//! naga computes for its WGSL twin in `shaders/common/frame.wgsl`, and every constant the
+//! Host ↔ WGSL mirrors: every `#[repr(C)]` struct in `render::gpu_types` (and
+//! `scene_gpu::SampleFill`) has the size naga computes for its WGSL twin in
+//! `shaders/common/frame.wgsl` (`material_textures.wgsl`), and every constant the
 //! host and the shaders both declare (ids and masks of the G-buffer word, decoder-map
 //! entries, flags, tile and workgroup sizes) has the same value on both sides.
 
@@ -13,6 +14,7 @@ use neurotex::render::gpu_types::{
 use neurotex::render::passes::ntc_bake::{BakeKernel, NtcBakePass};
 use neurotex::render::passes::ntc_decode::{DECODE_STOCHASTIC, NtcDecodePass, NtcKernel};
 use neurotex::render::passes::{image_error, reference, temporal};
+use neurotex::render::scene_gpu::SampleFill;
 use neurotex::screen::material_word::{
     BITANGENT_NEGATIVE, MATERIAL_ID_MASK, NO_DECODER, NO_MATERIAL,
 };
@@ -28,6 +30,11 @@ fn struct_sizes_match_wgsl() {
     assert_mirrors::<FrameUniform>(&module, "Frame");
     assert_mirrors::<InstanceData>(&module, "InstanceData");
     assert_mirrors::<MaterialData>(&module, "MaterialData");
+    // The material bind group's fill (common/material_textures.wgsl).
+    let reference = lib
+        .validate("reference.wgsl", &Defines::new())
+        .expect("reference.wgsl validates");
+    assert_mirrors::<SampleFill>(&reference, "SampleFill");
 }
 
 /// Every AOV (`material-id` on the command line) has its twin `AOV_MATERIAL_ID` in
