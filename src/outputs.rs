@@ -98,6 +98,18 @@ impl OutputPolicy {
 
     /// Check a file output: not an input, not a folder, and not existing unless `force`.
     pub fn check(&self, path: &Path) -> Result<(), OutputError> {
+        self.check_kept(path)?;
+        if !self.force && (path.exists() || path.is_symlink()) {
+            return Err(OutputError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Check a file output that a resumed run keeps if it exists: not an input and not a
+    /// folder.
+    pub fn check_kept(&self, path: &Path) -> Result<(), OutputError> {
         if let Some(input) = self.input_at(path) {
             return Err(OutputError::IsInput {
                 path: path.to_path_buf(),
@@ -108,11 +120,6 @@ impl OutputPolicy {
             return Err(OutputError::WrongKind {
                 path: path.to_path_buf(),
                 reason: "it is a folder".into(),
-            });
-        }
-        if !self.force && (path.exists() || path.is_symlink()) {
-            return Err(OutputError::Exists {
-                path: path.to_path_buf(),
             });
         }
         Ok(())

@@ -75,8 +75,10 @@ pub struct CompressArgs {
     /// Rate–distortion curves: train every rung of the latent-shape ladder (2–10.7 bits
     /// per texel), one package per rung beside --out (`<out>.<rung>.ntc`), and write
     /// the curves beside --report (`.rd.json`, `.rd.csv`, `.rd.md`, `.rd.png`) with the
-    /// NTC rate that matches each BCn baseline per set.
-    #[arg(long, requires = "report", conflicts_with_all = ["target_psnr", "match_bcn", "shard", "resume"])]
+    /// NTC rate that matches each BCn baseline per set. Each finished rung's points are
+    /// kept beside its package (`<out>.<rung>.points.json`); with --resume, finished
+    /// rungs are kept and the unfinished one continues.
+    #[arg(long, requires = "report", conflicts_with_all = ["target_psnr", "match_bcn", "shard"])]
     rd: bool,
     /// Report progress (and record the loss curve) about every this many steps.
     #[arg(long, default_value_t = 100, value_parser = parse_positive)]
@@ -167,17 +169,32 @@ pub fn run(a: CompressArgs) -> Result<()> {
             outputs.extend(ntc::rd::RdReport::files(report));
         }
     }
-    if a.rd {
-        outputs.extend(ntc::rd::LADDER.iter().map(|r| rung_package(&a.out, *r)));
-    }
-    distinct_outputs(&outputs.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
-    if a.resume && a.out.exists() && !policy.force {
+    // Each rung's package and points; with --resume, finished rungs are kept.
+    let rungs: Vec<PathBuf> = if a.rd {
+        ntc::rd::LADDER
+            .iter()
+            .map(|r| rung_package(&a.out, *r))
+            .flat_map(|p| [ntc::rd::points_path(&p), p])
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let every: Vec<&std::path::Path> = outputs.iter().chain(&rungs).map(|p| p.as_path()).collect();
+    distinct_outputs(&every)?;
+    if a.resume && !a.rd && a.out.exists() && !policy.force {
         anyhow::bail!(
             "{} exists: the run it resumes has finished (pass --force to train it again)",
             a.out.display()
         );
     }
     policy.check_all(outputs.iter().map(|p| p.as_path()))?;
+    for rung in &rungs {
+        if a.resume {
+            policy.check_kept(rung)?;
+        } else {
+            policy.check(rung)?;
+        }
+    }
     let mut train = a
         .overrides
         .apply(a.recipe.train_config(a.preset, a.batch)?)?;
@@ -266,8 +283,8 @@ pub fn run(a: CompressArgs) -> Result<()> {
             &job,
             &|rung| rung_package(&a.out, rung),
             &mut progress,
-            &mut |rung, report| {
-                bars.suspend(|| println!("{}", ntc::rd::rung_summary(rung, report)))
+            &mut |rung, points, kept| {
+                bars.suspend(|| println!("{}", ntc::rd::rung_summary(rung, points, kept)))
             },
         )?;
         bars.finish();

@@ -113,8 +113,8 @@ pub struct EvalArgs {
     /// evaluation's training settings at every rung of the latent-shape ladder (2–10.7
     /// bits per texel), beside the BCn baselines, into --out/rd/ (one package per rung,
     /// `curves.rd.json`, `.rd.csv`, `.rd.md`, `.rd.png`), with the NTC rate that matches
-    /// each BCn baseline per set.
-    #[arg(long, conflicts_with_all = ["seeds", "budgets", "shard", "merge", "resume"])]
+    /// each BCn baseline per set. With --resume, finished rungs are kept.
+    #[arg(long, conflicts_with_all = ["seeds", "budgets", "shard", "merge"])]
     rd: bool,
     /// Print the runs the evaluation would train, then stop (`divergence-aware`'s groups
     /// need the co-occurrence record, so a missing or stale cached one is recorded first).
@@ -475,8 +475,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
             &a.out,
             &cancel,
             &mut progress,
-            &mut |rung, report| {
-                bar.suspend(|| println!("rd {}", ntc::rd::rung_summary(rung, report)))
+            &mut |rung, points, kept| {
+                bar.suspend(|| println!("rd {}", ntc::rd::rung_summary(rung, points, kept)))
             },
         )?;
         println!(

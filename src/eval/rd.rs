@@ -7,9 +7,9 @@ use std::sync::atomic::AtomicBool;
 
 use super::{EvalError, EvalInputs, EvalOptions};
 use crate::gpu::GpuContext;
-use crate::ntc::compress::{CompressError, CompressJob, CompressOptions, CompressReport};
+use crate::ntc::compress::{CompressError, CompressJob, CompressOptions};
 use crate::ntc::parallel::GroupProgress;
-use crate::ntc::rd::{RdReport, Rung, compress_ladder};
+use crate::ntc::rd::{RdReport, Rung, RungPoints, compress_ladder};
 
 /// The folder of the curves in an evaluation's out folder.
 pub const RD_DIR: &str = "rd";
@@ -22,8 +22,9 @@ pub fn rd_report_path(out: &Path) -> PathBuf {
 
 /// Train every rung of the ladder on `inputs`' sets, one decoder per set, with `opts`'
 /// training settings and the BCn baselines, into `out`/[`RD_DIR`]/ (one package per rung,
-/// `<rung>.ntc`, and the curve files at [`rd_report_path`]). `progress` hears training
-/// progress, `on_rung` each finished rung.
+/// `<rung>.ntc` with its points, and the curve files at [`rd_report_path`]); with `opts`'
+/// `resume`, finished rungs are kept. `progress` hears training progress, `on_rung` each
+/// finished (or kept) rung.
 pub fn rd_curves(
     devices: &[GpuContext],
     inputs: &EvalInputs,
@@ -31,7 +32,7 @@ pub fn rd_curves(
     out: &Path,
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(&GroupProgress),
-    on_rung: &mut dyn FnMut(Rung, &CompressReport),
+    on_rung: &mut dyn FnMut(Rung, &RungPoints, bool),
 ) -> Result<RdReport, EvalError> {
     let dir = out.join(RD_DIR);
     std::fs::create_dir_all(&dir).map_err(|source| EvalError::Io {
@@ -41,7 +42,6 @@ pub fn rd_curves(
     let groups: Vec<Vec<usize>> = (0..inputs.sets.len()).map(|i| vec![i]).collect();
     let options = CompressOptions {
         skip_bcn: false,
-        resume: false,
         ..opts.compress_options(opts.train.clone())
     };
     let failed = |source: CompressError| EvalError::Compress {

@@ -4,18 +4,21 @@
 //! it matches each BCn point ([`match_rate`]), as RTXNTC's NTC-against-BCn protocol
 //! reports it.
 //!
-//! [`compress_ladder`] trains every rung (for `compress --rd` and `eval --rd`), and the
-//! curves are built from one compression report per rung ([`RdReport::from_reports`]);
+//! [`compress_ladder`] trains every rung (for `compress --rd` and `eval --rd`), keeping
+//! what the curves need of each finished rung beside its package ([`RungPoints`], so that
+//! `--resume` keeps finished rungs), and the curves are built from those
+//! ([`RdReport::from_rungs`]);
 //! every PSNR is the report's pooled one at mip 0 ([`crate::texture::metrics`]), for NTC
 //! and BCn alike. Files: JSON, CSV (one row per set and point), Markdown (per set the
 //! matching rates and the NTC points) and a chart (mean over the sets, and every set).
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::compress::{
-    CompressError, CompressJob, CompressOptions, CompressReport, compress, pretty_json, write_file,
+    CompressError, CompressJob, CompressOptions, CompressReport, PartialManifest, compress,
+    pretty_json, write_file,
 };
 use super::model::{LatentBits, LatentLayout, Preset, full_mip_count};
 use super::parallel::GroupProgress;
@@ -89,7 +92,7 @@ impl Rung {
 }
 
 /// One point of a curve.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RdPoint {
     /// The codec: an NTC rung's label or a BCn baseline's name.
     pub codec: String,
@@ -156,18 +159,125 @@ pub fn match_rate(curve: &[RdPoint], psnr: f64) -> Option<(f64, bool)> {
     })
 }
 
+/// What the curves keep of one rung's compression, written beside its package
+/// ([`points_path`]): per set its NTC point and (from the rung that measured them) its BCn
+/// points, the rung's means, and the run it belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RungPoints {
+    /// BLAKE3 (hex) of the rung's run: its partial-folder manifest (inputs, sets,
+    /// settings) with the BCn and ꟻLIP switches; a kept rung must match.
+    pub run: String,
+    /// Per set, in the report's material order.
+    pub sets: Vec<SetPoints>,
+    /// Mean bits per texel over the sets.
+    pub mean_bits_per_texel: f64,
+    /// Mean PSNR over the sets (dB).
+    pub mean_psnr: Option<f64>,
+    /// Seconds the rung's compression took.
+    pub seconds: f64,
+}
+
+/// One set's points of a rung.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SetPoints {
+    /// Texture set name.
+    pub name: String,
+    /// NTC at this rung.
+    pub ntc: RdPoint,
+    /// The BCn baselines (empty where the rung did not measure them).
+    pub bcn: Vec<RdPoint>,
+}
+
+impl RungPoints {
+    /// The points of `rung`'s `report`, for the run `run`.
+    pub fn of(rung: Rung, report: &CompressReport, run: String) -> RungPoints {
+        let sets = report
+            .materials
+            .iter()
+            .map(|m| SetPoints {
+                name: m.name.clone(),
+                ntc: RdPoint {
+                    codec: rung.label(),
+                    bits_per_texel: m.bits_per_texel,
+                    psnr: m.psnr.pooled.map(|p| p.db),
+                    flip: m.flip.as_ref().and_then(|f| f.mean),
+                },
+                bcn: m
+                    .bcn
+                    .iter()
+                    .map(|b| RdPoint {
+                        codec: b.name.to_string(),
+                        bits_per_texel: b.bits_per_texel,
+                        psnr: b.psnr_mip0.pooled.map(|p| p.db),
+                        flip: b.flip_mip0.as_ref().and_then(|f| f.mean),
+                    })
+                    .collect(),
+            })
+            .collect();
+        RungPoints {
+            run,
+            sets,
+            mean_bits_per_texel: report.mean_bits_per_texel,
+            mean_psnr: report.mean_psnr,
+            seconds: report.seconds,
+        }
+    }
+
+    /// The points kept at `path` for the run `run`: `None` when there are none; an error
+    /// naming the file when they cannot be read or belong to another run.
+    fn kept(path: &Path, run: &str) -> Result<Option<RungPoints>, CompressError> {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(CompressError::Input {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let refuse = |reason: String| CompressError::ForeignGroup {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let points: RungPoints = serde_json::from_slice(&bytes)
+            .map_err(|e| refuse(format!("not a rung's points ({e})")))?;
+        if points.run != run {
+            return Err(refuse(
+                "it holds the points of a run with other inputs or settings".into(),
+            ));
+        }
+        Ok(Some(points))
+    }
+}
+
+/// The file that keeps a rung's points beside its package: `x.ntc` → `x.points.json`.
+pub fn points_path(package: &Path) -> PathBuf {
+    package.with_extension("points.json")
+}
+
+/// The key of a rung's run ([`RungPoints::run`]).
+fn run_key(job: &CompressJob<'_>, opts: &CompressOptions) -> Result<String, CompressError> {
+    let manifest = PartialManifest::of_run(job.sets, job.constants, job.groups, opts)?;
+    let json = serde_json::to_vec(&(manifest, opts.flip, opts.skip_bcn))
+        .map_err(|e| CompressError::Groups(format!("rung manifest: {e}")))?;
+    Ok(blake3::hash(&json).to_hex().to_string())
+}
+
 /// Compress `job` once per rung of [`LADDER`], fewest bits first, each with the rung's
 /// latent shape on top of `job`'s training settings into the package `package(rung)`
-/// (instead of `job.out`), and build the curves. The BCn baselines do not depend on the rung: the first rung
-/// measures them (unless `job` skips them), the others do not. `on_rung` hears each
-/// rung's report as it finishes.
+/// (instead of `job.out`), and build the curves. The BCn baselines do not depend on the
+/// rung: the first rung measures them (unless `job` skips them), the others do not. Each
+/// finished rung's points go to [`points_path`] beside its package; with `job`'s
+/// `resume`, a rung whose package and points (of the same run) exist is kept, not
+/// trained again. `on_rung` hears each rung's points as it finishes or is kept (`true`).
 pub fn compress_ladder(
     job: &CompressJob<'_>,
     package: &dyn Fn(Rung) -> PathBuf,
     progress: &mut dyn FnMut(&GroupProgress),
-    on_rung: &mut dyn FnMut(Rung, &CompressReport),
+    on_rung: &mut dyn FnMut(Rung, &RungPoints, bool),
 ) -> Result<RdReport, CompressError> {
-    let mut reports = Vec::with_capacity(LADDER.len());
+    let mut rungs = Vec::with_capacity(LADDER.len());
     for (i, rung) in LADDER.into_iter().enumerate() {
         let out = package(rung);
         let options = CompressOptions {
@@ -180,68 +290,68 @@ pub fn compress_ladder(
             out: &out,
             ..*job
         };
-        let (_, report) = compress(&rung_job, progress)?;
-        on_rung(rung, &report);
-        reports.push((rung, report));
+        let run = run_key(&rung_job, &options)?;
+        let kept_at = points_path(&out);
+        let kept = if job.opts.resume && out.is_file() {
+            RungPoints::kept(&kept_at, &run)?
+        } else {
+            None
+        };
+        let points = match kept {
+            Some(points) => {
+                on_rung(rung, &points, true);
+                points
+            }
+            None => {
+                let (_, report) = compress(&rung_job, progress)?;
+                let points = RungPoints::of(rung, &report, run);
+                write_file(&kept_at, pretty_json(&points, &kept_at)?.as_bytes())?;
+                on_rung(rung, &points, false);
+                points
+            }
+        };
+        rungs.push(points);
     }
-    Ok(RdReport::from_reports(
-        &reports.iter().map(|(r, rep)| (*r, rep)).collect::<Vec<_>>(),
-    ))
+    Ok(RdReport::from_rungs(&rungs))
 }
 
 /// One line on a finished rung: `rung high-16x4: 5.33 bits/texel, mean PSNR 41.20 dB,
-/// 61.0 s`.
-pub fn rung_summary(rung: Rung, report: &CompressReport) -> String {
+/// 61.0 s` (`(kept)` after a rung a resumed run did not train again).
+pub fn rung_summary(rung: Rung, points: &RungPoints, kept: bool) -> String {
     format!(
-        "rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s",
+        "rung {}: {:.2} bits/texel, mean PSNR {}, {:.1} s{}",
         rung.label(),
-        report.mean_bits_per_texel,
-        report
+        points.mean_bits_per_texel,
+        points
             .mean_psnr
             .map_or("–".into(), |p| format!("{p:.2} dB")),
-        report.seconds
+        points.seconds,
+        if kept { " (kept)" } else { "" }
     )
 }
 
 impl RdReport {
-    /// The curves of one compression report per rung (rungs in any order); the BCn points
-    /// come from the first report that measured them for a set.
-    pub fn from_reports(reports: &[(Rung, &CompressReport)]) -> RdReport {
-        let Some((_, first)) = reports.first() else {
+    /// The curves of one [`RungPoints`] per rung (rungs in any order); the BCn points come
+    /// from the first rung that measured them for a set.
+    pub fn from_rungs(rungs: &[RungPoints]) -> RdReport {
+        let Some(first) = rungs.first() else {
             return RdReport { sets: Vec::new() };
         };
         let sets = first
-            .materials
+            .sets
             .iter()
-            .map(|material| {
-                let mut ntc: Vec<RdPoint> = reports
-                    .iter()
-                    .filter_map(|(rung, r)| {
-                        let m = r.materials.iter().find(|m| m.name == material.name)?;
-                        Some(RdPoint {
-                            codec: rung.label(),
-                            bits_per_texel: m.bits_per_texel,
-                            psnr: m.psnr.pooled.map(|p| p.db),
-                            flip: m.flip.as_ref().and_then(|f| f.mean),
-                        })
-                    })
-                    .collect();
+            .map(|set| {
+                let of_set = || {
+                    rungs
+                        .iter()
+                        .filter_map(|r| r.sets.iter().find(|s| s.name == set.name))
+                };
+                let mut ntc: Vec<RdPoint> = of_set().map(|s| s.ntc.clone()).collect();
                 ntc.sort_by(|a, b| a.bits_per_texel.total_cmp(&b.bits_per_texel));
-                let bcn: Vec<RdPoint> = reports
-                    .iter()
-                    .filter_map(|(_, r)| r.materials.iter().find(|m| m.name == material.name))
-                    .map(|m| &m.bcn)
+                let bcn: Vec<RdPoint> = of_set()
+                    .map(|s| &s.bcn)
                     .find(|b| !b.is_empty())
-                    .map(|b| {
-                        b.iter()
-                            .map(|b| RdPoint {
-                                codec: b.name.to_string(),
-                                bits_per_texel: b.bits_per_texel,
-                                psnr: b.psnr_mip0.pooled.map(|p| p.db),
-                                flip: b.flip_mip0.as_ref().and_then(|f| f.mean),
-                            })
-                            .collect()
-                    })
+                    .cloned()
                     .unwrap_or_default();
                 let matches = bcn
                     .iter()
@@ -257,7 +367,7 @@ impl RdReport {
                     })
                     .collect();
                 SetCurve {
-                    name: material.name.clone(),
+                    name: set.name.clone(),
                     ntc,
                     bcn,
                     matches,

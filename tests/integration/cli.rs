@@ -937,7 +937,7 @@ fn rate_distortion_curves_of_a_tiny_set() {
     let (dir, gltf) = checker_quad("rd");
     let out = dir.join("rd.ntc");
     let report = dir.join("rd.json");
-    let stdout = expect_ok(&[
+    let mut args = vec![
         "compress",
         "--scene",
         s(&gltf),
@@ -950,7 +950,8 @@ fn rate_distortion_curves_of_a_tiny_set() {
         "--rd",
         "--report",
         s(&report),
-    ]);
+    ];
+    let stdout = expect_ok(&args);
     assert!(stdout.contains("rung high-16x4"), "{stdout}");
     for rung in ["low-24x4", "medium-high-32x4", "high-32x4"] {
         assert!(dir.join(format!("rd.{rung}.ntc")).is_file(), "{rung}");
@@ -979,6 +980,45 @@ fn rate_distortion_curves_of_a_tiny_set() {
     );
     let png = image::open(dir.join("rd.rd.png")).unwrap();
     assert_eq!((png.width(), png.height()), (1200, 480));
+
+    // An interrupted ladder: the curves not written yet and the last rung unfinished.
+    // `--resume` keeps the eight finished rungs (their packages and points) and trains
+    // the ninth; the kept rungs' rows are those of the first run.
+    for f in [
+        "rd.rd.json",
+        "rd.rd.csv",
+        "rd.rd.md",
+        "rd.rd.png",
+        "rd.high-32x4.ntc",
+    ] {
+        std::fs::remove_file(dir.join(f)).unwrap();
+    }
+    expect_error(&args, &["rd.low-24x4.points.json", "exists"]);
+    args.push("--resume");
+    let stdout = expect_ok(&args);
+    assert_eq!(stdout.matches("(kept)").count(), 8, "{stdout}");
+    let trained = stdout.lines().find(|l| l.starts_with("rung high-32x4: "));
+    assert!(trained.is_some_and(|l| !l.ends_with("(kept)")), "{stdout}");
+    let resumed = std::fs::read_to_string(dir.join("rd.rd.csv")).unwrap();
+    let kept = |csv: &str| -> Vec<String> {
+        csv.lines()
+            .filter(|r| !r.contains(",high-32x4,"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(kept(&resumed), kept(&csv));
+    // Points of another run are refused, naming the file.
+    let points = dir.join("rd.low-24x4.points.json");
+    let mut json = read_json(&points);
+    json["run"] = "another".into();
+    std::fs::write(&points, json.to_string()).unwrap();
+    for f in ["rd.rd.json", "rd.rd.csv", "rd.rd.md", "rd.rd.png"] {
+        std::fs::remove_file(dir.join(f)).unwrap();
+    }
+    expect_error(
+        &args,
+        &["rd.low-24x4.points.json", "other inputs or settings"],
+    );
 }
 
 #[test]

@@ -778,7 +778,7 @@ fn eval_over_budgets_writes_each_budget_the_curves_and_reuses_finished_runs() {
 /// `eval --rd` on two tiny sets: beside the study, the curves in `out/rd/` from the
 /// ladder `compress --rd` trains: one package per rung, per set every rung and BCn
 /// baseline a CSV row, the matching rates in the JSON and Markdown, the chart; and
-/// `--rd` with `--resume` refused before anything is trained.
+/// `--rd` with `--resume` keeps every finished rung (and run) and writes the same curves.
 #[test]
 fn eval_rd_writes_the_curves_of_every_set() {
     let dir = temp_dir("eval-rd");
@@ -853,8 +853,14 @@ fn eval_rd_writes_the_curves_of_every_set() {
     );
     let png = image::open(out.join("rd").join("curves.rd.png")).unwrap();
     assert_eq!((png.width(), png.height()), (1200, 480));
-    expect_error(
-        &study_args(&manifest, &out, &["--rd", "--resume"]),
-        &["--rd", "--resume"],
-    );
+    let first = std::fs::read_to_string(out.join("rd").join("curves.rd.csv")).unwrap();
+    let mut resumed = extra.to_vec();
+    resumed.push("--resume");
+    let stdout = expect_ok(&study_args(&manifest, &out, &resumed));
+    let kept = stdout
+        .lines()
+        .filter(|l| l.starts_with("rd rung ") && l.ends_with(" (kept)"));
+    assert_eq!(kept.count(), 9, "{stdout}");
+    let again = std::fs::read_to_string(out.join("rd").join("curves.rd.csv")).unwrap();
+    assert_eq!(again, first);
 }
