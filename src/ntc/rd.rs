@@ -164,8 +164,9 @@ pub fn match_rate(curve: &[RdPoint], psnr: f64) -> Option<(f64, bool)> {
 /// points, the rung's means, and the run it belongs to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RungPoints {
-    /// BLAKE3 (hex) of the rung's run: its partial-folder manifest (inputs, sets,
-    /// settings) with the BCn and ꟻLIP switches; a kept rung must match.
+    /// BLAKE3 (hex) of the rung's run: the ladder's partial-folder manifest (inputs, sets,
+    /// settings) with the rung's training settings and the BCn and ꟻLIP switches; a kept
+    /// rung must match.
     pub run: String,
     /// Per set, in the report's material order.
     pub sets: Vec<SetPoints>,
@@ -226,19 +227,14 @@ impl RungPoints {
     /// The points kept at `path` for the run `run`: `None` when there are none; an error
     /// naming the file when they cannot be read or belong to another run.
     fn kept(path: &Path, run: &str) -> Result<Option<RungPoints>, CompressError> {
+        let refuse = |reason: String| CompressError::KeptRung {
+            path: path.to_path_buf(),
+            reason,
+        };
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(CompressError::Input {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
-        };
-        let refuse = |reason: String| CompressError::ForeignGroup {
-            path: path.to_path_buf(),
-            reason,
+            Err(e) => return Err(refuse(e.to_string())),
         };
         let points: RungPoints = serde_json::from_slice(&bytes)
             .map_err(|e| refuse(format!("not a rung's points ({e})")))?;
@@ -256,10 +252,11 @@ pub fn points_path(package: &Path) -> PathBuf {
     package.with_extension("points.json")
 }
 
-/// The key of a rung's run ([`RungPoints::run`]).
-fn run_key(job: &CompressJob<'_>, opts: &CompressOptions) -> Result<String, CompressError> {
-    let manifest = PartialManifest::of_run(job.sets, job.constants, job.groups, opts)?;
-    let json = serde_json::to_vec(&(manifest, opts.flip, opts.skip_bcn))
+/// The key of a rung's run ([`RungPoints::run`]): the ladder's manifest `ladder` (inputs,
+/// set digests, settings, made once for every rung) with what the rung's `opts` change,
+/// its training settings and whether it measures the BCn baselines, and the ꟻLIP switch.
+fn run_key(ladder: &PartialManifest, opts: &CompressOptions) -> Result<String, CompressError> {
+    let json = serde_json::to_vec(&(ladder, &opts.train, opts.skip_bcn, opts.flip))
         .map_err(|e| CompressError::Groups(format!("rung manifest: {e}")))?;
     Ok(blake3::hash(&json).to_hex().to_string())
 }
@@ -277,6 +274,7 @@ pub fn compress_ladder(
     progress: &mut dyn FnMut(&GroupProgress),
     on_rung: &mut dyn FnMut(Rung, &RungPoints, bool),
 ) -> Result<RdReport, CompressError> {
+    let ladder = PartialManifest::of_run(job.sets, job.constants, job.groups, job.opts)?;
     let mut rungs = Vec::with_capacity(LADDER.len());
     for (i, rung) in LADDER.into_iter().enumerate() {
         let out = package(rung);
@@ -290,7 +288,7 @@ pub fn compress_ladder(
             out: &out,
             ..*job
         };
-        let run = run_key(&rung_job, &options)?;
+        let run = run_key(&ladder, &options)?;
         let kept_at = points_path(&out);
         let kept = if job.opts.resume && out.is_file() {
             RungPoints::kept(&kept_at, &run)?

@@ -137,6 +137,17 @@ pub enum CompressError {
         /// Why it does not belong to the run.
         reason: String,
     },
+    /// A finished rung of an interrupted `--rd` ladder cannot be kept.
+    #[error(
+        "cannot keep the finished rung {}: {reason}; delete it to train the rung again",
+        path.display()
+    )]
+    KeptRung {
+        /// The rung's points file.
+        path: PathBuf,
+        /// Why it cannot be kept.
+        reason: String,
+    },
     /// A partial folder whose marker cannot be read as one.
     #[error(
         "{} is damaged ({reason}); delete {partial} to start afresh",
