@@ -359,20 +359,12 @@ fn psnr(a: &[u8], b: &[u8], mask: &[bool]) -> f64 {
     10.0 * (255.0f64 * 255.0 / (sum / n as f64)).log10()
 }
 
-/// Whether `a` would pass as `b`'s golden: the criteria of [`crate::common::assert_golden`]
-/// (mean |diff| < 1/255 per channel and at most 1 % of pixels off by > 12/255), without
-/// panicking or writing files. Returns the verdict and the two measures.
+/// Whether `a` would pass as `b`'s golden ([`crate::common::golden_tolerated`]), without
+/// panicking or writing files. Returns the verdict and the two measures of
+/// [`crate::common::golden_distance`].
 fn within_golden_tolerance(a: &[u8], b: &[u8]) -> (bool, f64, f64) {
-    let (mut sum, mut bad) = (0u64, 0usize);
-    for (pa, pb) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
-        let d = [0, 1, 2].map(|c| pa[c].abs_diff(pb[c]));
-        sum += d.iter().map(|&v| u64::from(v)).sum::<u64>();
-        bad += usize::from(d.iter().any(|&v| v > 12));
-    }
-    let pixels = a.len() / 4;
-    let mean = sum as f64 / (pixels * 3) as f64;
-    let bad_frac = bad as f64 / pixels as f64;
-    (mean < 1.0 && bad_frac <= 0.01, mean, bad_frac)
+    let (mean, bad) = crate::common::golden_distance(a, b);
+    (crate::common::golden_tolerated((mean, bad)), mean, bad)
 }
 
 /// Pixels without geometry are the same bytes in `a` and the reference of as many frames.
@@ -474,7 +466,7 @@ impl Transcoded {
     /// Asserts that it passes as the RGBA8 bake's golden.
     fn assert_within_golden_tolerance(&self) {
         assert!(
-            self.mean < 1.0 && self.off <= 0.01,
+            crate::common::golden_tolerated((self.mean, self.off)),
             "{}: outside the golden tolerance of the RGBA8 bake ({}, {})",
             self.transcode,
             self.mean,
