@@ -63,7 +63,8 @@ struct StepParams {
     // Mixed-precision trainer: workgroups of the step's train_step whose decoder gradients
     // (dw_partials) Adam sums; 0 when there are none to apply.
     partial_count: u32,
-    _pad0: u32,
+    // Side T of the batch's sample tiles (TrainConfig::sample_tile, ≥ 1).
+    sample_tile: u32,
 }
 
 // Add QAT noise to the latents this step.
@@ -166,14 +167,20 @@ fn mul_hi(a: u32, b: u32) -> u32 {
     return a_hi * b_hi + (hi_lo >> 16u) + (cross >> 16u);
 }
 
-// Sample `index` of the step's batch as (entry of `mips`, x | y << 16): a texel uniform
-// over all texels of all colour mips of all materials, so a material is chosen in
-// proportion to the texel count of its mip chain and a mip in proportion to its area.
-// h = pcg(index ^ pcg(step ^ pcg(sample_seed))); the texel is the high 32 bits of
-// h · total_texels (every texel gets ⌊2^32 / total⌋ or one more of the 2^32 hash values, a
-// bias below total / 2^32). Needs entry_count > 0.
+// Sample `index` of the step's batch as (entry of `mips`, x | y << 16), drawn in tiles of
+// T × T texels (T = sample_tile): sample `index` is texel `index % T²` (row by row) of tile
+// `index / T²`, whose anchor is a texel uniform over all texels of all colour mips of all
+// materials (a material in proportion to the texel count of its mip chain, a mip in
+// proportion to its area); the tile covers the T × T texels from the anchor, wrapping at the
+// mip's edges, so every sample is uniform too. h = pcg(tile ^ pcg(step ^ pcg(sample_seed)));
+// the anchor is the high 32 bits of h · total_texels (every texel gets ⌊2^32 / total⌋ or one
+// more of the 2^32 hash values, a bias below total / 2^32). With T = 1 the tile is the sample.
+// Needs entry_count > 0.
 fn draw_sample(index: u32) -> vec2u {
-    let h = pcg_hash(index ^ pcg_hash(step_params.step ^ pcg_hash(step_params.sample_seed)));
+    let side = max(step_params.sample_tile, 1u);
+    let tile = index / (side * side);
+    let within = index % (side * side);
+    let h = pcg_hash(tile ^ pcg_hash(step_params.step ^ pcg_hash(step_params.sample_seed)));
     let texel = mul_hi(h, step_params.total_texels);
     // Largest entry whose first texel is ≤ texel (texel_start increases with the entry).
     var lo = 0u;
@@ -187,9 +194,9 @@ fn draw_sample(index: u32) -> vec2u {
         }
     }
     let entry = mips[lo];
-    let local_texel = min(texel - entry.texel_start, entry.width * entry.height - 1u);
-    let x = local_texel % entry.width;
-    let y = local_texel / entry.width;
+    let anchor = min(texel - entry.texel_start, entry.width * entry.height - 1u);
+    let x = (anchor % entry.width + within % side) % entry.width;
+    let y = (anchor / entry.width + within / side) % entry.height;
     return vec2u(lo, x | (y << 16u));
 }
 

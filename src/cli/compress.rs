@@ -120,6 +120,10 @@ pub struct TrainOverrides {
     /// recipe's).
     #[arg(long)]
     finetune_fraction: Option<f64>,
+    /// Draw the training batches in tiles of N × N neighbouring texels (1 to 16;
+    /// default: the recipe's, 1), so that a tile's samples share latents.
+    #[arg(long)]
+    sample_tile: Option<u32>,
     /// Training kernels (default: coop-matrix where the adapter has it, else f32; f16 is
     /// slower than f32 and there to test the mixed-precision step).
     #[arg(long, value_enum)]
@@ -137,6 +141,9 @@ impl TrainOverrides {
         }
         if let Some(f) = self.finetune_fraction {
             train.finetune_fraction = f;
+        }
+        if let Some(t) = self.sample_tile {
+            train.sample_tile = t;
         }
         train.validate()?;
         Ok(train)

@@ -447,24 +447,75 @@ fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
 }
 
 #[test]
+fn gpu_batches_in_tiles_cover_the_wrapped_tiles_of_the_untiled_anchors() {
+    // Tile t's anchor is the untiled batch's sample t (the same hash of the same index),
+    // and its 16 samples are the 4 × 4 texels from it, wrapping at the mip's edges.
+    let sets = vec![
+        TextureSet::from_fn("big", ChannelMask::BASE_COLOR, (16, 16), pattern(8.0, 0.0)),
+        TextureSet::from_fn("small", ChannelMask::BASE_COLOR, (8, 8), pattern(8.0, 0.0)),
+    ];
+    let batch = |sample_tile: u32| {
+        let config = TrainConfig {
+            model: NtcConfig {
+                features: 4,
+                hidden: vec![8],
+                ..NtcConfig::default()
+            },
+            batch_size: 16 * 500 + 3,
+            sample_tile,
+            ..TrainConfig::default()
+        };
+        let start = Checkpoint::fresh(&sets, &config, 10, 3).expect("fresh");
+        let options = GpuTrainerOptions::default();
+        let mut gpu =
+            GpuTrainer::new(crate::common::ctx(), &sets, start, &options).expect("trainer");
+        gpu.draw_batch(5).expect("batch")
+    };
+    let (untiled, tiled) = (batch(1), batch(4));
+    assert_eq!(tiled.len(), 8003);
+    for (t, tile) in tiled.chunks(16).enumerate() {
+        let anchor = untiled[t];
+        let (w, h) = {
+            let level = &sets[anchor.material as usize].mips[anchor.mip as usize];
+            (level.width, level.height)
+        };
+        for (i, s) in tile.iter().enumerate() {
+            let (dx, dy) = (i as u32 % 4, i as u32 / 4);
+            let expected = Sample {
+                x: (anchor.x + dx) % w,
+                y: (anchor.y + dy) % h,
+                ..anchor
+            };
+            assert_eq!(*s, expected, "tile {t}, sample {i}");
+        }
+    }
+}
+
+#[test]
 fn the_fused_step_trains_on_the_sample_kernels_batch() {
     // train_step draws its samples itself; its loss at step 0 must be that of the batch
     // the sample kernel draws for step 0, given explicitly (bit for bit: the same values
     // in the same order).
     let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
     let sets = two_sets(present, 8);
-    let config = run_config(4, 200);
     let seed = 3;
-    for kernel in kernels_for(&config.model)
-        .into_iter()
-        .filter(|&k| k != TrainKernel::F32)
+    let untiled = run_config(4, 200);
+    let kernels = kernels_for(&untiled.model);
+    let tiled = TrainConfig {
+        sample_tile: 4,
+        ..untiled.clone()
+    };
+    for (config, kernel) in [untiled, tiled]
+        .iter()
+        .flat_map(|c| kernels.iter().map(move |&k| (c, k)))
+        .filter(|&(_, k)| k != TrainKernel::F32)
     {
         let options = GpuTrainerOptions {
             kernel: Some(kernel),
             atomics: GradientAtomics::FixedPoint,
             ..GpuTrainerOptions::default()
         };
-        let fresh = || Checkpoint::fresh(&sets, &config, 10, seed).expect("fresh");
+        let fresh = || Checkpoint::fresh(&sets, config, 10, seed).expect("fresh");
         let mut stepped =
             GpuTrainer::new(crate::common::ctx(), &sets, fresh(), &options).expect("trainer");
         stepped.step(1).expect("step");
@@ -477,7 +528,12 @@ fn the_fused_step_trains_on_the_sample_kernels_batch() {
             step: 0,
         };
         let (loss, _) = given.gradients(&batch, Some(noise)).expect("gradients");
-        assert_eq!(trained.losses, vec![loss], "{kernel}");
+        assert_eq!(
+            trained.losses,
+            vec![loss],
+            "{kernel}, tile {}",
+            config.sample_tile
+        );
     }
 }
 

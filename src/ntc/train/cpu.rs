@@ -609,7 +609,12 @@ pub fn train_cpu(
             quantize_latents(&mut model, bits);
             decoder_state = AdamState::new(model.decoder().params().len());
         }
-        let batch = sample_batch(&model, config.batch_size as usize, &mut rng);
+        let batch = sample_batch(
+            &model,
+            config.batch_size as usize,
+            config.sample_tile,
+            &mut rng,
+        );
         let latents: Vec<Vec<f32>> = model
             .pyramids()
             .iter()

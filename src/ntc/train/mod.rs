@@ -28,6 +28,15 @@ pub use schedule::{FreezeSchedule, Schedule};
 /// Largest accepted batch size.
 pub const MAX_BATCH: u32 = 1 << 24;
 
+/// Largest accepted [`TrainConfig::sample_tile`].
+pub const MAX_SAMPLE_TILE: u32 = 16;
+
+/// Whether a setting has its default of 1 (which is then left out of the serialised
+/// config, so configs written before the setting existed read and hash as before).
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
 /// Errors of training and of evaluating a model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TrainError {
@@ -244,6 +253,14 @@ pub struct TrainConfig {
     pub lr_decoder: f64,
     /// Texels per batch (default 32768).
     pub batch_size: u32,
+    /// Side `T` of the square tiles the batch is drawn in (default 1: every sample on
+    /// its own). Each run of `T²` consecutive samples draws one anchor texel as a lone
+    /// sample is drawn (a material and mip in proportion to their texels, the texel
+    /// uniform) and covers the `T × T` texels from it, wrapping at the mip's edges, so
+    /// every sample is still uniform over all texels; the tile's samples gather and
+    /// scatter neighbouring latents. At most [`MAX_SAMPLE_TILE`].
+    #[serde(skip_serializing_if = "is_one")]
+    pub sample_tile: u32,
     /// Per-channel loss weights.
     pub loss_weights: LossWeights,
     /// Add uniform ±q/2 noise to the latents in the main phase (default true).
@@ -274,6 +291,7 @@ impl Default for TrainConfig {
             lr_latents: 1e-2,
             lr_decoder: 5e-3,
             batch_size: 32768,
+            sample_tile: 1,
             loss_weights: LossWeights::default(),
             qat: true,
             freeze: FreezeSchedule::default(),
@@ -305,6 +323,12 @@ impl TrainConfig {
             return setting(
                 "batch_size",
                 format!("must be in 1..={MAX_BATCH}, got {}", self.batch_size),
+            );
+        }
+        if !(1..=MAX_SAMPLE_TILE).contains(&self.sample_tile) {
+            return setting(
+                "sample_tile",
+                format!("must be in 1..={MAX_SAMPLE_TILE}, got {}", self.sample_tile),
             );
         }
         if !self.freeze.is_valid() {
@@ -438,11 +462,19 @@ pub struct TrainedGroup {
     pub losses: Vec<f64>,
 }
 
-/// A batch of `batch_size` samples: each picks a material uniformly, then a texel
-/// uniformly among all texels of all the material's colour mips (so mip `m` is chosen
-/// with probability ∝ its area). Two [`SplitMix64::below`] draws per sample: material,
-/// then the texel's index in the concatenation of the mips, mip 0 first, each row-major.
-pub fn sample_batch(model: &GroupModel, batch_size: usize, rng: &mut SplitMix64) -> Vec<Sample> {
+/// A batch of `batch_size` samples drawn in tiles of `tile × tile` texels
+/// ([`TrainConfig::sample_tile`]): each tile's anchor picks a material uniformly, then a
+/// texel uniformly among all texels of all the material's colour mips (so mip `m` is
+/// chosen with probability ∝ its area), and its samples are the texels from the anchor
+/// row by row, wrapping at the mip's edges (the last tile is cut at `batch_size`). Two
+/// [`SplitMix64::below`] draws per tile: material, then the anchor's index in the
+/// concatenation of the mips, mip 0 first, each row-major. A `tile` of 0 counts as 1.
+pub fn sample_batch(
+    model: &GroupModel,
+    batch_size: usize,
+    tile: u32,
+    rng: &mut SplitMix64,
+) -> Vec<Sample> {
     let areas: Vec<Vec<(u32, u32)>> = model
         .pyramids()
         .iter()
@@ -456,24 +488,31 @@ pub fn sample_batch(model: &GroupModel, batch_size: usize, rng: &mut SplitMix64)
         .map(|mips| mips.iter().map(|&(w, h)| u64::from(w) * u64::from(h)).sum())
         .collect();
     let mut batch = Vec::with_capacity(batch_size);
-    if areas.is_empty() {
+    if totals.iter().all(|&t| t == 0) {
         return batch;
     }
-    for _ in 0..batch_size {
+    let tile = tile.max(1);
+    while batch.len() < batch_size {
         let material = rng.below(areas.len() as u64) as usize;
         let (Some(mips), Some(&total)) = (areas.get(material), totals.get(material)) else {
             continue;
         };
+        if total == 0 {
+            continue;
+        }
         let mut r = rng.below(total);
         for (mip, &(w, h)) in mips.iter().enumerate() {
             let area = u64::from(w) * u64::from(h);
             if r < area {
-                batch.push(Sample {
+                let (x, y) = ((r % u64::from(w)) as u32, (r / u64::from(w)) as u32);
+                let texels = (0..tile).flat_map(|dy| (0..tile).map(move |dx| (dx, dy)));
+                let left = batch_size - batch.len();
+                batch.extend(texels.take(left).map(|(dx, dy)| Sample {
                     material: material as u32,
                     mip: mip as u32,
-                    x: (r % u64::from(w)) as u32,
-                    y: (r / u64::from(w)) as u32,
-                });
+                    x: (x + dx) % w,
+                    y: (y + dy) % h,
+                }));
                 break;
             }
             r -= area;
@@ -579,6 +618,25 @@ mod tests {
         .expect("parse");
         assert_eq!(parsed.model.hidden, [64, 64, 64]);
         assert_eq!(parsed.lr_latents, 1e-2);
+        assert_eq!(parsed.sample_tile, 1);
+        for (tile, valid) in [(0, false), (1, true), (16, true), (17, false)] {
+            let config = TrainConfig {
+                sample_tile: tile,
+                ..c.clone()
+            };
+            assert_eq!(config.validate().is_ok(), valid, "sample_tile {tile}");
+        }
+        // The default tile is left out of the serialised config (older configs hash the
+        // same); another is written and read back.
+        let text = toml::to_string(&c).expect("serialise");
+        assert!(!text.contains("sample_tile"), "{text}");
+        let tiled = TrainConfig {
+            sample_tile: 8,
+            ..c.clone()
+        };
+        let back: TrainConfig =
+            toml::from_str(&toml::to_string(&tiled).expect("serialise")).expect("parse");
+        assert_eq!(back, tiled);
     }
 
     #[test]
@@ -590,7 +648,7 @@ mod tests {
         ];
         let model = GroupModel::init(&config, layouts, 1).expect("model");
         let mut rng = SplitMix64::new(5);
-        let batch = sample_batch(&model, 20000, &mut rng);
+        let batch = sample_batch(&model, 20000, 1, &mut rng);
         assert_eq!(batch.len(), 20000);
         let mut per_mip = [0usize; 4];
         let mut per_material = [0usize; 2];
@@ -612,8 +670,42 @@ mod tests {
         }
         // Deterministic for a seed.
         assert_eq!(
-            sample_batch(&model, 50, &mut SplitMix64::new(9)),
-            sample_batch(&model, 50, &mut SplitMix64::new(9))
+            sample_batch(&model, 50, 1, &mut SplitMix64::new(9)),
+            sample_batch(&model, 50, 1, &mut SplitMix64::new(9))
+        );
+    }
+
+    #[test]
+    fn tiled_batches_cover_wrapped_tiles_of_uniform_texels() {
+        let layouts = vec![
+            LatentLayout::new(8, 8, 4, Preset::High, 4).expect("layout"),
+            LatentLayout::new(4, 2, 3, Preset::High, 4).expect("layout"),
+        ];
+        let model = GroupModel::init(&NtcConfig::tiny(), layouts, 1).expect("model");
+        let batch = sample_batch(&model, 16 * 2000 + 5, 4, &mut SplitMix64::new(3));
+        assert_eq!(batch.len(), 32005);
+        let mut mip0 = [0usize; 64];
+        for tile in batch.chunks(16) {
+            let a = tile[0];
+            let l = model.pyramids()[a.material as usize].layout();
+            let (w, h) = l.mip_size(a.mip as usize).expect("mip");
+            for (i, s) in tile.iter().enumerate() {
+                let (dx, dy) = (i as u32 % 4, i as u32 / 4);
+                let expected = ((a.x + dx) % w, (a.y + dy) % h);
+                assert_eq!((s.material, s.mip), (a.material, a.mip), "{tile:?}");
+                assert_eq!((s.x, s.y), expected, "{tile:?}");
+                if s.material == 0 && s.mip == 0 {
+                    mip0[(s.y * 8 + s.x) as usize] += 1;
+                }
+            }
+        }
+        // Material 0 anchors about 1000 tiles, 64 / 85 of them on mip 0: each texel is in
+        // 16 of 64 anchors' tiles, so about 188 samples each.
+        assert!(mip0.iter().all(|&c| (120..260).contains(&c)), "{mip0:?}");
+        // A side of 1 (or 0) is the untiled draw.
+        assert_eq!(
+            sample_batch(&model, 50, 1, &mut SplitMix64::new(9)),
+            sample_batch(&model, 50, 0, &mut SplitMix64::new(9))
         );
     }
 

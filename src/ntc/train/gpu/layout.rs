@@ -90,7 +90,7 @@ pub(super) struct StepParams {
     pub(super) bc2_latents: f32,
     pub(super) train_chunks: u32,
     pub(super) partial_count: u32,
-    pub(super) _pad: u32,
+    pub(super) sample_tile: u32,
 }
 
 /// One colour mip of one material. Mirrors `MipEntry` of `shaders/common/ntc_train.wgsl`

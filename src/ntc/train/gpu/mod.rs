@@ -17,7 +17,7 @@
 //!
 //! | kernel | file | threads | does |
 //! |---|---|---|---|
-//! | `sample` | `sample.wgsl` | one per sample | f32 trainer (and [`GpuTrainer::draw_batch`]): draws the batch with `pcg_hash`: a texel uniform over all texels of all mips of all materials (material ∝ its mip chain's texel count, mip ∝ area) |
+//! | `sample` | `sample.wgsl` | one per sample | f32 trainer (and [`GpuTrainer::draw_batch`]): draws the batch with `pcg_hash` in tiles of [`sample_tile`](crate::ntc::TrainConfig::sample_tile)² texels: an anchor uniform over all texels of all mips of all materials (material ∝ its mip chain's texel count, mip ∝ area), the tile's texels from it |
 //! | `forward_backward` | `forward_backward.wgsl` | one per sample | f32 trainer: noisy latents, bilinear taps, PE, LOD, MLP forward, weighted L2 loss, backward, gradient accumulation |
 //! | `reduce_loss` | `loss.wgsl` | one workgroup | f32 trainer: the step's mean loss into `losses[step]` |
 //! | `train_step` | `train_step.wgsl` | [`TRAIN_THREADS`] per chunk of [`TRAIN_ROWS`] samples | mixed-precision trainer: draws the chunk's samples (the `sample` kernel's batch), builds its input matrix, forward and backward as matrix products (cooperative matrices for `coop-matrix`), per-workgroup decoder gradients, latent scatter, per-workgroup loss |

@@ -338,6 +338,7 @@ impl GpuTrainer {
             sample_seed: self.run.sample_seed,
             entry_count: self.layout.entries.len() as u32,
             total_texels: self.layout.total_texels,
+            sample_tile: self.run.config.sample_tile,
             loss_slot: self.total_steps() as u32,
             decoder_count: self.layout.decoder_count,
             quant_step: quant::step(self.run.config.model.latent_bits),
