@@ -2,7 +2,8 @@
 //!
 //! Produces a [`Scene`]: meshes with `u32` indices whatever the source width, node
 //! transforms flattened into [`Instance`]s, PBR metallic-roughness materials with their
-//! texture references (images are *referenced*, not decoded), and cameras. Tangents are
+//! texture references (images are *referenced*, not decoded), and cameras. Vertex
+//! attributes may be `KHR_mesh_quantization` integers ([`read_floats`]). Tangents are
 //! generated with MikkTSpace where the file has none. Every failure is a [`SceneError`]
 //! that names the file.
 //!
@@ -19,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine as _;
 use glam::{Mat3, Mat4, Vec3};
+use gltf::mesh::Mode;
 
 use super::{
     Aabb, AlphaMode, Camera, ImageSource, Instance, Material, MaterialTextures, Mesh, Primitive,
@@ -32,6 +34,7 @@ pub const SUPPORTED_REQUIRED_EXTENSIONS: &[&str] = &[
     "KHR_materials_emissive_strength",
     "KHR_texture_basisu",
     "MSFT_texture_dds",
+    gltf_validate::MESH_QUANTIZATION,
 ];
 
 /// Where a glTF's buffer and image URIs may point: relative paths that stay inside the
@@ -588,20 +591,23 @@ impl Importer<'_> {
         materials: &[Material],
     ) -> Result<Option<Primitive>> {
         let what = || format!("mesh {} primitive {}", mesh.index(), prim.index());
-        if prim.mode() != gltf::mesh::Mode::Triangles {
+        let mode = prim.mode();
+        if !matches!(
+            mode,
+            Mode::Triangles | Mode::TriangleStrip | Mode::TriangleFan
+        ) {
             self.warnings.push(format!(
-                "{}: mode {:?} is not drawn (triangles only)",
-                what(),
-                prim.mode()
+                "{}: mode {mode:?} is not drawn (triangles only)",
+                what()
             ));
             return Ok(None);
         }
         let buffers = self.buffers;
         let reader = prim.reader(|b| buffers.get(b.index()).map(|v| v.as_slice()));
-        let positions: Vec<[f32; 3]> = reader
-            .read_positions()
-            .ok_or_else(|| self.malformed(format!("{} has no POSITION attribute", what())))?
-            .collect();
+        let attribute = |semantic| prim.get(&semantic);
+        let positions: Vec<[f32; 3]> = attribute(gltf::Semantic::Positions)
+            .and_then(|a| read_floats(a, buffers))
+            .ok_or_else(|| self.malformed(format!("{} has no POSITION attribute", what())))?;
         let accessor_of =
             |semantic: gltf::Semantic| prim.get(&semantic).map_or(usize::MAX, |a| a.index());
         let finite = |values: &mut dyn Iterator<Item = &[f32]>, semantic: gltf::Semantic| {
@@ -655,33 +661,39 @@ impl Importer<'_> {
                 what()
             )));
         }
-        let normals: Vec<[f32; 3]> = match reader.read_normals() {
-            Some(it) => {
-                let v: Vec<_> = it.collect();
-                check_len(v.len(), "NORMAL")?;
-                finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::Normals)?;
-                v
-            }
-            None => tangents::vertex_normals(&positions, &indices),
-        };
-        let uvs: Vec<[f32; 2]> = match reader.read_tex_coords(0) {
-            Some(it) => {
-                let v: Vec<_> = it.into_f32().collect();
-                check_len(v.len(), "TEXCOORD_0")?;
-                finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::TexCoords(0))?;
-                v
-            }
-            None => vec![[0.0, 0.0]; n],
-        };
-        let file_tangents: Option<Vec<[f32; 4]>> = match reader.read_tangents() {
-            Some(it) => {
-                let v: Vec<_> = it.collect();
-                check_len(v.len(), "TANGENT")?;
-                finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::Tangents)?;
-                Some(v)
-            }
-            None => None,
-        };
+        let indices = triangle_list(mode, indices);
+        if indices.is_empty() {
+            self.warnings
+                .push(format!("{}: {mode:?} of fewer than 3 vertices", what()));
+            return Ok(None);
+        }
+        let normals: Vec<[f32; 3]> =
+            match attribute(gltf::Semantic::Normals).and_then(|a| read_floats(a, buffers)) {
+                Some(v) => {
+                    check_len(v.len(), "NORMAL")?;
+                    finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::Normals)?;
+                    v
+                }
+                None => tangents::vertex_normals(&positions, &indices),
+            };
+        let uvs: Vec<[f32; 2]> =
+            match attribute(gltf::Semantic::TexCoords(0)).and_then(|a| read_floats(a, buffers)) {
+                Some(v) => {
+                    check_len(v.len(), "TEXCOORD_0")?;
+                    finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::TexCoords(0))?;
+                    v
+                }
+                None => vec![[0.0, 0.0]; n],
+            };
+        let file_tangents: Option<Vec<[f32; 4]>> =
+            match attribute(gltf::Semantic::Tangents).and_then(|a| read_floats(a, buffers)) {
+                Some(v) => {
+                    check_len(v.len(), "TANGENT")?;
+                    finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::Tangents)?;
+                    Some(v)
+                }
+                None => None,
+            };
         let mut vertices: Vec<Vertex> = (0..n)
             .map(|i| Vertex {
                 position: positions[i],
@@ -736,9 +748,85 @@ pub fn arm_packed(mr: &ImageSource, occlusion: Option<&ImageSource>) -> bool {
     }
 }
 
+/// The triangle list of a primitive's `indices` in `mode` (triangles, or a strip or fan
+/// unrolled as glTF defines them: strip triangle i is (i, i + 1 + i % 2, i + 2 − i % 2),
+/// fan triangle i is (i + 1, i + 2, 0), so every triangle keeps the strip's or fan's
+/// winding). Other modes give no triangles.
+fn triangle_list(mode: gltf::mesh::Mode, indices: Vec<u32>) -> Vec<u32> {
+    let triangles = indices.len().saturating_sub(2);
+    match mode {
+        Mode::Triangles => indices,
+        Mode::TriangleStrip => (0..triangles)
+            .flat_map(|i| [i, i + 1 + i % 2, i + 2 - i % 2])
+            .map(|k| indices[k])
+            .collect(),
+        Mode::TriangleFan => (0..triangles)
+            .flat_map(|i| [i + 1, i + 2, 0])
+            .map(|k| indices[k])
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The elements of a float vertex attribute as `f32`, whatever its component type: `f32`,
+/// and the 8- and 16-bit integers of normalised texture coordinates and of
+/// `KHR_mesh_quantization` (validated per semantic by [`gltf_validate`]). Normalised
+/// integers map as glTF specifies (unsigned `c / max`, signed `max(c / max, −1)`), others
+/// convert as they are. `None` for a `u32` accessor or one whose data is missing.
+fn read_floats<const N: usize>(
+    accessor: gltf::Accessor<'_>,
+    buffers: &[Vec<u8>],
+) -> Option<Vec<[f32; N]>>
+where
+    [f32; N]: gltf::accessor::Item,
+    [i8; N]: gltf::accessor::Item,
+    [u8; N]: gltf::accessor::Item,
+    [i16; N]: gltf::accessor::Item,
+    [u16; N]: gltf::accessor::Item,
+{
+    use gltf::accessor::{DataType, Item, Iter};
+    // `max`: the largest value of T, that a normalised component maps to 1; None for f32.
+    fn convert<T: Item + Copy + Into<f32>, const N: usize>(
+        accessor: gltf::Accessor<'_>,
+        buffers: &[Vec<u8>],
+        max: Option<f32>,
+    ) -> Option<Vec<[f32; N]>>
+    where
+        [T; N]: Item,
+    {
+        let max = max.filter(|_| accessor.normalized());
+        let values =
+            Iter::<[T; N]>::new(accessor, |b| buffers.get(b.index()).map(|v| v.as_slice()))?;
+        Some(
+            values
+                .map(|v| v.map(|c| max.map_or(c.into(), |max| (c.into() / max).max(-1.0))))
+                .collect(),
+        )
+    }
+    match accessor.data_type() {
+        DataType::F32 => convert::<f32, N>(accessor, buffers, None),
+        DataType::I8 => convert::<i8, N>(accessor, buffers, Some(f32::from(i8::MAX))),
+        DataType::U8 => convert::<u8, N>(accessor, buffers, Some(f32::from(u8::MAX))),
+        DataType::I16 => convert::<i16, N>(accessor, buffers, Some(f32::from(i16::MAX))),
+        DataType::U16 => convert::<u16, N>(accessor, buffers, Some(f32::from(u16::MAX))),
+        DataType::U32 => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strips_and_fans_unroll_with_their_winding() {
+        let strip = triangle_list(Mode::TriangleStrip, vec![10, 11, 12, 13, 14]);
+        assert_eq!(strip, [10, 11, 12, 11, 13, 12, 12, 13, 14]);
+        let fan = triangle_list(Mode::TriangleFan, vec![10, 11, 12, 13]);
+        assert_eq!(fan, [11, 12, 10, 12, 13, 10]);
+        assert_eq!(triangle_list(Mode::Triangles, vec![1, 2, 3]), [1, 2, 3]);
+        assert!(triangle_list(Mode::TriangleStrip, vec![1, 2]).is_empty());
+        assert!(triangle_list(Mode::Lines, vec![1, 2, 3]).is_empty());
+    }
 
     #[test]
     fn percent_decoding() {

@@ -9,7 +9,8 @@
 //! - every primitive attribute index (the crate's own validation indexes with it), then
 //!   the crate's validation (every other index, enum values, required fields);
 //! - per semantic, the accessor type and component type the glTF 2.0 specification
-//!   allows (`POSITION` VEC3 float, `indices` SCALAR unsigned, ...), attributes of one
+//!   allows (`POSITION` VEC3 float, `indices` SCALAR unsigned, ..., and the integer
+//!   attributes of `KHR_mesh_quantization` where the file uses it), attributes of one
 //!   primitive with equal counts, triangle lists whose index count is a multiple of 3;
 //! - every accessor: count ≥ 1, a buffer view (or a sparse part), a stride of at least
 //!   the element size, and its last element inside its view; every view inside its
@@ -79,7 +80,14 @@ pub fn validate(root: &json::Root) -> Result<(), Problem> {
     check_attribute_indices(root)?;
     let mut errors: Vec<(json::Path, json::validation::Error)> = Vec::new();
     root.validate(root, json::Path::new, &mut |path, error| {
-        errors.push((path(), error))
+        let path = path();
+        // The crate does not list KHR_mesh_quantization (the importer reads it itself).
+        let ours = matches!(error, json::validation::Error::Unsupported)
+            && path.as_str().starts_with("extensionsRequired")
+            && path.as_str().contains(MESH_QUANTIZATION);
+        if !ours {
+            errors.push((path, error));
+        }
     });
     if let Some((path, error)) = errors.first() {
         let more = match errors.len() {
@@ -94,7 +102,8 @@ pub fn validate(root: &json::Root) -> Result<(), Problem> {
     // Primitives first: a wrong type per semantic says more than the extent it implies.
     for (m, mesh) in root.meshes.iter().enumerate() {
         for (p, prim) in mesh.primitives.iter().enumerate() {
-            check_primitive(root, &format!("meshes[{m}].primitives[{p}]"), prim)?;
+            let at = format!("meshes[{m}].primitives[{p}]");
+            check_primitive(root, &at, prim, uses_quantization(root))?;
         }
     }
     for (i, accessor) in root.accessors.iter().enumerate() {
@@ -313,10 +322,16 @@ fn check_accessor(root: &json::Root, i: usize, accessor: &json::Accessor) -> Res
     Ok(())
 }
 
+/// The glTF extension that lets vertex attributes be stored as 8- and 16-bit integers.
+pub const MESH_QUANTIZATION: &str = "KHR_mesh_quantization";
+
 /// The types a semantic's accessor may have: (allowed element types, allowed component
-/// types, whether integer components must be normalised).
+/// types, whether integer components must be normalised). `quantized`: the file uses
+/// [`MESH_QUANTIZATION`], which adds 8- and 16-bit integer positions and texture
+/// coordinates (normalised or not) and normalised 8- and 16-bit normals and tangents.
 fn allowed(
     semantic: &json::mesh::Semantic,
+    quantized: bool,
 ) -> Option<(
     &'static [json::accessor::Type],
     &'static [json::accessor::ComponentType],
@@ -325,22 +340,37 @@ fn allowed(
     use json::accessor::ComponentType as C;
     use json::accessor::Type as T;
     use json::mesh::Semantic as S;
-    Some(match semantic {
-        S::Positions | S::Normals => (&[T::Vec3], &[C::F32], false),
-        S::Tangents => (&[T::Vec4], &[C::F32], false),
-        S::TexCoords(_) => (&[T::Vec2], &[C::F32, C::U8, C::U16], true),
-        S::Colors(_) => (&[T::Vec3, T::Vec4], &[C::F32, C::U8, C::U16], true),
-        S::Joints(_) => (&[T::Vec4], &[C::U8, C::U16], false),
-        S::Weights(_) => (&[T::Vec4], &[C::F32, C::U8, C::U16], true),
+    const INTEGERS: &[C] = &[C::F32, C::I8, C::U8, C::I16, C::U16];
+    const SIGNED_NORMALIZED: &[C] = &[C::F32, C::I8, C::I16];
+    Some(match (semantic, quantized) {
+        (S::Positions | S::Normals, false) => (&[T::Vec3], &[C::F32], false),
+        (S::Positions, true) => (&[T::Vec3], INTEGERS, false),
+        (S::Normals, true) => (&[T::Vec3], SIGNED_NORMALIZED, true),
+        (S::Tangents, false) => (&[T::Vec4], &[C::F32], false),
+        (S::Tangents, true) => (&[T::Vec4], SIGNED_NORMALIZED, true),
+        (S::TexCoords(_), false) => (&[T::Vec2], &[C::F32, C::U8, C::U16], true),
+        (S::TexCoords(_), true) => (&[T::Vec2], INTEGERS, false),
+        (S::Colors(_), _) => (&[T::Vec3, T::Vec4], &[C::F32, C::U8, C::U16], true),
+        (S::Joints(_), _) => (&[T::Vec4], &[C::U8, C::U16], false),
+        (S::Weights(_), _) => (&[T::Vec4], &[C::F32, C::U8, C::U16], true),
         // Application-specific semantics (`_NAME`, gltf's "extras" feature).
-        S::Extras(_) => return None,
+        (S::Extras(_), _) => return None,
     })
+}
+
+/// Whether the document uses [`MESH_QUANTIZATION`].
+fn uses_quantization(root: &json::Root) -> bool {
+    root.extensions_used
+        .iter()
+        .chain(&root.extensions_required)
+        .any(|e| e == MESH_QUANTIZATION)
 }
 
 fn check_primitive(
     root: &json::Root,
     at: &str,
     prim: &json::mesh::Primitive,
+    quantized: bool,
 ) -> Result<(), Problem> {
     let mut vertex_count: Option<(String, u64)> = None;
     for (semantic, index) in &prim.attributes {
@@ -350,13 +380,19 @@ fn check_primitive(
         let a = &root.accessors[index.value()];
         let name = semantic.to_string();
         let path = format!("{at}.attributes.{name}");
-        if let Some((types, components, normalized)) = allowed(semantic) {
+        if let Some((types, components, normalized)) = allowed(semantic, quantized) {
             let (Checked::Valid(ct), Checked::Valid(ty)) = (&a.component_type, &a.type_) else {
                 continue;
             };
             if !types.contains(ty) || !components.contains(&ct.0) {
+                let hint = match allowed(semantic, true) {
+                    Some((_, with, _)) if !quantized && with.contains(&ct.0) => {
+                        format!(" (without {MESH_QUANTIZATION} in extensionsRequired)")
+                    }
+                    _ => String::new(),
+                };
                 return Err(format!(
-                    "{path}: accessor {} is {:?} of {:?}; {name} must be {} of {}",
+                    "{path}: accessor {} is {:?} of {:?}; {name} must be {} of {}{hint}",
                     index.value(),
                     ty,
                     ct.0,

@@ -156,6 +156,122 @@ fn component_types_per_semantic() {
     );
 }
 
+/// A one-triangle glTF whose attributes are stored as `KHR_mesh_quantization` allows:
+/// POSITION i16 (stride 8), NORMAL normalised i8 (stride 4), TANGENT normalised i16,
+/// TEXCOORD_0 u16, all integers as they are but the normalised ones.
+fn quantized_triangle_gltf() -> serde_json::Value {
+    let mut buf = Vec::new();
+    for p in [[0i16, 0, 0], [1000, 0, 0], [0, -1000, 0]] {
+        p.iter()
+            .chain(&[0])
+            .for_each(|c| buf.extend(c.to_le_bytes()));
+    }
+    for n in [[0i8, 0, 127], [0, 127, 0], [0, 0, -128]] {
+        n.iter()
+            .chain(&[0])
+            .for_each(|c| buf.extend(c.to_le_bytes()));
+    }
+    for _ in 0..3 {
+        [32767i16, 0, 0, -32767]
+            .iter()
+            .for_each(|c| buf.extend(c.to_le_bytes()));
+    }
+    for uv in [[0u16, 0], [2, 0], [0, 3]] {
+        uv.iter().for_each(|c| buf.extend(c.to_le_bytes()));
+    }
+    for i in [0u16, 1, 2, 0] {
+        buf.extend(i.to_le_bytes());
+    }
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&buf);
+    serde_json::json!({
+        "asset": {"version": "2.0"},
+        "extensionsUsed": ["KHR_mesh_quantization"],
+        "extensionsRequired": ["KHR_mesh_quantization"],
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{
+            "attributes": {"POSITION": 0, "NORMAL": 1, "TANGENT": 2, "TEXCOORD_0": 3},
+            "indices": 4}]}],
+        "buffers": [{"byteLength": buf.len(),
+                     "uri": format!("data:application/octet-stream;base64,{b64}")}],
+        "bufferViews": [
+            {"buffer": 0, "byteOffset": 0, "byteLength": 24, "byteStride": 8},
+            {"buffer": 0, "byteOffset": 24, "byteLength": 12, "byteStride": 4},
+            {"buffer": 0, "byteOffset": 36, "byteLength": 24},
+            {"buffer": 0, "byteOffset": 60, "byteLength": 12},
+            {"buffer": 0, "byteOffset": 72, "byteLength": 6}],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5122, "count": 3, "type": "VEC3",
+             "min": [0, -1000, 0], "max": [1000, 0, 0]},
+            {"bufferView": 1, "componentType": 5120, "normalized": true, "count": 3,
+             "type": "VEC3"},
+            {"bufferView": 2, "componentType": 5122, "normalized": true, "count": 3,
+             "type": "VEC4"},
+            {"bufferView": 3, "componentType": 5123, "count": 3, "type": "VEC2"},
+            {"bufferView": 4, "componentType": 5123, "count": 3, "type": "SCALAR"}]
+    })
+}
+
+#[test]
+fn quantized_attributes_import_as_their_values() {
+    let dir = temp_dir("gltf-quantized");
+    let scene = import(&dir, "quantized", &quantized_triangle_gltf()).expect("imports");
+    let vertices = &scene.meshes[0].primitives[0].vertices;
+    let got: Vec<_> = vertices
+        .iter()
+        .map(|v| (v.position, v.normal, v.tangent, v.uv))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                [0.0, 0.0, 0.0],
+                [0.0, 0.0, 1.0],
+                [1.0, 0.0, 0.0, -1.0],
+                [0.0, 0.0]
+            ),
+            (
+                [1000.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [1.0, 0.0, 0.0, -1.0],
+                [2.0, 0.0]
+            ),
+            // −128 of a normalised i8 is −1, as −127.
+            (
+                [0.0, -1000.0, 0.0],
+                [0.0, 0.0, -1.0],
+                [1.0, 0.0, 0.0, -1.0],
+                [0.0, 3.0]
+            ),
+        ]
+    );
+    // The same attributes without the extension are refused, naming it.
+    expect_gltf_error(
+        "quantized_without_extension",
+        |d| {
+            *d = quantized_triangle_gltf();
+            d.as_object_mut().expect("object").remove("extensionsUsed");
+            d.as_object_mut()
+                .expect("object")
+                .remove("extensionsRequired");
+        },
+        &[
+            "attributes.POSITION",
+            "Vec3 of F32",
+            "KHR_mesh_quantization",
+        ],
+    );
+    // Normals must be normalised even with it.
+    expect_gltf_error(
+        "quantized_normal_not_normalized",
+        |d| {
+            *d = quantized_triangle_gltf();
+            d["accessors"][1]["normalized"] = false.into();
+        },
+        &["attributes.NORMAL", "not normalized"],
+    );
+}
+
 #[test]
 fn strides_and_bounds() {
     expect_gltf_error(
