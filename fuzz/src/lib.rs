@@ -188,7 +188,8 @@ pub fn gltf_import(data: &[u8]) {
     }
 }
 
-/// Image decoding with the size policy, alone and as two slots of one texture set
+/// Image decoding with the size policy (as a `.png` and as a `.tga`, the one format told
+/// by its name), alone and as two slots of one texture set
 /// whose sizes may disagree (the first two bytes, little-endian, give the length of the
 /// first image; the rest is the second).
 pub fn image_decode(data: &[u8]) {
@@ -196,13 +197,16 @@ pub fn image_decode(data: &[u8]) {
         name: name.into(),
         bytes: Arc::from(bytes),
     };
-    if let Ok(img) = decode(&embedded("fuzz.png", data)) {
-        let n = img.width as usize * img.height as usize * img.channels as usize;
-        let len = match &img.samples {
-            neurotex::texture::Samples::U8(v) => v.len(),
-            neurotex::texture::Samples::U16(v) => v.len(),
-        };
-        assert_eq!(len, n, "samples match the size");
+    // Told by content (PNG, JPEG, WebP, DDS, KTX2), and TGA (told by the name) too.
+    for name in ["fuzz.png", "fuzz.tga"] {
+        if let Ok(img) = decode(&embedded(name, data)) {
+            let n = img.width as usize * img.height as usize * img.channels as usize;
+            let len = match &img.samples {
+                neurotex::texture::Samples::U8(v) => v.len(),
+                neurotex::texture::Samples::U16(v) => v.len(),
+            };
+            assert_eq!(len, n, "samples match the size");
+        }
     }
     let Some((head, rest)) = data.split_first_chunk::<2>() else {
         return;

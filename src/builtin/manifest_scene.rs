@@ -146,7 +146,7 @@ pub(super) fn material_desc(
 
 /// Why the generated scene may not reference the manifest's image `image`: it lies
 /// outside the manifest's folder (the same confinement as a glTF's URIs, lifted by
-/// `--allow-outside-uris`), or it is not a complete PNG or JPEG (decoded once here, so a
+/// `--allow-outside-uris`), or it is not a complete image of a format the importer reads (decoded once here, so a
 /// truncated file or another format never reaches a scene that names it).
 fn check_image(image: &Path, manifest: &Path) -> Result<(), String> {
     let folder = manifest.parent().unwrap_or(Path::new(""));
@@ -158,7 +158,7 @@ fn check_image(image: &Path, manifest: &Path) -> Result<(), String> {
     }
     decode(&ImageSource::File(image.to_path_buf()))
         .map(drop)
-        .map_err(|e| format!("not a usable PNG or JPEG image: {e}"))
+        .map_err(|e| format!("not a usable image: {e}"))
 }
 
 /// The glTF URI of `image` seen from the canonical folder `base`: a relative path when

@@ -34,6 +34,7 @@ pub const SUPPORTED_REQUIRED_EXTENSIONS: &[&str] = &[
     "KHR_materials_emissive_strength",
     "KHR_texture_basisu",
     "MSFT_texture_dds",
+    "EXT_texture_webp",
     gltf_validate::MESH_QUANTIZATION,
 ];
 

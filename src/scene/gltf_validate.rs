@@ -29,10 +29,11 @@
 use gltf::json;
 use gltf::json::validation::{Checked, Validate};
 
-/// Texture extensions whose `source` names a KTX2 or DDS image. A texture reads its core
-/// `source` (a PNG or JPEG, the lossless or higher-quality fallback) when it has one, else
-/// the first of these it carries.
-pub const IMAGE_SOURCE_EXTENSIONS: [&str; 2] = ["KHR_texture_basisu", "MSFT_texture_dds"];
+/// Texture extensions whose `source` names a KTX2, DDS or WebP image. A texture reads its
+/// core `source` (a PNG or JPEG, the lossless or higher-quality fallback) when it has one,
+/// else the first of these it carries.
+pub const IMAGE_SOURCE_EXTENSIONS: [&str; 3] =
+    ["KHR_texture_basisu", "MSFT_texture_dds", "EXT_texture_webp"];
 
 /// Where and what: `meshes[0].primitives[1].indices: ...`.
 pub type Problem = String;
@@ -463,9 +464,11 @@ fn check_image(i: usize, image: &json::Image) -> Result<(), Problem> {
         (Some(_), Some(_)) => Err(format!("{at}: has both uri and bufferView")),
         (None, None) => Err(format!("{at}: has neither uri nor bufferView")),
         (None, Some(_)) => match image.mime_type.as_ref().map(|m| m.0.as_str()) {
-            Some("image/png" | "image/jpeg" | "image/ktx2" | "image/vnd-ms.dds") => Ok(()),
+            Some("image/png" | "image/jpeg" | "image/ktx2" | "image/vnd-ms.dds" | "image/webp") => {
+                Ok(())
+            }
             Some(other) => Err(format!(
-                "{at}.mimeType: `{other}` (expected image/png, image/jpeg, image/ktx2 or image/vnd-ms.dds)"
+                "{at}.mimeType: `{other}` (expected image/png, image/jpeg, image/ktx2, image/vnd-ms.dds or image/webp)"
             )),
             None => Err(format!("{at}: a bufferView image needs a mimeType")),
         },

@@ -148,7 +148,7 @@ pub enum ImageSource {
     Embedded {
         /// A stable name for messages and caches: `<file>#image<N>`.
         name: String,
-        /// The encoded bytes (PNG or JPEG).
+        /// The encoded bytes (any format [`crate::texture::image_io::decode`] reads).
         bytes: Arc<[u8]>,
     },
 }

@@ -89,7 +89,7 @@ pub const ROLE_SUFFIXES: &[(&str, Role)] = &[
 ];
 
 /// File extensions read as images.
-pub const IMAGE_EXTENSIONS: [&str; 5] = ["png", "jpg", "jpeg", "dds", "ktx2"];
+pub const IMAGE_EXTENSIONS: [&str; 7] = ["png", "jpg", "jpeg", "tga", "webp", "dds", "ktx2"];
 
 /// Sub-folder depth scanned below the folder.
 pub const MAX_DEPTH: usize = 8;

@@ -1,7 +1,7 @@
 //! Image decoding and writing.
 //!
 //! [`decode`] reads 8- and 16-bit PNG (gray, gray+alpha, RGB, RGBA; palette images are
-//! expanded) and JPEG into a [`DecodedImage`] that keeps the file's sample width, so
+//! expanded), JPEG, TGA (told by its extension) and WebP into a [`DecodedImage`] that keeps the file's sample width, so
 //! 16-bit precision survives until the final 8-bit quantisation. The image size is read
 //! from the header and checked against [`MAX_IMAGE_SIDE`](super::MAX_IMAGE_SIDE) before any pixel buffer is
 //! allocated. DDS and KTX2 files (told by their first bytes) go through
@@ -117,7 +117,7 @@ impl ImageInfo {
     }
 }
 
-/// Largest ratio of decoded to encoded bytes a real PNG or JPEG reaches: deflate stops
+/// Largest ratio of decoded to encoded bytes a real image reaches: PNG's deflate stops
 /// at 1032:1, and 1-bit palette images expand 32-fold on top; a JPEG needs at least one
 /// bit per 8×8 block. A header announcing more than this (plus [`EXPANSION_SLACK`]) over
 /// the bytes that follow it describes pixels the file cannot hold.
@@ -126,7 +126,7 @@ pub const MAX_EXPANSION: u64 = 65536;
 /// Decoded bytes any image may announce regardless of its encoded size (64 MiB).
 pub const EXPANSION_SLACK: u64 = 64 << 20;
 
-/// Decode a PNG or JPEG image from a file or embedded bytes.
+/// Decode an image (PNG, JPEG, TGA, WebP, DDS or KTX2) from a file or embedded bytes.
 ///
 /// Before any pixel buffer is allocated, the header's size is checked: each side in
 /// 1..=[`MAX_IMAGE_SIDE`](super::MAX_IMAGE_SIDE) ([`TextureError::TooLarge`]), the decoded bytes no more than
@@ -134,7 +134,7 @@ pub const EXPANSION_SLACK: u64 = 64 << 20;
 /// pixels the data cannot hold, [`TextureError::InvalidInput`]) and within the memory
 /// budget ([`super::budget`]). Other errors: [`TextureError::Missing`] when the file does
 /// not exist, [`TextureError::UnsupportedFormat`] for containers or pixel formats other
-/// than 8/16-bit gray/gray+alpha/RGB/RGBA PNG and JPEG, and [`TextureError::Decode`]
+/// than 8/16-bit gray/gray+alpha/RGB/RGBA PNG, JPEG, TGA and WebP, and [`TextureError::Decode`]
 /// with the image crate's message.
 pub fn decode(source: &ImageSource) -> Result<DecodedImage, TextureError> {
     let file = source.display_name();
@@ -274,8 +274,13 @@ fn decode_reader<R: BufRead + Seek>(
             file: file.to_string(),
             message: e.to_string(),
         })?;
+    use image::ImageFormat::{Jpeg, Png, Tga, WebP};
+    // TGA has no signature: it is told by the file name's extension.
+    if reader.format().is_none() && image::ImageFormat::from_path(file).ok() == Some(Tga) {
+        reader.set_format(Tga);
+    }
     match reader.format() {
-        Some(image::ImageFormat::Png | image::ImageFormat::Jpeg) => {}
+        Some(Png | Jpeg | Tga | WebP) => {}
         Some(other) => {
             return Err(TextureError::UnsupportedFormat {
                 file: file.to_string(),
@@ -285,7 +290,7 @@ fn decode_reader<R: BufRead + Seek>(
         None => {
             return Err(TextureError::UnsupportedFormat {
                 file: file.to_string(),
-                format: "unknown container (neither PNG nor JPEG)".into(),
+                format: "unknown container (not PNG, JPEG, TGA, WebP, DDS or KTX2)".into(),
             });
         }
     }
@@ -584,6 +589,39 @@ mod tests {
             }
         }
         !crc
+    }
+
+    #[test]
+    fn tga_and_webp_decode_to_their_pixels() {
+        let rgba = image::RgbaImage::from_fn(5, 3, |x, y| {
+            image::Rgba([(x * 50) as u8, (y * 80) as u8, 7, 255 - (x + y) as u8])
+        });
+        let encoded = |format| {
+            let mut out = Cursor::new(Vec::new());
+            DynamicImage::ImageRgba8(rgba.clone())
+                .write_to(&mut out, format)
+                .expect("encode");
+            out.into_inner()
+        };
+        let dir = crate::io::test_dir("image-io-tga-webp");
+        for (name, format) in [
+            ("t.tga", image::ImageFormat::Tga),
+            ("t.webp", image::ImageFormat::WebP),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, encoded(format)).expect("write");
+            let embedded = ImageSource::Embedded {
+                name: name.into(),
+                bytes: encoded(format).into(),
+            };
+            for src in [ImageSource::File(path), embedded] {
+                let d = decode(&src).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!((d.width, d.height, d.channels), (5, 3, 4), "{name}");
+                assert_eq!(d.samples, Samples::U8(rgba.as_raw().clone()), "{name}");
+                let info = probe(&src).expect("probe");
+                assert_eq!((info.width, info.height), (5, 3), "{name}");
+            }
+        }
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub enum TextureError {
     },
     /// The image decoded, but its pixel format or container format is not supported.
     #[error(
-        "{file}: unsupported pixel format {format} (expected 8- or 16-bit gray, gray+alpha, RGB or RGBA PNG or JPEG, or a 2D DDS or KTX2 texture, uncompressed or BC1–BC7)"
+        "{file}: unsupported pixel format {format} (expected 8- or 16-bit gray, gray+alpha, RGB or RGBA PNG, JPEG, TGA or WebP, or a 2D DDS or KTX2 texture, uncompressed or BC1–BC7)"
     )]
     UnsupportedFormat {
         /// The file (or embedded image name).

@@ -49,7 +49,8 @@ fn write_chain(path: &Path, format: BlockFormat, size: u32) {
     write_block_chain(path, &chain).expect("write chain");
 }
 
-fn write_png(path: &Path, size: u32) {
+/// The test pattern as an RGBA8 image in the format `path`'s extension names.
+fn write_image(path: &Path, size: u32) {
     image::save_buffer(
         path,
         &pattern(size),
@@ -125,17 +126,19 @@ fn block_compressed_inputs_load_as_sets_and_say_they_were_lossy() {
 }
 
 #[test]
-fn gltf_textures_pick_their_dds_and_ktx2_sources() {
+fn gltf_textures_pick_their_dds_ktx2_and_webp_sources() {
     let dir = temp_dir("containers-gltf");
-    write_png(&dir.join("fallback.png"), 8);
+    write_image(&dir.join("fallback.png"), 8);
     write_chain(&dir.join("tex.dds"), BlockFormat::Bc7, 8);
     write_chain(&dir.join("tex.ktx2"), BlockFormat::Bc7, 8);
+    write_image(&dir.join("tex.webp"), 8);
     let gltf = crate::common::quad_scene(&dir, Some("fallback.png"));
     let mut json = read_json(&gltf);
     let images = json["images"].as_array_mut().expect("images");
     images.push(serde_json::json!({ "uri": "tex.dds" }));
     images.push(serde_json::json!({ "uri": "tex.ktx2" }));
-    let (dds, ktx2) = (images.len() - 2, images.len() - 1);
+    images.push(serde_json::json!({ "uri": "tex.webp" }));
+    let (dds, ktx2, webp) = (images.len() - 3, images.len() - 2, images.len() - 1);
     let base_image = |path: &Path| {
         let scene = neurotex::scene::gltf_import::load(path).expect("import");
         let base = &scene.materials[0]
@@ -152,6 +155,7 @@ fn gltf_textures_pick_their_dds_and_ktx2_sources() {
     for (ext, image, file) in [
         ("MSFT_texture_dds", dds, "tex.dds"),
         ("KHR_texture_basisu", ktx2, "tex.ktx2"),
+        ("EXT_texture_webp", webp, "tex.webp"),
     ] {
         // With a core `source`, the texture reads that (the PNG fallback)…
         let mut doc = json.clone();
@@ -335,16 +339,16 @@ fn texture_folders_become_manifests() {
     for sub in ["wood", "metal", "misc"] {
         std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
     }
-    write_png(&dir.join("wood/Oak_BaseColor.png"), 8);
+    write_image(&dir.join("wood/Oak_BaseColor.png"), 8);
     write_chain(&dir.join("wood/oak_NORMAL.dds"), BlockFormat::Bc5, 8);
-    write_png(&dir.join("wood/Oak_ORM_1k.png"), 8);
-    write_png(&dir.join("wood/Oak_Roughness.png"), 8);
-    write_png(&dir.join("metal/Steel_albedo.png"), 8);
-    write_png(&dir.join("metal/Steel_Roughness.png"), 8);
-    write_png(&dir.join("metal/Steel_Metallic.png"), 8);
-    write_png(&dir.join("metal/Steel_Emissive.png"), 8);
-    write_png(&dir.join("misc/photo.png"), 8);
-    write_png(&dir.join("misc/Lonely_AO.png"), 8);
+    write_image(&dir.join("wood/Oak_ORM_1k.png"), 8);
+    write_image(&dir.join("wood/Oak_Roughness.png"), 8);
+    write_image(&dir.join("metal/Steel_albedo.tga"), 8);
+    write_image(&dir.join("metal/Steel_Roughness.png"), 8);
+    write_image(&dir.join("metal/Steel_Metallic.png"), 8);
+    write_image(&dir.join("metal/Steel_Emissive.webp"), 8);
+    write_image(&dir.join("misc/photo.png"), 8);
+    write_image(&dir.join("misc/Lonely_AO.png"), 8);
     std::fs::write(dir.join("misc/notes.txt"), "not an image").expect("txt");
 
     let stdout = expect_ok(&["import", "--textures", s(&dir)]);
