@@ -508,7 +508,7 @@ impl Importer<'_> {
         })
     }
 
-    fn material(&mut self, m: &gltf::Material) -> Result<Material> {
+    fn material<'g>(&mut self, m: &gltf::Material<'g>) -> Result<Material> {
         let name = m
             .name()
             .map(str::to_owned)
@@ -532,25 +532,35 @@ impl Importer<'_> {
                 Some(_) => {}
             }
         };
-        if let Some(info) = pbr.base_color_texture() {
-            note_transform(info.texture_transform(), &mut self.warnings);
-            textures.base_color =
-                Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
-        }
-        if let Some(info) = m.normal_texture() {
-            textures.normal = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
-        }
-        if let Some(info) = pbr.metallic_roughness_texture() {
-            note_transform(info.texture_transform(), &mut self.warnings);
-            textures.metallic_roughness =
-                Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
-        }
-        if let Some(info) = m.occlusion_texture() {
-            textures.occlusion = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
-        }
-        if let Some(info) = m.emissive_texture() {
-            note_transform(info.texture_transform(), &mut self.warnings);
-            textures.emissive = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
+        // Each slot in glTF's order: its texture, UV set and, for the slots that carry
+        // one, KHR_texture_transform.
+        let info =
+            |i: gltf::texture::Info<'g>| (i.texture(), i.tex_coord(), Some(i.texture_transform()));
+        let slots = [
+            (&mut textures.base_color, pbr.base_color_texture().map(info)),
+            (
+                &mut textures.normal,
+                m.normal_texture()
+                    .map(|n| (n.texture(), n.tex_coord(), None)),
+            ),
+            (
+                &mut textures.metallic_roughness,
+                pbr.metallic_roughness_texture().map(info),
+            ),
+            (
+                &mut textures.occlusion,
+                m.occlusion_texture()
+                    .map(|o| (o.texture(), o.tex_coord(), None)),
+            ),
+            (&mut textures.emissive, m.emissive_texture().map(info)),
+        ];
+        for (slot, found) in slots {
+            if let Some((texture, tex_coord, transform)) = found {
+                if let Some(t) = transform {
+                    note_transform(t, &mut self.warnings);
+                }
+                *slot = Some(self.texture_ref(texture, tex_coord, &name)?);
+            }
         }
         let occlusion_from_arm = match &textures.metallic_roughness {
             Some(mr) => arm_packed(&mr.image, textures.occlusion.as_ref().map(|o| &o.image)),
