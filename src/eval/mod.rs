@@ -898,6 +898,22 @@ pub fn build_report(
     }
 }
 
+/// The files [`write_outputs`] writes into `out` for a report with every section (the
+/// freezing and M-sweep files only when the report has those tables).
+pub const OUTPUT_FILES: [&str; 11] = [
+    "table2.csv",
+    "table2.md",
+    "freezing.csv",
+    "freezing.md",
+    "freezing_curves.csv",
+    "freezing_curves.png",
+    "m_sweep.csv",
+    "m_sweep.md",
+    "m_sweep.png",
+    "summary.json",
+    "report.md",
+];
+
 /// Write the tables, charts, `summary.json` and `report.md` of `report` into `out`.
 pub fn write_outputs(out: &Path, report: &EvalReport) -> Result<(), EvalError> {
     let file = |name: &str| out.join(name);
@@ -1214,19 +1230,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         prepare_out_dir(&dir, false).unwrap();
         write_outputs(&dir, &report).unwrap();
-        for name in [
-            "table2.csv",
-            "table2.md",
-            "freezing.csv",
-            "freezing.md",
-            "freezing_curves.csv",
-            "freezing_curves.png",
-            "m_sweep.csv",
-            "m_sweep.md",
-            "m_sweep.png",
-            "summary.json",
-            "report.md",
-        ] {
+        for name in OUTPUT_FILES {
             assert!(dir.join(name).is_file(), "{name}");
         }
         let summary: serde_json::Value =

@@ -75,11 +75,7 @@ impl CachedBindGroup {
         {
             return group.clone();
         }
-        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(label),
-            layout,
-            entries: &crate::gpu::layout::entries(resources),
-        });
+        let group = crate::gpu::layout::bind_group(device, label, layout, resources);
         *slot = bound.map(|bound| ((layout.clone(), bound), group.clone()));
         group
     }

@@ -295,10 +295,6 @@ impl ComputeKernel {
         group: usize,
         resources: &[(u32, wgpu::BindingResource<'_>)],
     ) -> wgpu::BindGroup {
-        device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(&self.label),
-            layout: self.layout(group),
-            entries: &crate::gpu::layout::entries(resources),
-        })
+        crate::gpu::layout::bind_group(device, &self.label, self.layout(group), resources)
     }
 }

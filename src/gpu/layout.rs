@@ -1,4 +1,4 @@
-//! Bind-group layout entries, bind-group entries and colour targets in one line each, for
+//! Bind-group layout entries, bind groups and colour targets in one line each, for
 //! every render pass and compute kernel (the renderer's passes and the NTC trainer), and
 //! [`Slot`], the compact binding description a [`super::ComputeKernel`] builds its
 //! layouts from ([`declared_slots`] reads them from a shader's WGSL declarations).
@@ -105,14 +105,25 @@ pub fn uniform_buffer<T>(device: &wgpu::Device, label: &str) -> wgpu::Buffer {
     })
 }
 
-/// Bind group entries from `(binding, resource)` pairs.
-pub fn entries<'a>(list: &[(u32, wgpu::BindingResource<'a>)]) -> Vec<wgpu::BindGroupEntry<'a>> {
-    list.iter()
+/// A bind group of `layout` over `(binding, resource)` pairs.
+pub fn bind_group(
+    device: &wgpu::Device,
+    label: &str,
+    layout: &wgpu::BindGroupLayout,
+    resources: &[(u32, wgpu::BindingResource<'_>)],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry<'_>> = resources
+        .iter()
         .map(|(binding, resource)| wgpu::BindGroupEntry {
             binding: *binding,
             resource: resource.clone(),
         })
-        .collect()
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout,
+        entries: &entries,
+    })
 }
 
 /// A colour target without blending.

@@ -20,7 +20,7 @@
 //!   [`create_shader_module`].
 //! - [`kernel`]: [`ComputeKernel`], a compute pipeline from a compact description, with
 //!   its errors caught.
-//! - [`layout`]: bind-group layout and bind-group entries in one line each, [`layout::Slot`].
+//! - [`layout`]: bind-group layout entries and bind groups in one line each, [`layout::Slot`].
 //! - [`bind_cache`]: [`CachedBindGroup`], a bind group remade only when its resources change.
 //! - [`encoder`]: [`encoder::FrameEncoder`], the encoder, device and profiler a pass
 //!   records with.

@@ -424,11 +424,7 @@ impl NtcSceneGpu {
         device: &wgpu::Device,
         layout: &wgpu::BindGroupLayout,
     ) -> wgpu::BindGroup {
-        device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("ntc"),
-            layout,
-            entries: &crate::gpu::layout::entries(&self.resources()),
-        })
+        crate::gpu::layout::bind_group(device, "ntc", layout, &self.resources())
     }
 }
 

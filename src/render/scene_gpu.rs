@@ -445,32 +445,19 @@ fn material_bind_group(
     fill: &wgpu::Buffer,
     sampler: &wgpu::Sampler,
 ) -> wgpu::BindGroup {
-    device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some("material"),
+    let view = wgpu::BindingResource::TextureView;
+    crate::gpu::layout::bind_group(
+        device,
+        "material",
         layout,
-        entries: &[
-            wgpu::BindGroupEntry {
-                binding: 0,
-                resource: wgpu::BindingResource::TextureView(&views[0]),
-            },
-            wgpu::BindGroupEntry {
-                binding: 1,
-                resource: wgpu::BindingResource::TextureView(&views[1]),
-            },
-            wgpu::BindGroupEntry {
-                binding: 2,
-                resource: wgpu::BindingResource::TextureView(&views[2]),
-            },
-            wgpu::BindGroupEntry {
-                binding: 3,
-                resource: wgpu::BindingResource::Sampler(sampler),
-            },
-            wgpu::BindGroupEntry {
-                binding: 4,
-                resource: fill.as_entire_binding(),
-            },
+        &[
+            (0, view(&views[0])),
+            (1, view(&views[1])),
+            (2, view(&views[2])),
+            (3, wgpu::BindingResource::Sampler(sampler)),
+            (4, fill.as_entire_binding()),
         ],
-    })
+    )
 }
 
 /// Layout of a material's bind group: three channel-group textures, a sampler and their

@@ -512,7 +512,7 @@ impl Importer<'_> {
         })
     }
 
-    fn material(&mut self, m: &gltf::Material) -> Result<Material> {
+    fn material<'g>(&mut self, m: &gltf::Material<'g>) -> Result<Material> {
         let name = m
             .name()
             .map(str::to_owned)
@@ -536,25 +536,35 @@ impl Importer<'_> {
                 Some(_) => {}
             }
         };
-        if let Some(info) = pbr.base_color_texture() {
-            note_transform(info.texture_transform(), &mut self.warnings);
-            textures.base_color =
-                Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
-        }
-        if let Some(info) = m.normal_texture() {
-            textures.normal = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
-        }
-        if let Some(info) = pbr.metallic_roughness_texture() {
-            note_transform(info.texture_transform(), &mut self.warnings);
-            textures.metallic_roughness =
-                Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
-        }
-        if let Some(info) = m.occlusion_texture() {
-            textures.occlusion = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
-        }
-        if let Some(info) = m.emissive_texture() {
-            note_transform(info.texture_transform(), &mut self.warnings);
-            textures.emissive = Some(self.texture_ref(info.texture(), info.tex_coord(), &name)?);
+        // Each slot in glTF's order: its texture, UV set and, for the slots that carry
+        // one, KHR_texture_transform.
+        let info =
+            |i: gltf::texture::Info<'g>| (i.texture(), i.tex_coord(), Some(i.texture_transform()));
+        let slots = [
+            (&mut textures.base_color, pbr.base_color_texture().map(info)),
+            (
+                &mut textures.normal,
+                m.normal_texture()
+                    .map(|n| (n.texture(), n.tex_coord(), None)),
+            ),
+            (
+                &mut textures.metallic_roughness,
+                pbr.metallic_roughness_texture().map(info),
+            ),
+            (
+                &mut textures.occlusion,
+                m.occlusion_texture()
+                    .map(|o| (o.texture(), o.tex_coord(), None)),
+            ),
+            (&mut textures.emissive, m.emissive_texture().map(info)),
+        ];
+        for (slot, found) in slots {
+            if let Some((texture, tex_coord, transform)) = found {
+                if let Some(t) = transform {
+                    note_transform(t, &mut self.warnings);
+                }
+                *slot = Some(self.texture_ref(texture, tex_coord, &name)?);
+            }
         }
         let occlusion_from_arm = match &textures.metallic_roughness {
             Some(mr) => arm_packed(&mr.image, textures.occlusion.as_ref().map(|o| &o.image)),
@@ -843,6 +853,70 @@ mod tests {
         assert!(decode_data_uri("file.bin").is_none());
         let bad = decode_data_uri("data:application/octet-stream;base64,@@@").unwrap();
         assert!(bad.unwrap_err().contains("base64"));
+    }
+
+    #[test]
+    fn every_texture_slot_is_read_and_the_first_transform_is_used() {
+        use crate::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode};
+        let dir = crate::io::test_dir("gltf-slots");
+        for image in ["a.png", "n.png", "mr.png", "ao.png"] {
+            std::fs::write(dir.join(image), b"").expect("image file");
+        }
+        let mut b = GltfBuilder::new();
+        let mut m = MaterialDesc::new("m");
+        m.base_color_texture = Some("a.png".into());
+        m.normal_texture = Some("n.png".into());
+        m.metallic_roughness_texture = Some("mr.png".into());
+        m.occlusion_texture = Some("ao.png".into());
+        let mat = b.add_material(m);
+        let mesh = b.add_mesh(
+            "quad",
+            crate::builtin::gltf_builder::plane(1.0, 1.0, UvMode::Unit),
+            mat,
+        );
+        b.add_mesh_node("quad", mesh, NodeTransform::IDENTITY);
+        let path = b.write(&dir, "slots").expect("write");
+        let mut doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+        // Base colour and metallic-roughness carry different transforms; emissive reuses
+        // the base colour's image without one.
+        let transform = |offset: f32| serde_json::json!({ "KHR_texture_transform": { "offset": [offset, 0.0], "scale": [2.0, 2.0] } });
+        let pbr = &mut doc["materials"][0]["pbrMetallicRoughness"];
+        pbr["baseColorTexture"]["extensions"] = transform(0.5);
+        pbr["metallicRoughnessTexture"]["extensions"] = transform(0.25);
+        let base_index = pbr["baseColorTexture"]["index"].clone();
+        doc["materials"][0]["emissiveTexture"] = serde_json::json!({ "index": base_index });
+        doc["extensionsUsed"] = serde_json::json!(["KHR_texture_transform"]);
+        let bytes = serde_json::to_vec(&doc).expect("json");
+        let scene = from_slice(&bytes, &path, &UriPolicy::default()).expect("import");
+
+        let m = &scene.materials[0];
+        let named = |slot: &Option<TextureRef>| match slot.as_ref().map(|t| &t.image) {
+            Some(ImageSource::File(p)) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
+            _ => None,
+        };
+        let t = &m.textures;
+        assert_eq!(named(&t.base_color).as_deref(), Some("a.png"));
+        assert_eq!(named(&t.normal).as_deref(), Some("n.png"));
+        assert_eq!(named(&t.metallic_roughness).as_deref(), Some("mr.png"));
+        assert_eq!(named(&t.occlusion).as_deref(), Some("ao.png"));
+        assert_eq!(named(&t.emissive).as_deref(), Some("a.png"));
+        assert_eq!(
+            m.uv_transform,
+            TextureTransform {
+                offset: [0.5, 0.0],
+                rotation: 0.0,
+                scale: [2.0, 2.0],
+            }
+        );
+        // Metallic-roughness and emissive (no transform) each differ from the first.
+        let differing = scene
+            .warnings
+            .iter()
+            .filter(|w| w.contains("different KHR_texture_transform"))
+            .count();
+        assert_eq!(differing, 2, "{:?}", scene.warnings);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     fn file(p: &str) -> ImageSource {

@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 
 use glam::Vec3;
 use neurotex::builtin::gltf_builder::{GltfBuilder, MaterialDesc, NodeTransform, UvMode, plane};
-use neurotex::gpu::GpuContext;
+use neurotex::gpu::encoder::FrameEncoder;
+use neurotex::gpu::{GpuContext, GpuProfiler};
 use neurotex::ntc::NtcPackage;
 use neurotex::render::Renderer;
 use neurotex::render::headless::OUTPUT_FORMAT;
@@ -173,6 +174,20 @@ pub fn ctx() -> &'static GpuContext {
             panic!("GPU tests need an adapter (CI installs mesa-vulkan-drivers): {e}")
         })
     })
+}
+
+/// Records `f` into one encoder (timed as a frame would be) and submits it.
+pub fn submit<R>(ctx: &GpuContext, f: impl FnOnce(&mut FrameEncoder<'_>) -> R) -> R {
+    let mut profiler = GpuProfiler::new(ctx);
+    let mut encoder = ctx
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("test.frame"),
+        });
+    let result = f(&mut FrameEncoder::new(ctx, &mut encoder, &profiler));
+    ctx.queue.submit([encoder.finish()]);
+    profiler.end_frame(ctx);
+    result
 }
 
 /// A headless renderer of `scene` at `size`, its texture sets decoded as `upload` says

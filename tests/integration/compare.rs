@@ -2,15 +2,14 @@
 //! target (bytes pass through exactly) and an sRGB one (decoded, then encoded by the
 //! adapter), in both the image and the difference view.
 
-use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::upload::write_level;
-use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
+use neurotex::gpu::{GpuContext, read_texture};
 use neurotex::render::passes::image_error::ERROR_FORMAT;
 use neurotex::render::passes::split::{Composition, SplitInputs, SplitPass, reference_compose};
 use neurotex::render::targets::Target;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 
-use crate::common::ctx;
+use crate::common::{ctx, submit};
 
 /// Not a multiple of the raster's tiles.
 const SIZE: (u32, u32) = (37, 23);
@@ -86,19 +85,9 @@ fn split_pass_matches_its_cpu_reference() {
                 format,
                 wgpu::TextureUsages::empty(),
             );
-            let profiler = GpuProfiler::new(ctx);
-            let mut encoder = ctx
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("test.split"),
-                });
-            pass.record(
-                &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
-                &split,
-                &composition,
-                &output.view,
-            );
-            ctx.queue.submit([encoder.finish()]);
+            submit(ctx, |frame| {
+                pass.record(frame, &split, &composition, &output.view);
+            });
             let got = read_texture(ctx, &output.texture, 0, 0)
                 .expect("read")
                 .bytes;

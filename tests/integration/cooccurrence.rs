@@ -14,7 +14,7 @@ use neurotex::render::targets::Target;
 use neurotex::screen::divergence::{NO_DECODER, NO_MATERIAL};
 use neurotex::screen::tiles::TileSize;
 
-use crate::common::{ctx, read_json};
+use crate::common::{ctx, read_json, submit};
 
 /// 53 = 3·16 + 5 = 6·8 + 5 columns, 37 = 2·16 + 5 = 9·4 + 1 rows: partial tiles at both
 /// edges for every tile size.
@@ -95,19 +95,11 @@ fn gpu_signatures_equal_the_cpu_count_for_every_tile_size() {
         for salt in [1, 2] {
             let words = words(salt);
             let ids = material_target(ctx, &words);
-            let profiler = GpuProfiler::new(ctx);
-            let mut encoder = ctx.device.create_command_encoder(&Default::default());
             let inputs = CooccurrenceInputs {
                 material_ids: &ids,
                 set_map: &set_map,
             };
-            pass.record(
-                &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
-                &inputs,
-                &out,
-            )
-            .expect("record");
-            ctx.queue.submit([encoder.finish()]);
+            submit(ctx, |frame| pass.record(frame, &inputs, &out)).expect("record");
             let gpu = ViewCounts::from_histogram(out.read_histogram(ctx).expect("read"));
             let cpu = ViewCounts::count(&words, SIZE, tile, &map);
             assert_eq!(gpu, cpu, "{tile}, salt {salt}");

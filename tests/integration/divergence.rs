@@ -32,7 +32,7 @@ use neurotex::screen::divergence::{
 use neurotex::screen::material_word::MATERIAL_ID_MASK;
 use neurotex::screen::tiles::TileSize;
 
-use crate::common::ctx;
+use crate::common::{ctx, submit};
 
 /// The synthetic image's size: 37 = 4·8 + 5 = 2·16 + 5 columns, 29 = 7·4 + 1 = 3·8 + 5
 /// rows, so every tile size has partial tiles at both edges.
@@ -131,20 +131,6 @@ fn upload(
 fn target(texture: wgpu::Texture) -> Target {
     let view = texture.create_view(&Default::default());
     Target { texture, view }
-}
-
-/// Records `f` into one encoder (timed as a frame would be) and submits it.
-fn submit<R>(ctx: &GpuContext, f: impl FnOnce(&mut FrameEncoder<'_>) -> R) -> R {
-    let mut profiler = GpuProfiler::new(ctx);
-    let mut encoder = ctx
-        .device
-        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("test.divergence"),
-        });
-    let result = f(&mut FrameEncoder::new(ctx, &mut encoder, &profiler));
-    ctx.queue.submit([encoder.finish()]);
-    profiler.end_frame(ctx);
-    result
 }
 
 /// A divergence pass for `tile` with the test maps and a tile texture for [`SIZE`].

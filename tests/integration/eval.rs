@@ -242,25 +242,15 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
     let trained: Vec<&str> = stdout.lines().filter(|l| l.contains(": trained")).collect();
     assert_eq!(trained.len(), 5, "{stdout}");
 
-    for file in [
-        "table2.csv",
-        "table2.md",
+    let plans = [
         "plans/baseline.json",
         "plans/single.json",
         "plans/clustered.json",
         "plans/random.json",
         "plans/category.json",
         "plans/clustered.png",
-        "freezing.csv",
-        "freezing.md",
-        "freezing_curves.csv",
-        "freezing_curves.png",
-        "m_sweep.csv",
-        "m_sweep.md",
-        "m_sweep.png",
-        "summary.json",
-        "report.md",
-    ] {
+    ];
+    for file in plans.into_iter().chain(neurotex::eval::OUTPUT_FILES) {
         assert!(out.join(file).is_file(), "{file} missing");
     }
     for png in ["plans/clustered.png", "freezing_curves.png", "m_sweep.png"] {

@@ -8,11 +8,10 @@
 use glam::{Vec2, Vec3};
 use half::f16;
 use neurotex::cluster::Strategy;
-use neurotex::gpu::encoder::FrameEncoder;
 use neurotex::gpu::mirror::assert_mirrors;
 use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::gpu::upload::write_level;
-use neurotex::gpu::{GpuContext, GpuProfiler, read_texture};
+use neurotex::gpu::{GpuContext, read_texture};
 use neurotex::ntc::format::{NtcMaterial, NtcPackage};
 use neurotex::ntc::model::{
     DecoderWeights, LatentLayout, NtcConfig, Preset, SplitMix64, full_mip_count,
@@ -34,7 +33,7 @@ use neurotex::screen::tiles::TileSize;
 use neurotex::texture::{CHANNELS, ChannelMask, SceneTextures};
 use wgpu::util::DeviceExt as _;
 
-use crate::common::ctx;
+use crate::common::{ctx, submit};
 
 /// Side of the blue-noise texture (WGSL `BLUE_NOISE_SIZE`).
 const NOISE: u32 = 64;
@@ -384,22 +383,13 @@ fn decode_frames(
         package: &f.ntc,
         settings,
     };
-    let mut profiler = GpuProfiler::new(ctx);
     frames
         .map(|frame| {
             let mut uniform: FrameUniform = bytemuck::Zeroable::zeroed();
             uniform.frame_index = frame;
             ctx.queue
                 .write_buffer(&frame_buffer, 0, bytemuck::bytes_of(&uniform));
-            let mut encoder = device.create_command_encoder(&Default::default());
-            pass.record(
-                &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
-                &inputs,
-                &targets,
-            )
-            .expect("record");
-            ctx.queue.submit([encoder.finish()]);
-            profiler.end_frame(ctx);
+            submit(ctx, |frame| pass.record(frame, &inputs, &targets)).expect("record");
             [
                 &targets.base_color,
                 &targets.normal_rm,

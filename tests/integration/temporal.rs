@@ -219,6 +219,15 @@ fn reference(
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `out` is `current` alone: the same colour and a sample count of one (`when` names the
+/// case in the failure).
+fn assert_only_current(out: &[Rgba], current: &[Rgba], when: &str) {
+    for (o, c) in out.iter().zip(current) {
+        assert_eq!(o[..3], c[..3], "{when}: output equals the current frame");
+        assert_eq!(o[3], 1.0, "{when}: one sample");
+    }
+}
+
 #[test]
 fn gpu_matches_cpu_reference_under_motion() {
     // Not a multiple of the 8×8 workgroup, so the edge guard is exercised too.
@@ -369,10 +378,7 @@ fn reset_restarts_from_the_current_frame() {
     let reset = TemporalSettings { reset: true, ..on };
     let current = noisy(&mut rng, &truth, 0.2);
     let out = harness.frame(&current, &motion, 0.5, &reset);
-    for (o, c) in out.iter().zip(&current) {
-        assert_eq!(o[..3], c[..3], "reset: output equals the current frame");
-        assert_eq!(o[3], 1.0, "reset: count restarts");
-    }
+    assert_only_current(&out, &current, "reset");
     let next = noisy(&mut rng, &truth, 0.2);
     let out = harness.frame(&next, &motion, 0.5, &on);
     for ((o, a), b) in out.iter().zip(&current).zip(&next) {
@@ -391,14 +397,7 @@ fn reset_restarts_from_the_current_frame() {
     let truth = vec![[0.2, 0.4, 0.8]; (size.0 * size.1) as usize];
     let current = noisy(&mut rng, &truth, 0.2);
     let out = harness.frame(&current, &still(size), 0.5, &on);
-    for (o, c) in out.iter().zip(&current) {
-        assert_eq!(
-            o[..3],
-            c[..3],
-            "after resize: output equals the current frame"
-        );
-        assert_eq!(o[3], 1.0);
-    }
+    assert_only_current(&out, &current, "after resize");
     // So does `TemporalPass::reset`, which the renderer's camera cuts call; the history
     // it tells the renderer about is gone until the next frame.
     assert!(harness.pass.has_history());
@@ -407,14 +406,7 @@ fn reset_restarts_from_the_current_frame() {
     let current = noisy(&mut rng, &truth, 0.2);
     let out = harness.frame(&current, &still(size), 0.5, &on);
     assert!(harness.pass.has_history());
-    for (o, c) in out.iter().zip(&current) {
-        assert_eq!(
-            o[..3],
-            c[..3],
-            "after reset: output equals the current frame"
-        );
-        assert_eq!(o[3], 1.0);
-    }
+    assert_only_current(&out, &current, "after reset");
 }
 
 #[test]
@@ -475,10 +467,7 @@ fn disabled_passes_the_current_frame_through() {
     };
     let current = noisy(&mut rng, &truth, 0.2);
     let out = harness.frame(&current, &shift(size, 0.5, -0.25), 0.5, &off);
-    for (o, c) in out.iter().zip(&current) {
-        assert_eq!(o[..3], c[..3], "disabled: output equals the current frame");
-        assert_eq!(o[3], 1.0, "disabled: one sample");
-    }
+    assert_only_current(&out, &current, "disabled");
     // Enabled again, accumulation continues from that single sample.
     let out = harness.frame(&noisy(&mut rng, &truth, 0.2), &still(size), 0.5, &on);
     assert!(out.iter().all(|o| o[3] == 2.0));

@@ -315,6 +315,15 @@ mod tests {
         let input = dir.join("albedo.png");
         std::fs::write(&input, b"first").expect("write");
         let partial = dir.join("out.ntc.partial");
+        // A folder made afresh (`false`: nothing to resume) that then holds one finished
+        // group, prepared again with `resume`: whether it resumed.
+        let fresh_then_again = |resume: bool| {
+            std::fs::remove_dir_all(&partial).expect("clean");
+            let m = run_manifest(&input, 10);
+            assert!(!prepare_partial(&partial, &m, resume).expect("fresh"));
+            std::fs::write(partial.join("group0.ntc"), b"done").expect("write");
+            prepare_partial(&partial, &m, resume).expect("again")
+        };
 
         // Someone else's folder: refused and left alone.
         std::fs::create_dir_all(&partial).expect("dir");
@@ -336,13 +345,9 @@ mod tests {
             "{msg}"
         );
         assert!(partial.join("precious.txt").exists());
-        std::fs::remove_dir_all(&partial).expect("clean");
 
         // Ours: created with the marker, resumed when it matches.
-        let m = run_manifest(&input, 10);
-        assert!(!prepare_partial(&partial, &m, true).expect("fresh"));
-        std::fs::write(partial.join("group0.ntc"), b"done").expect("write");
-        assert!(prepare_partial(&partial, &m, true).expect("resume"));
+        assert!(fresh_then_again(true));
         assert!(partial.join("group0.ntc").exists());
 
         // Other settings (the steps per set, rate control): refused, untouched.
@@ -367,11 +372,7 @@ mod tests {
         assert!(partial.join("group0.ntc").exists());
 
         // Matching without resume: emptied for a fresh start.
-        std::fs::remove_dir_all(&partial).expect("clean");
-        let m = run_manifest(&input, 10);
-        assert!(!prepare_partial(&partial, &m, false).expect("fresh"));
-        std::fs::write(partial.join("group0.ntc"), b"done").expect("write");
-        assert!(!prepare_partial(&partial, &m, false).expect("restart"));
+        assert!(!fresh_then_again(false));
         assert!(!partial.join("group0.ntc").exists());
 
         // The cache's clean-up deletes only folders with the marker.
