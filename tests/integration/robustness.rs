@@ -1141,7 +1141,7 @@ fn gen_scene_confines_and_checks_a_manifests_images() {
         for kind in ["street", "panel"] {
             expect_error(
                 &["gen-scene", kind, "--out", s(&out), "--textures", s(&m)],
-                &[bad, "not a usable PNG or JPEG"],
+                &[bad, "not a usable image"],
             );
         }
     }
