@@ -457,6 +457,39 @@ impl TextureSet {
         )
     }
 
+    /// A smooth synthetic `width × height` set for fixtures and tests (see
+    /// [`from_fn`](Self::from_fn)): sinusoidal base colour (red along x, green along y),
+    /// normal X and roughness with a period of `period` texels, shifted by `phase` radians,
+    /// a bilinear ramp in blue, normal Y at 0.5, opaque alpha, full occlusion, no metal or
+    /// emission.
+    pub fn smooth(
+        name: impl Into<String>,
+        present: ChannelMask,
+        size: (u32, u32),
+        period: f64,
+        phase: f64,
+    ) -> TextureSet {
+        Self::from_fn(name, present, size, |x, y| {
+            let (fx, fy) = (f64::from(x) / period, f64::from(y) / period);
+            let c = |v: f64| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
+            let s = |a: f64| 0.5 + 0.4 * (a * std::f64::consts::TAU + phase).sin();
+            [
+                c(s(fx)),
+                c(s(fy)),
+                c(0.3 + 0.4 * fx * fy),
+                255,
+                c(s(fx + fy)),
+                c(0.5),
+                255,
+                c(s(fx - fy)),
+                0,
+                0,
+                0,
+                0,
+            ]
+        })
+    }
+
     /// Leave the channels outside `keep` out of [`present`](Self::present) and give them
     /// their neutral value in every mip, as if the set had no texture for them.
     pub fn keep_channels(&mut self, keep: ChannelMask) {

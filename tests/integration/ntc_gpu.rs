@@ -67,35 +67,12 @@ fn kernels_for(config: &NtcConfig) -> Vec<TrainKernel> {
         .collect()
 }
 
-/// A smooth colour pattern with period `period` texels, a normal map and some roughness.
-fn pattern(period: f64, phase: f64) -> impl Fn(u32, u32) -> [u8; CHANNELS] {
-    move |x, y| {
-        let (fx, fy) = (x as f64 / period, y as f64 / period);
-        let c = |v: f64| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
-        let s = |a: f64| 0.5 + 0.4 * (a * std::f64::consts::TAU + phase).sin();
-        [
-            c(s(fx)),
-            c(s(fy)),
-            c(0.3 + 0.4 * fx * fy),
-            255,
-            c(s(fx + fy)),
-            c(0.5),
-            255,
-            c(s(fx - fy)),
-            0,
-            0,
-            0,
-            0,
-        ]
-    }
-}
-
 /// Two sets sharing a decoder: "a" 16² and "b" `b_size`², of patterns with other periods
 /// and phases.
 fn two_sets(present: ChannelMask, b_size: u32) -> Vec<TextureSet> {
     vec![
-        TextureSet::from_fn("a", present, (16, 16), pattern(8.0, 0.0)),
-        TextureSet::from_fn("b", present, (b_size, b_size), pattern(4.0, 1.0)),
+        TextureSet::smooth("a", present, (16, 16), 8.0, 0.0),
+        TextureSet::smooth("b", present, (b_size, b_size), 4.0, 1.0),
     ]
 }
 
@@ -114,17 +91,19 @@ fn tiny_group(activation: Activation, seed: u64) -> (TrainConfig, GroupModel, Ve
         ..TrainConfig::default()
     };
     let sets = vec![
-        TextureSet::from_fn(
+        TextureSet::smooth(
             "a",
             ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
             (8, 8),
-            pattern(8.0, 0.3),
+            8.0,
+            0.3,
         ),
-        TextureSet::from_fn(
+        TextureSet::smooth(
             "b",
             ChannelMask::BASE_COLOR | ChannelMask::ROUGHNESS,
             (8, 8),
-            pattern(4.0, 1.7),
+            4.0,
+            1.7,
         ),
     ];
     let grid = |width, height| GridShape { width, height };
@@ -392,29 +371,34 @@ fn fixed_point_gradients_are_within_their_quantum() {
     }
 }
 
-#[test]
-fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
+/// A trainer of a 16² and an 8² base-colour set sharing a decoder (F = 4, hidden [8]),
+/// drawing batches of `batch_size` in tiles of side `sample_tile`, and the sets.
+fn big_and_small(batch_size: u32, sample_tile: u32) -> (Vec<TextureSet>, GpuTrainer) {
     let config = TrainConfig {
         model: NtcConfig {
             features: 4,
             hidden: vec![8],
             ..NtcConfig::default()
         },
-        batch_size: 20000,
+        batch_size,
+        sample_tile,
         ..TrainConfig::default()
     };
-    let sets = vec![
-        TextureSet::from_fn("big", ChannelMask::BASE_COLOR, (16, 16), pattern(8.0, 0.0)),
-        TextureSet::from_fn("small", ChannelMask::BASE_COLOR, (8, 8), pattern(8.0, 0.0)),
-    ];
+    let sets: Vec<_> = [("big", 16), ("small", 8)]
+        .into_iter()
+        .map(|(name, size)| {
+            TextureSet::smooth(name, ChannelMask::BASE_COLOR, (size, size), 8.0, 0.0)
+        })
+        .collect();
     let start = Checkpoint::fresh(&sets, &config, 10, 3).expect("fresh");
-    let mut gpu = GpuTrainer::new(
-        crate::common::ctx(),
-        &sets,
-        start,
-        &GpuTrainerOptions::default(),
-    )
-    .expect("trainer");
+    let options = GpuTrainerOptions::default();
+    let gpu = GpuTrainer::new(crate::common::ctx(), &sets, start, &options).expect("trainer");
+    (sets, gpu)
+}
+
+#[test]
+fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
+    let (sets, mut gpu) = big_and_small(20000, 1);
     let batch = gpu.draw_batch(5).expect("batch");
     assert_eq!(batch.len(), 20000);
     assert_eq!(
@@ -450,28 +434,11 @@ fn gpu_batches_weight_materials_by_texels_and_mips_by_area() {
 fn gpu_batches_in_tiles_cover_the_wrapped_tiles_of_the_untiled_anchors() {
     // Tile t's anchor is the untiled batch's sample t (the same hash of the same index),
     // and its 16 samples are the 4 × 4 texels from it, wrapping at the mip's edges.
-    let sets = vec![
-        TextureSet::from_fn("big", ChannelMask::BASE_COLOR, (16, 16), pattern(8.0, 0.0)),
-        TextureSet::from_fn("small", ChannelMask::BASE_COLOR, (8, 8), pattern(8.0, 0.0)),
-    ];
-    let batch = |sample_tile: u32| {
-        let config = TrainConfig {
-            model: NtcConfig {
-                features: 4,
-                hidden: vec![8],
-                ..NtcConfig::default()
-            },
-            batch_size: 16 * 500 + 3,
-            sample_tile,
-            ..TrainConfig::default()
-        };
-        let start = Checkpoint::fresh(&sets, &config, 10, 3).expect("fresh");
-        let options = GpuTrainerOptions::default();
-        let mut gpu =
-            GpuTrainer::new(crate::common::ctx(), &sets, start, &options).expect("trainer");
-        gpu.draw_batch(5).expect("batch")
+    let batch = |sample_tile| {
+        let (sets, mut gpu) = big_and_small(16 * 500 + 3, sample_tile);
+        (sets, gpu.draw_batch(5).expect("batch"))
     };
-    let (untiled, tiled) = (batch(1), batch(4));
+    let ((sets, untiled), (_, tiled)) = (batch(1), batch(4));
     assert_eq!(tiled.len(), 8003);
     for (t, tile) in tiled.chunks(16).enumerate() {
         let anchor = untiled[t];
@@ -660,15 +627,10 @@ fn run_config(features: u32, batch_size: u32) -> TrainConfig {
 #[test]
 fn training_reaches_the_psnr_band_for_one_and_two_sets() {
     let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
-    let one = vec![TextureSet::from_fn(
-        "one",
-        present,
-        (32, 32),
-        pattern(16.0, 0.0),
-    )];
+    let one = vec![TextureSet::smooth("one", present, (32, 32), 16.0, 0.0)];
     let two = vec![
-        TextureSet::from_fn("a", present, (32, 32), pattern(16.0, 0.0)),
-        TextureSet::from_fn("b", present, (32, 32), pattern(8.0, 2.0)),
+        TextureSet::smooth("a", present, (32, 32), 16.0, 0.0),
+        TextureSet::smooth("b", present, (32, 32), 8.0, 2.0),
     ];
     let config = run_config(8, 512);
     for kernel in kernels_for(&config.model) {
@@ -1023,11 +985,12 @@ fn throughput_of_the_default_model() {
                 .expect("NTC_BENCH_BATCHES: comma-separated integers")
         })
         .collect();
-    let sets = vec![TextureSet::from_fn(
+    let sets = vec![TextureSet::smooth(
         "bench",
         ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
         (size, size),
-        pattern(32.0, 0.0),
+        32.0,
+        0.0,
     )];
     let ctx = crate::common::ctx();
     let flops = neurotex::ntc::train::training_flops_per_sample(&NtcConfig::default());

@@ -691,29 +691,6 @@ mod tests {
     };
     use crate::texture::ChannelMask;
 
-    /// A smooth colour pattern plus a normal map; other channels neutral.
-    fn pattern(phase: f64) -> impl Fn(u32, u32) -> [u8; CHANNELS] {
-        move |x, y| {
-            let (fx, fy) = (x as f64 / 8.0, y as f64 / 8.0);
-            let c = |v: f64| (v.clamp(0.0, 1.0) * 255.0).round() as u8;
-            let s = |a: f64| 0.5 + 0.4 * (a * std::f64::consts::TAU + phase).sin();
-            [
-                c(s(fx)),
-                c(s(fy)),
-                c(0.3 + 0.4 * fx * fy),
-                255,
-                c(s(fx + fy)),
-                c(0.5),
-                255,
-                255,
-                255,
-                255,
-                255,
-                255,
-            ]
-        }
-    }
-
     /// The gradient-check model: F = 4, hidden [8], a 4×4 texture with 2 mips reading
     /// a 3×3 and a 2×2 grid (odd sizes exercise wrap addressing).
     fn tiny_model(activation: Activation, seed: u64) -> (GroupModel, Vec<TextureSet>) {
@@ -721,11 +698,12 @@ mod tests {
             activation,
             ..NtcConfig::tiny()
         };
-        let mut set = TextureSet::from_fn(
+        let mut set = TextureSet::smooth(
             "tiny",
             ChannelMask::BASE_COLOR | ChannelMask::NORMAL,
             (4, 4),
-            pattern(0.3),
+            8.0,
+            0.3,
         );
         set.mips.truncate(2);
         let layout = LatentLayout::from_parts(
@@ -1008,7 +986,7 @@ mod tests {
     #[test]
     fn tiny_training_run_reaches_the_psnr_band() {
         let present = ChannelMask::BASE_COLOR | ChannelMask::NORMAL;
-        let sets = vec![TextureSet::from_fn("tiny", present, (8, 8), pattern(0.0))];
+        let sets = vec![TextureSet::smooth("tiny", present, (8, 8), 8.0, 0.0)];
         let config = tiny_train_config();
         let untrained = GroupModel::init(
             &config.model,
@@ -1044,8 +1022,8 @@ mod tests {
     fn shared_decoder_trains_two_sets() {
         let present = ChannelMask::BASE_COLOR;
         let sets = vec![
-            TextureSet::from_fn("a", present, (8, 8), pattern(0.0)),
-            TextureSet::from_fn("b", present, (8, 8), pattern(2.0)),
+            TextureSet::smooth("a", present, (8, 8), 8.0, 0.0),
+            TextureSet::smooth("b", present, (8, 8), 8.0, 2.0),
         ];
         let trained = train_cpu(&sets, &tiny_train_config(), 200, 3).expect("train");
         assert_eq!(trained.model.pyramids().len(), 2);
@@ -1063,7 +1041,7 @@ mod tests {
     fn train_cpu_rejects_bad_input() {
         let config = tiny_train_config();
         assert_eq!(train_cpu(&[], &config, 1, 0), Err(TrainError::EmptyGroup));
-        let mut set = TextureSet::from_fn("broken", ChannelMask::BASE_COLOR, (4, 4), pattern(0.0));
+        let mut set = TextureSet::smooth("broken", ChannelMask::BASE_COLOR, (4, 4), 8.0, 0.0);
         set.mips[1].texels.pop();
         let err = train_cpu(&[set], &config, 1, 0).expect_err("broken set");
         assert!(err.to_string().contains("`broken`"), "{err}");
