@@ -482,17 +482,7 @@ impl Importer<'_> {
         Ok(source)
     }
 
-    fn texture_ref(
-        &mut self,
-        texture: gltf::Texture,
-        tex_coord: u32,
-        material: &str,
-    ) -> Result<TextureRef> {
-        if tex_coord != 0 {
-            self.warnings.push(format!(
-                "material {material}: texture uses TEXCOORD_{tex_coord}; only TEXCOORD_0 is imported"
-            ));
-        }
+    fn texture_ref(&mut self, texture: gltf::Texture, tex_coord: u32) -> Result<TextureRef> {
         // `gltf_validate` checked that every texture has a source, core or extension,
         // naming an image that exists.
         let image = texture
@@ -536,35 +526,58 @@ impl Importer<'_> {
                 Some(_) => {}
             }
         };
-        // Each slot in glTF's order: its texture, UV set and, for the slots that carry
-        // one, KHR_texture_transform.
+        // Each slot in glTF's order: its name, texture, UV set and, for the slots that
+        // carry one, KHR_texture_transform.
         let info =
             |i: gltf::texture::Info<'g>| (i.texture(), i.tex_coord(), Some(i.texture_transform()));
         let slots = [
-            (&mut textures.base_color, pbr.base_color_texture().map(info)),
             (
+                "base colour",
+                &mut textures.base_color,
+                pbr.base_color_texture().map(info),
+            ),
+            (
+                "normal",
                 &mut textures.normal,
                 m.normal_texture()
                     .map(|n| (n.texture(), n.tex_coord(), None)),
             ),
             (
+                "metallic-roughness",
                 &mut textures.metallic_roughness,
                 pbr.metallic_roughness_texture().map(info),
             ),
             (
+                "occlusion",
                 &mut textures.occlusion,
                 m.occlusion_texture()
                     .map(|o| (o.texture(), o.tex_coord(), None)),
             ),
-            (&mut textures.emissive, m.emissive_texture().map(info)),
+            (
+                "emissive",
+                &mut textures.emissive,
+                m.emissive_texture().map(info),
+            ),
         ];
-        for (slot, found) in slots {
-            if let Some((texture, tex_coord, transform)) = found {
-                if let Some(t) = transform {
-                    note_transform(t, &mut self.warnings);
-                }
-                *slot = Some(self.texture_ref(texture, tex_coord, &name)?);
+        // A texture set is sampled with one UV set: the first texture's. A slot on another
+        // (an occlusion map on a lightmap's TEXCOORD_1, say) would be read at the wrong
+        // places, so it is left out, as if the material had none.
+        let mut uv_set = None;
+        for (what, slot, found) in slots {
+            let Some((texture, tex_coord, transform)) = found else {
+                continue;
+            };
+            let set = *uv_set.get_or_insert(tex_coord);
+            if tex_coord != set {
+                self.warnings.push(format!(
+                    "material {name}: its {what} texture samples TEXCOORD_{tex_coord}, its other textures TEXCOORD_{set}; it is left out (a texture set is sampled with one UV set)"
+                ));
+                continue;
             }
+            if let Some(t) = transform {
+                note_transform(t, &mut self.warnings);
+            }
+            *slot = Some(self.texture_ref(texture, tex_coord)?);
         }
         let occlusion_from_arm = match &textures.metallic_roughness {
             Some(mr) => arm_packed(&mr.image, textures.occlusion.as_ref().map(|o| &o.image)),
@@ -687,11 +700,14 @@ impl Importer<'_> {
                 }
                 None => tangents::vertex_normals(&positions, &indices),
             };
+        // The UV set the material's textures sample.
+        let uv_set = materials.get(material).map_or(0, |m| m.textures.uv_set());
+        let uv_semantic = gltf::Semantic::TexCoords(uv_set);
         let uvs: Vec<[f32; 2]> =
-            match attribute(gltf::Semantic::TexCoords(0)).and_then(|a| read_floats(a, buffers)) {
+            match attribute(uv_semantic.clone()).and_then(|a| read_floats(a, buffers)) {
                 Some(v) => {
-                    check_len(v.len(), "TEXCOORD_0")?;
-                    finite(&mut v.iter().map(|p| &p[..]), gltf::Semantic::TexCoords(0))?;
+                    check_len(v.len(), &uv_semantic.to_string())?;
+                    finite(&mut v.iter().map(|p| &p[..]), uv_semantic)?;
                     v
                 }
                 None => vec![[0.0, 0.0]; n],

@@ -91,7 +91,8 @@ pub struct Vertex {
     pub normal: [f32; 3],
     /// Object-space unit tangent; `w` is the bitangent sign (±1), glTF convention.
     pub tangent: [f32; 4],
-    /// Texture coordinate set 0 (glTF: origin top-left, v down).
+    /// Texture coordinates of the set the material's textures sample
+    /// ([`MaterialTextures::uv_set`]; glTF: origin top-left, v down).
     pub uv: [f32; 2],
 }
 
@@ -214,7 +215,9 @@ impl TextureTransform {
 pub struct TextureRef {
     /// The image.
     pub image: ImageSource,
-    /// `texCoord` index (only set 0 is imported; others are reported and read as 0).
+    /// `texCoord` index: the UV set the slot samples. Every slot of a material samples
+    /// the same set ([`MaterialTextures::uv_set`]); the glTF importer leaves out slots on
+    /// another one.
     pub tex_coord: u32,
 }
 
@@ -234,8 +237,8 @@ pub struct MaterialTextures {
 }
 
 impl MaterialTextures {
-    /// The image files of the slots (embedded images left out), in slot order.
-    pub fn files(&self) -> impl Iterator<Item = &Path> {
+    /// The slots that hold a texture, in slot order.
+    fn present(&self) -> impl Iterator<Item = &TextureRef> {
         [
             &self.base_color,
             &self.normal,
@@ -245,7 +248,17 @@ impl MaterialTextures {
         ]
         .into_iter()
         .flatten()
-        .filter_map(|r| match &r.image {
+    }
+
+    /// The UV set (`TEXCOORD_n`) the material's textures sample: that of its first
+    /// texture, 0 without any.
+    pub fn uv_set(&self) -> u32 {
+        self.present().next().map_or(0, |t| t.tex_coord)
+    }
+
+    /// The image files of the slots (embedded images left out), in slot order.
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        self.present().filter_map(|r| match &r.image {
             ImageSource::File(p) => Some(p.as_path()),
             ImageSource::Embedded { .. } => None,
         })

@@ -156,6 +156,40 @@ fn component_types_per_semantic() {
     );
 }
 
+#[test]
+fn a_material_samples_the_uv_set_of_its_first_texture() {
+    // Base colour on TEXCOORD_1, occlusion on TEXCOORD_0: the set samples TEXCOORD_1 (the
+    // positions' view read as VEC2: (0, 0), (0, 1), (0, 0)) and the occlusion is left out.
+    let dir = temp_dir("gltf-uv-sets");
+    let mut doc = triangle_gltf();
+    doc["accessors"]
+        .as_array_mut()
+        .expect("accessors")
+        .push(serde_json::json!(
+            {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC2"}));
+    doc["meshes"][0]["primitives"][0]["attributes"]["TEXCOORD_1"] = 3.into();
+    doc["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"]["texCoord"] = 1.into();
+    doc["materials"][0]["occlusionTexture"] = serde_json::json!({"index": 0});
+    let scene = import(&dir, "uv_sets", &doc).expect("imports");
+    let textures = &scene.materials[0].textures;
+    assert_eq!(textures.uv_set(), 1);
+    assert!(textures.base_color.is_some() && textures.occlusion.is_none());
+    assert!(
+        scene
+            .warnings
+            .iter()
+            .any(|w| w.contains("occlusion texture samples TEXCOORD_0")),
+        "{:?}",
+        scene.warnings
+    );
+    let uvs: Vec<[f32; 2]> = scene.meshes[0].primitives[0]
+        .vertices
+        .iter()
+        .map(|v| v.uv)
+        .collect();
+    assert_eq!(uvs, [[0.0, 0.0], [0.0, 1.0], [0.0, 0.0]]);
+}
+
 /// A one-triangle glTF whose attributes are stored as `KHR_mesh_quantization` allows:
 /// POSITION i16 (stride 8), NORMAL normalised i8 (stride 4), TANGENT normalised i16,
 /// TEXCOORD_0 u16, all integers as they are but the normalised ones.
