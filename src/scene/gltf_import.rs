@@ -632,8 +632,7 @@ impl Importer<'_> {
         let positions: Vec<[f32; 3]> = attribute(gltf::Semantic::Positions)
             .and_then(|a| read_floats(a, buffers))
             .ok_or_else(|| self.malformed(format!("{} has no POSITION attribute", what())))?;
-        let accessor_of =
-            |semantic: gltf::Semantic| prim.get(&semantic).map_or(usize::MAX, |a| a.index());
+        let accessor_of = |semantic| attribute(semantic).map_or(usize::MAX, |a| a.index());
         let finite = |values: &mut dyn Iterator<Item = &[f32]>, semantic: gltf::Semantic| {
             let name = semantic.to_string();
             match values

@@ -488,18 +488,15 @@ pub fn sample_batch(
         .map(|mips| mips.iter().map(|&(w, h)| u64::from(w) * u64::from(h)).sum())
         .collect();
     let mut batch = Vec::with_capacity(batch_size);
-    if totals.iter().all(|&t| t == 0) {
+    if areas.is_empty() {
         return batch;
     }
     let tile = tile.max(1);
-    while batch.len() < batch_size {
+    for _ in 0..batch_size.div_ceil(tile as usize * tile as usize) {
         let material = rng.below(areas.len() as u64) as usize;
         let (Some(mips), Some(&total)) = (areas.get(material), totals.get(material)) else {
             continue;
         };
-        if total == 0 {
-            continue;
-        }
         let mut r = rng.below(total);
         for (mip, &(w, h)) in mips.iter().enumerate() {
             let area = u64::from(w) * u64::from(h);
