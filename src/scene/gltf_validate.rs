@@ -101,10 +101,11 @@ pub fn validate(root: &json::Root) -> Result<(), Problem> {
         check_view(root, i, view)?;
     }
     // Primitives first: a wrong type per semantic says more than the extent it implies.
+    let quantized = uses_quantization(root);
     for (m, mesh) in root.meshes.iter().enumerate() {
         for (p, prim) in mesh.primitives.iter().enumerate() {
             let at = format!("meshes[{m}].primitives[{p}]");
-            check_primitive(root, &at, prim, uses_quantization(root))?;
+            check_primitive(root, &at, prim, quantized)?;
         }
     }
     for (i, accessor) in root.accessors.iter().enumerate() {
