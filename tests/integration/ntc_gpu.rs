@@ -32,8 +32,8 @@ use neurotex::ntc::train::checkpoint::Checkpoint;
 use neurotex::ntc::train::cpu::{self, AdamState, Gradients};
 use neurotex::ntc::train::gpu::{
     GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer, GpuTrainerOptions,
-    GradientAtomics, MAX_TRAIN_WORKGROUPS, QatNoise, TRAIN_ROWS, TrainKernel, TrainOptions,
-    train_gpu,
+    GradientAtomics, MAX_TRAIN_WORKGROUPS, QatNoise, TIMED_STEPS, TRAIN_ROWS, TrainKernel,
+    TrainOptions, TrainWorkgroups, train_gpu,
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
@@ -277,7 +277,8 @@ fn gpu_gradients_match_the_cpu_reference() {
 fn decoder_gradients_add_up_over_each_workgroups_chunks() {
     // Every sample of the tiny group 200 times: more chunks than MAX_TRAIN_WORKGROUPS
     // workgroups take one each at any chunk size, so the mixed-precision step's workgroups
-    // add several chunks' weight and bias gradients to their partials.
+    // add several chunks' weight and bias gradients to their partials; with at most 7
+    // workgroups each adds dozens, the last fewer.
     let (mut config, model, sets) = tiny_group(Activation::HardGelu, 6);
     let batch: Vec<Sample> = std::iter::repeat_n(all_samples(&sets), 200)
         .flatten()
@@ -298,27 +299,90 @@ fn decoder_gradients_add_up_over_each_workgroups_chunks() {
         .into_iter()
         .filter(|&k| k != TrainKernel::F32);
     for kernel in mixed {
-        let mut gpu = trainer(&config, model.clone(), &sets, GradientAtomics::Auto, kernel);
-        let (gpu_loss, gpu_grads) = gpu.gradients(&batch, None).expect("gpu gradients");
-        let tol = tolerance(kernel);
-        assert!(
-            (gpu_loss - cpu_loss).abs() <= tol * cpu_loss,
-            "{kernel}: loss {gpu_loss} vs {cpu_loss}"
+        for cap in [MAX_TRAIN_WORKGROUPS, 7] {
+            let options = GpuTrainerOptions {
+                kernel: Some(kernel),
+                train_workgroups: TrainWorkgroups::AtMost(cap),
+                ..GpuTrainerOptions::default()
+            };
+            let start = Checkpoint::new(&config, model.clone(), 10, 0);
+            let mut gpu = GpuTrainer::new(crate::common::ctx(), &sets, start, &options)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let (gpu_loss, gpu_grads) = gpu.gradients(&batch, None).expect("gpu gradients");
+            let tol = tolerance(kernel);
+            assert!(
+                (gpu_loss - cpu_loss).abs() <= tol * cpu_loss,
+                "{kernel}, ≤ {cap} workgroups: loss {gpu_loss} vs {cpu_loss}"
+            );
+            let (err, max) = block_error(&gpu_grads.decoder, &cpu_grads.decoder);
+            assert!(
+                max > 1e-3,
+                "{kernel}: decoder gradients too small to test ({max})"
+            );
+            assert!(
+                err <= tol * max,
+                "{kernel}, ≤ {cap} workgroups: decoder gradient error {err:e} (largest gradient {max:e})"
+            );
+            println!(
+                "{kernel}, {} samples, ≤ {cap} workgroups: decoder {:.1e} (of |g|max)",
+                batch.len(),
+                err / max
+            );
+        }
+    }
+}
+
+#[test]
+fn timed_workgroup_plans_are_steps_of_the_run() {
+    // A batch of 8 192 samples is at least 128 chunks at any chunk size, so the timed
+    // plans include 128 workgroups of one chunk and 64 of two.
+    let (mut config, model, sets) = tiny_group(Activation::HardGelu, 9);
+    config.batch_size = 8192;
+    for kernel in kernels_for(&config.model) {
+        let new = |main_steps| {
+            let start = Checkpoint::new(&config, model.clone(), main_steps, 0);
+            let options = GpuTrainerOptions {
+                kernel: Some(kernel),
+                ..GpuTrainerOptions::default()
+            };
+            GpuTrainer::new(crate::common::ctx(), &sets, start, &options)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let mut gpu = new(60);
+        let timing = gpu.time_workgroup_plans().expect("timing");
+        let Some(rows) = gpu.chunk_rows() else {
+            // The f32 trainer has no plans to time, and runs no step for it.
+            assert_eq!(timing, None, "{kernel}");
+            assert_eq!(gpu.current_step(), 0);
+            continue;
+        };
+        let timing = timing.unwrap_or_else(|| panic!("{kernel}: no timing"));
+        println!("{kernel}: {timing}");
+        let plans = &timing.plans;
+        assert!(plans.len() >= 2, "{kernel}: {plans:?}");
+        for (i, &(groups, chunks, seconds)) in plans.iter().enumerate() {
+            let per_plan = chunks * rows;
+            assert!(per_plan * groups >= 8192 && per_plan * (groups - 1) < 8192);
+            assert!(seconds.is_finite() && seconds > 0.0, "{plans:?}");
+            if i > 0 {
+                assert!(groups < plans[i - 1].0, "{plans:?}");
+            }
+        }
+        assert!(plans.iter().any(|p| p.0 == timing.chosen), "{timing:?}");
+        // One untimed round, then one per plan, all steps of the run.
+        assert_eq!(
+            gpu.current_step(),
+            (plans.len() as u64 + 1) * TIMED_STEPS,
+            "{kernel}"
         );
-        let (err, max) = block_error(&gpu_grads.decoder, &cpu_grads.decoder);
-        assert!(
-            max > 1e-3,
-            "{kernel}: decoder gradients too small to test ({max})"
-        );
-        assert!(
-            err <= tol * max,
-            "{kernel}: decoder gradient error {err:e} (largest gradient {max:e})"
-        );
-        println!(
-            "{kernel}, {} samples: decoder {:.1e} (of |g|max)",
-            batch.len(),
-            err / max
-        );
+        gpu.step(4).expect("steps after the timing");
+        let group = gpu.finish().expect("finish");
+        assert_eq!(group.losses.len() as u64, gpu.current_step(), "{kernel}");
+        assert!(group.losses.iter().all(|l| l.is_finite()), "{kernel}");
+        // Too few main steps left for every plan: nothing runs.
+        let mut short = new(TIMED_STEPS);
+        assert_eq!(short.time_workgroup_plans().expect("timing"), None);
+        assert_eq!(short.current_step(), 0);
     }
 }
 
@@ -1006,6 +1070,7 @@ fn throughput_of_the_default_model() {
                     atomics,
                     max_workgroup: env_or("NTC_BENCH_WORKGROUP", 64) as u32,
                     kernel: Some(kernel),
+                    ..GpuTrainerOptions::default()
                 };
                 let mut gpu = GpuTrainer::new(ctx, &sets, start, &options).expect("trainer");
                 gpu.step(32).expect("warm-up");

@@ -392,12 +392,32 @@ pub(super) fn pick_chunk(
 }
 
 /// Chunks per `train_step` workgroup and workgroups for a batch of `batch` samples in
-/// chunks of `rows`: as many workgroups as chunks up to [`MAX_TRAIN_WORKGROUPS`], then
-/// more chunks per workgroup.
-pub(super) fn chunk_plan(batch: u32, rows: u32) -> (u32, u32) {
+/// chunks of `rows`: as many workgroups as chunks up to `cap` (clamped to
+/// 1 ..= [`MAX_TRAIN_WORKGROUPS`]), then more chunks per workgroup.
+pub(super) fn chunk_plan(batch: u32, rows: u32, cap: u32) -> (u32, u32) {
     let chunks = batch.div_ceil(rows).max(1);
-    let per_group = chunks.div_ceil(MAX_TRAIN_WORKGROUPS);
+    let per_group = chunks.div_ceil(cap.clamp(1, MAX_TRAIN_WORKGROUPS));
     (per_group, chunks.div_ceil(per_group))
+}
+
+/// Workgroup caps the timed choice of [`TrainWorkgroups::Timed`](super::TrainWorkgroups)
+/// tries, largest first. A GPU runs as many `train_step` workgroups at once as its
+/// compute units hold (one per unit where the kernel's registers fill it); a step is
+/// fastest when its workgroups fit that in one wave, and a plan just above it runs a
+/// second wave, so the caps step finely through the counts GPUs have.
+const TIMED_CAPS: [u32; 14] = [
+    512, 448, 384, 320, 256, 224, 192, 160, 144, 128, 112, 96, 80, 64,
+];
+
+/// The distinct plans ([`chunk_plan`]) of [`TIMED_CAPS`] for a batch of `batch` samples in
+/// chunks of `rows`, most workgroups first.
+pub(super) fn timed_plans(batch: u32, rows: u32) -> Vec<(u32, u32)> {
+    let mut plans: Vec<(u32, u32)> = TIMED_CAPS
+        .iter()
+        .map(|&cap| chunk_plan(batch, rows, cap))
+        .collect();
+    plans.dedup();
+    plans
 }
 
 /// Bytes of workgroup memory `forward_backward` needs per thread: one row of each tile
@@ -574,11 +594,32 @@ mod tests {
                 ));
             }
         }
-        // Chunks spread over at most MAX_TRAIN_WORKGROUPS workgroups.
-        assert_eq!(chunk_plan(65536, 64), (2, 512));
-        assert_eq!(chunk_plan(32768, 64), (1, 512));
-        assert_eq!(chunk_plan(170, 64), (1, 3));
-        assert_eq!(chunk_plan(65537, 64), (3, 342));
+        // Chunks spread over at most `cap` (≤ MAX_TRAIN_WORKGROUPS) workgroups.
+        let max = MAX_TRAIN_WORKGROUPS;
+        assert_eq!(chunk_plan(65536, 64, max), (2, 512));
+        assert_eq!(chunk_plan(32768, 64, max), (1, 512));
+        assert_eq!(chunk_plan(170, 64, max), (1, 3));
+        assert_eq!(chunk_plan(65537, 64, max), (3, 342));
+        assert_eq!(chunk_plan(65536, 64, 10_000), (2, 512));
+        assert_eq!(chunk_plan(65536, 48, 128), (11, 125));
+        assert_eq!(chunk_plan(65536, 48, 0), (1366, 1));
+    }
+
+    #[test]
+    fn the_timed_plans_are_distinct_and_cover_the_batch() {
+        let plans = timed_plans(65536, 48);
+        assert_eq!(plans.first(), Some(&(3, 456)));
+        assert_eq!(plans.last(), Some(&(22, 63)));
+        // 448 and 384 both give 4 chunks per workgroup: one plan.
+        assert_eq!(plans.len(), TIMED_CAPS.len() - 1);
+        for pair in plans.windows(2) {
+            assert!(pair[0].1 > pair[1].1, "{plans:?}");
+        }
+        for &(per_group, groups) in &plans {
+            assert!(per_group * groups >= 1366 && per_group * (groups - 1) < 1366);
+        }
+        // A batch of fewer chunks than the smallest cap has one plan.
+        assert_eq!(timed_plans(1024, 16), vec![(1, 64)]);
     }
 
     #[test]

@@ -43,7 +43,10 @@
 //! `R` consecutive samples (`R` the largest of [`TRAIN_ROWS`] whose workgroup memory,
 //! [`mixed_workgroup_bytes`], fits with those threads: 48 for the default decoder in an
 //! NVIDIA GPU's 48 KiB, 32 in lavapipe's 32 KiB), one chunk after another, as many
-//! workgroups as chunks up to [`MAX_TRAIN_WORKGROUPS`]. Per chunk the layers' inputs are
+//! workgroups as chunks up to a cap of at most [`MAX_TRAIN_WORKGROUPS`]
+//! ([`TrainWorkgroups`]: by default [`train_gpu`] times the plans of 512 down to 64
+//! workgroups on a run's first steps and keeps the fastest, since a step is fastest when
+//! its workgroups fit the GPU in one wave). Per chunk the layers' inputs are
 //! f16 matrices in workgroup memory (`R` rows), and every product is a matrix product
 //! with f16 operands and f32 sums: `Z = A · Wᵀ` forward, `δ_in = δ · W` backward (then
 //! `⊙ act'(z)`), and the weight gradient `dW += δᵀ · A` over the chunk's
@@ -165,6 +168,7 @@ use kernels::{Kernels, MAX_WORKGROUP, pick_workgroup};
 use layout::{DeviceObjects, GroupLayout};
 use readback::LossReadback;
 use step::StepState;
+pub use step::{TIMED_STEPS, WorkgroupTiming};
 
 use super::checkpoint::{Checkpoint, CheckpointError};
 use super::cpu::BATCH_STREAM;
@@ -266,6 +270,8 @@ pub struct GpuTrainerOptions {
     pub max_workgroup: u32,
     /// The kernels; `None` (the default) for [`TrainKernel::best`].
     pub kernel: Option<TrainKernel>,
+    /// Workgroups of a mixed-precision step (default [`TrainWorkgroups::Timed`]).
+    pub train_workgroups: TrainWorkgroups,
 }
 
 impl Default for GpuTrainerOptions {
@@ -274,9 +280,28 @@ impl Default for GpuTrainerOptions {
             atomics: GradientAtomics::Auto,
             max_workgroup: MAX_WORKGROUP,
             kernel: None,
+            train_workgroups: TrainWorkgroups::Timed,
         }
     }
 }
+
+/// How many `train_step` workgroups a step of the mixed-precision trainer spreads its
+/// batch's chunks over (the f32 trainer runs one workgroup per slice of the batch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrainWorkgroups {
+    /// At most this many (clamped to 1 ..= [`MAX_TRAIN_WORKGROUPS`]), each taking an
+    /// equal share of the chunks.
+    AtMost(u32),
+    /// [`train_gpu`] times the plans of up to [`MAX_TRAIN_WORKGROUPS`] down to 64
+    /// workgroups on the first steps of a run ([`GpuTrainer::time_workgroup_plans`]) and
+    /// keeps the fastest; a deterministic run, or one of fewer than
+    /// [`TIMED_MIN_MAIN_STEPS`] main steps left, uses [`MAX_TRAIN_WORKGROUPS`].
+    Timed,
+}
+
+/// Main steps a run must have left for [`TrainWorkgroups::Timed`] to time the plans: the
+/// timing takes [`TIMED_STEPS`] steps per plan, about 2 % of this.
+pub const TIMED_MIN_MAIN_STEPS: u64 = 3000;
 
 /// The QAT noise of one step: latent `i` of material `m` gets
 /// [`cpu::qat_noise`](super::cpu::qat_noise)`(seed, step, m, i, bits)` added.
@@ -359,6 +384,13 @@ pub fn train_gpu(
         None => Checkpoint::fresh(sets, config, steps, seed)?,
     };
     let mut trainer = GpuTrainer::new(ctx, sets, start, &options.gpu)?;
+    if options.gpu.train_workgroups == TrainWorkgroups::Timed
+        && !config.deterministic
+        && trainer.main_steps_left() >= TIMED_MIN_MAIN_STEPS
+        && let Some(timing) = trainer.time_workgroup_plans()?
+    {
+        log::info!("{timing}");
+    }
     let total = trainer.total_steps();
     let log_every = options.log_every.max(1);
     let mut requested = trainer.current_step();
@@ -553,7 +585,14 @@ impl GpuTrainer {
             },
             layout,
             device,
-            state: StepState::new(step, &adam),
+            state: StepState::new(
+                step,
+                &adam,
+                match options.train_workgroups {
+                    TrainWorkgroups::AtMost(n) => n,
+                    TrainWorkgroups::Timed => MAX_TRAIN_WORKGROUPS,
+                },
+            ),
             readback: LossReadback::new(losses),
         })
     }

@@ -4,10 +4,11 @@
 //! ([`GpuTrainer::gradients`], [`GpuTrainer::apply_adam`], [`GpuTrainer::draw_batch`]).
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use super::kernels::{
     ADAM_DECODER_PER_GROUP, ADAM_WORKGROUP, DELTA_SCALE, Kernels, SAMPLE_WORKGROUP, StepKernels,
-    chunk_plan,
+    chunk_plan, timed_plans,
 };
 use super::layout::{FLAG_GIVEN_BATCH, FLAG_LATENT_GRADIENTS, FLAG_QAT, StepParams};
 use super::readback::f32s;
@@ -39,11 +40,15 @@ pub(super) struct StepState {
     pub(super) pending_batch: u32,
     /// Submitted chunks, oldest first.
     pub(super) in_flight: VecDeque<wgpu::SubmissionIndex>,
+    /// Mixed-precision trainer: the cap on a step's `train_step` workgroups
+    /// ([`chunk_plan`]); [`GpuTrainer::time_workgroup_plans`] sets it.
+    pub(super) train_workgroups: u32,
 }
 
 impl StepState {
-    /// The state at global step `step` with Adam's step counts from `adam`.
-    pub(super) fn new(step: u64, adam: &AdamMoments) -> Self {
+    /// The state at global step `step` with Adam's step counts from `adam`, steps of at
+    /// most `train_workgroups` workgroups.
+    pub(super) fn new(step: u64, adam: &AdamMoments, train_workgroups: u32) -> Self {
         StepState {
             step,
             decoder_t: adam.decoder.step,
@@ -51,7 +56,36 @@ impl StepState {
             grads_dirty: false,
             pending_batch: 0,
             in_flight: VecDeque::new(),
+            train_workgroups,
         }
+    }
+}
+
+/// Steps each plan runs for while [`GpuTrainer::time_workgroup_plans`] times it.
+pub const TIMED_STEPS: u64 = 4;
+
+/// What [`GpuTrainer::time_workgroup_plans`] measured: per plan its workgroups, chunks
+/// per workgroup and wall seconds per step, and the plan kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkgroupTiming {
+    /// `(workgroups, chunks per workgroup, seconds per step)`, most workgroups first.
+    pub plans: Vec<(u32, u32, f64)>,
+    /// The workgroups of the fastest plan, used from then on.
+    pub chosen: u32,
+}
+
+impl std::fmt::Display for WorkgroupTiming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "train_step: {} workgroups per step, the fastest of",
+            self.chosen
+        )?;
+        for (i, (groups, chunks, seconds)) in self.plans.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(f, "{sep} {groups}×{chunks} {:.3} ms", seconds * 1e3)?;
+        }
+        Ok(())
     }
 }
 
@@ -86,6 +120,66 @@ impl GpuTrainer {
             self.run_chunk((phase_end - self.state.step).min(CHUNK_STEPS))?;
         }
         Ok(self.state.step - start)
+    }
+
+    /// Main steps of the schedule not yet run.
+    pub fn main_steps_left(&self) -> u64 {
+        self.run.schedule.main_steps.saturating_sub(self.state.step)
+    }
+
+    /// Mixed-precision trainer: run the next steps of the schedule [`TIMED_STEPS`] at a
+    /// time, once untimed and then once with each plan of [`timed_plans`] for the
+    /// batch, each waited for and timed on the wall clock, and keep the fastest plan for
+    /// the rest of the run. The timed steps are steps of the run like any other (the plans
+    /// differ only in how a step's chunks are shared out). `None`, running nothing, for
+    /// the f32 trainer or when fewer main steps are left than the timing takes.
+    pub fn time_workgroup_plans(&mut self) -> Result<Option<WorkgroupTiming>, GpuTrainError> {
+        let Some(rows) = self.device.kernels.rows() else {
+            return Ok(None);
+        };
+        let candidates = timed_plans(self.device.batch_capacity, rows);
+        if self.main_steps_left() < (candidates.len() as u64 + 1) * TIMED_STEPS {
+            return Ok(None);
+        }
+        self.state.train_workgroups = candidates[0].1;
+        self.step(TIMED_STEPS)?;
+        self.wait_in_flight()?;
+        let mut plans = Vec::with_capacity(candidates.len());
+        for &(chunks, groups) in &candidates {
+            self.state.train_workgroups = groups;
+            let start = Instant::now();
+            self.step(TIMED_STEPS)?;
+            self.wait_in_flight()?;
+            let seconds = start.elapsed().as_secs_f64() / TIMED_STEPS as f64;
+            plans.push((groups, chunks, seconds));
+        }
+        let chosen = plans
+            .iter()
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+            .map_or(candidates[0].1, |p| p.0);
+        self.state.train_workgroups = chosen;
+        Ok(Some(WorkgroupTiming { plans, chosen }))
+    }
+
+    /// Wait until every submitted chunk has run.
+    fn wait_in_flight(&mut self) -> Result<(), GpuTrainError> {
+        if let Some(last) = self.state.in_flight.pop_back() {
+            self.wait_for(last)?;
+        }
+        self.state.in_flight.clear();
+        Ok(())
+    }
+
+    /// Wait until the submission `index` has run.
+    fn wait_for(&self, index: wgpu::SubmissionIndex) -> Result<(), GpuTrainError> {
+        self.ctx
+            .device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map_err(|e| GpuError::Readback(format!("device poll failed: {e}")))?;
+        Ok(())
     }
 
     /// One forward and backward pass over `batch` with the current parameters, read
@@ -356,7 +450,7 @@ impl GpuTrainer {
     /// `train_step` workgroup and the workgroups whose decoder gradients Adam sums.
     fn batch_params(&self, batch: u32) -> StepParams {
         let (train_chunks, groups) = match self.device.kernels.rows() {
-            Some(rows) => chunk_plan(batch, rows),
+            Some(rows) => chunk_plan(batch, rows, self.state.train_workgroups),
             None => (0, batch.div_ceil(self.device.kernels.workgroup)),
         };
         StepParams {
@@ -501,13 +595,7 @@ impl GpuTrainer {
         self.state.in_flight.push_back(index);
         while self.state.in_flight.len() > MAX_IN_FLIGHT {
             if let Some(oldest) = self.state.in_flight.pop_front() {
-                self.ctx
-                    .device
-                    .poll(wgpu::PollType::Wait {
-                        submission_index: Some(oldest),
-                        timeout: None,
-                    })
-                    .map_err(|e| GpuError::Readback(format!("device poll failed: {e}")))?;
+                self.wait_for(oldest)?;
             }
         }
         Ok(())
