@@ -168,7 +168,7 @@ use kernels::{Kernels, MAX_WORKGROUP, pick_workgroup};
 use layout::{DeviceObjects, GroupLayout};
 use readback::LossReadback;
 use step::StepState;
-pub use step::{TIMED_STEPS, WorkgroupTiming};
+pub use step::{RETIMED_PLANS, TIMED_STEPS, WorkgroupTiming};
 
 use super::checkpoint::{Checkpoint, CheckpointError};
 use super::cpu::BATCH_STREAM;
@@ -300,7 +300,8 @@ pub enum TrainWorkgroups {
 }
 
 /// Main steps a run must have left for [`TrainWorkgroups::Timed`] to time the plans: the
-/// timing takes [`TIMED_STEPS`] steps per plan, about 2 % of this.
+/// timing takes [`TIMED_STEPS`] steps per round (one untimed, one per plan and
+/// [`RETIMED_PLANS`] again), about 2 % of this.
 pub const TIMED_MIN_MAIN_STEPS: u64 = 3000;
 
 /// The QAT noise of one step: latent `i` of material `m` gets

@@ -64,11 +64,16 @@ impl StepState {
 /// Steps each plan runs for while [`GpuTrainer::time_workgroup_plans`] times it.
 pub const TIMED_STEPS: u64 = 4;
 
+/// Plans [`GpuTrainer::time_workgroup_plans`] times a second time: the fastest of the
+/// first round.
+pub const RETIMED_PLANS: usize = 3;
+
 /// What [`GpuTrainer::time_workgroup_plans`] measured: per plan its workgroups, chunks
 /// per workgroup and wall seconds per step, and the plan kept.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkgroupTiming {
-    /// `(workgroups, chunks per workgroup, seconds per step)`, most workgroups first.
+    /// `(workgroups, chunks per workgroup, seconds per step)`, most workgroups first; the
+    /// seconds of a plan timed twice are the mean of both rounds.
     pub plans: Vec<(u32, u32, f64)>,
     /// The workgroups of the fastest plan, used from then on.
     pub chosen: u32,
@@ -128,37 +133,50 @@ impl GpuTrainer {
     }
 
     /// Mixed-precision trainer: run the next steps of the schedule [`TIMED_STEPS`] at a
-    /// time, once untimed and then once with each plan of [`timed_plans`] for the
-    /// batch, each waited for and timed on the wall clock, and keep the fastest plan for
-    /// the rest of the run. The timed steps are steps of the run like any other (the plans
-    /// differ only in how a step's chunks are shared out). `None`, running nothing, for
-    /// the f32 trainer or when fewer main steps are left than the timing takes.
+    /// time, once untimed, then once with each plan of [`timed_plans`] for the batch and
+    /// again with the [`RETIMED_PLANS`] fastest, each waited for and timed on the wall
+    /// clock, and keep the plan fastest over both rounds for the rest of the run (so one
+    /// disturbed measurement does not decide). The timed steps are steps of the run like
+    /// any other (the plans differ only in how a step's chunks are shared out). `None`,
+    /// running nothing, for the f32 trainer or when fewer main steps are left than the
+    /// timing takes.
     pub fn time_workgroup_plans(&mut self) -> Result<Option<WorkgroupTiming>, GpuTrainError> {
         let Some(rows) = self.device.kernels.rows() else {
             return Ok(None);
         };
         let candidates = timed_plans(self.device.batch_capacity, rows);
-        if self.main_steps_left() < (candidates.len() as u64 + 1) * TIMED_STEPS {
+        let rounds = candidates.len() + 1 + candidates.len().min(RETIMED_PLANS);
+        if self.main_steps_left() < rounds as u64 * TIMED_STEPS {
             return Ok(None);
         }
-        self.state.train_workgroups = candidates[0].1;
-        self.step(TIMED_STEPS)?;
-        self.wait_in_flight()?;
+        self.time_plan(candidates[0].1)?;
         let mut plans = Vec::with_capacity(candidates.len());
         for &(chunks, groups) in &candidates {
-            self.state.train_workgroups = groups;
-            let start = Instant::now();
-            self.step(TIMED_STEPS)?;
-            self.wait_in_flight()?;
-            let seconds = start.elapsed().as_secs_f64() / TIMED_STEPS as f64;
-            plans.push((groups, chunks, seconds));
+            plans.push((groups, chunks, self.time_plan(groups)?));
         }
-        let chosen = plans
+        let mut fastest: Vec<usize> = (0..plans.len()).collect();
+        fastest.sort_by(|&a, &b| plans[a].2.total_cmp(&plans[b].2));
+        fastest.truncate(RETIMED_PLANS);
+        for &i in &fastest {
+            plans[i].2 = (plans[i].2 + self.time_plan(plans[i].0)?) / 2.0;
+        }
+        let chosen = fastest
             .iter()
+            .map(|&i| plans[i])
             .min_by(|a, b| a.2.total_cmp(&b.2))
             .map_or(candidates[0].1, |p| p.0);
         self.state.train_workgroups = chosen;
         Ok(Some(WorkgroupTiming { plans, chosen }))
+    }
+
+    /// Run the next [`TIMED_STEPS`] steps with at most `groups` workgroups and wait for
+    /// them: wall seconds per step.
+    fn time_plan(&mut self, groups: u32) -> Result<f64, GpuTrainError> {
+        self.state.train_workgroups = groups;
+        let start = Instant::now();
+        self.step(TIMED_STEPS)?;
+        self.wait_in_flight()?;
+        Ok(start.elapsed().as_secs_f64() / TIMED_STEPS as f64)
     }
 
     /// Wait until every submitted chunk has run.
