@@ -323,9 +323,12 @@ pub fn run(a: CompressArgs) -> Result<()> {
                 Some(d) if devices.devices.len() > 1 => format!(" on device {d}"),
                 _ => String::new(),
             };
+            let workgroups = g
+                .train_workgroups
+                .map_or(String::new(), |n| format!(" ({n} workgroups per step)"));
             println!(
-                "group of {} sets{on}: preset {:?}, {} main steps, {} kernel, {:.1} Mtexel/s \
-                 ({:.2} TFLOP/s), {:.1} s",
+                "group of {} sets{on}: preset {:?}, {} main steps, {} kernel{workgroups}, \
+                 {:.1} Mtexel/s ({:.2} TFLOP/s), {:.1} s",
                 g.sets.len(),
                 g.preset,
                 g.steps,

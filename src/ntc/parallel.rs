@@ -147,6 +147,7 @@ mod tests {
                 loss: 0.0,
                 psnr_estimate: 0.0,
                 texels_per_second: 0.0,
+                train_workgroups: None,
             },
         }
     }

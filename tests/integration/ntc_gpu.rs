@@ -354,6 +354,7 @@ fn timed_workgroup_plans_are_steps_of_the_run() {
             // The f32 trainer has no plans to time, and runs no step for it.
             assert_eq!(timing, None, "{kernel}");
             assert_eq!(gpu.current_step(), 0);
+            assert_eq!(gpu.train_workgroups(), None);
             continue;
         };
         let timing = timing.unwrap_or_else(|| panic!("{kernel}: no timing"));
@@ -369,6 +370,7 @@ fn timed_workgroup_plans_are_steps_of_the_run() {
             }
         }
         assert!(plans.iter().any(|p| p.0 == timing.chosen), "{timing:?}");
+        assert_eq!(gpu.train_workgroups(), Some(timing.chosen));
         // One untimed round, one per plan and one for each of the fastest, all steps of
         // the run.
         let rounds = plans.len() + 1 + plans.len().min(RETIMED_PLANS);
@@ -732,6 +734,13 @@ fn training_reaches_the_psnr_band_for_one_and_two_sets() {
                 reports
                     .iter()
                     .all(|r| r.texels_per_second > 0.0 && r.loss.is_finite())
+            );
+            // Only the mixed-precision trainers share a step out to train_step workgroups.
+            assert!(
+                reports
+                    .iter()
+                    .all(|r| r.train_workgroups.is_some() == (kernel != TrainKernel::F32)),
+                "{kernel}"
             );
             // The band is checked on the CPU reference's evaluation of the returned model;
             // the quality the GPU measured must agree with it (f32 against f64 decoding:

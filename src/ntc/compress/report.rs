@@ -113,6 +113,10 @@ pub struct GroupReport {
     pub tflops: f64,
     /// Final reported loss.
     pub final_loss: f64,
+    /// Mixed-precision trainer: the `train_step` workgroups per step it trained with
+    /// last (timed at the start of a long run); `None` for the f32 trainer or a group
+    /// resumed finished.
+    pub train_workgroups: Option<u32>,
 }
 
 /// The report of a run.

@@ -331,6 +331,9 @@ pub struct TrainProgress {
     pub psnr_estimate: f64,
     /// Training throughput since the previous report, in batch texels per second.
     pub texels_per_second: f64,
+    /// Mixed-precision trainer: the `train_step` workgroups of a step now
+    /// ([`TrainWorkgroups`]); `None` for the f32 trainer.
+    pub train_workgroups: Option<u32>,
 }
 
 /// How [`train_gpu`] runs besides the recipe.
@@ -467,6 +470,7 @@ impl Reporter {
                 f64::INFINITY
             },
             texels_per_second: if seconds > 0.0 { texels / seconds } else { 0.0 },
+            train_workgroups: trainer.train_workgroups(),
         }
     }
 }
@@ -638,6 +642,12 @@ impl GpuTrainer {
     /// [`TrainKernel::F32`]).
     pub fn chunk_rows(&self) -> Option<u32> {
         self.device.kernels.rows()
+    }
+
+    /// Mixed-precision trainer: the `train_step` workgroups of a step of the whole batch
+    /// with the current cap ([`TrainWorkgroups`]); `None` for the f32 trainer.
+    pub fn train_workgroups(&self) -> Option<u32> {
+        self.chunk_rows().map(|_| self.step_groups())
     }
 
     /// The losses read back so far: one per step, from step 0.

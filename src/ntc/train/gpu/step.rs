@@ -502,7 +502,7 @@ impl GpuTrainer {
     }
 
     /// Workgroups of one step's `forward_backward` or `train_step` dispatch.
-    fn step_groups(&self) -> u32 {
+    pub(super) fn step_groups(&self) -> u32 {
         self.batch_params(self.device.batch_capacity).loss_groups
     }
 
