@@ -410,11 +410,14 @@ const TIMED_CAPS: [u32; 14] = [
 ];
 
 /// The distinct plans ([`chunk_plan`]) of [`TIMED_CAPS`] for a batch of `batch` samples in
-/// chunks of `rows`, most workgroups first.
+/// chunks of `rows`, most workgroups first, each in the form its own workgroup count makes
+/// as the cap (a plan's count as the cap can give fewer chunks per workgroup; the second
+/// application of [`chunk_plan`] is a fixed point), so that timing a plan with its
+/// workgroups as the cap runs exactly that plan.
 pub(super) fn timed_plans(batch: u32, rows: u32) -> Vec<(u32, u32)> {
     let mut plans: Vec<(u32, u32)> = TIMED_CAPS
         .iter()
-        .map(|&cap| chunk_plan(batch, rows, cap))
+        .map(|&cap| chunk_plan(batch, rows, chunk_plan(batch, rows, cap).1))
         .collect();
     plans.dedup();
     plans
@@ -617,6 +620,15 @@ mod tests {
         }
         for &(per_group, groups) in &plans {
             assert!(per_group * groups >= 1366 && per_group * (groups - 1) < 1366);
+            assert_eq!(chunk_plan(65536, 48, groups), (per_group, groups));
+        }
+        // Every plan is the one its own workgroup count makes, at any batch.
+        for batch in [100, 4096, 10_000, 65_536, 100_003, 1 << 20] {
+            for rows in [16, 48, 64] {
+                for (per_group, groups) in timed_plans(batch, rows) {
+                    assert_eq!(chunk_plan(batch, rows, groups), (per_group, groups));
+                }
+            }
         }
         // A batch of fewer chunks than the smallest cap has one plan.
         assert_eq!(timed_plans(1024, 16), vec![(1, 64)]);
