@@ -42,13 +42,13 @@ pub(super) struct StepState {
     pub(super) in_flight: VecDeque<wgpu::SubmissionIndex>,
     /// Mixed-precision trainer: the cap on a step's `train_step` workgroups
     /// ([`chunk_plan`]); [`GpuTrainer::time_workgroup_plans`] sets it.
-    pub(super) train_workgroups: u32,
+    pub(super) workgroup_cap: u32,
 }
 
 impl StepState {
     /// The state at global step `step` with Adam's step counts from `adam`, steps of at
-    /// most `train_workgroups` workgroups.
-    pub(super) fn new(step: u64, adam: &AdamMoments, train_workgroups: u32) -> Self {
+    /// most `workgroup_cap` workgroups.
+    pub(super) fn new(step: u64, adam: &AdamMoments, workgroup_cap: u32) -> Self {
         StepState {
             step,
             decoder_t: adam.decoder.step,
@@ -56,7 +56,7 @@ impl StepState {
             grads_dirty: false,
             pending_batch: 0,
             in_flight: VecDeque::new(),
-            train_workgroups,
+            workgroup_cap,
         }
     }
 }
@@ -165,14 +165,14 @@ impl GpuTrainer {
             .map(|&i| plans[i])
             .min_by(|a, b| a.2.total_cmp(&b.2))
             .map_or(candidates[0].1, |p| p.0);
-        self.state.train_workgroups = chosen;
+        self.state.workgroup_cap = chosen;
         Ok(Some(WorkgroupTiming { plans, chosen }))
     }
 
     /// Run the next [`TIMED_STEPS`] steps with at most `groups` workgroups and wait for
     /// them: wall seconds per step.
     fn time_plan(&mut self, groups: u32) -> Result<f64, GpuTrainError> {
-        self.state.train_workgroups = groups;
+        self.state.workgroup_cap = groups;
         let start = Instant::now();
         self.step(TIMED_STEPS)?;
         self.wait_in_flight()?;
@@ -468,7 +468,7 @@ impl GpuTrainer {
     /// `train_step` workgroup and the workgroups whose decoder gradients Adam sums.
     fn batch_params(&self, batch: u32) -> StepParams {
         let (train_chunks, groups) = match self.device.kernels.rows() {
-            Some(rows) => chunk_plan(batch, rows, self.state.train_workgroups),
+            Some(rows) => chunk_plan(batch, rows, self.state.workgroup_cap),
             None => (0, batch.div_ceil(self.device.kernels.workgroup)),
         };
         StepParams {
