@@ -161,16 +161,26 @@ fn trainer(
     atomics: GradientAtomics,
     kernel: TrainKernel,
 ) -> GpuTrainer {
-    let start = Checkpoint::new(config, model, 10, 0);
     let options = GpuTrainerOptions {
         atomics,
         kernel: Some(kernel),
         ..GpuTrainerOptions::default()
     };
-    let gpu = GpuTrainer::new(crate::common::ctx(), sets, start, &options)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let gpu = trainer_with(config, model, sets, 10, &options);
     assert_eq!(gpu.kernel(), kernel);
     gpu
+}
+
+/// A trainer for a given model, `main_steps` long, with `options`.
+fn trainer_with(
+    config: &TrainConfig,
+    model: GroupModel,
+    sets: &[TextureSet],
+    main_steps: u64,
+    options: &GpuTrainerOptions,
+) -> GpuTrainer {
+    let start = Checkpoint::new(config, model, main_steps, 0);
+    GpuTrainer::new(crate::common::ctx(), sets, start, options).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The gradient tolerance of `kernel` (relative to a block's largest gradient).
@@ -305,9 +315,7 @@ fn decoder_gradients_add_up_over_each_workgroups_chunks() {
                 train_workgroups: TrainWorkgroups::AtMost(cap),
                 ..GpuTrainerOptions::default()
             };
-            let start = Checkpoint::new(&config, model.clone(), 10, 0);
-            let mut gpu = GpuTrainer::new(crate::common::ctx(), &sets, start, &options)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let mut gpu = trainer_with(&config, model.clone(), &sets, 10, &options);
             let (gpu_loss, gpu_grads) = gpu.gradients(&batch, None).expect("gpu gradients");
             let tol = tolerance(kernel);
             assert!(
@@ -339,15 +347,11 @@ fn timed_workgroup_plans_are_steps_of_the_run() {
     let (mut config, model, sets) = tiny_group(Activation::HardGelu, 9);
     config.batch_size = 8192;
     for kernel in kernels_for(&config.model) {
-        let new = |main_steps| {
-            let start = Checkpoint::new(&config, model.clone(), main_steps, 0);
-            let options = GpuTrainerOptions {
-                kernel: Some(kernel),
-                ..GpuTrainerOptions::default()
-            };
-            GpuTrainer::new(crate::common::ctx(), &sets, start, &options)
-                .unwrap_or_else(|e| panic!("{e}"))
+        let options = GpuTrainerOptions {
+            kernel: Some(kernel),
+            ..GpuTrainerOptions::default()
         };
+        let new = |main_steps| trainer_with(&config, model.clone(), &sets, main_steps, &options);
         let mut gpu = new(60);
         let timing = gpu.time_workgroup_plans().expect("timing");
         let Some(rows) = gpu.chunk_rows() else {
