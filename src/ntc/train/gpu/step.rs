@@ -175,29 +175,9 @@ impl GpuTrainer {
         self.state.workgroup_cap = groups;
         let start = Instant::now();
         self.step(TIMED_STEPS)?;
-        self.wait_in_flight()?;
-        Ok(start.elapsed().as_secs_f64() / TIMED_STEPS as f64)
-    }
-
-    /// Wait until every submitted chunk has run.
-    fn wait_in_flight(&mut self) -> Result<(), GpuTrainError> {
-        if let Some(last) = self.state.in_flight.pop_back() {
-            self.wait_for(last)?;
-        }
+        self.ctx.wait_idle()?;
         self.state.in_flight.clear();
-        Ok(())
-    }
-
-    /// Wait until the submission `index` has run.
-    fn wait_for(&self, index: wgpu::SubmissionIndex) -> Result<(), GpuTrainError> {
-        self.ctx
-            .device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(index),
-                timeout: None,
-            })
-            .map_err(|e| GpuError::Readback(format!("device poll failed: {e}")))?;
-        Ok(())
+        Ok(start.elapsed().as_secs_f64() / TIMED_STEPS as f64)
     }
 
     /// One forward and backward pass over `batch` with the current parameters, read
@@ -613,7 +593,13 @@ impl GpuTrainer {
         self.state.in_flight.push_back(index);
         while self.state.in_flight.len() > MAX_IN_FLIGHT {
             if let Some(oldest) = self.state.in_flight.pop_front() {
-                self.wait_for(oldest)?;
+                self.ctx
+                    .device
+                    .poll(wgpu::PollType::Wait {
+                        submission_index: Some(oldest),
+                        timeout: None,
+                    })
+                    .map_err(|e| GpuError::Readback(format!("device poll failed: {e}")))?;
             }
         }
         Ok(())
