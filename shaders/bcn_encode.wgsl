@@ -2,10 +2,13 @@
 // ISPC encoder of texture::bcn with texture2ddecoder, whose decoded error the tests bound
 // this one by).
 //
-// One thread per 4×4 block of `source` (an RGBA8 image read with textureLoad; texels past
-// the edge repeat the last row and column, as texture::bcn pads). Blocks go to `blocks`
-// row by row, `params.row_words` u32 words apart (the host pads rows for a buffer →
-// texture copy). Entry points:
+// One thread per 4×4 block of the levels of `source` a dispatch encodes (RGBA8 mips read
+// with textureLoad; texels past a level's edge repeat its last row and column, as
+// texture::bcn pads). `params.levels` lists them, their blocks numbered one after the
+// other (row-major within a level), so that one dispatch covers a whole mip chain and
+// the small levels run beside the large one instead of one short dispatch each. Each
+// level's blocks go to `blocks` from its `first_word`, row by row, `row_words` u32 words
+// apart (the host pads rows for a buffer → texture copy). Entry points:
 //   bc1  RGB: a `fit` with four colours (colour 0 > colour 1) and, unless that one is
 //        exact, one with three (colour 0 ≤ colour 1; the fourth, transparent black, is
 //        never used: alpha stays 255), endpoints 5:6:5; the one with the smaller error;
@@ -39,14 +42,37 @@
 // BC7: `best_partitions` 64 shapes × (one pass of moments + two 4×4 power iterations),
 // ~80k; 17 fits with alpha (1 + 8 + 4 + 4), 21 opaque (+ 4 for mode 3): ≤ ~270k.
 
-struct Params {
+// Levels one dispatch encodes at most (render::passes::bcn_encode::MAX_LEVELS).
+const MAX_LEVELS: u32 = 16u;
+// Threads per workgroup (render::passes::bcn_encode::WORKGROUP_BLOCKS): one block each.
+const WORKGROUP_BLOCKS: u32 = 64u;
+
+// One level of a dispatch.
+struct Level {
     // Blocks per row and per column of the level.
     blocks_x: u32,
     blocks_y: u32,
-    // u32 words between the starts of two block rows in `blocks`.
+    // The number of the level's first block among the dispatch's blocks.
+    first_block: u32,
+    // The mip of `source` it reads.
+    mip: u32,
+    // The u32 word of `blocks` its first block starts at, and the words between the
+    // starts of two of its block rows.
+    first_word: u32,
     row_words: u32,
+    // Its size in texels (texels past it repeat its last row and column).
+    size: vec2u,
+}
+
+struct Params {
+    // Levels in `levels` (1 ..= MAX_LEVELS), in order of `first_block`.
+    level_count: u32,
     // The channel bc4 encodes (0–3).
     channel: u32,
+    // Workgroups per row of the dispatch grid (the block number is row-major over it).
+    groups_x: u32,
+    _pad0: u32,
+    levels: array<Level, MAX_LEVELS>,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -56,22 +82,38 @@ struct Params {
 // The block's 16 texels in 0–255, row-major.
 var<private> texels: array<vec4f, 16>;
 
-// Loads the texels of block `block`: false (and nothing loaded) past the level's blocks.
-fn load_block(block: vec2u) -> bool {
-    if block.x >= params.blocks_x || block.y >= params.blocks_y {
+// The level and the block (within it) of this thread's block, set by load_block.
+var<private> level: Level;
+var<private> block: vec2u;
+
+// The number of this thread's block among the dispatch's blocks.
+fn block_number(workgroup: vec3u, thread: u32) -> u32 {
+    return (workgroup.y * params.groups_x + workgroup.x) * WORKGROUP_BLOCKS + thread;
+}
+
+// Finds block `number`'s level and block and loads its texels: false (and nothing
+// loaded) past the last level's blocks.
+fn load_block(number: u32) -> bool {
+    var l = 0u;
+    while l + 1u < min(params.level_count, MAX_LEVELS) && number >= params.levels[l + 1u].first_block {
+        l++;
+    }
+    level = params.levels[l];
+    let index = number - level.first_block;
+    if number < level.first_block || index >= level.blocks_x * level.blocks_y {
         return false;
     }
-    let size = textureDimensions(source);
+    block = vec2u(index % level.blocks_x, index / level.blocks_x);
     for (var i = 0u; i < 16u; i++) {
-        let p = min(block * 4u + vec2u(i % 4u, i / 4u), size - vec2u(1u));
-        texels[i] = round(textureLoad(source, p, 0) * 255.0);
+        let p = min(block * 4u + vec2u(i % 4u, i / 4u), max(level.size, vec2u(1u)) - vec2u(1u));
+        texels[i] = round(textureLoad(source, p, level.mip) * 255.0);
     }
     return true;
 }
 
-// Stores the first `count` of `words` as block `block` (of `count` words each).
-fn store_block(block: vec2u, words: array<u32, 4>, count: u32) {
-    let at = block.y * params.row_words + block.x * count;
+// Stores the first `count` of `words` as the thread's block (of `count` words each).
+fn store_block(words: array<u32, 4>, count: u32) {
+    let at = level.first_word + block.y * level.row_words + block.x * count;
     for (var w = 0u; w < count; w++) {
         blocks[at + w] = words[w];
     }
@@ -361,9 +403,9 @@ fn bc1_block(fit: Fit, last: u32) -> vec2u {
     return vec2u(c0 | (c1 << 16u), indices);
 }
 
-@compute @workgroup_size(8, 8)
-fn bc1(@builtin(global_invocation_id) id: vec3u) {
-    if !load_block(id.xy) {
+@compute @workgroup_size(WORKGROUP_BLOCKS)
+fn bc1(@builtin(workgroup_id) workgroup: vec3u, @builtin(local_invocation_index) thread: u32) {
+    if !load_block(block_number(workgroup, thread)) {
         return;
     }
     // Four colours, then three (the midpoint can be nearer than either third) unless
@@ -378,7 +420,7 @@ fn bc1(@builtin(global_invocation_id) id: vec3u) {
         }
     }
     let words = bc1_block(best, last);
-    store_block(id.xy, array<u32, 4>(words.x, words.y, 0u, 0u), 2u);
+    store_block(array<u32, 4>(words.x, words.y, 0u, 0u), 2u);
 }
 
 // The BC4 block of channel `c` of the texels, as two words: 8-value mode (endpoint 0 >
@@ -406,23 +448,23 @@ fn bc4_block(c: u32) -> vec2u {
     return vec2u(lo, hi);
 }
 
-@compute @workgroup_size(8, 8)
-fn bc4(@builtin(global_invocation_id) id: vec3u) {
-    if !load_block(id.xy) {
+@compute @workgroup_size(WORKGROUP_BLOCKS)
+fn bc4(@builtin(workgroup_id) workgroup: vec3u, @builtin(local_invocation_index) thread: u32) {
+    if !load_block(block_number(workgroup, thread)) {
         return;
     }
     let words = bc4_block(params.channel);
-    store_block(id.xy, array<u32, 4>(words.x, words.y, 0u, 0u), 2u);
+    store_block(array<u32, 4>(words.x, words.y, 0u, 0u), 2u);
 }
 
-@compute @workgroup_size(8, 8)
-fn bc5(@builtin(global_invocation_id) id: vec3u) {
-    if !load_block(id.xy) {
+@compute @workgroup_size(WORKGROUP_BLOCKS)
+fn bc5(@builtin(workgroup_id) workgroup: vec3u, @builtin(local_invocation_index) thread: u32) {
+    if !load_block(block_number(workgroup, thread)) {
         return;
     }
     let red = bc4_block(0u);
     let green = bc4_block(1u);
-    store_block(id.xy, array<u32, 4>(red.x, red.y, green.x, green.y), 4u);
+    store_block(array<u32, 4>(red.x, red.y, green.x, green.y), 4u);
 }
 
 // ---- BC7 ----
@@ -613,9 +655,9 @@ struct FitParams {
 const FIRST_PAIR_TRIAL: u32 = 7u;
 const TRIALS: u32 = FIRST_PAIR_TRIAL + 2u * PARTITION_CANDIDATES;
 
-@compute @workgroup_size(8, 8)
-fn bc7(@builtin(global_invocation_id) id: vec3u) {
-    if !load_block(id.xy) {
+@compute @workgroup_size(WORKGROUP_BLOCKS)
+fn bc7(@builtin(workgroup_id) workgroup: vec3u, @builtin(local_invocation_index) thread: u32) {
+    if !load_block(block_number(workgroup, thread)) {
         return;
     }
     var opaque = true;
@@ -674,5 +716,5 @@ fn bc7(@builtin(global_invocation_id) id: vec3u) {
             best = c;
         }
     }
-    store_block(id.xy, pack(best), 4u);
+    store_block(pack(best), 4u);
 }

@@ -5,8 +5,8 @@
 //! into RGBA8 and transcoded; each transcoded level is read back and decoded
 //! (`texture2ddecoder`), the RGBA8 level is encoded with ISPC in the same format and
 //! decoded, and both are scored against the RGBA8 texels. [`encoder_quality`] measures
-//! it on texture sets' own channel groups (`neurotex bench bcn`), every level encoded by
-//! [`BcnEncodePass::encode_image`].
+//! it on texture sets' own channel groups (`neurotex bench bcn`), each group's mip chain encoded by
+//! [`BcnEncodePass::encode_chain`].
 
 use crate::gpu::{GpuContext, read_texture};
 use crate::ntc::format::NtcPackage;
@@ -169,21 +169,25 @@ pub fn encoder_quality(
     for set in sets {
         let formats = set_formats(set.present, Some(transcode));
         let mut sums = [ErrorSums::default(); 3];
-        for mip in &set.mips {
-            for (g, format) in formats.iter().enumerate() {
-                let Some((_, encoding)) = format else {
-                    continue;
-                };
-                let format = encoding.unwrap_or(GpuBlockFormat::Bc7);
-                let texels = mip.group(g);
-                let size = (mip.width, mip.height);
-                let blocks = pass.encode_image(ctx, &texels, size, format).map_err(|e| {
-                    NtcRenderError::Gpu {
+        for (g, format) in formats.iter().enumerate() {
+            let Some((_, encoding)) = format else {
+                continue;
+            };
+            let format = encoding.unwrap_or(GpuBlockFormat::Bc7);
+            let texels: Vec<Vec<u8>> = set.mips.iter().map(|mip| mip.group(g)).collect();
+            let chain: Vec<(&[u8], (u32, u32))> = texels
+                .iter()
+                .zip(&set.mips)
+                .map(|(texels, mip)| (texels.as_slice(), (mip.width, mip.height)))
+                .collect();
+            let blocks =
+                pass.encode_chain(ctx, &chain, format)
+                    .map_err(|e| NtcRenderError::Gpu {
                         what: format!("encoding `{}` with the GPU encoder", set.name),
                         message: e.to_string(),
-                    }
-                })?;
-                sums[g].add_level(&texels, size, &blocks, format);
+                    })?;
+            for ((texels, size), blocks) in chain.iter().zip(&blocks) {
+                sums[g].add_level(texels, *size, blocks, format);
             }
         }
         out.push(sums);

@@ -159,6 +159,57 @@ fn gpu_blocks_of_flat_and_odd_sized_images_decode_exactly() {
     }
 }
 
+/// One dispatch over a mip chain (`encode_chain`, as the transcode records it) writes each
+/// level's blocks exactly as encoding that level alone, in every format: the level table
+/// (first blocks, mips, word offsets, pitches) sends every thread to its own level and
+/// block. A chain whose sizes do not halve is refused with a message.
+#[test]
+fn one_dispatch_over_a_mip_chain_encodes_each_level_as_alone() {
+    let ctx = ctx();
+    let pass = BcnEncodePass::new(ctx).expect("encoder");
+    let (color, normal) = crops();
+    // Levels of 64×48 (BC7, the slow one on a software device: 16×12) down to 1×1 (partial
+    // blocks from 2×1 down), each a different crop of the 64×64 images, so that a level
+    // read from the wrong mip or written to the wrong place differs.
+    let size = |(w, h): (u32, u32), l: u32| ((w >> l).max(1), (h >> l).max(1));
+    for (format, source, base) in [
+        (GpuBlockFormat::Bc1, &color, (64u32, 48u32)),
+        (GpuBlockFormat::Bc4 { channel: 2 }, &color, (64, 48)),
+        (GpuBlockFormat::Bc5, &normal, (64, 48)),
+        (GpuBlockFormat::Bc7, &color, (16, 12)),
+    ] {
+        let mips = 32 - base.0.max(base.1).leading_zeros();
+        let levels: Vec<Vec<u8>> = (0..mips)
+            .map(|l| {
+                let (w, h) = size(base, l);
+                (0..h)
+                    .flat_map(|y| (0..w).map(move |x| ((y + l) * 64 + x + 3 * l) as usize * 4))
+                    .flat_map(|at| source[at..at + 4].to_vec())
+                    .collect()
+            })
+            .collect();
+        let chain: Vec<(&[u8], (u32, u32))> = (0..mips)
+            .map(|l| (levels[l as usize].as_slice(), size(base, l)))
+            .collect();
+        let together = pass
+            .encode_chain(ctx, &chain, format)
+            .expect("encode chain");
+        assert_eq!(together.len(), chain.len(), "{format:?}");
+        for (l, ((texels, size), blocks)) in chain.iter().zip(&together).enumerate() {
+            let alone = pass
+                .encode_image(ctx, texels, *size, format)
+                .expect("encode");
+            assert!(!alone.is_empty());
+            assert_eq!(blocks, &alone, "{format:?}: level {l} ({size:?})");
+        }
+    }
+    let wrong = [(&color[..], (64, 64)), (&color[..32 * 31 * 4], (32, 31))];
+    let error = pass
+        .encode_chain(ctx, &wrong, GpuBlockFormat::Bc1)
+        .expect_err("a chain that does not halve");
+    assert!(error.to_string().contains("level 1"), "{error}");
+}
+
 /// A block's texel at (x, y).
 type Texel = fn(u32, u32) -> [u8; 4];
 

@@ -1,6 +1,8 @@
 //! Block compression on the GPU (`shaders/bcn_encode.wgsl`): BC1, BC4, BC5 and BC7
-//! blocks of an RGBA8 image, one thread per 4×4 block, written row by row into a buffer
-//! at a row pitch a buffer → texture copy accepts.
+//! blocks of RGBA8 mips, one thread per 4×4 block, each level's blocks written row by
+//! row into a buffer at a row pitch a buffer → texture copy accepts. One dispatch covers
+//! up to [`MAX_LEVELS`] levels (a whole mip chain), so the small levels, a handful of
+//! long-running threads each, run beside the large one instead of one dispatch each.
 //!
 //! BC1 fits four colours and, when that is not exact, three (never transparent black),
 //! and keeps the better; BC4 and BC5 fit the 8-value mode. BC7 tries, per block, mode 6
@@ -23,8 +25,12 @@ use crate::gpu::GpuContext;
 use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
 use crate::texture::bcn::BlockFormat;
 
-/// Blocks per workgroup side (`@workgroup_size(8, 8)`).
-pub const WORKGROUP_SIDE: u32 = 8;
+/// Blocks per workgroup (`@workgroup_size(64)`), one thread each.
+pub const WORKGROUP_BLOCKS: u32 = 64;
+
+/// Levels one dispatch encodes at most (the shader's `MAX_LEVELS`); [`BcnEncodePass::record`]
+/// dispatches a longer list in parts.
+pub const MAX_LEVELS: usize = 16;
 
 /// What the pass encodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,38 +77,74 @@ impl GpuBlockFormat {
     }
 }
 
-/// WGSL `Params` of `bcn_encode.wgsl`.
+/// WGSL `Level` of `bcn_encode.wgsl`: one level of a dispatch.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct EncodeParams {
+pub struct LevelParams {
     /// Blocks per row.
     pub blocks_x: u32,
     /// Blocks per column.
     pub blocks_y: u32,
-    /// u32 words between block rows in the output.
+    /// The number of the level's first block among the dispatch's blocks.
+    pub first_block: u32,
+    /// The mip of the source it reads.
+    pub mip: u32,
+    /// The u32 word of the block buffer its first block starts at.
+    pub first_word: u32,
+    /// u32 words between the starts of two block rows.
     pub row_words: u32,
+    /// Its width and height in texels.
+    pub size: [u32; 2],
+}
+
+/// WGSL `Params` of `bcn_encode.wgsl`: one dispatch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct EncodeParams {
+    /// Levels used in `levels`.
+    pub level_count: u32,
     /// The channel BC4 encodes.
     pub channel: u32,
+    /// Workgroups per row of the dispatch grid.
+    pub groups_x: u32,
+    _pad: u32,
+    /// The levels, in order of their first block.
+    pub levels: [LevelParams; MAX_LEVELS],
 }
 
-/// The level to encode: a view of one RGBA8 level and its size in texels.
-#[derive(Clone, Copy, Debug)]
-pub struct LevelSource<'a> {
-    /// A sampled view of exactly that level.
-    pub view: &'a wgpu::TextureView,
+/// One level to encode: the mip of the source it reads, that mip's size in texels, and
+/// where its blocks go in the block buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodeLevel {
+    /// The mip of the source view.
+    pub mip: u32,
     /// Its width and height in texels.
     pub size: (u32, u32),
+    /// The byte of the block buffer its first block starts at (a multiple of 4).
+    pub first_byte: u64,
+    /// Bytes between the starts of two block rows (at least a row of blocks, a multiple
+    /// of 4).
+    pub row_bytes: u32,
 }
 
-/// Where one level's blocks go: the buffer, its first byte and the bytes per block row.
+impl EncodeLevel {
+    /// Blocks per row and per column.
+    pub fn blocks(&self) -> (u32, u32) {
+        (self.size.0.div_ceil(4), self.size.1.div_ceil(4))
+    }
+}
+
+/// What one [`BcnEncodePass::record`] encodes.
 #[derive(Clone, Copy, Debug)]
-pub struct BlockTarget<'a> {
-    /// A `STORAGE` buffer.
-    pub buffer: &'a wgpu::Buffer,
-    /// First byte (a multiple of the device's storage offset alignment).
-    pub offset: u64,
-    /// Bytes between block rows (at least a row of blocks, a multiple of 4).
-    pub row_bytes: u32,
+pub struct EncodeJob<'a> {
+    /// A sampled view of RGBA8 mips.
+    pub source: &'a wgpu::TextureView,
+    /// The levels of `source` to encode and where their blocks go.
+    pub levels: &'a [EncodeLevel],
+    /// Their block format.
+    pub format: GpuBlockFormat,
+    /// The block buffer (`STORAGE`).
+    pub blocks: &'a wgpu::Buffer,
 }
 
 /// The four encoders (one pipeline per entry point, one layout).
@@ -134,63 +176,78 @@ impl BcnEncodePass {
         &self.kernels[i]
     }
 
-    /// Record the encoding of `source` as `format` into `target`, in its own compute pass of `encoder` (which writes
-    /// `timestamps` when given).
+    /// Record `job` in one compute pass of `encoder`
+    /// (which writes `timestamps` when given): one dispatch per [`MAX_LEVELS`] levels,
+    /// so that a mip chain's small levels run beside its large ones.
     pub fn record(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
-        source: LevelSource<'_>,
-        format: GpuBlockFormat,
-        target: BlockTarget<'_>,
+        job: EncodeJob<'_>,
         timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) {
-        let blocks = (source.size.0.div_ceil(4), source.size.1.div_ceil(4));
-        let params = EncodeParams {
-            blocks_x: blocks.0,
-            blocks_y: blocks.1,
-            row_words: target.row_bytes / 4,
-            channel: match format {
-                GpuBlockFormat::Bc4 { channel } => channel,
-                _ => 0,
-            },
-        };
-        let uniform = wgpu::util::DeviceExt::create_buffer_init(
-            device,
-            &wgpu::util::BufferInitDescriptor {
-                label: Some(Self::LABEL),
-                contents: bytemuck::bytes_of(&params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            },
-        );
+        let EncodeJob {
+            source,
+            levels,
+            format,
+            blocks,
+        } = job;
         let kernel = self.kernel(format);
-        let bind_group = kernel.bind_group(
-            device,
-            0,
-            &[
-                (0, uniform.as_entire_binding()),
-                (1, wgpu::BindingResource::TextureView(source.view)),
-                (
-                    2,
-                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: target.buffer,
-                        offset: target.offset,
-                        size: None,
-                    }),
-                ),
-            ],
-        );
+        let max_groups = device.limits().max_compute_workgroups_per_dimension.max(1);
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(Self::LABEL),
             timestamp_writes: timestamps,
         });
         pass.set_pipeline(kernel.pipeline());
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(
-            blocks.0.div_ceil(WORKGROUP_SIDE),
-            blocks.1.div_ceil(WORKGROUP_SIDE),
-            1,
-        );
+        for part in levels.chunks(MAX_LEVELS) {
+            let mut params = EncodeParams {
+                level_count: part.len() as u32,
+                channel: match format {
+                    GpuBlockFormat::Bc4 { channel } => channel,
+                    _ => 0,
+                },
+                groups_x: 1,
+                _pad: 0,
+                levels: [LevelParams::default(); MAX_LEVELS],
+            };
+            let mut total = 0u32;
+            for (slot, level) in params.levels.iter_mut().zip(part) {
+                let (blocks_x, blocks_y) = level.blocks();
+                // Word offsets and block numbers fit u32: the buffer binding holds at most
+                // `max_storage_buffer_binding_size` (a u32) bytes.
+                *slot = LevelParams {
+                    blocks_x,
+                    blocks_y,
+                    first_block: total,
+                    mip: level.mip,
+                    first_word: (level.first_byte / 4) as u32,
+                    row_words: level.row_bytes / 4,
+                    size: [level.size.0, level.size.1],
+                };
+                total = total.saturating_add(blocks_x.saturating_mul(blocks_y));
+            }
+            let groups = total.div_ceil(WORKGROUP_BLOCKS);
+            params.groups_x = groups.clamp(1, max_groups);
+            let uniform = wgpu::util::DeviceExt::create_buffer_init(
+                device,
+                &wgpu::util::BufferInitDescriptor {
+                    label: Some(Self::LABEL),
+                    contents: bytemuck::bytes_of(&params),
+                    usage: wgpu::BufferUsages::UNIFORM,
+                },
+            );
+            let bind_group = kernel.bind_group(
+                device,
+                0,
+                &[
+                    (0, uniform.as_entire_binding()),
+                    (1, wgpu::BindingResource::TextureView(source)),
+                    (2, blocks.as_entire_binding()),
+                ],
+            );
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(params.groups_x, groups.div_ceil(params.groups_x), 1);
+        }
     }
 
     /// Encode an RGBA8 image (`width × height`, rows unpadded) and read the blocks back,
@@ -199,52 +256,100 @@ impl BcnEncodePass {
         &self,
         ctx: &GpuContext,
         rgba: &[u8],
-        (width, height): (u32, u32),
+        size: (u32, u32),
         format: GpuBlockFormat,
     ) -> Result<Vec<u8>, crate::gpu::GpuError> {
+        let mut levels = self.encode_chain(ctx, &[(rgba, size)], format)?;
+        Ok(levels.pop().unwrap_or_default())
+    }
+
+    /// Encode a mip chain of RGBA8 images (level `l` of `(w >> l).max(1) × (h >> l).max(1)`
+    /// texels for level 0's `w × h`, rows unpadded) in one dispatch and read each level's
+    /// blocks back as [`Self::encode_image`] lays them out. A chain whose sizes or bytes do
+    /// not match is refused before anything is allocated.
+    pub fn encode_chain(
+        &self,
+        ctx: &GpuContext,
+        chain: &[(&[u8], (u32, u32))],
+        format: GpuBlockFormat,
+    ) -> Result<Vec<Vec<u8>>, crate::gpu::GpuError> {
+        let refuse = |what: String| Err(crate::gpu::GpuError::Validation(what));
+        let Some(&(_, (width, height))) = chain.first() else {
+            return Ok(Vec::new());
+        };
+        let mut levels = Vec::with_capacity(chain.len());
+        let mut total = 0u64;
+        for (mip, &(rgba, size)) in chain.iter().enumerate() {
+            let expected = (
+                width.checked_shr(mip as u32).unwrap_or(0).max(1),
+                height.checked_shr(mip as u32).unwrap_or(0).max(1),
+            );
+            let texels = u64::from(size.0) * u64::from(size.1);
+            if size != expected || rgba.len() as u64 != texels * 4 {
+                return refuse(format!(
+                    "level {mip} of a mip chain to encode is {}×{} with {} bytes; \
+                     {}×{} with 4 bytes per texel expected",
+                    size.0,
+                    size.1,
+                    rgba.len(),
+                    expected.0,
+                    expected.1
+                ));
+            }
+            let level = EncodeLevel {
+                mip: mip as u32,
+                size,
+                first_byte: total,
+                row_bytes: size.0.div_ceil(4) * format.block_bytes(),
+            };
+            total += u64::from(level.row_bytes) * u64::from(level.blocks().1);
+            levels.push(level);
+        }
         let device = &ctx.device;
-        let texture = wgpu::util::DeviceExt::create_texture_with_data(
-            device,
-            &ctx.queue,
-            &crate::gpu::layout::texture_2d(
-                Self::LABEL,
-                (width, height),
-                1,
-                wgpu::TextureFormat::Rgba8Unorm,
-                wgpu::TextureUsages::TEXTURE_BINDING,
-            ),
-            wgpu::util::TextureDataOrder::LayerMajor,
-            rgba,
-        );
-        let row_bytes = width.div_ceil(4) * format.block_bytes();
-        let bytes = u64::from(row_bytes) * u64::from(height.div_ceil(4));
-        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(Self::LABEL),
-            size: bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        ctx.error_scope(|| {
+        let buffer = ctx.error_scope(|| {
+            let texture = wgpu::util::DeviceExt::create_texture_with_data(
+                device,
+                &ctx.queue,
+                &crate::gpu::layout::texture_2d(
+                    Self::LABEL,
+                    (width, height),
+                    chain.len() as u32,
+                    wgpu::TextureFormat::Rgba8Unorm,
+                    wgpu::TextureUsages::TEXTURE_BINDING,
+                ),
+                wgpu::util::TextureDataOrder::LayerMajor,
+                &chain
+                    .iter()
+                    .flat_map(|(rgba, _)| rgba.iter().copied())
+                    .collect::<Vec<u8>>(),
+            );
+            let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(Self::LABEL),
+                size: total,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
             let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some(Self::LABEL),
             });
-            self.record(
-                device,
-                &mut encoder,
-                LevelSource {
-                    view: &texture.create_view(&Default::default()),
-                    size: (width, height),
-                },
+            let view = texture.create_view(&Default::default());
+            let job = EncodeJob {
+                source: &view,
+                levels: &levels,
                 format,
-                BlockTarget {
-                    buffer: &buffer,
-                    offset: 0,
-                    row_bytes,
-                },
-                None,
-            );
+                blocks: &buffer,
+            };
+            self.record(device, &mut encoder, job, None);
             ctx.queue.submit([encoder.finish()]);
+            buffer
         })?;
-        crate::gpu::readback::read_buffer(ctx, &buffer, 0..bytes)
+        let bytes = crate::gpu::readback::read_buffer(ctx, &buffer, 0..total)?;
+        Ok(levels
+            .iter()
+            .map(|l| {
+                let start = l.first_byte as usize;
+                bytes[start..start + (l.row_bytes * l.blocks().1) as usize].to_vec()
+            })
+            .collect())
     }
 }

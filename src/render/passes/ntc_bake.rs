@@ -11,8 +11,9 @@
 //! originals.
 //!
 //! With a [`Transcode`], the decoded mips are block-compressed on the GPU
-//! ([`BcnEncodePass`]) instead: each mip is decoded into scratch RGBA8 textures of its
-//! size, encoded into a block buffer and copied into block-compressed textures with full
+//! ([`BcnEncodePass`]) instead: a set's mips are decoded into scratch RGBA8 textures with
+//! its mip chain, each group's chain is encoded into a block buffer in one dispatch (the
+//! small mips beside the large one) and copied into block-compressed textures with full
 //! mip chains ([`set_formats`] says which format each group gets); the scratch textures
 //! and block buffer of a set are dropped once its work is submitted, so no RGBA8 copy is
 //! kept.
@@ -26,7 +27,7 @@ use crate::gpu::layout::{self, Slot};
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::NtcConfig;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu, model_defines};
-use crate::render::passes::bcn_encode::{BcnEncodePass, BlockTarget, GpuBlockFormat, LevelSource};
+use crate::render::passes::bcn_encode::{BcnEncodePass, EncodeJob, EncodeLevel, GpuBlockFormat};
 use crate::render::passes::ntc_decode::NtcKernel;
 use crate::render::scene_gpu::{SET_FORMATS, SampleFill, SceneGpu, neutral_set_views};
 use crate::texture::ChannelMask;
@@ -437,7 +438,7 @@ impl NtcBakePass {
             .map(|m| {
                 let groups = set_formats(m.present, self.transcode());
                 let encoders = groups.iter().flatten().filter(|(_, e)| e.is_some()).count() as u64;
-                m.layout.mips() as u64 * (1 + encoders)
+                m.layout.mips() as u64 + encoders
             })
             .sum();
         let dispatch = Dispatcher {
@@ -595,10 +596,10 @@ impl Dispatcher<'_> {
 }
 
 /// Decode every mip of one set (parameter slots from `first_slot`) into scratch RGBA8
-/// textures of the mip's size, block-compress them into a buffer and copy the blocks into
-/// `set`'s block-compressed textures; one submission, after which the scratch textures
-/// and the buffer are dropped. Levels smaller than a block are copied at their physical
-/// (4×4) size, as wgpu requires.
+/// textures with the set's mip chain, block-compress each group's chain in one dispatch
+/// into a buffer and copy the blocks into `set`'s block-compressed textures; one
+/// submission, after which the scratch textures and the buffer are dropped. Levels smaller
+/// than a block are copied at their physical (4×4) size, as wgpu requires.
 fn transcode_set(
     ctx: &GpuContext,
     dispatch: &Dispatcher<'_>,
@@ -609,22 +610,30 @@ fn transcode_set(
     first_slot: u64,
 ) -> Result<(), crate::gpu::GpuError> {
     let device = &ctx.device;
-    let storage_align = u64::from(device.limits().min_storage_buffer_offset_alignment);
-    // Per mip and encoded group: the region's offset in the buffer and its block rows' pitch.
-    let mut regions: Vec<[Option<(u64, u32)>; 3]> = Vec::new();
+    let mips = layout.mips();
+    let size = |mip: usize| layout.mip_size(mip).unwrap_or((1, 1));
+    // Per encoded group, its levels' places in the one block buffer.
     let mut total = 0u64;
-    for mip in 0..layout.mips() {
-        let (w, h) = layout.mip_size(mip).unwrap_or((1, 1));
-        regions.push(formats.map(|format| {
-            let block = format?.1?.block_bytes();
-            let row_bytes =
-                (w.div_ceil(4) * block).next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
-            let region = (total, row_bytes);
-            total = (total + u64::from(row_bytes) * u64::from(h.div_ceil(4)))
-                .next_multiple_of(storage_align.max(4));
-            Some(region)
-        }));
-    }
+    let levels: [Vec<EncodeLevel>; 3] = formats.map(|format| {
+        let Some((_, Some(encoding))) = format else {
+            return Vec::new();
+        };
+        (0..mips)
+            .map(|mip| {
+                let size = size(mip);
+                let row_bytes = (size.0.div_ceil(4) * encoding.block_bytes())
+                    .next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
+                let level = EncodeLevel {
+                    mip: mip as u32,
+                    size,
+                    first_byte: total,
+                    row_bytes,
+                };
+                total += u64::from(row_bytes) * u64::from(level.blocks().1);
+                level
+            })
+            .collect()
+    });
     let blocks = crate::gpu::allocate(device, "the transcode's block buffer", || {
         (
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -637,56 +646,52 @@ fn transcode_set(
         )
     })
     .map_err(|e| crate::gpu::GpuError::Validation(e.to_string()))?;
+    let scratch: [Option<wgpu::Texture>; 3] = std::array::from_fn(|g| {
+        (!levels[g].is_empty()).then(|| {
+            device.create_texture(&layout::texture_2d(
+                &format!("ntc.bake.scratch.group{g}"),
+                size(0),
+                mips as u32,
+                wgpu::TextureFormat::Rgba8Unorm,
+                wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::TEXTURE_BINDING,
+            ))
+        })
+    });
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some(BcnEncodePass::LABEL),
     });
-    for (mip, regions) in regions.iter().enumerate() {
-        let size = layout.mip_size(mip).unwrap_or((1, 1));
-        let scratch: [Option<wgpu::Texture>; 3] = std::array::from_fn(|g| {
-            formats[g].map(|_| {
-                device.create_texture(&layout::texture_2d(
-                    &format!("ntc.bake.scratch.group{g}"),
-                    size,
-                    1,
-                    wgpu::TextureFormat::Rgba8Unorm,
-                    wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::TEXTURE_BINDING,
-                ))
-            })
+    for mip in 0..mips {
+        let views = dispatch.targets(&scratch, mip as u32);
+        dispatch.record(
+            device,
+            &mut encoder,
+            first_slot + mip as u64,
+            &views,
+            size(mip),
+        );
+    }
+    for g in 0..3 {
+        let (Some((format, Some(encoding))), Some(scratch), Some(target)) =
+            (formats[g], &scratch[g], &set.textures[g])
+        else {
+            continue;
+        };
+        let sampled = scratch.create_view(&wgpu::TextureViewDescriptor {
+            usage: Some(wgpu::TextureUsages::TEXTURE_BINDING),
+            ..Default::default()
         });
-        let views = dispatch.targets(&scratch, 0);
-        dispatch.record(device, &mut encoder, first_slot + mip as u64, &views, size);
-        for g in 0..3 {
-            let (
-                Some((format, Some(encoding))),
-                Some((offset, row_bytes)),
-                Some(scratch),
-                Some(target),
-            ) = (formats[g], regions[g], &scratch[g], &set.textures[g])
-            else {
-                continue;
-            };
-            let sampled = scratch.create_view(&wgpu::TextureViewDescriptor {
-                usage: Some(wgpu::TextureUsages::TEXTURE_BINDING),
-                ..Default::default()
-            });
-            bcn.record(
-                device,
-                &mut encoder,
-                LevelSource {
-                    view: &sampled,
-                    size,
-                },
-                encoding,
-                BlockTarget {
-                    buffer: &blocks,
-                    offset,
-                    row_bytes,
-                },
-                dispatch.timer.as_ref().and_then(PassTimer::writes),
-            );
+        let timestamps = dispatch.timer.as_ref().and_then(PassTimer::writes);
+        let job = EncodeJob {
+            source: &sampled,
+            levels: &levels[g],
+            format: encoding,
+            blocks: &blocks,
+        };
+        bcn.record(device, &mut encoder, job, timestamps);
+        for level in &levels[g] {
             let physical = wgpu::Extent3d {
-                width: size.0,
-                height: size.1,
+                width: level.size.0,
+                height: level.size.1,
                 depth_or_array_layers: 1,
             }
             .physical_size(format);
@@ -694,14 +699,14 @@ fn transcode_set(
                 wgpu::TexelCopyBufferInfo {
                     buffer: &blocks,
                     layout: wgpu::TexelCopyBufferLayout {
-                        offset,
-                        bytes_per_row: Some(row_bytes),
+                        offset: level.first_byte,
+                        bytes_per_row: Some(level.row_bytes),
                         rows_per_image: None,
                     },
                 },
                 wgpu::TexelCopyTextureInfo {
                     texture: target,
-                    mip_level: mip as u32,
+                    mip_level: level.mip,
                     origin: wgpu::Origin3d::ZERO,
                     aspect: wgpu::TextureAspect::All,
                 },
