@@ -385,18 +385,9 @@ impl RdReport {
     /// measured), NTC rungs first.
     pub fn csv(&self) -> String {
         let mut s = String::from("set,codec,bits_per_texel,psnr,flip\n");
-        let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
-        for set in &self.sets {
-            for p in set.ntc.iter().chain(&set.bcn) {
-                s.push_str(&format!(
-                    "{},{},{:.4},{},{}\n",
-                    set.name,
-                    p.codec,
-                    p.bits_per_texel,
-                    opt(p.psnr),
-                    opt(p.flip)
-                ));
-            }
+        for cells in self.point_cells(4, "") {
+            s.push_str(&cells.join(","));
+            s.push('\n');
         }
         s
     }
@@ -429,19 +420,31 @@ impl RdReport {
         }
         s.push_str("\nEvery point (pooled PSNR in dB and mean ꟻLIP at mip 0):\n\n");
         s.push_str("| set | codec | bpt | PSNR | ꟻLIP |\n|---|---|---|---|---|\n");
-        for set in &self.sets {
-            for p in set.ntc.iter().chain(&set.bcn) {
-                s.push_str(&format!(
-                    "| {} | {} | {:.2} | {} | {} |\n",
-                    set.name,
-                    p.codec,
-                    p.bits_per_texel,
-                    f(p.psnr),
-                    p.flip.map_or("–".into(), |v| format!("{v:.4}"))
-                ));
-            }
+        for cells in self.point_cells(2, "–") {
+            s.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
         s
+    }
+
+    /// Every point's cells, NTC rungs first: set, codec, bits per texel and PSNR at
+    /// `digits` decimals, ꟻLIP at 4; `missing` where a measure was not taken.
+    fn point_cells(&self, digits: usize, missing: &str) -> Vec<[String; 5]> {
+        let opt = |v: Option<f64>, digits: usize| {
+            v.map_or(missing.to_string(), |v| format!("{v:.digits$}"))
+        };
+        self.sets
+            .iter()
+            .flat_map(|set| set.ntc.iter().chain(&set.bcn).map(move |p| (set, p)))
+            .map(|(set, p)| {
+                [
+                    set.name.clone(),
+                    p.codec.clone(),
+                    format!("{:.digits$}", p.bits_per_texel),
+                    opt(p.psnr, digits),
+                    opt(p.flip, 4),
+                ]
+            })
+            .collect()
     }
 
     /// Two charts of PSNR against bits per texel: the mean over the sets (NTC's ladder
@@ -562,6 +565,39 @@ mod tests {
         for r in LADDER {
             r.config(&TrainConfig::default()).validate().expect("valid");
         }
+    }
+
+    /// The CSV and the Markdown list every point, NTC rungs first, each at its precision
+    /// and with its mark for what was not measured.
+    #[test]
+    fn points_are_listed_in_both_tables() {
+        let report = RdReport {
+            sets: vec![SetCurve {
+                name: "a".into(),
+                ntc: vec![RdPoint {
+                    codec: "low".into(),
+                    bits_per_texel: 2.5,
+                    psnr: Some(31.23456),
+                    flip: Some(0.123456),
+                }],
+                bcn: vec![RdPoint {
+                    codec: "BC1".into(),
+                    bits_per_texel: 4.0,
+                    psnr: None,
+                    flip: None,
+                }],
+                matches: Vec::new(),
+            }],
+        };
+        assert_eq!(
+            report.csv(),
+            "set,codec,bits_per_texel,psnr,flip\na,low,2.5000,31.2346,0.1235\na,BC1,4.0000,,\n"
+        );
+        let md = report.markdown();
+        assert!(
+            md.ends_with("| a | low | 2.50 | 31.23 | 0.1235 |\n| a | BC1 | 4.00 | – | – |\n"),
+            "{md}"
+        );
     }
 
     /// By hand: the curve (2, 30), (4, 34), (8, 40) reaches 37 dB halfway between 4 and 8
