@@ -143,11 +143,11 @@ pub(super) fn measure_peaks(
         let mut times = Vec::new();
         for i in 0..(opts.warmup.frames.min(3) + opts.frames) {
             let mut encoder = device.create_command_encoder(&Default::default());
-            FrameEncoder::new(ctx, &mut encoder, &profiler).compute_pass(&label, |pass| {
-                pass.set_pipeline(kernel.pipeline());
-                pass.set_bind_group(0, &group, &[]);
-                pass.dispatch_workgroups(grid.0, grid.1, 1);
-            });
+            kernel.dispatch(
+                &mut FrameEncoder::new(ctx, &mut encoder, &profiler),
+                &[&group],
+                grid,
+            );
             ctx.queue.submit([encoder.finish()]);
             profiler.end_frame(ctx);
             let ms: f64 = profiler.collect(ctx).iter().map(|t| t.ms).sum();

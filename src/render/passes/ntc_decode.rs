@@ -928,13 +928,8 @@ impl NtcDecodePass {
                 0,
                 bytemuck::bytes_of(&DecodeParams::new(inputs.settings)),
             );
-            let (x, y) = self.tile.grid(size);
-            frame.compute_pass(Self::LABEL, |pass| {
-                pass.set_pipeline(self.pipeline.pipeline());
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.set_bind_group(1, &ntc_bind_group, &[]);
-                pass.dispatch_workgroups(x, y, 1);
-            });
+            let groups = [&bind_group, &ntc_bind_group];
+            self.pipeline.dispatch(frame, &groups, self.tile.grid(size));
             return Ok(());
         };
         let key = (size, inputs.package.decoder_count());
@@ -979,13 +974,7 @@ impl NtcDecodePass {
             (&stages.scan, (1, 1)),
             (&stages.scatter, tiles),
         ] {
-            frame.compute_pass(kernel.label(), |pass| {
-                pass.set_pipeline(kernel.pipeline());
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.set_bind_group(1, &ntc_bind_group, &[]);
-                pass.set_bind_group(2, &sort_group, &[]);
-                pass.dispatch_workgroups(grid.0, grid.1, 1);
-            });
+            kernel.dispatch(frame, &[&bind_group, &ntc_bind_group, &sort_group], grid);
         }
         frame.compute_pass(Self::LABEL, |pass| {
             pass.set_pipeline(self.pipeline.pipeline());
