@@ -969,35 +969,22 @@ impl Renderer {
 
         // G-buffer (+ package) ─► material targets; a decode that cannot record this
         // frame draws the reference, and the plan says so
-        let decoded = match (plan.material, package, self.decode.as_mut()) {
-            (MaterialPath::Decode(_), Some(package), Some(path)) if path.pass.is_ok() => {
-                let inputs = DecodeInputs {
-                    frame: &self.frame_buffer,
-                    materials: &self.scene.material_buffer,
-                    gbuffer: &t.gbuffer,
-                    blue_noise: &self.blue_noise.view,
-                    package: &package.gpu,
-                    settings: &settings.passes.decode,
-                };
-                match path.record(frame, &inputs, &t.materials) {
-                    Ok(()) => true,
-                    Err(failure) => {
-                        plan.fall_back(Fallback::Unusable(failure));
-                        false
-                    }
-                }
-            }
-            _ => false,
+        let inputs = MaterialInputs {
+            scene,
+            gbuffer: &t.gbuffer,
+            blue_noise: &self.blue_noise.view,
+            settings: &settings.passes.decode,
         };
-        if !decoded {
-            p.reference.record(
-                frame,
-                &ReferenceInputs {
-                    scene,
-                    gbuffer: &t.gbuffer,
-                },
-                &t.materials,
-            );
+        if let Err(failure) = record_materials(
+            &p.reference,
+            frame,
+            &inputs,
+            plan.material,
+            package,
+            self.decode.as_mut(),
+            &t.materials,
+        ) {
+            plan.fall_back(Fallback::Unusable(failure));
         }
 
         // depth + materials + shadow map ─► HDR radiance
@@ -1104,6 +1091,56 @@ fn record_gbuffer_passes(
         };
         resolve.record(frame, &inputs, gbuffer);
     }
+}
+
+/// What the material passes read beside the package and the decode pass.
+#[derive(Clone, Copy, Debug)]
+struct MaterialInputs<'a> {
+    /// The frame uniform, the scene's material constants and the textures the reference
+    /// samples.
+    scene: SceneInputs<'a>,
+    gbuffer: &'a targets::GBuffer,
+    blue_noise: &'a wgpu::TextureView,
+    settings: &'a DecodeSettings,
+}
+
+/// Record the material targets `out` of `material`: the decode pass of `path` over
+/// `package` when the path decodes and the pass was built, else, or when it fails to
+/// record this frame, the reference pass. Returns why a built decode pass failed to
+/// record (the path logs it).
+fn record_materials(
+    reference: &ReferencePass,
+    frame: &mut FrameEncoder<'_>,
+    inputs: &MaterialInputs<'_>,
+    material: MaterialPath,
+    package: Option<&LoadedPackage>,
+    path: Option<&mut DecodePath>,
+    out: &MaterialTargets,
+) -> Result<(), Arc<Unusable>> {
+    let mut recorded = Ok(());
+    match (material, package, path) {
+        (MaterialPath::Decode(_), Some(package), Some(path)) if path.pass.is_ok() => {
+            let decode_inputs = DecodeInputs {
+                frame: inputs.scene.frame,
+                materials: &inputs.scene.scene.material_buffer,
+                gbuffer: inputs.gbuffer,
+                blue_noise: inputs.blue_noise,
+                package: &package.gpu,
+                settings: inputs.settings,
+            };
+            recorded = path.record(frame, &decode_inputs, out);
+            if recorded.is_ok() {
+                return recorded;
+            }
+        }
+        _ => {}
+    }
+    let reference_inputs = ReferenceInputs {
+        scene: inputs.scene,
+        gbuffer: inputs.gbuffer,
+    };
+    reference.record(frame, &reference_inputs, out);
+    recorded
 }
 
 /// The scene's textures as `path` samples them: a package's baked textures, or the

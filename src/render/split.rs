@@ -24,9 +24,7 @@ use crate::ntc::NtcConfig;
 
 use super::passes::image_error::{ErrorSpace, ErrorTargets, ImageErrorInputs, ImageErrorPass};
 use super::passes::lighting::{LightingInputs, LightingPass};
-use super::passes::ntc_decode::DecodeInputs;
 use super::passes::ntc_decode::{NtcDecodePass, NtcKernel};
-use super::passes::reference::ReferenceInputs;
 use super::passes::scene_draw::SceneInputs;
 use super::passes::split::{Composition, SplitInputs, SplitPass};
 use super::passes::temporal::{TemporalInputs, TemporalPass};
@@ -34,8 +32,9 @@ use super::passes::tonemap::{self, TonemapInputs, TonemapPass};
 use super::plan::Unusable;
 use super::targets::{MaterialTargets, Target, format};
 use super::{
-    DecodePath, Fallback, FramePlan, FrameSettings, KernelChoice, MaterialPath, RenderError,
-    RenderMode, Renderer, decode_pass, headless, material_bind_groups, record_reference_comparison,
+    DecodePath, Fallback, FramePlan, FrameSettings, KernelChoice, MaterialInputs, MaterialPath,
+    RenderError, RenderMode, Renderer, decode_pass, headless, material_bind_groups,
+    record_materials, record_reference_comparison,
 };
 use std::sync::Arc;
 
@@ -352,31 +351,23 @@ impl Renderer {
         record_reference_comparison(&self.passes, t, &scene, &mut frame);
         let mut right = frame.with_prefix(RIGHT_PREFIX);
         let package = self.packages.get(&right_mode);
-        let decoded = match (material, package, view.decode.as_mut()) {
-            (MaterialPath::Decode(_), Some(package), Some(RightDecode { path, .. }))
-                if path.pass.is_ok() =>
-            {
-                let inputs = DecodeInputs {
-                    frame: &self.frame_buffer,
-                    materials: &self.scene.material_buffer,
-                    gbuffer: &t.gbuffer,
-                    blue_noise: &self.blue_noise.view,
-                    package: &package.gpu,
-                    settings: &settings.passes.decode,
-                };
-                path.record(&mut right, &inputs, &view.materials).is_ok()
-            }
-            _ => false,
+        let inputs = MaterialInputs {
+            scene,
+            gbuffer: &t.gbuffer,
+            blue_noise: &self.blue_noise.view,
+            settings: &settings.passes.decode,
         };
-        if !decoded {
-            let inputs = ReferenceInputs {
-                scene,
-                gbuffer: &t.gbuffer,
-            };
-            self.passes
-                .reference
-                .record(&mut right, &inputs, &view.materials);
-        }
+        let path = view.decode.as_mut().map(|d| &mut d.path);
+        // A failure to record is logged by the path; the right side shows the reference.
+        let _ = record_materials(
+            &self.passes.reference,
+            &mut right,
+            &inputs,
+            material,
+            package,
+            path,
+            &view.materials,
+        );
         view.lighting.record(
             &mut right,
             &LightingInputs {
