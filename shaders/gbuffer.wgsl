@@ -56,22 +56,6 @@ fn vs_main(v: VertexIn, @builtin(instance_index) instance_index: u32) -> VertexO
     return out;
 }
 
-#ifndef VISIBILITY
-struct GBufferOut {
-    // Octahedral world normal (xy) and world tangent (zw), each in [-1,1].
-    @location(0) normal_tangent: vec4f,
-    // Material UV (texture transform applied).
-    @location(1) uv: vec2f,
-    // (d uv / dx, d uv / dy) in UV units per pixel.
-    @location(2) uv_grad: vec4f,
-    // Material id | bitangent sign bit.
-    @location(3) material: u32,
-    // Screen-UV offset from this pixel to where the surface was last frame, as two f16
-    // (pack2x16float, x low).
-    @location(4) motion: u32,
-}
-#endif
-
 // 4×4 Bayer matrix thresholds in (0,1) for screen-door transparency.
 fn bayer4(p: vec2u) -> f32 {
     let m = array<u32, 16>(0u, 8u, 2u, 10u, 12u, 4u, 14u, 6u, 3u, 11u, 1u, 9u, 15u, 7u, 13u, 5u);
@@ -107,19 +91,12 @@ fn fs_main(in: VertexOut, @builtin(primitive_index) primitive: u32) -> @location
 }
 #else
 @fragment
-fn fs_main(in: VertexOut, @builtin(front_facing) front: bool) -> GBufferOut {
+fn fs_main(in: VertexOut, @builtin(front_facing) front: bool) -> GBufferTexel {
     let uv_dx = dpdx(in.uv);
     let uv_dy = dpdy(in.uv);
 #ifdef ALPHA_TEST
     alpha_test(in, uv_dx, uv_dy);
 #endif
-    let texel = encode_gbuffer(in.normal, in.tangent, front, in.uv, uv_dx, uv_dy, in.material, in.cur_clip, in.prev_clip);
-    var out: GBufferOut;
-    out.normal_tangent = texel.normal_tangent;
-    out.uv = texel.uv;
-    out.uv_grad = texel.uv_grad;
-    out.material = texel.material;
-    out.motion = texel.motion;
-    return out;
+    return encode_gbuffer(in.normal, in.tangent, front, in.uv, uv_dx, uv_dy, in.material, in.cur_clip, in.prev_clip);
 }
 #endif

@@ -41,19 +41,20 @@ fn surface_vertex(
     return out;
 }
 
-// One G-buffer texel, encoded as the targets store it.
+// One G-buffer texel, encoded as the targets store it; the locations are the raster
+// G-buffer pass's colour targets, whose fragment output it is.
 struct GBufferTexel {
     // Octahedral world normal (xy) and world tangent (zw), each in [-1,1].
-    normal_tangent: vec4f,
+    @location(0) normal_tangent: vec4f,
     // Material UV (texture transform applied).
-    uv: vec2f,
+    @location(1) uv: vec2f,
     // (d uv / dx, d uv / dy) in UV units per pixel.
-    uv_grad: vec4f,
+    @location(2) uv_grad: vec4f,
     // Material id | bitangent sign bit.
-    material: u32,
+    @location(3) material: u32,
     // Screen-UV offset from this pixel to where the surface was last frame, as two f16
     // (pack2x16float, x in the low half).
-    motion: u32,
+    @location(4) motion: u32,
 }
 
 // The texel of a surface point: its interpolated world `normal` and `tangent` (w: the
