@@ -2,7 +2,7 @@
 //! (no vertex buffers): [`ScreenPipeline`] owns such a pipeline, the layout of its group 0
 //! (the bindings its two entry points use, as the shader declares them) and the cached
 //! bind group of the resources it was last handed. It serves the
-//! full-screen passes ([`FullscreenPass`]: tonemap) and the heatmap overlay (which
+//! full-screen passes ([`FullscreenPass`]: tonemap, split) and the heatmap overlay (which
 //! blends into its target).
 
 use crate::gpu::Defines;
@@ -108,18 +108,19 @@ pub struct FullscreenPass {
 }
 
 impl FullscreenPass {
-    /// Build the pipeline of `shader` (entry points `vs_main` / `fs_main`), writing
-    /// `target`.
+    /// Build the pipeline of `shader` (entry points `vs_main` / `fs_main`) with
+    /// `defines`, writing `target`.
     pub fn new(
         ctx: &GpuContext,
         label: &'static str,
         shader: &str,
+        defines: &Defines,
         target: wgpu::TextureFormat,
     ) -> Result<Self, ShaderError> {
         let desc = ScreenPipelineDesc {
             label,
             shader,
-            defines: &Defines::new(),
+            defines,
             targets: &[layout::target(target)],
         };
         Ok(Self {

@@ -12,9 +12,8 @@
 
 use crate::gpu::Defines;
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::layout;
 use crate::gpu::{GpuContext, ShaderError};
-use crate::render::passes::fullscreen::{ScreenPipeline, ScreenPipelineDesc};
+use crate::render::passes::fullscreen::FullscreenPass;
 use crate::render::targets::Target;
 
 /// The pass's uniform, mirroring `Params` in `shaders/split.wgsl`.
@@ -107,7 +106,7 @@ pub struct SplitInputs<'a> {
 #[derive(Debug)]
 pub struct SplitPass {
     format: wgpu::TextureFormat,
-    pipeline: ScreenPipeline,
+    pass: FullscreenPass,
     uniform: wgpu::Buffer,
 }
 
@@ -122,19 +121,11 @@ impl SplitPass {
         if format.is_srgb() {
             defines.set("LINEAR_TARGET", 1);
         }
-        let pipeline = ScreenPipeline::new(
-            ctx,
-            &ScreenPipelineDesc {
-                label: Self::LABEL,
-                shader: "split.wgsl",
-                defines: &defines,
-                targets: &[layout::target(format)],
-            },
-        )?;
+        let pass = FullscreenPass::new(ctx, Self::LABEL, "split.wgsl", &defines, format)?;
         let uniform = crate::gpu::layout::uniform_buffer::<SplitUniform>(&ctx.device, Self::LABEL);
         Ok(Self {
             format,
-            pipeline,
+            pass,
             uniform,
         })
     }
@@ -153,9 +144,12 @@ impl SplitPass {
         composition: &Composition,
         output: &wgpu::TextureView,
     ) {
+        frame
+            .queue()
+            .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&composition.uniform()));
         let view = wgpu::BindingResource::TextureView;
-        let bind_group = self.pipeline.bind_group(
-            frame.device(),
+        self.pass.record(
+            frame,
             &[
                 (0, self.uniform.as_entire_binding()),
                 (1, view(&inputs.left.view)),
@@ -163,15 +157,8 @@ impl SplitPass {
                 (3, view(&inputs.left_error.view)),
                 (4, view(&inputs.right_error.view)),
             ],
+            output,
         );
-        frame
-            .queue()
-            .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&composition.uniform()));
-        let colors = [layout::clear_color(output, wgpu::Color::BLACK)];
-        frame.render_pass(Self::LABEL, &colors, None, |pass| {
-            self.pipeline.set(pass, &bind_group);
-            pass.draw(0..3, 0..1);
-        });
     }
 }
 

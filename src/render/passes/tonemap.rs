@@ -13,9 +13,9 @@
 //! full-screen copy or blit, which costs about what the raster pass does. Both entry points
 //! share the shader's `tonemapped` function, so the two differ only in who encodes.
 
-use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, KernelDesc};
+use crate::gpu::{Defines, GpuContext};
 use crate::render::RenderError;
 use crate::render::passes::fullscreen::FullscreenPass;
 use crate::render::targets::{MaterialTargets, Target};
@@ -58,7 +58,9 @@ impl TonemapPass {
 
     /// Build the pipelines for an output viewed as `output_format` (an sRGB format).
     pub fn new(ctx: &GpuContext, output_format: wgpu::TextureFormat) -> Result<Self, RenderError> {
-        let raster = FullscreenPass::new(ctx, Self::LABEL, "tonemap.wgsl", output_format)?;
+        let defines = Defines::new();
+        let raster =
+            FullscreenPass::new(ctx, Self::LABEL, "tonemap.wgsl", &defines, output_format)?;
         let kernel =
             ComputeKernel::new(ctx, &KernelDesc::new(Self::LABEL, "tonemap.wgsl", "encode"))?;
         let mut thresholds = SrgbEncoder::new().thresholds().to_vec();
