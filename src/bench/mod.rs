@@ -339,20 +339,27 @@ fn measure(
         mode,
         passes: PassSettings::default(),
     };
-    let frame = |renderer: &mut Renderer,
-                 camera: &Camera,
-                 profiler: &mut GpuProfiler|
-     -> Result<Vec<PassTiming>, GpuError> {
+    // Record and submit the frame of `camera` in an encoder labelled `label`.
+    let submit = |renderer: &mut Renderer,
+                  camera: &Camera,
+                  profiler: &mut GpuProfiler,
+                  label: &str|
+     -> Result<(), GpuError> {
         let mut encoder = ctx
             .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("bench.frame"),
-            });
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
         ctx.error_scope(|| {
             renderer.record(ctx, &mut encoder, output, &settings(camera), profiler)
         })?;
         ctx.queue.submit([encoder.finish()]);
         profiler.end_frame(ctx);
+        Ok(())
+    };
+    let frame = |renderer: &mut Renderer,
+                 camera: &Camera,
+                 profiler: &mut GpuProfiler|
+     -> Result<Vec<PassTiming>, GpuError> {
+        submit(renderer, camera, profiler, "bench.frame")?;
         Ok(profiler.collect(ctx))
     };
     if cameras.is_empty() {
@@ -382,17 +389,8 @@ fn measure(
     let divergence = match divergence {
         Some(d) => d,
         None => {
-            let mut encoder = ctx
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("bench.divergence"),
-                });
             let middle = &cameras[cameras.len() / 2];
-            ctx.error_scope(|| {
-                renderer.record(ctx, &mut encoder, output, &settings(middle), profiler)
-            })?;
-            ctx.queue.submit([encoder.finish()]);
-            profiler.end_frame(ctx);
+            submit(renderer, middle, profiler, "bench.divergence")?;
             renderer.divergence_blocking(ctx)?
         }
     };
