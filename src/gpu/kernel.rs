@@ -6,7 +6,8 @@
 //! decode pass falls back to another kernel on it; the process never goes down).
 //!
 //! Every compute pass of the renderer and every kernel of the NTC trainer is built here,
-//! so pipeline creation, layouts and error reporting are written once.
+//! so pipeline creation, layouts and error reporting are written once; [`workgroups`] is
+//! the grid of square workgroups that covers an image.
 
 use super::Defines;
 use super::shader::{ShaderError, ShaderLibrary, catch_compiler_panic};
@@ -26,6 +27,12 @@ pub enum Group<'a> {
     /// A layout made elsewhere and shared (bind groups made for it bind to every kernel
     /// that shares it).
     Layout(&'a wgpu::BindGroupLayout),
+}
+
+/// The (x, y) workgroups of `side` × `side` invocations that cover `size`, one invocation
+/// a pixel (the last column and row of groups may reach past it).
+pub fn workgroups(size: (u32, u32), side: u32) -> (u32, u32) {
+    (size.0.div_ceil(side), size.1.div_ceil(side))
 }
 
 /// What a [`ComputeKernel`] is made of.

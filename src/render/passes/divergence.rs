@@ -179,8 +179,7 @@ impl DivergencePass {
             (4, self.histograms.as_entire_binding()),
         ];
         frame.encoder().clear_buffer(&self.histograms, 0, None);
-        let grid = (tiles.texture.width(), tiles.texture.height());
-        self.kernel.run(frame, resources, grid);
+        self.kernel.run(frame, resources, tiles.size());
         let encoder = frame.encoder();
         let frame = self.next_frame;
         self.next_frame += 1;

@@ -17,7 +17,7 @@ use glam::{DMat3, DMat4, DVec2, DVec3, DVec4};
 
 use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError, workgroups};
 use crate::render::gpu_types::{FrameUniform, InstanceData, MaterialData};
 use crate::render::scene_gpu::SceneGpu;
 use crate::render::targets::{GBuffer, Target};
@@ -87,8 +87,7 @@ impl GBufferResolvePass {
             (10, view(&gbuffer.material.view)),
             (11, view(&gbuffer.motion.view)),
         ];
-        let (w, h) = (inputs.depth.texture.width(), inputs.depth.texture.height());
-        let groups = (w.div_ceil(WORKGROUP_SIZE), h.div_ceil(WORKGROUP_SIZE));
+        let groups = workgroups(inputs.depth.size(), WORKGROUP_SIZE);
         self.kernel.run(frame, resources, groups);
     }
 }

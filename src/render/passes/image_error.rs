@@ -25,7 +25,7 @@
 //! linear light near black), which moves the PSNR of such images by ≈ 0.01 dB.
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError, workgroups};
 use crate::gpu::{GpuContext, GpuError, read_buffer};
 use crate::render::targets::Target;
 use crate::screen::divergence::NO_MATERIAL;
@@ -172,7 +172,7 @@ impl ErrorTargets {
     /// Allocate for `size` images.
     pub fn new(device: &wgpu::Device, size: (u32, u32)) -> Self {
         let size = (size.0.max(1), size.1.max(1));
-        let (w, h) = ImageErrorPass::groups(size);
+        let (w, h) = workgroups(size, GROUP_W);
         Self {
             size,
             error: Target::new(
@@ -251,10 +251,6 @@ impl ImageErrorPass {
         Ok(Self { kernel, uniform })
     }
 
-    fn groups(size: (u32, u32)) -> (u32, u32) {
-        (size.0.div_ceil(GROUP_W), size.1.div_ceil(GROUP_W))
-    }
-
     /// Record the comparison of `inputs` into `outputs`; all of one size. The space goes
     /// through `queue.write_buffer`, so one submission holds at most one comparison.
     pub fn record(
@@ -263,8 +259,7 @@ impl ImageErrorPass {
         inputs: &ImageErrorInputs<'_>,
         outputs: &ErrorTargets,
     ) -> Result<(), CompareError> {
-        let size_of = |t: &Target| (t.texture.width(), t.texture.height());
-        let sizes = [inputs.a, inputs.b, inputs.material_ids].map(size_of);
+        let sizes = [inputs.a, inputs.b, inputs.material_ids].map(Target::size);
         if sizes.iter().any(|&s| s != outputs.size) {
             return Err(CompareError::SizeMismatch {
                 a: sizes[0],
@@ -297,8 +292,8 @@ impl ImageErrorPass {
         frame
             .queue()
             .write_buffer(&self.uniform, 0, bytemuck::bytes_of(&uniform));
-        let (w, h) = Self::groups(outputs.size);
-        self.kernel.run(frame, resources, (w, h));
+        self.kernel
+            .run(frame, resources, workgroups(outputs.size, GROUP_W));
         Ok(())
     }
 }

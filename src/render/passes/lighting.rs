@@ -5,7 +5,7 @@
 
 use crate::gpu::GpuContext;
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError, workgroups};
 use crate::render::targets::{MaterialTargets, Target};
 
 /// Side of the compute workgroup in pixels (`@workgroup_size(8, 8)` in the shader).
@@ -66,8 +66,7 @@ impl LightingPass {
             (6, wgpu::BindingResource::Sampler(&self.shadow_sampler)),
             (7, view(&hdr.view)),
         ];
-        let (w, h) = (hdr.texture.width(), hdr.texture.height());
-        let groups = (w.div_ceil(WORKGROUP_SIZE), h.div_ceil(WORKGROUP_SIZE));
+        let groups = workgroups(hdr.size(), WORKGROUP_SIZE);
         self.kernel.run(frame, resources, groups);
     }
 }

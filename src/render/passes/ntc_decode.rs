@@ -921,7 +921,7 @@ impl NtcDecodePass {
             self.pipeline.layout(1),
             &inputs.package.resources(),
         );
-        let size = (g.material.texture.width(), g.material.texture.height());
+        let size = g.material.size();
         let Some(stages) = &mut self.sort else {
             frame.queue().write_buffer(
                 &self.params,

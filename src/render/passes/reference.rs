@@ -21,7 +21,7 @@ use crate::gpu::Defines;
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError};
+use crate::gpu::kernel::{ComputeKernel, Group, KernelDesc, KernelError, workgroups};
 use crate::gpu::layout::Slot;
 use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::passes::scene_draw::SceneInputs;
@@ -185,8 +185,7 @@ impl MaterialClassify {
             ],
         );
         frame.encoder().clear_buffer(rects, 0, None);
-        let (w, h) = (material_ids.texture.width(), material_ids.texture.height());
-        let groups = (w.div_ceil(CLASSIFY_TILE), h.div_ceil(CLASSIFY_TILE));
+        let groups = workgroups(material_ids.size(), CLASSIFY_TILE);
         self.kernel.dispatch(frame, &[&bind_group], groups);
         let materials = (rects.size() / std::mem::size_of::<MaterialRect>() as u64) as u32;
         let groups = (materials.div_ceil(ARGS_WORKGROUP), 1);

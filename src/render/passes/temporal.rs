@@ -53,7 +53,7 @@ use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec3, Vec4};
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError};
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, KernelError, workgroups};
 use crate::gpu::{CachedBindGroup, GpuContext};
 use crate::render::targets::Target;
 
@@ -278,17 +278,16 @@ impl TemporalPass {
         inputs: &TemporalInputs<'_>,
         output: &Target,
     ) -> Result<(), TemporalError> {
-        let size_of = |target: &Target| (target.texture.width(), target.texture.height());
         let targets = [
             ("hdr", inputs.hdr),
             ("motion", inputs.motion),
             ("depth", inputs.depth),
             ("output", output),
         ];
-        if let Some((input, target)) = targets.iter().find(|(_, t)| size_of(t) != self.size) {
+        if let Some((input, target)) = targets.iter().find(|(_, t)| t.size() != self.size) {
             return Err(TemporalError::SizeMismatch {
                 input,
-                size: size_of(target),
+                size: target.size(),
                 pass: self.size,
             });
         }
@@ -315,10 +314,7 @@ impl TemporalPass {
         frame
             .queue()
             .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
-        let groups = (
-            self.size.0.div_ceil(WORKGROUP_SIZE),
-            self.size.1.div_ceil(WORKGROUP_SIZE),
-        );
+        let groups = workgroups(self.size, WORKGROUP_SIZE);
         self.kernel.dispatch(frame, &[&bind_group], groups);
         Ok(())
     }

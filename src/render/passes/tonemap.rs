@@ -14,7 +14,7 @@
 //! share the shader's `tonemapped` function, so the two differ only in who encodes.
 
 use crate::gpu::encoder::FrameEncoder;
-use crate::gpu::kernel::{ComputeKernel, KernelDesc};
+use crate::gpu::kernel::{ComputeKernel, KernelDesc, workgroups};
 use crate::gpu::{Defines, GpuContext};
 use crate::render::RenderError;
 use crate::render::passes::fullscreen::FullscreenPass;
@@ -116,10 +116,7 @@ impl TonemapPass {
         resources.push((6, view(&storage)));
         resources.push((7, self.thresholds.as_entire_binding()));
         let resources = &resources;
-        let groups = (
-            texture.width().div_ceil(WORKGROUP_SIZE),
-            texture.height().div_ceil(WORKGROUP_SIZE),
-        );
+        let groups = workgroups((texture.width(), texture.height()), WORKGROUP_SIZE);
         self.kernel.run(frame, resources, groups);
     }
 
