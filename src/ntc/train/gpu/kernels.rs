@@ -34,10 +34,15 @@ pub(super) const EVAL_WORKGROUPS: u32 = 4096;
 /// `coop-matrix`, chunks of 64 computed 16 columns at a time): 103.9 M texels/s with 512
 /// threads, 93.3 M with 256 and 70.7 M with 128, to the same final loss; with whole-layer
 /// products, 512 threads over 48 rows 103 M, 256 over 48 90.1 M, 512 over 32 99.4 M.
+/// With the timed workgroup plans (H100, docs/RESULTS.md): 512 threads 138.2 M, 1 024
+/// 134.0 M, 256 118.3 M, each at its fastest plan of 125 workgroups.
 pub const TRAIN_THREADS: [u32; 3] = [512, 256, 128];
 
 /// Candidate sample rows per `train_step` chunk (`TRAIN_ROWS`), largest first: the trainer
 /// takes the first whose workgroup memory fits the adapter ([`mixed_workgroup_bytes`]).
+/// Fewer rows let more workgroups share a compute unit but cost more per sample: with the
+/// timed workgroup plans (H100, docs/RESULTS.md), 48 rows 138.5 M texels/s (125
+/// workgroups), 32 rows 122–124 M (128 or 256), 16 rows 113.6 M (256).
 pub const TRAIN_ROWS: [u32; 4] = [64, 48, 32, 16];
 
 /// Most `train_step` workgroups per step: each owns a slice of `decoder_count` floats of
