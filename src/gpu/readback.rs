@@ -5,11 +5,32 @@
 //! [`read_texture`] copies with padded rows and strips the padding, so
 //! [`TextureData::bytes`] is tightly packed, row-major, top row first. The pure helpers
 //! [`padded_bytes_per_row`] and [`strip_row_padding`] hold that arithmetic.
+//!
+//! A map callback runs on whichever thread polls the device. When threads share one
+//! device (the tests do), a `poll` that waits for the GPU can return while another
+//! thread's poll is still about to run this thread's callback, so a blocking read waits on
+//! the callback's channel ([`recv_after_idle`]) instead of expecting its result at once.
 
 use std::ops::Range;
 use std::sync::mpsc;
+use std::time::Duration;
 
 use super::{GpuContext, GpuError};
+
+/// How long [`recv_after_idle`] waits, once the device is idle, for a map callback that
+/// another thread's poll may still be running.
+pub const MAP_CALLBACK_GRACE: Duration = Duration::from_secs(2);
+
+/// Wait until the device is idle, then for what a map callback sends on `receiver`:
+/// `Err(Timeout)` when it has not run within [`MAP_CALLBACK_GRACE`] (its work was not
+/// submitted), `Err(Disconnected)` when it was dropped without running.
+pub fn recv_after_idle<T>(
+    ctx: &GpuContext,
+    receiver: &mpsc::Receiver<T>,
+) -> Result<Result<T, mpsc::RecvTimeoutError>, GpuError> {
+    ctx.wait_idle()?;
+    Ok(receiver.recv_timeout(MAP_CALLBACK_GRACE))
+}
 
 /// One mip level of one layer of a texture, tightly packed (no row padding).
 #[derive(Clone, Debug, PartialEq)]
@@ -370,10 +391,8 @@ fn map_and_read(
         // The receiver outlives the wait below; a send error means nobody listens anymore.
         let _ = sender.send(result);
     });
-    ctx.wait_idle()?;
-    receiver
-        .recv()
-        .map_err(|_| GpuError::Readback("map callback never ran".to_owned()))?
+    recv_after_idle(ctx, &receiver)?
+        .map_err(|e| GpuError::Readback(format!("map callback never ran: {e}")))?
         .map_err(|e| GpuError::Readback(format!("mapping failed: {e}")))?;
     let data = buffer
         .get_mapped_range(range)

@@ -23,7 +23,7 @@
 //! dropped without being submitted is noticed (the callback is gone, the channel
 //! disconnected) and reused.
 
-use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 
 use wgpu::util::DeviceExt as _;
 
@@ -202,15 +202,14 @@ impl DivergencePass {
         if let Err(e) = device.poll(wgpu::PollType::Poll) {
             log::warn!("divergence: device poll failed: {e}");
         }
-        self.take_ready()
+        self.take_ready(None).ok().flatten()
     }
 
     /// Blocking: after the encoder holding [`Self::record`] was submitted, waits for the
     /// GPU and returns the newest frame's statistics. An error when nothing was recorded
     /// and submitted since the last read, or the readback failed.
     pub fn stats_blocking(&mut self, ctx: &GpuContext) -> Result<DivergenceStats, GpuError> {
-        ctx.wait_idle()?;
-        self.take_ready().ok_or_else(|| {
+        self.take_ready(Some(ctx))?.ok_or_else(|| {
             GpuError::Readback(
                 "no divergence statistics to read: record the divergence pass and submit \
                  its encoder first"
@@ -235,8 +234,13 @@ impl DivergencePass {
             .collect())
     }
 
-    /// Reads every mapped staging buffer, frees it, and returns the newest frame's stats.
-    fn take_ready(&mut self) -> Option<DivergenceStats> {
+    /// Reads every mapped staging buffer, frees it, and returns the newest frame's stats;
+    /// with `wait`, first waits for that device to go idle and for each slot's map
+    /// callback ([`crate::gpu::readback::recv_after_idle`]).
+    fn take_ready(
+        &mut self,
+        wait: Option<&GpuContext>,
+    ) -> Result<Option<DivergenceStats>, GpuError> {
         let tile = self.tile;
         let mut newest: Option<(u64, DivergenceStats)> = None;
         for slot in &mut self.slots {
@@ -246,7 +250,15 @@ impl DivergencePass {
             let frame = *frame;
             // The map callback sends once it has run; it is dropped unsent (disconnecting
             // the channel) when its encoder is dropped without being submitted.
-            match result.try_recv() {
+            let received = match wait {
+                None => result.try_recv(),
+                Some(ctx) => match crate::gpu::readback::recv_after_idle(ctx, result)? {
+                    Ok(sent) => Ok(sent),
+                    Err(RecvTimeoutError::Timeout) => Err(TryRecvError::Empty),
+                    Err(RecvTimeoutError::Disconnected) => Err(TryRecvError::Disconnected),
+                },
+            };
+            match received {
                 Err(TryRecvError::Empty) => continue,
                 Err(TryRecvError::Disconnected) => {
                     log::debug!("divergence: frame {frame} was never submitted");
@@ -266,7 +278,7 @@ impl DivergencePass {
             }
             slot.in_flight = None;
         }
-        newest.map(|(_, stats)| stats)
+        Ok(newest.map(|(_, stats)| stats))
     }
 }
 

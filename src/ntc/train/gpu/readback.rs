@@ -89,14 +89,27 @@ impl GpuTrainer {
             .device
             .poll(wgpu::PollType::Poll)
             .map_err(|e| GpuError::Readback(format!("device poll failed: {e}")))?;
+        self.collect_losses(false)
+    }
+
+    /// Collect the pending loss readback into [`losses`](Self::losses): with `wait`, once
+    /// the device is idle and its map callback has run
+    /// ([`crate::gpu::readback::recv_after_idle`]), else only if it already has.
+    fn collect_losses(&mut self, wait: bool) -> Result<Option<Range<u64>>, GpuTrainError> {
+        let dropped = || GpuError::Readback("loss map callback was dropped".into()).into();
         let ready = match &self.readback.pending {
             None => return Ok(None),
+            Some(pending) if wait => {
+                match crate::gpu::readback::recv_after_idle(&self.ctx, &pending.done)? {
+                    Ok(result) => result,
+                    Err(mpsc::RecvTimeoutError::Timeout) => return Ok(None),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(dropped()),
+                }
+            }
             Some(pending) => match pending.done.try_recv() {
                 Ok(result) => result,
                 Err(mpsc::TryRecvError::Empty) => return Ok(None),
-                Err(mpsc::TryRecvError::Disconnected) => {
-                    return Err(GpuError::Readback("loss map callback was dropped".into()).into());
-                }
+                Err(mpsc::TryRecvError::Disconnected) => return Err(dropped()),
             },
         };
         ready.map_err(|e| GpuError::Readback(format!("mapping the losses failed: {e}")))?;
@@ -122,8 +135,7 @@ impl GpuTrainer {
             if self.readback.pending.is_none() && !self.request_losses()? {
                 continue;
             }
-            self.ctx.wait_idle()?;
-            self.poll_losses()?;
+            self.collect_losses(true)?;
         }
         if (self.readback.losses.len() as u64) < self.state.step {
             return Err(GpuError::Readback(format!(
