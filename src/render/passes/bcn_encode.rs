@@ -176,9 +176,9 @@ impl BcnEncodePass {
         &self.kernels[i]
     }
 
-    /// Record `job` in one compute pass of `encoder`
-    /// (which writes `timestamps` when given): one dispatch per [`MAX_LEVELS`] levels,
-    /// so that a mip chain's small levels run beside its large ones.
+    /// Record `job` in one compute pass of `encoder` (which writes `timestamps` when
+    /// given): one dispatch per [`MAX_LEVELS`] levels, so that a mip chain's small levels
+    /// run beside its large ones.
     pub fn record(
         &self,
         device: &wgpu::Device,
