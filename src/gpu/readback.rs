@@ -9,7 +9,7 @@
 //! A map callback runs on whichever thread polls the device. When threads share one
 //! device (the tests do), a `poll` that waits for the GPU can return while another
 //! thread's poll is still about to run this thread's callback, so a blocking read waits on
-//! the callback's channel ([`recv_after_idle`]) instead of expecting its result at once.
+//! the callback's channel ([`receive_mapped`]) instead of expecting its result at once.
 
 use std::ops::Range;
 use std::sync::mpsc;
@@ -17,19 +17,28 @@ use std::time::Duration;
 
 use super::{GpuContext, GpuError};
 
-/// How long [`recv_after_idle`] waits, once the device is idle, for a map callback that
+/// How long [`receive_mapped`] waits, once the device is idle, for a map callback that
 /// another thread's poll may still be running.
 pub const MAP_CALLBACK_GRACE: Duration = Duration::from_secs(2);
 
-/// Wait until the device is idle, then for what a map callback sends on `receiver`:
-/// `Err(Timeout)` when it has not run within [`MAP_CALLBACK_GRACE`] (its work was not
-/// submitted), `Err(Disconnected)` when it was dropped without running.
-pub fn recv_after_idle<T>(
-    ctx: &GpuContext,
+/// What a map callback sent on `receiver`: with `wait`, once that device is idle and the
+/// callback has run (`Empty` when it has not within [`MAP_CALLBACK_GRACE`]: its work was
+/// not submitted); without, only if it already has. `Disconnected` when it was dropped
+/// without running.
+pub fn receive_mapped<T>(
     receiver: &mpsc::Receiver<T>,
-) -> Result<Result<T, mpsc::RecvTimeoutError>, GpuError> {
+    wait: Option<&GpuContext>,
+) -> Result<Result<T, mpsc::TryRecvError>, GpuError> {
+    let Some(ctx) = wait else {
+        return Ok(receiver.try_recv());
+    };
     ctx.wait_idle()?;
-    Ok(receiver.recv_timeout(MAP_CALLBACK_GRACE))
+    Ok(receiver
+        .recv_timeout(MAP_CALLBACK_GRACE)
+        .map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => mpsc::TryRecvError::Empty,
+            mpsc::RecvTimeoutError::Disconnected => mpsc::TryRecvError::Disconnected,
+        }))
 }
 
 /// One mip level of one layer of a texture, tightly packed (no row padding).
@@ -391,7 +400,7 @@ fn map_and_read(
         // The receiver outlives the wait below; a send error means nobody listens anymore.
         let _ = sender.send(result);
     });
-    recv_after_idle(ctx, &receiver)?
+    receive_mapped(&receiver, Some(ctx))?
         .map_err(|e| GpuError::Readback(format!("map callback never ran: {e}")))?
         .map_err(|e| GpuError::Readback(format!("mapping failed: {e}")))?;
     let data = buffer

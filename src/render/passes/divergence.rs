@@ -23,7 +23,7 @@
 //! dropped without being submitted is noticed (the callback is gone, the channel
 //! disconnected) and reused.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
 
 use wgpu::util::DeviceExt as _;
 
@@ -236,7 +236,7 @@ impl DivergencePass {
 
     /// Reads every mapped staging buffer, frees it, and returns the newest frame's stats;
     /// with `wait`, first waits for that device to go idle and for each slot's map
-    /// callback ([`crate::gpu::readback::recv_after_idle`]).
+    /// callback ([`crate::gpu::readback::receive_mapped`]).
     fn take_ready(
         &mut self,
         wait: Option<&GpuContext>,
@@ -250,15 +250,7 @@ impl DivergencePass {
             let frame = *frame;
             // The map callback sends once it has run; it is dropped unsent (disconnecting
             // the channel) when its encoder is dropped without being submitted.
-            let received = match wait {
-                None => result.try_recv(),
-                Some(ctx) => match crate::gpu::readback::recv_after_idle(ctx, result)? {
-                    Ok(sent) => Ok(sent),
-                    Err(RecvTimeoutError::Timeout) => Err(TryRecvError::Empty),
-                    Err(RecvTimeoutError::Disconnected) => Err(TryRecvError::Disconnected),
-                },
-            };
-            match received {
+            match crate::gpu::readback::receive_mapped(result, wait)? {
                 Err(TryRecvError::Empty) => continue,
                 Err(TryRecvError::Disconnected) => {
                     log::debug!("divergence: frame {frame} was never submitted");

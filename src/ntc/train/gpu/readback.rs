@@ -94,23 +94,24 @@ impl GpuTrainer {
 
     /// Collect the pending loss readback into [`losses`](Self::losses): with `wait`, once
     /// the device is idle and its map callback has run
-    /// ([`crate::gpu::readback::recv_after_idle`]), else only if it already has.
+    /// ([`crate::gpu::readback::receive_mapped`]), else only if it already has.
     fn collect_losses(&mut self, wait: bool) -> Result<Option<Range<u64>>, GpuTrainError> {
-        let dropped = || GpuError::Readback("loss map callback was dropped".into()).into();
         let ready = match &self.readback.pending {
             None => return Ok(None),
-            Some(pending) if wait => {
-                match crate::gpu::readback::recv_after_idle(&self.ctx, &pending.done)? {
+            Some(pending) => {
+                match crate::gpu::readback::receive_mapped(
+                    &pending.done,
+                    wait.then_some(&self.ctx),
+                )? {
                     Ok(result) => result,
-                    Err(mpsc::RecvTimeoutError::Timeout) => return Ok(None),
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(dropped()),
+                    Err(mpsc::TryRecvError::Empty) => return Ok(None),
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        return Err(
+                            GpuError::Readback("loss map callback was dropped".into()).into()
+                        );
+                    }
                 }
             }
-            Some(pending) => match pending.done.try_recv() {
-                Ok(result) => result,
-                Err(mpsc::TryRecvError::Empty) => return Ok(None),
-                Err(mpsc::TryRecvError::Disconnected) => return Err(dropped()),
-            },
         };
         ready.map_err(|e| GpuError::Readback(format!("mapping the losses failed: {e}")))?;
         let Some(pending) = self.readback.pending.take() else {
