@@ -100,7 +100,7 @@ fn load_block(number: u32) -> bool {
     }
     level = params.levels[l];
     let index = number - level.first_block;
-    if number < level.first_block || index >= level.blocks_x * level.blocks_y {
+    if index >= level.blocks_x * level.blocks_y {
         return false;
     }
     block = vec2u(index % level.blocks_x, index / level.blocks_x);
