@@ -226,10 +226,7 @@ pub fn categories_from_csv(
         path: path.to_path_buf(),
         message,
     };
-    let bytes = std::fs::read(path).map_err(|source| TextureError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = crate::io::read_file(path, |path, source| TextureError::Io { path, source })?;
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .from_reader(&bytes[..]);

@@ -1,6 +1,7 @@
 //! General file output, used by every writer in the crate: [`write_atomic`] (a
 //! temporary file beside the target, flushed to disk, then renamed into place) and the
-//! errors of writing outputs ([`OutputError`], which name the file).
+//! errors of writing outputs ([`OutputError`], which name the file); and [`read_file`],
+//! the reading of a whole file into an error of the caller's that names it.
 //!
 //! Knows nothing about what it writes; it must not depend on any other module.
 
@@ -81,6 +82,15 @@ pub fn create_dir(path: &Path) -> Result<(), OutputError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// The bytes of the file at `path`; a failure becomes the caller's error through
+/// `error`, given the path and the I/O error, so that the error names the file.
+pub fn read_file<E>(
+    path: &Path,
+    error: impl FnOnce(PathBuf, std::io::Error) -> E,
+) -> Result<Vec<u8>, E> {
+    std::fs::read(path).map_err(|source| error(path.to_path_buf(), source))
 }
 
 /// A fresh, empty folder under the system temp dir for a unit test, unique per process

@@ -245,10 +245,7 @@ impl Plan {
 
     /// Read a plan file (check it against the sets with [`Plan::validate`]).
     pub fn read(path: &Path) -> Result<Plan, ClusterError> {
-        let bytes = std::fs::read(path).map_err(|source| ClusterError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = crate::io::read_file(path, |path, source| ClusterError::Io { path, source })?;
         Self::from_slice(&bytes, path)
     }
 

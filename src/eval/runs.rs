@@ -456,10 +456,7 @@ impl RunRecord {
 
     /// Read a record; errors name the file.
     pub fn read(path: &Path) -> Result<RunRecord, EvalError> {
-        let bytes = std::fs::read(path).map_err(|source| EvalError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = crate::io::read_file(path, |path, source| EvalError::Io { path, source })?;
         serde_json::from_slice(&bytes).map_err(|e| EvalError::RunFile {
             path: path.to_path_buf(),
             reason: format!("not a run record ({e})"),

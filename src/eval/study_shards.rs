@@ -245,10 +245,7 @@ pub fn evaluate_shard(
         .zip(&records)
         .map(|(&run, (record, loaded))| {
             let path = record_path(out, &record.name);
-            let bytes = std::fs::read(&path).map_err(|source| EvalError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            let bytes = crate::io::read_file(&path, |path, source| EvalError::Io { path, source })?;
             Ok(PartRun {
                 run,
                 name: record.name.clone(),
@@ -382,10 +379,7 @@ pub fn merge_parts(
     for (dir, part) in &read {
         for r in &part.runs {
             let path = record_path(dir, &r.name);
-            let bytes = std::fs::read(&path).map_err(|source| EvalError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            let bytes = crate::io::read_file(&path, |path, source| EvalError::Io { path, source })?;
             if blake3::hash(&bytes).to_hex().as_str() != r.blake3 {
                 return Err(EvalError::Part {
                     path,

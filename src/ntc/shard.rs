@@ -498,10 +498,7 @@ impl Part {
 
     /// Read and check the part at `path`.
     pub fn read(path: &Path) -> Result<Part, ShardError> {
-        let bytes = std::fs::read(path).map_err(|source| ShardError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = crate::io::read_file(path, |path, source| ShardError::Read { path, source })?;
         Part::from_bytes(&bytes).map_err(|reason| ShardError::Damaged {
             path: path.to_path_buf(),
             reason,

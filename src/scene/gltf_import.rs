@@ -118,10 +118,7 @@ pub fn load(path: &Path) -> Result<Scene> {
 
 /// Load a `.gltf` or `.glb` file with the given URI policy.
 pub fn load_with(path: &Path, policy: &UriPolicy) -> Result<Scene> {
-    let bytes = std::fs::read(path).map_err(|source| SceneError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = crate::io::read_file(path, |path, source| SceneError::Io { path, source })?;
     from_slice(&bytes, path, policy)
 }
 
@@ -357,8 +354,8 @@ fn load_buffers(
                             path: path.to_path_buf(),
                             reason,
                         })?;
-                    let data = std::fs::read(&file).map_err(|source| SceneError::Io {
-                        path: file.clone(),
+                    let data = crate::io::read_file(&file, |path, source| SceneError::Io {
+                        path,
                         source,
                     })?;
                     files.push(file);

@@ -8,10 +8,8 @@ use super::*;
 impl NtcPackage {
     /// Read and validate the package at `path`.
     pub fn read(path: &Path) -> Result<Self, NtcFormatError> {
-        let bytes = std::fs::read(path).map_err(|source| NtcFormatError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes =
+            crate::io::read_file(path, |path, source| NtcFormatError::Read { path, source })?;
         let mut package = Self::from_bytes(&bytes)?;
         package.source = Some(path.to_path_buf());
         Ok(package)
