@@ -231,15 +231,6 @@ fn random_gbuffer_with(
     g
 }
 
-fn writable(
-    device: &wgpu::Device,
-    label: &str,
-    size: (u32, u32),
-    format: wgpu::TextureFormat,
-) -> Target {
-    Target::new(device, label, size, format, wgpu::TextureUsages::COPY_DST)
-}
-
 fn f16_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {
     values
         .flat_map(|v| f16::from_f32(v).to_le_bytes())
@@ -247,25 +238,15 @@ fn f16_bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {
 }
 
 fn upload_gbuffer(ctx: &GpuContext, g: &HostGBuffer) -> GBuffer {
-    let device = &ctx.device;
+    let target = |label, format, usage| Target::new(&ctx.device, label, g.size, format, usage);
+    let writable = |label, format| target(label, format, wgpu::TextureUsages::COPY_DST);
     let gb = GBuffer {
-        normal_tangent: writable(
-            device,
-            "test.normal_tangent",
-            g.size,
-            format::NORMAL_TANGENT,
-        ),
-        uv: writable(device, "test.uv", g.size, format::UV),
-        uv_grad: writable(device, "test.uv_grad", g.size, format::UV_GRAD),
-        material: writable(device, "test.material", g.size, format::MATERIAL),
-        motion: writable(device, "test.motion", g.size, format::MOTION),
-        depth: Target::new(
-            device,
-            "test.depth",
-            g.size,
-            format::DEPTH,
-            wgpu::TextureUsages::empty(),
-        ),
+        normal_tangent: writable("test.normal_tangent", format::NORMAL_TANGENT),
+        uv: writable("test.uv", format::UV),
+        uv_grad: writable("test.uv_grad", format::UV_GRAD),
+        material: writable("test.material", format::MATERIAL),
+        motion: writable("test.motion", format::MOTION),
+        depth: target("test.depth", format::DEPTH, wgpu::TextureUsages::empty()),
         ids: None,
     };
     let write = |target: &Target, bytes: &[u8]| write_level(&ctx.queue, &target.texture, 0, bytes);
