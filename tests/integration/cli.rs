@@ -1025,7 +1025,8 @@ fn rate_distortion_curves_of_a_tiny_set() {
 fn cluster_divergence_aware_needs_a_sound_record() {
     let (dir, gltf) = checker_quad("cooc");
     let plan = dir.join("plan.json");
-    let cluster = |extra: &[&str]| {
+    // `cluster … extra` must fail with every needle in its error.
+    let cluster_fails = |extra: &[&str], needles: &[&str]| {
         let mut args = vec![
             "cluster",
             "--scene",
@@ -1036,27 +1037,29 @@ fn cluster_divergence_aware_needs_a_sound_record() {
             s(&plan),
         ];
         args.extend_from_slice(extra);
-        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+        expect_error(&args, needles);
     };
     // Without --cooccurrence the views of the one --scene are recorded; of two scenes
     // there is no one record to make.
-    let args = cluster(&["--strategy", "divergence-aware", "--scene", s(&gltf)]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    expect_error(&args, &["exactly one --scene", "--cooccurrence FILE"]);
+    cluster_fails(
+        &["--strategy", "divergence-aware", "--scene", s(&gltf)],
+        &["exactly one --scene", "--cooccurrence FILE"],
+    );
     let record = dir.join("views.cooc.json");
     std::fs::write(
         &record,
         b"{\"format\": \"neurotex-cooccurrence\", \"version\"",
     )
     .unwrap();
-    let args = cluster(&[
-        "--strategy",
-        "divergence-aware",
-        "--cooccurrence",
-        s(&record),
-    ]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    expect_error(&args, &["views.cooc.json", "JSON"]);
+    cluster_fails(
+        &[
+            "--strategy",
+            "divergence-aware",
+            "--cooccurrence",
+            s(&record),
+        ],
+        &["views.cooc.json", "JSON"],
+    );
     assert!(!plan.exists(), "no plan is written from a bad record");
 }
 
