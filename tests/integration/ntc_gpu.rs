@@ -32,8 +32,8 @@ use neurotex::ntc::train::checkpoint::Checkpoint;
 use neurotex::ntc::train::cpu::{self, AdamState, Gradients};
 use neurotex::ntc::train::gpu::{
     GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer, GpuTrainerOptions,
-    GradientAtomics, MAX_TRAIN_WORKGROUPS, QatNoise, RETIMED_PLANS, TIMED_STEPS, TRAIN_ROWS,
-    TrainKernel, TrainOptions, TrainWorkgroups, train_gpu,
+    GradientAtomics, MAX_TRAIN_WORKGROUPS, PROFILED_STEPS, QatNoise, RETIMED_PLANS, TIMED_STEPS,
+    TRAIN_ROWS, TrainKernel, TrainOptions, TrainWorkgroups, train_gpu,
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
@@ -906,6 +906,69 @@ fn group_bits(config: &TrainConfig, group: &neurotex::ntc::train::TrainedGroup) 
     let mut bits = package.to_bytes().expect("bytes");
     bits.extend(group.losses.iter().flat_map(|l| l.to_bits().to_le_bytes()));
     bits
+}
+
+#[test]
+fn profiled_steps_are_steps_of_the_run() {
+    // With each kernel's dispatches in a timed compute pass of its own, a step is the same
+    // step: deterministic runs with and without profiled steps end bit-identical.
+    let sets = two_sets(ChannelMask::BASE_COLOR, 16);
+    let config = run_config(4, 128);
+    let ctx = crate::common::ctx();
+    let fresh = |steps| Checkpoint::fresh(&sets, &config, steps, 7).expect("fresh");
+    for kernel in kernels_for(&config.model) {
+        let options = GpuTrainerOptions {
+            atomics: GradientAtomics::FixedPoint,
+            kernel: Some(kernel),
+            ..GpuTrainerOptions::default()
+        };
+        let mut plain = GpuTrainer::new(ctx, &sets, fresh(20), &options).expect("trainer");
+        plain.step(1000).expect("steps");
+        let expected = plain.checkpoint().expect("checkpoint");
+
+        let mut profiled = GpuTrainer::new(ctx, &sets, fresh(20), &options).expect("trainer");
+        profiled.step(3).expect("steps");
+        let times = profiled.profile_kernels().expect("profile");
+        if ctx.granted.timestamps {
+            let times = times.unwrap_or_else(|| panic!("{kernel}: no kernel times"));
+            println!("{kernel}: {times}");
+            assert_eq!(profiled.current_step(), 3 + PROFILED_STEPS, "{kernel}");
+            let kernels: Vec<&str> = times.kernels.iter().map(|&(k, _)| k).collect();
+            let dispatched = match kernel {
+                TrainKernel::F32 => vec![
+                    "train.sample",
+                    "train.forward_backward",
+                    "train.reduce_loss",
+                    "train.adam",
+                ],
+                TrainKernel::F16 | TrainKernel::CoopMatrix => {
+                    vec!["train.train_step", "train.adam"]
+                }
+            };
+            assert_eq!(kernels, dispatched, "{kernel}");
+            assert!(
+                times
+                    .kernels
+                    .iter()
+                    .all(|&(_, ms)| ms.is_finite() && ms >= 0.0)
+                    && times.kernels.iter().any(|&(_, ms)| ms > 0.0),
+                "{kernel}: {times}"
+            );
+        } else {
+            assert_eq!(times, None, "{kernel}: timed without timestamps");
+        }
+        profiled.step(1000).expect("steps");
+        let got = profiled.checkpoint().expect("checkpoint");
+        assert_eq!(got.losses, expected.losses, "{kernel}");
+        assert!(got.adam == expected.adam, "{kernel}: Adam moments differ");
+        assert!(got.model == expected.model, "{kernel}: models differ");
+
+        // Too few main steps left: nothing runs.
+        let mut short =
+            GpuTrainer::new(ctx, &sets, fresh(PROFILED_STEPS - 1), &options).expect("trainer");
+        assert_eq!(short.profile_kernels().expect("profile"), None, "{kernel}");
+        assert_eq!(short.current_step(), 0, "{kernel}");
+    }
 }
 
 #[test]

@@ -36,6 +36,9 @@
 //! (dynamic offset). At most [`MAX_IN_FLIGHT`] chunks are queued ahead of the GPU. The loss
 //! of every step stays on the GPU until [`GpuTrainer::request_losses`] copies a range to a
 //! staging buffer and maps it asynchronously ([`GpuTrainer::poll_losses`]).
+//! [`GpuTrainer::profile_kernels`] records a few steps with each dispatch in a compute
+//! pass of its own, timed by GPU timestamps (`train.sample`, `train.forward_backward`,
+//! `train.reduce_loss`, `train.train_step`, `train.adam`), to say where a step's time goes.
 //!
 //! # The mixed-precision step (`train_step.wgsl`)
 //!
@@ -168,7 +171,7 @@ use kernels::{Kernels, MAX_WORKGROUP, pick_workgroup};
 use layout::{DeviceObjects, GroupLayout};
 use readback::LossReadback;
 use step::StepState;
-pub use step::{RETIMED_PLANS, TIMED_STEPS, WorkgroupTiming};
+pub use step::{KernelTimes, PROFILED_STEPS, RETIMED_PLANS, TIMED_STEPS, WorkgroupTiming};
 
 use super::checkpoint::{Checkpoint, CheckpointError};
 use super::cpu::BATCH_STREAM;
@@ -299,9 +302,10 @@ pub enum TrainWorkgroups {
     Timed,
 }
 
-/// Main steps a run must have left for [`TrainWorkgroups::Timed`] to time the plans: the
-/// timing takes [`TIMED_STEPS`] steps per round (one untimed, one per plan and
-/// [`RETIMED_PLANS`] again), about 2 % of this.
+/// Main steps a run must have left for [`TrainWorkgroups::Timed`] to time the plans (the
+/// timing takes [`TIMED_STEPS`] steps per round: one untimed, one per plan and
+/// [`RETIMED_PLANS`] again, about 2 % of this), and for [`train_gpu`] to log the kernels'
+/// GPU times per step ([`GpuTrainer::profile_kernels`]) after it.
 pub const TIMED_MIN_MAIN_STEPS: u64 = 3000;
 
 /// The QAT noise of one step: latent `i` of material `m` gets
@@ -368,7 +372,9 @@ impl Default for TrainOptions<'_> {
 /// decoder rounded to f16 at the end) with batches drawn on the GPU. Quality is measured
 /// on the GPU (`evaluate`) against each set's mip 0, like
 /// [`cpu::evaluate`](super::cpu::evaluate). `progress` is called about every
-/// `options.log_every` steps and once at the end.
+/// `options.log_every` steps and once at the end. A run of at least
+/// [`TIMED_MIN_MAIN_STEPS`] main steps logs each kernel's GPU time per step
+/// ([`GpuTrainer::profile_kernels`]) once its workgroups are chosen.
 pub fn train_gpu(
     ctx: &GpuContext,
     sets: &[TextureSet],
@@ -388,12 +394,16 @@ pub fn train_gpu(
         None => Checkpoint::fresh(sets, config, steps, seed)?,
     };
     let mut trainer = GpuTrainer::new(ctx, sets, start, &options.gpu)?;
+    let long = trainer.main_steps_left() >= TIMED_MIN_MAIN_STEPS;
     if options.gpu.train_workgroups == TrainWorkgroups::Timed
         && !config.deterministic
-        && trainer.main_steps_left() >= TIMED_MIN_MAIN_STEPS
+        && long
         && let Some(timing) = trainer.time_workgroup_plans()?
     {
         log::info!("{timing}");
+    }
+    if long && let Some(times) = trainer.profile_kernels()? {
+        log::info!("{times}");
     }
     let total = trainer.total_steps();
     let log_every = options.log_every.max(1);

@@ -16,7 +16,9 @@ use super::{
     CHUNK_STEPS, GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer, MAX_IN_FLIGHT,
     QatNoise,
 };
-use crate::gpu::{GpuError, read_buffer};
+use crate::gpu::encoder::FrameEncoder;
+use crate::gpu::profiler::label_ms;
+use crate::gpu::{GpuError, GpuProfiler, read_buffer};
 use crate::ntc::quant;
 use crate::ntc::train::checkpoint::{AdamMoments, CheckpointError};
 use crate::ntc::train::cpu::Gradients;
@@ -68,6 +70,28 @@ pub const TIMED_STEPS: u64 = 4;
 /// first round.
 pub const RETIMED_PLANS: usize = 3;
 
+/// Steps [`GpuTrainer::profile_kernels`] times.
+pub const PROFILED_STEPS: u64 = 8;
+
+/// What [`GpuTrainer::profile_kernels`] measured: the GPU milliseconds per step of each
+/// kernel of a training step, from timestamp queries around its dispatches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelTimes {
+    /// `(kernel, mean milliseconds per step)`, in dispatch order.
+    pub kernels: Vec<(&'static str, f64)>,
+}
+
+impl std::fmt::Display for KernelTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GPU time per step over {PROFILED_STEPS} steps:")?;
+        for (i, (kernel, ms)) in self.kernels.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(f, "{sep} {kernel} {ms:.3} ms")?;
+        }
+        Ok(())
+    }
+}
+
 /// What [`GpuTrainer::time_workgroup_plans`] measured: per plan its workgroups, chunks
 /// per workgroup and wall seconds per step, and the plan kept.
 #[derive(Clone, Debug, PartialEq)]
@@ -102,6 +126,16 @@ impl GpuTrainer {
     /// starts (the latents are then snapped to their quantisation levels with
     /// [`quant::snap`] on the CPU and the decoder's moments restart, as in `train_cpu`).
     pub fn step(&mut self, count: u64) -> Result<u64, GpuTrainError> {
+        self.advance(count, None)
+    }
+
+    /// [`step`](Self::step), with every kernel's dispatches in a compute pass of its own
+    /// timed by `profiler` when one is given.
+    fn advance(
+        &mut self,
+        count: u64,
+        profiler: Option<&GpuProfiler>,
+    ) -> Result<u64, GpuTrainError> {
         let start = self.state.step;
         let end = self
             .state
@@ -122,7 +156,7 @@ impl GpuTrainer {
                 Phase::Main => end.min(self.run.schedule.main_steps),
                 Phase::FineTune => end,
             };
-            self.run_chunk((phase_end - self.state.step).min(CHUNK_STEPS))?;
+            self.run_chunk((phase_end - self.state.step).min(CHUNK_STEPS), profiler)?;
         }
         Ok(self.state.step - start)
     }
@@ -167,6 +201,27 @@ impl GpuTrainer {
             .map_or(candidates[0].1, |p| p.0);
         self.state.workgroup_cap = chosen;
         Ok(Some(WorkgroupTiming { plans, chosen }))
+    }
+
+    /// Run the next [`PROFILED_STEPS`] steps of the schedule (steps of the run like any
+    /// other) with each kernel's dispatches timed by GPU timestamps, and wait for them: the
+    /// mean GPU time per step of each kernel. `None`, running nothing, without the
+    /// `timestamps` feature or when fewer main steps are left.
+    pub fn profile_kernels(&mut self) -> Result<Option<KernelTimes>, GpuTrainError> {
+        if !self.ctx.granted.timestamps || self.main_steps_left() < PROFILED_STEPS {
+            return Ok(None);
+        }
+        let mut profiler = GpuProfiler::new(&self.ctx);
+        self.advance(PROFILED_STEPS, Some(&profiler))?;
+        profiler.end_frame(&self.ctx);
+        let rows = profiler.collect(&self.ctx);
+        self.state.in_flight.clear();
+        let kernels = self
+            .step_dispatches(0)
+            .into_iter()
+            .map(|(kernel, _, _)| (kernel, label_ms(&rows, kernel) / PROFILED_STEPS as f64))
+            .collect();
+        Ok(Some(KernelTimes { kernels }))
     }
 
     /// Run the next [`TIMED_STEPS`] steps with at most `groups` workgroups and wait for
@@ -535,8 +590,13 @@ impl GpuTrainer {
         }
     }
 
-    /// Record and submit `count` training steps from the current one.
-    fn run_chunk(&mut self, count: u64) -> Result<(), GpuTrainError> {
+    /// Record and submit `count` training steps from the current one: in one compute
+    /// pass, or with `profiler` in one timed pass per kernel dispatch.
+    fn run_chunk(
+        &mut self,
+        count: u64,
+        profiler: Option<&GpuProfiler>,
+    ) -> Result<(), GpuTrainError> {
         let stride = self.device.step_stride as usize;
         let size = std::mem::size_of::<StepParams>();
         let mut bytes = vec![0u8; count as usize * stride];
@@ -555,38 +615,35 @@ impl GpuTrainer {
             .queue
             .write_buffer(&self.device.buffers.step, 0, &bytes);
         let index = self.submit(|encoder, trainer| {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(Kernels::LABEL),
-                timestamp_writes: None,
-            });
-            let k = &trainer.device.kernels;
             let max = trainer.device.max_dispatch;
-            let groups = trainer.step_groups();
-            for (i, &update) in updates.iter().enumerate() {
-                pass.set_bind_group(0, &trainer.device.bind_group, &[(i * stride) as u32]);
-                match &k.step {
-                    StepKernels::F32 {
-                        forward_backward,
-                        reduce_loss,
-                    } => {
-                        pass.set_pipeline(&k.sample);
-                        dispatch(
-                            &mut pass,
-                            trainer.device.batch_capacity.div_ceil(SAMPLE_WORKGROUP),
-                            max,
-                        );
-                        pass.set_pipeline(forward_backward);
-                        dispatch(&mut pass, groups, max);
-                        pass.set_pipeline(reduce_loss);
-                        pass.dispatch_workgroups(1, 1, 1);
-                    }
-                    StepKernels::Mixed { train_step, .. } => {
-                        pass.set_pipeline(train_step);
-                        dispatch(&mut pass, groups, max);
+            let bind_group = &trainer.device.bind_group;
+            let offset = |i: usize| [(i * stride) as u32];
+            match profiler {
+                None => {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(Kernels::LABEL),
+                        timestamp_writes: None,
+                    });
+                    for (i, &update) in updates.iter().enumerate() {
+                        pass.set_bind_group(0, bind_group, &offset(i));
+                        for (_, pipeline, groups) in trainer.step_dispatches(update) {
+                            pass.set_pipeline(pipeline);
+                            dispatch(&mut pass, groups, max);
+                        }
                     }
                 }
-                pass.set_pipeline(&k.adam);
-                dispatch(&mut pass, trainer.adam_groups(update), max);
+                Some(profiler) => {
+                    let mut frame = FrameEncoder::new(&trainer.ctx, encoder, profiler);
+                    for (i, &update) in updates.iter().enumerate() {
+                        for (kernel, pipeline, groups) in trainer.step_dispatches(update) {
+                            frame.compute_pass(kernel, |pass| {
+                                pass.set_bind_group(0, bind_group, &offset(i));
+                                pass.set_pipeline(pipeline);
+                                dispatch(pass, groups, max);
+                            });
+                        }
+                    }
+                }
             }
         })?;
         self.state.step += count;
@@ -603,6 +660,32 @@ impl GpuTrainer {
             }
         }
         Ok(())
+    }
+
+    /// The dispatches of one step that updates `params[0 .. update]` with Adam, in order:
+    /// each kernel's label (its timing row), pipeline and workgroups.
+    fn step_dispatches(&self, update: u32) -> Vec<(&'static str, &wgpu::ComputePipeline, u32)> {
+        let k = &self.device.kernels;
+        let groups = self.step_groups();
+        let adam = ("train.adam", &k.adam, self.adam_groups(update));
+        match &k.step {
+            StepKernels::F32 {
+                forward_backward,
+                reduce_loss,
+            } => vec![
+                (
+                    "train.sample",
+                    &k.sample,
+                    self.device.batch_capacity.div_ceil(SAMPLE_WORKGROUP),
+                ),
+                ("train.forward_backward", forward_backward, groups),
+                ("train.reduce_loss", reduce_loss, 1),
+                adam,
+            ],
+            StepKernels::Mixed { train_step, .. } => {
+                vec![("train.train_step", train_step, groups), adam]
+            }
+        }
     }
 
     /// Write `params` to the step uniform and run `kernel` over `groups` workgroups in one
