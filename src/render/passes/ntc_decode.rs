@@ -922,12 +922,12 @@ impl NtcDecodePass {
             &inputs.package.resources(),
         );
         let size = g.material.size();
+        frame.queue().write_buffer(
+            &self.params,
+            0,
+            bytemuck::bytes_of(&DecodeParams::new(inputs.settings)),
+        );
         let Some(stages) = &mut self.sort else {
-            frame.queue().write_buffer(
-                &self.params,
-                0,
-                bytemuck::bytes_of(&DecodeParams::new(inputs.settings)),
-            );
             let groups = [&bind_group, &ntc_bind_group];
             self.pipeline.dispatch(frame, &groups, self.tile.grid(size));
             return Ok(());
@@ -942,11 +942,6 @@ impl NtcDecodePass {
             )?);
         }
         let b = stages.buffers.as_ref().expect("made above");
-        frame.queue().write_buffer(
-            &self.params,
-            0,
-            bytemuck::bytes_of(&DecodeParams::new(inputs.settings)),
-        );
         let sort_group = stages.sort_group.get(
             frame.device(),
             "ntc.sort",
