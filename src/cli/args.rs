@@ -2,7 +2,7 @@
 //! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), texture upload
 //! ([`UploadArgs`]), the G-buffer mode ([`GBufferArg`]), the NTC mode and where its
 //! package comes from ([`NtcModeArgs`]), the package recipe ([`PackageRecipeArgs`]) and
-//! the `WIDTHxHEIGHT` parser.
+//! the `WIDTHxHEIGHT` and duration parsers.
 
 use std::path::PathBuf;
 
@@ -285,6 +285,24 @@ pub fn parse_texture_side(s: &str) -> Result<u32, String> {
     }
 }
 
+/// Parse a duration (`--stop-after`): a number of seconds, or of minutes or hours with the
+/// suffix `m` or `h` (`s` for seconds is allowed), e.g. `540`, `9m`, `1.5h`.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (number, unit) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    let bad = || format!("`{s}`: expected a duration such as 540, 540s, 9m or 1.5h");
+    let value: f64 = number.trim().parse().map_err(|_| bad())?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(bad());
+    }
+    std::time::Duration::try_from_secs_f64(value * unit).map_err(|_| bad())
+}
+
 /// An output image path: the format comes from its extension (`.png`, `.jpg`, `.jpeg`).
 pub fn parse_image_path(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
@@ -295,6 +313,19 @@ pub fn parse_image_path(s: &str) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_parse_with_their_units_and_reject_the_rest() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("540"), Ok(Duration::from_secs(540)));
+        assert_eq!(parse_duration(" 90s "), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("9m"), Ok(Duration::from_secs(540)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        for bad in ["", "m", "-1s", "NaNs", "inf", "9 minutes", "1e300h", "5d"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_parse_and_reject() {

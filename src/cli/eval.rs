@@ -10,7 +10,9 @@ use neurotex::eval::{self, EvalEvent};
 use neurotex::ntc::parallel::GroupProgress;
 use neurotex::{cluster, ntc, texture};
 
-use super::args::{InputsArg, describe_sources, parse_positive, parse_positive_usize};
+use super::args::{
+    InputsArg, describe_sources, parse_duration, parse_positive, parse_positive_usize,
+};
 use super::compress::{TrainOverrides, parse_shard};
 use super::devices::{DeviceBars, DevicesArg};
 use super::record_args::CooccurrenceArgs;
@@ -99,6 +101,12 @@ pub struct EvalArgs {
     /// Continue in a non-empty output folder: finished runs are loaded, not retrained.
     #[arg(long)]
     resume: bool,
+    /// Start no group's training after this long (e.g. `540`, `9m`, `1.5h`; from the
+    /// command's start): groups in training finish, then the command stops as if
+    /// interrupted, everything finished kept for --resume (a time-limited job loses no
+    /// partly trained group)
+    #[arg(long, value_parser = parse_duration)]
+    stop_after: Option<std::time::Duration>,
     /// Keep each run's .ntc package in runs/.
     #[arg(long)]
     keep_packages: bool,
@@ -159,6 +167,7 @@ fn command_line() -> String {
 
 /// Run `neurotex eval`.
 pub fn run(a: EvalArgs) -> Result<()> {
+    let started = std::time::Instant::now();
     let command_line = command_line();
     let sources = a.inputs.sources()?;
     let description = describe_sources(&sources);
@@ -232,6 +241,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         keep_packages: a.keep_packages,
         flip: a.flip,
         loss_weights: a.loss_weights,
+        start_by: a.stop_after.map(|d| started + d),
         command_line,
     };
     // One evaluation, or one per seed of --seeds or per budget of --budgets (each

@@ -297,6 +297,10 @@ pub struct EvalOptions {
     pub flip: bool,
     /// The loss weights of every run.
     pub loss_weights: LossWeighting,
+    /// No group of any run starts training at or after this instant (`--stop-after`;
+    /// [`CompressOptions::start_by`]): the evaluation then ends
+    /// [`EvalError::Interrupted`], its finished runs and groups kept for `resume`.
+    pub start_by: Option<std::time::Instant>,
     /// The command line, for the summary.
     pub command_line: String,
 }
@@ -317,6 +321,7 @@ impl EvalOptions {
             input_files: Vec::new(),
             loss_weights: self.loss_weights,
             flip: self.flip,
+            start_by: self.start_by,
         }
     }
 }
@@ -1019,6 +1024,7 @@ mod tests {
             keep_packages: false,
             flip: false,
             loss_weights: LossWeighting::Fixed,
+            start_by: None,
             command_line: "neurotex eval".into(),
         }
     }

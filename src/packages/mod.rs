@@ -420,6 +420,7 @@ impl ScenePackages {
             input_files: self.inputs.files(),
             loss_weights: LossWeighting::default(),
             flip: false,
+            start_by: None,
         };
         // Progress of another key is stale: the cache owns it and starts afresh.
         if !options.resume {

@@ -1,7 +1,7 @@
 //! Bad input through the real binary: each case must give one clear error that names the
 //! file and the problem, a non-zero exit code, and no panic.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common::{
     KilledQuadCompression, checker_quad, expect_error, expect_ok, failed, kill_once_exists,
@@ -1084,9 +1084,10 @@ fn damaged_partial_progress_names_the_file_and_the_remedy() {
     expect_error(&resume, &["group0.ntc", "delete it", "quad.ntc.partial"]);
 }
 
-#[test]
-fn a_killed_compression_resumes_to_a_valid_package() {
-    let dir = temp_dir("killed");
+/// A fresh folder for test `tag` and in it a manifest `sets.csv` of two checker
+/// base-colour sets, 8² and 16².
+fn two_checker_sets(tag: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(tag);
     write_checker_png(&dir.join("a.png"), 8);
     write_checker_png(&dir.join("b.png"), 16);
     let manifest = dir.join("sets.csv");
@@ -1095,19 +1096,58 @@ fn a_killed_compression_resumes_to_a_valid_package() {
         "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\na,T,T,a.png,,0,0.5,0\nb,T,T,b.png,,0,0.5,0\n",
     )
     .unwrap();
-    let out = dir.join("k.ntc");
-    let args = [
+    (dir, manifest)
+}
+
+/// `compress` of `manifest` into `out` with `steps` per set, batches of 256 and no BCn
+/// baselines.
+fn small_compression<'a>(manifest: &'a Path, out: &'a Path, steps: &'a str) -> Vec<&'a str> {
+    vec![
         "compress",
         "--manifest",
-        s(&manifest),
+        s(manifest),
         "--out",
-        s(&out),
+        s(out),
         "--steps",
-        "600",
+        steps,
         "--batch",
         "256",
         "--no-bcn",
-    ];
+    ]
+}
+
+#[test]
+fn stop_after_starts_no_group_past_its_time_and_resume_finishes() {
+    let (dir, manifest) = two_checker_sets("stop_after");
+    let out = dir.join("s.ntc");
+    let compress_args = small_compression(&manifest, &out, "40");
+    let compress = |extra: &[&'static str]| [&compress_args[..], &["--no-flip"], extra].concat();
+    // Past its time before the first group: nothing is trained, the run stops as an
+    // interrupted one, and its progress folder is kept for --resume.
+    expect_error(
+        &compress(&["--stop-after", "0s"]),
+        &["interrupted", "s.ntc.partial", "--resume"],
+    );
+    assert!(!out.exists(), "no package from a stopped run");
+    let partial = dir.join("s.ntc.partial");
+    assert!(partial.join("neurotex-partial.json").exists());
+    assert!(!partial.join("group0.ntc").exists(), "no group started");
+    // A limit not reached changes nothing: the resumed run trains both groups.
+    let stdout = expect_ok(&compress(&["--resume", "--stop-after", "1h"]));
+    assert!(stdout.contains("2 materials, 2 decoders"), "{stdout}");
+    assert!(!partial.exists(), "the partial folder is removed");
+    // Malformed limits are refused by the parser.
+    expect_error(
+        &compress(&["--stop-after", "9 minutes"]),
+        &["--stop-after", "9m"],
+    );
+}
+
+#[test]
+fn a_killed_compression_resumes_to_a_valid_package() {
+    let (dir, manifest) = two_checker_sets("killed");
+    let out = dir.join("k.ntc");
+    let args = small_compression(&manifest, &out, "600");
     // Kill (no Ctrl-C, no checkpoint) once the first group is finished.
     assert!(
         kill_once_exists(&args, &dir.join("k.ntc.partial/group0.ntc")),

@@ -396,6 +396,16 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
     ];
     let before: Vec<_> = kept.iter().map(|n| modified(n)).collect();
     std::fs::remove_file(record("random-m2")).expect("delete a record");
+    // Past --stop-after, finished runs still load but no group starts training: the
+    // evaluation stops as an interrupted one, for --resume.
+    expect_error(
+        &[&args[..], &["--resume", "--stop-after", "0"]].concat(),
+        &["interrupted", "--resume"],
+    );
+    assert!(
+        !record("random-m2").exists(),
+        "no run trained past its time"
+    );
     let resumed = expect_ok(&[&args[..], &["--resume"]].concat());
     let trained: Vec<&str> = resumed
         .lines()

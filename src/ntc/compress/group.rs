@@ -156,6 +156,11 @@ impl GroupRun<'_> {
                 curves: Vec::new(),
             });
         }
+        if opts.start_by.is_some_and(|t| Instant::now() >= t) {
+            return Err(CompressError::Interrupted {
+                partial: self.partial.to_path_buf(),
+            });
+        }
         let group_sets: Vec<TextureSet> = members.iter().map(|&i| self.sets[i].clone()).collect();
         let seed = opts.seed.wrapping_add(g as u64);
         let mut presets = opts.rate.presets(opts.train.model.preset);

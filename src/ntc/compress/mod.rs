@@ -218,6 +218,10 @@ pub struct CompressOptions {
     pub loss_weights: LossWeighting,
     /// Measure ꟻLIP of NTC and (unless skipped) the BCn baselines in the report.
     pub flip: bool,
+    /// No group starts training at or after this instant (`--stop-after`): groups in
+    /// training finish, and the run then ends [`CompressError::Interrupted`], its finished
+    /// groups kept for `resume`. Finished groups are still loaded.
+    pub start_by: Option<std::time::Instant>,
 }
 
 /// Main training steps of a group of `sets` texture sets for a budget of `steps_per_set`:

@@ -305,6 +305,7 @@ mod tests {
             input_files: vec![input.to_path_buf()],
             loss_weights: LossWeighting::Fixed,
             flip: false,
+            start_by: None,
         };
         PartialManifest::of_run(&[set], &[[1.0; CHANNELS]], &[vec![0]], &opts).expect("manifest")
     }
