@@ -336,9 +336,15 @@ pub fn run(a: CompressArgs) -> Result<()> {
             let workgroups = g
                 .train_workgroups
                 .map_or(String::new(), |n| format!(" ({n} workgroups per step)"));
+            let profile = g.kernel_ms.map_or(String::new(), |k| {
+                format!(
+                    ", GPU per step {:.3} ms gradients + {:.3} ms Adam",
+                    k.gradients, k.adam
+                )
+            });
             println!(
                 "group of {} sets{on}: preset {:?}, {} main steps, {} kernel{workgroups}, \
-                 {:.1} Mtexel/s ({:.2} TFLOP/s), {:.1} s",
+                 {:.1} Mtexel/s ({:.2} TFLOP/s){profile}, {:.1} s",
                 g.sets.len(),
                 g.preset,
                 g.steps,

@@ -1191,6 +1191,7 @@ mod tests {
                             sets: g.len(),
                             seconds: 0.5,
                             final_loss: Some(0.01),
+                            kernel_ms: None,
                         })
                         .collect(),
                     mean_bits_per_texel: 2.0,

@@ -15,6 +15,7 @@ use super::EvalError;
 use crate::cluster::Strategy;
 use crate::ntc::TrainConfig;
 use crate::ntc::compress::{CompressReport, group_main_steps};
+use crate::ntc::train::gpu::StepKernelMs;
 use crate::ntc::train::schedule::finetune_steps;
 
 /// Gradual decoder freezing of a run, as given to `--freeze`.
@@ -266,6 +267,10 @@ pub struct GroupResult {
     /// Its last reported batch loss (fine-tuning phase).
     #[serde(with = "metric")]
     pub final_loss: Option<f64>,
+    /// A step's GPU time, Adam apart from the rest, when its training profiled the
+    /// kernels ([`GroupReport::kernel_ms`](crate::ntc::compress::GroupReport::kernel_ms)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_ms: Option<StepKernelMs>,
 }
 
 /// One point of a group's loss curve.
@@ -371,6 +376,7 @@ impl RunRecord {
                     sets: g.sets.len(),
                     seconds: g.seconds,
                     final_loss: Some(g.final_loss).filter(|l| l.is_finite()),
+                    kernel_ms: g.kernel_ms,
                 })
                 .collect(),
             mean_psnr: report.mean_psnr,
@@ -608,11 +614,16 @@ mod tests {
                     sets: 2,
                     seconds: 1.5,
                     final_loss: Some(0.002),
+                    kernel_ms: Some(StepKernelMs {
+                        gradients: 0.49,
+                        adam: 0.65,
+                    }),
                 },
                 GroupResult {
                     sets: 1,
                     seconds: 0.0,
                     final_loss: Some(f64::INFINITY),
+                    kernel_ms: None,
                 },
             ],
             mean_psnr: Some(53.0),
@@ -691,6 +702,14 @@ mod tests {
                 .unwrap()
                 .contains("older convention")
         );
+        // A record written before kernel profiling reads with no kernel times.
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let group = json["group_results"][0].as_object_mut().unwrap();
+        assert!(group.remove("kernel_ms").is_some(), "{text}");
+        std::fs::write(&path, json.to_string()).unwrap();
+        let old = RunRecord::read(&path).unwrap();
+        assert_eq!(old.group_results[0].kernel_ms, None);
+        assert_eq!(old.group_results[1], r.group_results[1]);
 
         std::fs::write(&path, "{ \"name\": ").unwrap();
         let e = RunRecord::read(&path).unwrap_err().to_string();

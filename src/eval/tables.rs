@@ -743,6 +743,7 @@ mod tests {
                     sets: m.len(),
                     seconds: 1.0,
                     final_loss: Some(0.001 * (g + 1) as f64),
+                    kernel_ms: None,
                 })
                 .collect(),
             curves: groups

@@ -946,6 +946,12 @@ fn profiled_steps_are_steps_of_the_run() {
                 }
             };
             assert_eq!(kernels, dispatched, "{kernel}");
+            // The split: Adam alone, and every other kernel summed.
+            let split = times.split();
+            let total: f64 = times.kernels.iter().map(|&(_, ms)| ms).sum();
+            let adam = times.kernels.last().map_or(0.0, |&(_, ms)| ms);
+            assert_eq!(split.adam, adam, "{kernel}");
+            assert!((split.gradients + split.adam - total).abs() <= 1e-9 * total.max(1.0));
             assert!(
                 times
                     .kernels

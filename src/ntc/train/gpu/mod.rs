@@ -171,7 +171,9 @@ use kernels::{Kernels, MAX_WORKGROUP, pick_workgroup};
 use layout::{DeviceObjects, GroupLayout};
 use readback::LossReadback;
 use step::StepState;
-pub use step::{KernelTimes, PROFILED_STEPS, RETIMED_PLANS, TIMED_STEPS, WorkgroupTiming};
+pub use step::{
+    KernelTimes, PROFILED_STEPS, RETIMED_PLANS, StepKernelMs, TIMED_STEPS, WorkgroupTiming,
+};
 
 use super::checkpoint::{Checkpoint, CheckpointError};
 use super::cpu::BATCH_STREAM;
@@ -338,6 +340,9 @@ pub struct TrainProgress {
     /// Mixed-precision trainer: the `train_step` workgroups of a step now
     /// ([`TrainWorkgroups`]); `None` for the f32 trainer.
     pub train_workgroups: Option<u32>,
+    /// A step's GPU time per kernel group, when the run profiled its kernels
+    /// ([`GpuTrainer::profile_kernels`]).
+    pub kernel_ms: Option<StepKernelMs>,
 }
 
 /// How [`train_gpu`] runs besides the recipe.
@@ -481,6 +486,7 @@ impl Reporter {
             },
             texels_per_second: if seconds > 0.0 { texels / seconds } else { 0.0 },
             train_workgroups: trainer.train_workgroups(),
+            kernel_ms: trainer.kernel_ms,
         }
     }
 }
@@ -490,7 +496,8 @@ impl Reporter {
 /// back), [`apply_adam`](Self::apply_adam), [`download`](Self::download) and
 /// [`evaluate`](Self::evaluate). Its state is grouped by what changes it: the run's
 /// settings (fixed), the group's layout in GPU memory (fixed), the device objects (fixed
-/// after [`new`](Self::new)), where the step loop and Adam stand, and the loss readback.
+/// after [`new`](Self::new)), where the step loop and Adam stand, the loss readback and
+/// the kernels' profile.
 pub struct GpuTrainer {
     ctx: GpuContext,
     run: RunSettings,
@@ -498,6 +505,8 @@ pub struct GpuTrainer {
     device: DeviceObjects,
     state: StepState,
     readback: LossReadback,
+    /// What [`profile_kernels`](Self::profile_kernels) measured last.
+    kernel_ms: Option<StepKernelMs>,
 }
 
 /// What a run is: its recipe and schedule, its length and its seeds.
@@ -609,6 +618,7 @@ impl GpuTrainer {
                 },
             ),
             readback: LossReadback::new(losses),
+            kernel_ms: None,
         })
     }
 

@@ -81,6 +81,34 @@ pub struct KernelTimes {
     pub kernels: Vec<(&'static str, f64)>,
 }
 
+impl KernelTimes {
+    /// The step's GPU time as the batch's gradients (every kernel but Adam) and Adam.
+    pub fn split(&self) -> StepKernelMs {
+        let (adam, gradients): (Vec<_>, Vec<_>) = self
+            .kernels
+            .iter()
+            .partition(|&&(kernel, _)| kernel == ADAM_LABEL);
+        StepKernelMs {
+            gradients: gradients.iter().map(|&&(_, ms)| ms).sum(),
+            adam: adam.iter().map(|&&(_, ms)| ms).sum(),
+        }
+    }
+}
+
+/// Label of the Adam kernel's timing row.
+const ADAM_LABEL: &str = "train.adam";
+
+/// A step's GPU milliseconds ([`KernelTimes::split`]): the kernels that draw the batch and
+/// compute its gradients, and Adam, which updates every parameter of the group.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StepKernelMs {
+    /// The batch's kernels (sampling, forward and backward, loss): `train_step`, or
+    /// `sample` + `forward_backward` + `reduce_loss`.
+    pub gradients: f64,
+    /// Adam.
+    pub adam: f64,
+}
+
 impl std::fmt::Display for KernelTimes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "GPU time per step over {PROFILED_STEPS} steps:")?;
@@ -221,7 +249,9 @@ impl GpuTrainer {
             .into_iter()
             .map(|(kernel, _, _)| (kernel, label_ms(&rows, kernel) / PROFILED_STEPS as f64))
             .collect();
-        Ok(Some(KernelTimes { kernels }))
+        let times = KernelTimes { kernels };
+        self.kernel_ms = Some(times.split());
+        Ok(Some(times))
     }
 
     /// Run the next [`TIMED_STEPS`] steps with at most `groups` workgroups and wait for
@@ -667,7 +697,7 @@ impl GpuTrainer {
     fn step_dispatches(&self, update: u32) -> Vec<(&'static str, &wgpu::ComputePipeline, u32)> {
         let k = &self.device.kernels;
         let groups = self.step_groups();
-        let adam = ("train.adam", &k.adam, self.adam_groups(update));
+        let adam = (ADAM_LABEL, &k.adam, self.adam_groups(update));
         match &k.step {
             StepKernels::F32 {
                 forward_backward,
