@@ -1,8 +1,8 @@
 //! Argument groups that several subcommands share: offline inputs ([`InputsArg`]), the
-//! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), texture upload
-//! ([`UploadArgs`]), the G-buffer mode ([`GBufferArg`]), the NTC mode and where its
-//! package comes from ([`NtcModeArgs`]), the package recipe ([`PackageRecipeArgs`]) and
-//! the `WIDTHxHEIGHT` and duration parsers.
+//! scene ([`SceneArg`]), the texture-size limit ([`TextureLimitArg`]), the training time
+//! limit ([`StopAfterArg`]), texture upload ([`UploadArgs`]), the G-buffer mode
+//! ([`GBufferArg`]), the NTC mode and where its package comes from ([`NtcModeArgs`]), the
+//! package recipe ([`PackageRecipeArgs`]) and the `WIDTHxHEIGHT` and duration parsers.
 
 use std::path::PathBuf;
 
@@ -78,6 +78,26 @@ impl TextureLimitArg {
             allow_missing: false,
             max_size: self.max_texture_size,
         }
+    }
+}
+
+/// The time limit of a training command (`--stop-after`).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct StopAfterArg {
+    /// Start no group's training after this long (e.g. `540`, `9m`, `1.5h`; from the
+    /// command's start): groups in training finish, then the command stops as if
+    /// interrupted, everything finished kept for --resume (a time-limited job loses no
+    /// partly trained group)
+    #[arg(long, value_parser = parse_duration)]
+    pub stop_after: Option<std::time::Duration>,
+}
+
+impl StopAfterArg {
+    /// The instant after which no group starts training, counted from now (call it when
+    /// the command starts).
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        let now = std::time::Instant::now();
+        self.stop_after.map(|d| now + d)
     }
 }
 

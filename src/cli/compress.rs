@@ -9,7 +9,7 @@ use clap::Args;
 use neurotex::{cluster, ntc, texture};
 
 use super::args::{
-    InputsArg, describe_sources, parse_duration, parse_positive, parse_positive_usize,
+    InputsArg, StopAfterArg, describe_sources, parse_positive, parse_positive_usize,
 };
 use super::devices::{DeviceBars, DevicesArg};
 use super::{cancel_on_ctrl_c, distinct_outputs, output_policy};
@@ -64,12 +64,8 @@ pub struct CompressArgs {
     /// Continue an interrupted run (from `<out>.partial/`).
     #[arg(long)]
     resume: bool,
-    /// Start no group's training after this long (e.g. `540`, `9m`, `1.5h`; from the
-    /// command's start): groups in training finish, then the command stops as if
-    /// interrupted, everything finished kept for --resume (a time-limited job loses no
-    /// partly trained group)
-    #[arg(long, value_parser = parse_duration)]
-    stop_after: Option<std::time::Duration>,
+    #[command(flatten)]
+    stop_after: StopAfterArg,
     /// Skip the BCn baselines in the report.
     #[arg(long)]
     no_bcn: bool,
@@ -169,7 +165,7 @@ fn parse_target_psnr(s: &str) -> Result<f64, String> {
 
 /// Run `neurotex compress`.
 pub fn run(a: CompressArgs) -> Result<()> {
-    let started = std::time::Instant::now();
+    let start_by = a.stop_after.deadline();
     let shard = a
         .shard
         .map(|s| s.resolve(|name| std::env::var(name).ok()))
@@ -267,7 +263,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
         input_files: inputs.files(),
         loss_weights: a.loss_weights,
         flip: !a.no_flip,
-        start_by: a.stop_after.map(|d| started + d),
+        start_by,
     };
     let input_names = describe_sources(&sources);
     let mut progress = |p: &ntc::parallel::GroupProgress| {

@@ -11,7 +11,7 @@ use neurotex::ntc::parallel::GroupProgress;
 use neurotex::{cluster, ntc, texture};
 
 use super::args::{
-    InputsArg, describe_sources, parse_duration, parse_positive, parse_positive_usize,
+    InputsArg, StopAfterArg, describe_sources, parse_positive, parse_positive_usize,
 };
 use super::compress::{TrainOverrides, parse_shard};
 use super::devices::{DeviceBars, DevicesArg};
@@ -101,12 +101,8 @@ pub struct EvalArgs {
     /// Continue in a non-empty output folder: finished runs are loaded, not retrained.
     #[arg(long)]
     resume: bool,
-    /// Start no group's training after this long (e.g. `540`, `9m`, `1.5h`; from the
-    /// command's start): groups in training finish, then the command stops as if
-    /// interrupted, everything finished kept for --resume (a time-limited job loses no
-    /// partly trained group)
-    #[arg(long, value_parser = parse_duration)]
-    stop_after: Option<std::time::Duration>,
+    #[command(flatten)]
+    stop_after: StopAfterArg,
     /// Keep each run's .ntc package in runs/.
     #[arg(long)]
     keep_packages: bool,
@@ -167,7 +163,7 @@ fn command_line() -> String {
 
 /// Run `neurotex eval`.
 pub fn run(a: EvalArgs) -> Result<()> {
-    let started = std::time::Instant::now();
+    let start_by = a.stop_after.deadline();
     let command_line = command_line();
     let sources = a.inputs.sources()?;
     let description = describe_sources(&sources);
@@ -241,7 +237,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         keep_packages: a.keep_packages,
         flip: a.flip,
         loss_weights: a.loss_weights,
-        start_by: a.stop_after.map(|d| started + d),
+        start_by,
         command_line,
     };
     // One evaluation, or one per seed of --seeds or per budget of --budgets (each
