@@ -124,6 +124,12 @@ struct MipEntry {
 // gradient; Adam adds the first partial_count of them in order.
 @group(0) @binding(10) var<storage, read_write> dw_partials: array<f32>;
 #endif
+// Lazy latent Adam (adam.wgsl): per latent texel (NTC_FEATURES consecutive latent values
+// from params[decoder_count]), the main step its values and moments are current at.
+@group(0) @binding(11) var<storage, read_write> latent_steps: array<atomic<u32>>;
+// Lazy latent Adam: per main step s, the latent block's (learning rate, 1 − β1^t,
+// 1 − β2^t, unused) of that step, as its StepParams held them.
+@group(0) @binding(12) var<storage, read> latent_rates: array<vec4f>;
 
 // Target channels 4c .. 4c + 3 of texel `texel` as byte / 255.
 fn target_channels(texel: u32, c: u32) -> vec4f {
@@ -198,6 +204,39 @@ fn draw_sample(index: u32) -> vec2u {
     let x = (anchor % entry.width + within % side) % entry.width;
     let y = (anchor / entry.width + within / side) % entry.height;
     return vec2u(lo, x | (y << 16u));
+}
+
+// A batch row without a sample (past the end of the batch, or no entries).
+const NO_ENTRY: u32 = 0xffffffffu;
+
+// Row `index` of the step's batch as (entry of `mips` or NO_ENTRY, x | y << 16): read from
+// `batch` with FLAG_GIVEN_BATCH, else drawn (draw_sample).
+fn step_row(index: u32) -> vec2u {
+    var row = vec2u(NO_ENTRY, 0u);
+    if index < step_params.batch_size && step_params.entry_count > 0u {
+        if (step_params.flags & FLAG_GIVEN_BATCH) != 0u {
+            row = batch[index];
+            row.x = min(row.x, step_params.entry_count - 1u);
+        } else {
+            row = draw_sample(index);
+        }
+    }
+    return row;
+}
+
+// The texel of a row's sample, clamped into its mip.
+fn row_texel(row: vec2u, entry: MipEntry) -> vec2u {
+    return vec2u(min(row.y & 0xffffu, entry.width - 1u), min(row.y >> 16u, entry.height - 1u));
+}
+
+// The bilinear taps of the fine (`coarse` false) or coarse grid of a row's sample.
+fn grid_taps(entry: MipEntry, texel: vec2u, coarse: bool) -> NtcTaps {
+    let u = (f32(texel.x) + 0.5) / f32(entry.width);
+    let v = (f32(texel.y) + 0.5) / f32(entry.height);
+    if coarse {
+        return ntc_bilinear_taps(u, v, entry.grids.coarse_width, entry.grids.coarse_height);
+    }
+    return ntc_bilinear_taps(u, v, entry.grids.fine_width, entry.grids.fine_height);
 }
 
 // The ids every training kernel's entry point takes (its only argument, but for

@@ -1,6 +1,7 @@
-// defines: GRAD_SCALE_DECODER=16777216.0, GRAD_SCALE_LATENTS=67108864.0, DELTA_SCALE=16.0
+// defines: GRAD_SCALE_DECODER=16777216.0, GRAD_SCALE_LATENTS=67108864.0, DELTA_SCALE=16.0, NTC_FEATURES=16
 // variants: - | FIXED_POINT_GRADIENTS
 // variants: - | NTC_MIXED
+// variants: - | LAZY_LATENTS
 //
 // NTC training, the last kernel of a step: one Adam step over params[0 .. update_count]
 // (cpu::adam_step in f32). Parameters below decoder_count form the decoder block (learning
@@ -17,6 +18,19 @@
 // GpuTrainer::gradients repeats it), times 1 / (batch_size · DELTA_SCALE); the updated
 // decoder is also written to `weights16` in f16, and workgroup 0 first reduces the
 // step's loss (common/ntc_loss.wgsl), so a step of that trainer is two dispatches.
+//
+// Lazy latents (LAZY_LATENTS; GpuTrainer's LatentAdam::Lazy): the same optimiser, with the
+// work of the latents no sample touched deferred. A latent whose gradient is 0 in a step
+// only has its moments decay (m ← β1 m, v ← β2 v) and, where the rate is not 0, its value
+// move by the step's update computed from those moments; that depends on nothing but the
+// step's rates, so it can run later, step by step, with the same arithmetic (adam_values
+// with g = 0). Each latent texel (NTC_FEATURES values) records in latent_steps the main
+// step it is current at; `catch_up` brings the texels a step's batch reads up to that step
+// before the step's gradients (one thread per sample, grid and tap; atomicMax elects one
+// thread per texel), `adam` then updates only the texels with a non-zero gradient (one
+// thread per texel) and marks them current at the next step, and `catch_up_all` brings
+// every texel to step_params.step before the latents are read or snapped. The results are
+// dense Adam's, bit for bit; a step costs in proportion to its batch, not to the group.
 
 #ifdef NTC_MIXED
 enable f16;
@@ -28,6 +42,8 @@ enable f16;
 #endif
 
 const ADAM_WORKGROUP: u32 = 256u;
+// Values per latent texel (features of a grid texel).
+const LATENT_FEATURES: u32 = ${NTC_FEATURES}u;
 
 #ifdef NTC_MIXED
 // The decoder's parameters come first: each of the first ⌈decoder_count / 32⌉ workgroups
@@ -43,30 +59,130 @@ const LOSS_THREADS: u32 = ADAM_WORKGROUP;
 const LOSS_SCRATCH: u32 = LOSS_THREADS;
 #endif
 
+// A parameter after one Adam step.
+struct AdamValues {
+    value: f32,
+    // (m, v).
+    moments: vec2f,
+}
+
+// One Adam step of a parameter of value `p` and moments `mv` with gradient `g`, rate `lr`
+// and bias corrections `bc1`, `bc2` (a latent is clamped to [-1, 1]); a rate of 0 leaves
+// the value alone.
+fn adam_values(p: f32, mv: vec2f, g: f32, lr: f32, bc1: f32, bc2: f32, latent: bool) -> AdamValues {
+    var out = AdamValues(p, mv);
+    out.moments.x = step_params.beta1 * mv.x + step_params.one_minus_beta1 * g;
+    out.moments.y = step_params.beta2 * mv.y + step_params.one_minus_beta2 * g * g;
+    if lr != 0.0 {
+        let update = lr * (out.moments.x / bc1) / (sqrt(out.moments.y / bc2) + step_params.epsilon);
+        out.value = p - update;
+        if latent {
+            out.value = clamp(out.value, -1.0, 1.0);
+        }
+    }
+    return out;
+}
+
 // The Adam step of parameter `index` with gradient `g`.
 fn adam_update(index: u32, g: f32) {
     let decoder = index < step_params.decoder_count;
-    var mv = moments[index];
-    mv.x = step_params.beta1 * mv.x + step_params.one_minus_beta1 * g;
-    mv.y = step_params.beta2 * mv.y + step_params.one_minus_beta2 * g * g;
-    moments[index] = mv;
     let lr = select(step_params.lr_latents, step_params.lr_decoder, decoder);
+    let bc1 = select(step_params.bc1_latents, step_params.bc1_decoder, decoder);
+    let bc2 = select(step_params.bc2_latents, step_params.bc2_decoder, decoder);
+    let out = adam_values(params[index], moments[index], g, lr, bc1, bc2, !decoder);
+    moments[index] = out.moments;
     if lr != 0.0 {
-        let bc1 = select(step_params.bc1_latents, step_params.bc1_decoder, decoder);
-        let bc2 = select(step_params.bc2_latents, step_params.bc2_decoder, decoder);
-        let update = lr * (mv.x / bc1) / (sqrt(mv.y / bc2) + step_params.epsilon);
-        var p = params[index] - update;
-        if !decoder {
-            p = clamp(p, -1.0, 1.0);
-        }
-        params[index] = p;
+        params[index] = out.value;
 #ifdef NTC_MIXED
         if decoder {
-            weights16[index] = f16(p);
+            weights16[index] = f16(out.value);
         }
 #endif
     }
 }
+
+// The latent texels: LATENT_FEATURES values each, from params[decoder_count].
+fn latent_texel_count() -> u32 {
+    return (step_params.update_count - min(step_params.update_count, step_params.decoder_count)) / LATENT_FEATURES;
+}
+
+// Latent texel `texel`'s values and moments taken from main step `first_step` to `last_step`
+// (excluded) with zero gradients, one step at a time with each step's rates (latent_rates).
+fn replay_latents(texel: u32, first_step: u32, last_step: u32) {
+    let first = step_params.decoder_count + texel * LATENT_FEATURES;
+    for (var j = 0u; j < LATENT_FEATURES; j++) {
+        var out = AdamValues(params[first + j], moments[first + j]);
+        for (var s = first_step; s < last_step; s++) {
+            let rates = latent_rates[s];
+            out = adam_values(out.value, out.moments, 0.0, rates.x, rates.y, rates.z, true);
+        }
+        params[first + j] = out.value;
+        moments[first + j] = out.moments;
+    }
+}
+
+// Lazy latents: bring the latent texels step `step_params.step`'s batch reads up to that
+// step, one thread per (sample, grid, tap); the first thread to raise a texel's step
+// replays it.
+@compute @workgroup_size(ADAM_WORKGROUP)
+fn catch_up(invocation: TrainInvocation) {
+    let e = linear_workgroup(invocation) * ADAM_WORKGROUP + invocation.local;
+    if e >= 8u * step_params.batch_size {
+        return;
+    }
+    let row = step_row(e / 8u);
+    if row.x == NO_ENTRY {
+        return;
+    }
+    let entry = mips[row.x];
+    let coarse = (e / 4u) % 2u == 1u;
+    let taps = grid_taps(entry, row_texel(row, entry), coarse);
+    let grid = entry.latent_base - step_params.decoder_count
+        + select(entry.grids.fine_offset, entry.grids.coarse_offset, coarse);
+    let texel = grid / LATENT_FEATURES + taps.texel[e % 4u];
+    let current = atomicMax(&latent_steps[texel], step_params.step);
+    if current < step_params.step {
+        replay_latents(texel, current, step_params.step);
+    }
+}
+
+// Lazy latents: bring every latent texel up to main step `step_params.step`, one thread
+// per texel.
+@compute @workgroup_size(ADAM_WORKGROUP)
+fn catch_up_all(invocation: TrainInvocation) {
+    let texel = linear_workgroup(invocation) * ADAM_WORKGROUP + invocation.local;
+    if texel >= latent_texel_count() {
+        return;
+    }
+    let current = atomicLoad(&latent_steps[texel]);
+    if current < step_params.step {
+        replay_latents(texel, current, step_params.step);
+        atomicStore(&latent_steps[texel], step_params.step);
+    }
+}
+
+#ifdef LAZY_LATENTS
+// Lazy latents: the Adam step of latent texel `texel` when a gradient of its is not 0
+// (then `catch_up` made it current at this step), else nothing (its step is deferred).
+fn adam_texel(texel: u32) {
+    let first = step_params.decoder_count + texel * LATENT_FEATURES;
+    var touched = false;
+    for (var j = 0u; j < LATENT_FEATURES; j++) {
+#ifdef FIXED_POINT_GRADIENTS
+        touched = touched || atomicLoad(&grads[first + j]) != 0;
+#else
+        touched = touched || atomicLoad(&grads[first + j]) != 0.0;
+#endif
+    }
+    if !touched {
+        return;
+    }
+    for (var j = 0u; j < LATENT_FEATURES; j++) {
+        adam_update(first + j, grad_take(first + j));
+    }
+    atomicStore(&latent_steps[texel], step_params.step + 1u);
+}
+#endif
 
 @compute @workgroup_size(ADAM_WORKGROUP)
 fn adam(invocation: TrainInvocation) {
@@ -98,12 +214,27 @@ fn adam(invocation: TrainInvocation) {
         }
         return;
     }
-    let index = step_params.decoder_count + (group - decoder_groups) * ADAM_WORKGROUP + local;
 #else
-    let index = group * ADAM_WORKGROUP + local;
-#endif
-    if index >= step_params.update_count {
+    // The decoder's parameters, one per thread.
+    let decoder_groups = (step_params.decoder_count + ADAM_WORKGROUP - 1u) / ADAM_WORKGROUP;
+    if group < decoder_groups {
+        let index = group * ADAM_WORKGROUP + local;
+        if index < min(step_params.decoder_count, step_params.update_count) {
+            adam_update(index, grad_take(index));
+        }
         return;
     }
-    adam_update(index, grad_take(index));
+#endif
+    // The latents: one value per thread, or with LAZY_LATENTS one texel.
+    let thread = (group - decoder_groups) * ADAM_WORKGROUP + local;
+#ifdef LAZY_LATENTS
+    if thread < latent_texel_count() {
+        adam_texel(thread);
+    }
+#else
+    let index = step_params.decoder_count + thread;
+    if index < step_params.update_count {
+        adam_update(index, grad_take(index));
+    }
+#endif
 }

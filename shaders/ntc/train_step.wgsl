@@ -84,8 +84,6 @@ const STAGE_COLS: u32 = max(max((NTC_MAX_HIDDEN + 15u) / 16u * 16u, NTC_OUTPUTS)
 const LOD_INPUT: u32 = LATENT_INPUTS + 4u * NTC_PE_WAVES;
 // f16 values per row of `act`.
 const ROW_HALVES: u32 = NTC_INPUT_WIDTH + 2u * NTC_HIDDEN_TOTAL + NTC_OUTPUTS;
-// A row without a sample (past the end of the batch).
-const NO_ENTRY: u32 = 0xffffffffu;
 
 var<workgroup> act: array<f16, ROWS * ROW_HALVES>;
 var<workgroup> stage: array<f32, ROWS * STAGE_COLS>;
@@ -136,21 +134,6 @@ fn delta_region(layer: u32) -> u32 {
     return ROWS * (NTC_INPUT_WIDTH + 2u * NTC_HIDDEN_TOTAL);
 }
 
-// The texel of a row's sample, clamped into its mip.
-fn row_texel(row: vec2u, entry: MipEntry) -> vec2u {
-    return vec2u(min(row.y & 0xffffu, entry.width - 1u), min(row.y >> 16u, entry.height - 1u));
-}
-
-// The bilinear taps of the fine (`coarse` false) or coarse grid of a row's sample.
-fn grid_taps(entry: MipEntry, texel: vec2u, coarse: bool) -> NtcTaps {
-    let u = (f32(texel.x) + 0.5) / f32(entry.width);
-    let v = (f32(texel.y) + 0.5) / f32(entry.height);
-    if coarse {
-        return ntc_bilinear_taps(u, v, entry.grids.coarse_width, entry.grids.coarse_height);
-    }
-    return ntc_bilinear_taps(u, v, entry.grids.fine_width, entry.grids.fine_height);
-}
-
 // Whether the current chunk is the workgroup's first, as a uniform value (the
 // cooperative-matrix loads that add to the stored sums must be in uniform control flow,
 // and naga counts function arguments as non-uniform).
@@ -161,17 +144,7 @@ fn first_chunk() -> bool {
 // The samples of the chunk starting at batch index `first`.
 fn load_rows(first: u32, thread: u32) {
     for (var r = thread; r < ROWS; r += THREADS) {
-        let index = first + r;
-        var row = vec2u(NO_ENTRY, 0u);
-        if index < step_params.batch_size && step_params.entry_count > 0u {
-            if (step_params.flags & FLAG_GIVEN_BATCH) != 0u {
-                row = batch[index];
-                row.x = min(row.x, step_params.entry_count - 1u);
-            } else {
-                row = draw_sample(index);
-            }
-        }
-        rows[r] = row;
+        rows[r] = step_row(first + r);
     }
 }
 

@@ -132,6 +132,11 @@ pub struct TrainOverrides {
     /// slower than f32 and there to test the mixed-precision step).
     #[arg(long, value_enum)]
     pub train_kernel: Option<ntc::train::gpu::TrainKernel>,
+    /// How Adam steps the latents: `dense` passes over every latent of a group each step;
+    /// `lazy` defers a latent's zero-gradient steps and replays them when it is next read,
+    /// with the same results at a cost that follows the batch, not the group.
+    #[arg(long, value_enum, default_value_t)]
+    pub latent_adam: ntc::train::gpu::LatentAdam,
 }
 
 impl TrainOverrides {
@@ -260,6 +265,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
         log_every: a.log_every,
         rate,
         kernel: a.overrides.train_kernel,
+        latent_adam: a.overrides.latent_adam,
         input_files: inputs.files(),
         loss_weights: a.loss_weights,
         flip: !a.no_flip,

@@ -227,6 +227,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         recipe: a.recipe.name().to_string(),
         steps,
         kernel: a.overrides.train_kernel,
+        latent_adam: a.overrides.latent_adam,
         seed: a.seed,
         log_every: a.log_every,
         freeze: a.freeze,

@@ -52,7 +52,7 @@ use crate::ntc::compress::{
     CompressError, CompressJob, CompressOptions, RateControl, compress, group_main_steps,
 };
 use crate::ntc::train::LossWeighting;
-use crate::ntc::train::gpu::{TrainKernel, TrainProgress};
+use crate::ntc::train::gpu::{LatentAdam, TrainKernel, TrainProgress};
 use crate::ntc::train::schedule::finetune_steps;
 use crate::texture::{CHANNELS, TextureSet};
 
@@ -276,6 +276,8 @@ pub struct EvalOptions {
     pub steps: u64,
     /// The training kernels; `None` for the adapter's best.
     pub kernel: Option<TrainKernel>,
+    /// How Adam steps the latents (the same results either way).
+    pub latent_adam: LatentAdam,
     /// Seed of k-means, the random grouping and training.
     pub seed: u64,
     /// Progress and loss-curve interval in steps.
@@ -318,6 +320,7 @@ impl EvalOptions {
             log_every: self.log_every,
             rate: RateControl::Fixed,
             kernel: self.kernel,
+            latent_adam: self.latent_adam,
             input_files: Vec::new(),
             loss_weights: self.loss_weights,
             flip: self.flip,
@@ -1014,6 +1017,7 @@ mod tests {
             recipe: "default".into(),
             steps: 20,
             kernel: None,
+            latent_adam: LatentAdam::Dense,
             seed: 1,
             log_every: 5,
             freeze: vec![Freeze::Off, Freeze::At(0.5)],

@@ -28,6 +28,7 @@ use crate::inputs::{InputError, InputSets, InputSource};
 use crate::ntc::compress::{CompressError, CompressJob, CompressOptions, RateControl, compress};
 use crate::ntc::parallel::GroupProgress;
 use crate::ntc::train::LossWeighting;
+use crate::ntc::train::gpu::LatentAdam;
 use crate::ntc::{NtcFormatError, NtcPackage, Preset, Recipe, TrainConfig};
 use crate::open::{OpenedScene, cache_dir};
 use crate::render::RenderError;
@@ -417,6 +418,7 @@ impl ScenePackages {
             log_every: 100,
             rate: RateControl::Fixed,
             kernel: None,
+            latent_adam: LatentAdam::default(),
             input_files: self.inputs.files(),
             loss_weights: LossWeighting::default(),
             flip: false,

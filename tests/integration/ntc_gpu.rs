@@ -32,8 +32,8 @@ use neurotex::ntc::train::checkpoint::Checkpoint;
 use neurotex::ntc::train::cpu::{self, AdamState, Gradients};
 use neurotex::ntc::train::gpu::{
     GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer, GpuTrainerOptions,
-    GradientAtomics, MAX_TRAIN_WORKGROUPS, PROFILED_STEPS, QatNoise, RETIMED_PLANS, TIMED_STEPS,
-    TRAIN_ROWS, TrainKernel, TrainOptions, TrainWorkgroups, train_gpu,
+    GradientAtomics, LatentAdam, MAX_TRAIN_WORKGROUPS, PROFILED_STEPS, QatNoise, RETIMED_PLANS,
+    TIMED_STEPS, TRAIN_ROWS, TrainKernel, TrainOptions, TrainWorkgroups, train_gpu,
 };
 use neurotex::ntc::train::schedule::Phase;
 use neurotex::ntc::train::{Sample, TrainConfig, TrainError};
@@ -974,6 +974,67 @@ fn profiled_steps_are_steps_of_the_run() {
             GpuTrainer::new(ctx, &sets, fresh(PROFILED_STEPS - 1), &options).expect("trainer");
         assert_eq!(short.profile_kernels().expect("profile"), None, "{kernel}");
         assert_eq!(short.current_step(), 0, "{kernel}");
+    }
+}
+
+#[test]
+fn lazy_latent_adam_trains_the_dense_run_bit_for_bit() {
+    // A batch of 4 samples reads at most 32 of the two sets' latent texels per step, so
+    // most texels sit out most steps: lazy Adam defers their steps and replays them when
+    // a batch next reads them, at a checkpoint and before fine-tuning. Its runs must be
+    // dense Adam's bit for bit (values, moments, losses), uninterrupted, read back midway
+    // and resumed from that checkpoint.
+    let sets = two_sets(ChannelMask::BASE_COLOR | ChannelMask::NORMAL, 32);
+    let config = run_config(4, 4);
+    let ctx = crate::common::ctx();
+    let fresh = || Checkpoint::fresh(&sets, &config, 40, 5).expect("fresh");
+    for kernel in kernels_for(&config.model) {
+        let options = |latent_adam| GpuTrainerOptions {
+            atomics: GradientAtomics::FixedPoint,
+            kernel: Some(kernel),
+            latent_adam,
+            ..GpuTrainerOptions::default()
+        };
+        let (dense, lazy) = (options(LatentAdam::Dense), options(LatentAdam::Lazy));
+        let mut straight = GpuTrainer::new(ctx, &sets, fresh(), &dense).expect("trainer");
+        straight.step(17).expect("steps");
+        let midway = straight.checkpoint().expect("checkpoint");
+        assert_eq!(straight.step(1000).expect("steps"), 25, "{kernel}");
+        let expected = straight.checkpoint().expect("checkpoint");
+        let expected_group = group_bits(&config, &straight.finish().expect("finish"));
+
+        let same = |got: &Checkpoint, want: &Checkpoint, when: &str| {
+            assert!(got.model == want.model, "{kernel}: models differ {when}");
+            assert!(
+                got.adam == want.adam,
+                "{kernel}: Adam moments differ {when}"
+            );
+            assert_eq!(got.losses, want.losses, "{kernel}: losses differ {when}");
+        };
+        let mut deferred = GpuTrainer::new(ctx, &sets, fresh(), &lazy).expect("trainer");
+        deferred.step(17).expect("steps");
+        same(
+            &deferred.checkpoint().expect("checkpoint"),
+            &midway,
+            "at step 17",
+        );
+        deferred.step(1000).expect("steps");
+        same(
+            &deferred.checkpoint().expect("checkpoint"),
+            &expected,
+            "at the end",
+        );
+        let group = group_bits(&config, &deferred.finish().expect("finish"));
+        assert!(group == expected_group, "{kernel}: finished groups differ");
+
+        // Resumed lazily from the dense run's midway checkpoint.
+        let mut resumed = GpuTrainer::new(ctx, &sets, midway, &lazy).expect("trainer");
+        resumed.step(1000).expect("steps");
+        same(
+            &resumed.checkpoint().expect("checkpoint"),
+            &expected,
+            "resumed",
+        );
     }
 }
 

@@ -231,6 +231,7 @@ impl GroupRun<'_> {
                     resume: resume.take(),
                     gpu: GpuTrainerOptions {
                         kernel: opts.kernel,
+                        latent_adam: opts.latent_adam,
                         ..GpuTrainerOptions::default()
                     },
                 },

@@ -69,7 +69,7 @@ pub use self::report::{CompressReport, GroupReport, MaterialReport, preset_name}
 use super::format::NtcPackage;
 use super::parallel::{GroupProgress, run_on_devices};
 use super::train::checkpoint::CheckpointError;
-use super::train::gpu::{GpuTrainError, TrainKernel};
+use super::train::gpu::{GpuTrainError, LatentAdam, TrainKernel};
 use super::train::{
     LossWeighting, LossWeights, QUALITY_GROUPS, TrainConfig, training_flops_per_sample,
 };
@@ -211,6 +211,8 @@ pub struct CompressOptions {
     pub rate: RateControl,
     /// The training kernels; `None` for [`TrainKernel::best`].
     pub kernel: Option<TrainKernel>,
+    /// How Adam steps the latents (the same results either way).
+    pub latent_adam: LatentAdam,
     /// The files the sets were read from (scenes, manifests, images), recorded in the
     /// partial folder's manifest so that `resume` never continues stale work.
     pub input_files: Vec<PathBuf>,

@@ -302,6 +302,7 @@ mod tests {
             log_every: 100,
             rate,
             kernel: None,
+            latent_adam: crate::ntc::train::gpu::LatentAdam::Dense,
             input_files: vec![input.to_path_buf()],
             loss_weights: LossWeighting::Fixed,
             flip: false,

@@ -142,6 +142,7 @@ impl GroupRun<'_> {
                 resume: None,
                 gpu: GpuTrainerOptions {
                     kernel: self.opts.kernel,
+                    latent_adam: self.opts.latent_adam,
                     ..GpuTrainerOptions::default()
                 },
             };

@@ -164,12 +164,24 @@ pub(super) struct Kernels {
     pub(super) sample: wgpu::ComputePipeline,
     pub(super) evaluate: wgpu::ComputePipeline,
     pub(super) adam: wgpu::ComputePipeline,
+    /// [`LatentAdam::Lazy`](super::LatentAdam::Lazy): its kernels (`None` for dense).
+    pub(super) lazy: Option<LazyKernels>,
     /// The per-step kernels before Adam.
     pub(super) step: StepKernels,
     /// Workgroup size of `evaluate` (and of `forward_backward`).
     pub(super) workgroup: u32,
     /// Gradients are fixed-point `atomic<i32>`.
     pub(super) fixed_point: bool,
+}
+
+/// The kernels of lazy latent Adam (`adam.wgsl` with `LAZY_LATENTS`).
+pub(super) struct LazyKernels {
+    /// Adam updating only the latent texels with a gradient.
+    pub(super) adam: wgpu::ComputePipeline,
+    /// Brings the latent texels a step's batch reads up to the step.
+    pub(super) catch_up: wgpu::ComputePipeline,
+    /// Brings every latent texel up to a step.
+    pub(super) catch_up_all: wgpu::ComputePipeline,
 }
 
 /// The kernels of a step before Adam.
@@ -198,6 +210,7 @@ impl Kernels {
         kernel: TrainKernel,
         workgroup: u32,
         fixed_point: bool,
+        lazy: bool,
     ) -> Result<Self, GpuTrainError> {
         let f32_defines = shader_defines(config, workgroup, fixed_point);
         let chunk = match kernel {
@@ -236,27 +249,34 @@ impl Kernels {
                 Err(e) => Err(e.into()),
             }
         };
-        let (step, adam) = match (rows, &mixed_defines) {
-            (Some(rows), Some(defines)) => (
-                StepKernels::Mixed {
-                    train_step: pipeline("ntc/train_step.wgsl", "train_step", defines)?,
-                    rows,
-                },
-                pipeline("ntc/adam.wgsl", "adam", defines)?,
-            ),
-            _ => (
-                StepKernels::F32 {
-                    forward_backward: pipeline(
-                        "ntc/forward_backward.wgsl",
-                        "forward_backward",
-                        &f32_defines,
-                    )?,
-                    reduce_loss: pipeline("ntc/loss.wgsl", "reduce_loss", &f32_defines)?,
-                },
-                pipeline("ntc/adam.wgsl", "adam", &f32_defines)?,
-            ),
+        let step = match (rows, &mixed_defines) {
+            (Some(rows), Some(defines)) => StepKernels::Mixed {
+                train_step: pipeline("ntc/train_step.wgsl", "train_step", defines)?,
+                rows,
+            },
+            _ => StepKernels::F32 {
+                forward_backward: pipeline(
+                    "ntc/forward_backward.wgsl",
+                    "forward_backward",
+                    &f32_defines,
+                )?,
+                reduce_loss: pipeline("ntc/loss.wgsl", "reduce_loss", &f32_defines)?,
+            },
+        };
+        let adam_defines = mixed_defines.as_ref().unwrap_or(&f32_defines);
+        let adam = pipeline("ntc/adam.wgsl", "adam", adam_defines)?;
+        let lazy = if lazy {
+            let defines = adam_defines.clone().flag("LAZY_LATENTS");
+            Some(LazyKernels {
+                adam: pipeline("ntc/adam.wgsl", "adam", &defines)?,
+                catch_up: pipeline("ntc/adam.wgsl", "catch_up", &defines)?,
+                catch_up_all: pipeline("ntc/adam.wgsl", "catch_up_all", &defines)?,
+            })
+        } else {
+            None
         };
         Ok(Kernels {
+            lazy,
             sample: pipeline("ntc/sample.wgsl", "sample", &f32_defines)?,
             evaluate: pipeline("ntc/forward_backward.wgsl", "evaluate", &f32_defines)?,
             adam,

@@ -14,6 +14,7 @@ use crate::gpu::layout::{Slot, group_layout};
 use crate::ntc::model::{GridPairGpu, GroupModel, LatentLayout, OUTPUTS, lod_input};
 use crate::ntc::train::checkpoint::AdamMoments;
 use crate::ntc::train::cpu::AdamState;
+use crate::ntc::train::schedule::Schedule;
 use crate::ntc::train::{TrainConfig, TrainError};
 use crate::texture::{CHANNELS, ChannelMask, TextureSet};
 
@@ -39,12 +40,15 @@ pub(super) mod binding {
     pub const LOSSES: u32 = 8;
     pub const WEIGHTS16: u32 = 9;
     pub const DW_PARTIALS: u32 = 10;
+    pub const LATENT_STEPS: u32 = 11;
+    pub const LATENT_RATES: u32 = 12;
 }
 
 /// The bindings of group 0 in binding order ([`binding`]): the step parameters at a
 /// dynamic offset, the read-only mip table and targets, then the read-write buffers
-/// (the last two used by the mixed-precision trainer only).
-const GROUP_SLOTS: [Slot; 11] = [
+/// (9 and 10 used by the mixed-precision trainer only), then lazy latent Adam's texel
+/// steps and (read-only) rates.
+const GROUP_SLOTS: [Slot; 13] = [
     Slot::DynamicUniform,
     Slot::Storage,
     Slot::Storage,
@@ -56,6 +60,8 @@ const GROUP_SLOTS: [Slot; 11] = [
     Slot::StorageRw,
     Slot::StorageRw,
     Slot::StorageRw,
+    Slot::StorageRw,
+    Slot::Storage,
 ];
 
 /// Per-step parameters, one [`GpuTrainer::step_stride`]-aligned slot per step of a chunk.
@@ -121,6 +127,10 @@ pub(super) struct Buffers {
     pub(super) losses: wgpu::Buffer,
     pub(super) weights16: wgpu::Buffer,
     pub(super) dw_partials: wgpu::Buffer,
+    /// Lazy latent Adam: the step each latent texel is current at (4 bytes otherwise).
+    pub(super) latent_steps: wgpu::Buffer,
+    /// Lazy latent Adam: the latents' rates of every main step (16 bytes otherwise).
+    pub(super) latent_rates: wgpu::Buffer,
 }
 
 /// A texture-set error.
@@ -328,6 +338,50 @@ impl GroupLayout {
     }
 }
 
+/// The initial state of lazy latent Adam's buffers.
+struct LazyLatents {
+    /// Per latent texel, the step it is current at: the run's start, or the end of its
+    /// main phase when it starts later (the latents do not change while fine-tuning).
+    steps: Vec<u32>,
+    /// Main steps of the run (entries of the rate table).
+    main_steps: u64,
+}
+
+impl LazyLatents {
+    /// Every latent texel of `model` (laid out as `layout`) current at `step` of `schedule`;
+    /// an error when a pyramid's values are not whole texels of the model's features.
+    fn new(
+        model: &GroupModel,
+        layout: &GroupLayout,
+        schedule: &Schedule,
+        step: u64,
+    ) -> Result<Self, GpuTrainError> {
+        let features = model.config().features as usize;
+        for pyramid in model.pyramids() {
+            let l = pyramid.layout();
+            if l.value_count() != l.texel_count() * features {
+                return Err(TrainError::Setting {
+                    name: "latent_adam",
+                    reason: format!(
+                        "lazy latent Adam needs {features} values per grid texel, a pyramid \
+                         has {} values in {} texels",
+                        l.value_count(),
+                        l.texel_count()
+                    ),
+                }
+                .into());
+            }
+        }
+        let texels = (layout.param_count - layout.decoder_count) as usize / features.max(1);
+        let current = fits_u32("main steps", step.min(schedule.main_steps) as usize)?;
+        fits_u32("main steps", schedule.main_steps as usize)?;
+        Ok(LazyLatents {
+            steps: vec![current; texels],
+            main_steps: schedule.main_steps,
+        })
+    }
+}
+
 /// The trainer's device objects: the kernels, the buffers of group 0 with their bind
 /// group, and the sizes they were made for. Fixed after creation.
 pub(super) struct DeviceObjects {
@@ -344,8 +398,14 @@ pub(super) struct DeviceObjects {
 
 impl DeviceObjects {
     /// Buffers for `layout` filled from `host` (and the f16 copy of `model`'s decoder
-    /// for the mixed-precision trainer), sized for batches of `batch_capacity` and a
-    /// run of `total_steps`; an error when one exceeds the adapter's binding size.
+    /// for the mixed-precision trainer), sized for batches of `batch_capacity` and the
+    /// steps of `schedule`, every latent texel current at `step` for lazy latent Adam; an
+    /// error when one exceeds the adapter's binding size.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the kernels, the group's layout, data and model, and the run's batch, \
+                  schedule and starting step, as GpuTrainer::new has them"
+    )]
     pub(super) fn new(
         ctx: &GpuContext,
         kernels: Kernels,
@@ -353,8 +413,10 @@ impl DeviceObjects {
         host: &HostData,
         model: &GroupModel,
         batch_capacity: u32,
-        total_steps: u64,
+        schedule: &Schedule,
+        step: u64,
     ) -> Result<Self, GpuTrainError> {
+        let total_steps = schedule.total_steps();
         let limits = ctx.device.limits();
         let GroupLayout {
             decoder_count,
@@ -369,6 +431,14 @@ impl DeviceObjects {
         let partial_count = u64::from(batch_capacity.div_ceil(kernels.workgroup))
             .max(u64::from(EVAL_WORKGROUPS) * CHANNELS as u64);
         let loss_slots = total_steps.saturating_add(1);
+        // Lazy latent Adam: one step per latent texel, one rate entry per main step.
+        let lazy = match kernels.lazy {
+            Some(_) => Some(LazyLatents::new(model, layout, schedule, step)?),
+            None => None,
+        };
+        let (steps_bytes, rates_bytes) = lazy
+            .as_ref()
+            .map_or((4, 16), |l| (4 * l.steps.len() as u64, 16 * l.main_steps));
         let step_stride = (std::mem::size_of::<StepParams>() as u64)
             .next_multiple_of(u64::from(limits.min_uniform_buffer_offset_alignment.max(1)));
         let max_binding = limits
@@ -380,6 +450,8 @@ impl DeviceObjects {
             ("the Adam moments (bytes)", 8 * u64::from(param_count)),
             ("the batch (bytes)", 8 * u64::from(batch_capacity)),
             ("the loss of every step (bytes)", 4 * loss_slots),
+            ("the latent texels' steps (bytes)", steps_bytes),
+            ("the latents' rates of every main step (bytes)", rates_bytes),
             (
                 "the per-workgroup decoder gradients (bytes)",
                 4 * u64::from(partial_slots) * u64::from(decoder_count),
@@ -439,6 +511,11 @@ impl DeviceObjects {
                 "ntc.train.dw_partials",
                 4 * u64::from(partial_slots) * u64::from(decoder_count),
             ),
+            latent_steps: match &lazy {
+                Some(l) => init("ntc.train.latent_steps", bytemuck::cast_slice(&l.steps)),
+                None => zeroed("ntc.train.latent_steps", steps_bytes),
+            },
+            latent_rates: zeroed("ntc.train.latent_rates", rates_bytes),
         })?;
         let bind_group = ctx.error_scope(|| {
             device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -463,6 +540,8 @@ impl DeviceObjects {
                     entry(binding::LOSSES, &buffers.losses),
                     entry(binding::WEIGHTS16, &buffers.weights16),
                     entry(binding::DW_PARTIALS, &buffers.dw_partials),
+                    entry(binding::LATENT_STEPS, &buffers.latent_steps),
+                    entry(binding::LATENT_RATES, &buffers.latent_rates),
                 ],
             })
         })?;

@@ -22,6 +22,7 @@
 //! | `reduce_loss` | `loss.wgsl` | one workgroup | f32 trainer: the step's mean loss into `losses[step]` |
 //! | `train_step` | `train_step.wgsl` | [`TRAIN_THREADS`] per chunk of [`TRAIN_ROWS`] samples | mixed-precision trainer: draws the chunk's samples (the `sample` kernel's batch), builds its input matrix, forward and backward as matrix products (cooperative matrices for `coop-matrix`), per-workgroup decoder gradients, latent scatter, per-workgroup loss |
 //! | `adam` | `adam.wgsl` | one per parameter | Adam over both parameter blocks (per-block rate, λ and clamp), zeroes the latent gradients; in the mixed-precision trainer also sums the decoder's per-workgroup gradients, writes the f16 copy of the decoder and reduces the step's loss |
+//! | `catch_up`, `catch_up_all` | `adam.wgsl` | one per (sample, grid, tap) / per latent texel | [`LatentAdam::Lazy`]: replay the zero-gradient Adam steps a latent texel missed, for the texels a batch reads before its gradients / for all before a readback; `adam` then steps only the texels with a gradient |
 //! | `evaluate` | `forward_backward.wgsl` | grid-stride over a mip | per-channel squared errors of a decoded mip 0 ([`Quality`](crate::ntc::train::Quality)), f32 |
 //!
 //! The batch differs from [`sample_batch`](super::sample_batch) in one respect: a material
@@ -30,7 +31,8 @@
 //! GPU from `pcg_hash` and the run's seed, so they differ from the CPU trainer's anyway.
 //!
 //! A training step is 4 dispatches in the f32 trainer (sample, forward_backward,
-//! reduce_loss, adam) and 2 in the mixed-precision one (train_step, adam), with no CPU
+//! reduce_loss, adam) and 2 in the mixed-precision one (train_step, adam), one more
+//! (catch_up, before the batch's gradients) in main steps with lazy latent Adam, with no CPU
 //! synchronisation; steps are recorded [`CHUNK_STEPS`] at a time into one command buffer,
 //! each step reading its `StepParams` from its own 256-byte slot of one uniform buffer
 //! (dynamic offset). At most [`MAX_IN_FLIGHT`] chunks are queued ahead of the GPU. The loss
@@ -277,6 +279,8 @@ pub struct GpuTrainerOptions {
     pub kernel: Option<TrainKernel>,
     /// Workgroups of a mixed-precision step (default [`TrainWorkgroups::Timed`]).
     pub train_workgroups: TrainWorkgroups,
+    /// How Adam steps the latents (default [`LatentAdam::Dense`]).
+    pub latent_adam: LatentAdam,
 }
 
 impl Default for GpuTrainerOptions {
@@ -286,8 +290,26 @@ impl Default for GpuTrainerOptions {
             max_workgroup: MAX_WORKGROUP,
             kernel: None,
             train_workgroups: TrainWorkgroups::Timed,
+            latent_adam: LatentAdam::Dense,
         }
     }
+}
+
+/// How Adam steps the latents. Both are the same optimiser with the same results: every
+/// latent of the group takes every main step, with a zero gradient where no sample of the
+/// step touched it (the paper's dense Adam).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatentAdam {
+    /// One pass over every latent of the group per step: a step costs in proportion to
+    /// the group's latents.
+    #[default]
+    Dense,
+    /// A latent's zero-gradient steps are deferred and replayed, with the same arithmetic,
+    /// when a batch next reads it or the latents are read back (`shaders/ntc/adam.wgsl`):
+    /// a step costs in proportion to its batch.
+    Lazy,
 }
 
 /// How many `train_step` workgroups a step of the mixed-precision trainer spreads its
@@ -586,6 +608,7 @@ impl GpuTrainer {
             kernel,
             workgroup,
             fixed_point,
+            options.latent_adam == LatentAdam::Lazy,
         )?;
         let device = DeviceObjects::new(
             ctx,
@@ -594,7 +617,8 @@ impl GpuTrainer {
             &host,
             &model,
             config.batch_size,
-            schedule.total_steps(),
+            &schedule,
+            step,
         )?;
         let batch_seed = seed ^ BATCH_STREAM;
         Ok(GpuTrainer {

@@ -150,7 +150,8 @@ impl GpuTrainer {
     }
 
     /// The current model (blocking readback of the parameters).
-    pub fn download(&self) -> Result<GroupModel, GpuTrainError> {
+    pub fn download(&mut self) -> Result<GroupModel, GpuTrainError> {
+        self.sync_latents()?;
         let bytes = read_buffer(
             &self.ctx,
             &self.device.buffers.params,
@@ -230,6 +231,7 @@ impl GpuTrainer {
     /// to \[0, 1\]). Squared errors are summed in f32 per thread and workgroup, then in
     /// f64. Blocks once per material.
     pub fn evaluate(&mut self) -> Result<Vec<Quality>, GpuTrainError> {
+        self.sync_latents()?;
         let mut qualities = Vec::with_capacity(self.layout.material_entries.len());
         for m in 0..self.layout.material_entries.len() {
             let first = self.layout.material_entries[m];

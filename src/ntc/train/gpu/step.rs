@@ -45,6 +45,9 @@ pub(super) struct StepState {
     /// Mixed-precision trainer: the cap on a step's `train_step` workgroups
     /// ([`chunk_plan`]); [`GpuTrainer::time_workgroup_plans`] sets it.
     pub(super) workgroup_cap: u32,
+    /// Lazy latent Adam: steps ran since every latent texel was last brought up to the
+    /// current step ([`GpuTrainer::sync_latents`]).
+    pub(super) latents_behind: bool,
 }
 
 impl StepState {
@@ -59,6 +62,7 @@ impl StepState {
             pending_batch: 0,
             in_flight: VecDeque::new(),
             workgroup_cap,
+            latents_behind: false,
         }
     }
 }
@@ -87,7 +91,7 @@ impl KernelTimes {
         let (adam, gradients): (Vec<_>, Vec<_>) = self
             .kernels
             .iter()
-            .partition(|&&(kernel, _)| kernel == ADAM_LABEL);
+            .partition(|&&(kernel, _)| kernel.starts_with(ADAM_LABEL));
         StepKernelMs {
             gradients: gradients.iter().map(|&&(_, ms)| ms).sum(),
             adam: adam.iter().map(|&&(_, ms)| ms).sum(),
@@ -97,6 +101,9 @@ impl KernelTimes {
 
 /// Label of the Adam kernel's timing row.
 const ADAM_LABEL: &str = "train.adam";
+
+/// Label of lazy latent Adam's catch-up kernel's timing row (part of Adam's time).
+const CATCH_UP_LABEL: &str = "train.adam_catch_up";
 
 /// A step's GPU milliseconds ([`KernelTimes::split`]): the kernels that draw the batch and
 /// compute its gradients, and Adam, which updates every parameter of the group.
@@ -275,6 +282,7 @@ impl GpuTrainer {
         batch: &[Sample],
         noise: Option<QatNoise>,
     ) -> Result<(f64, Gradients), GpuTrainError> {
+        self.sync_latents()?;
         if batch.len() > self.device.batch_capacity as usize {
             return Err(GpuTrainError::BatchTooLarge {
                 len: batch.len(),
@@ -463,6 +471,7 @@ impl GpuTrainer {
         lr_latents: Option<f64>,
         lr_decoder: f64,
     ) -> Result<(), GpuTrainError> {
+        self.sync_latents()?;
         // The decoder's gradients are those of the batch `gradients` ran (none after
         // they were applied once): its workgroups and its 1 / length.
         let pending = self.batch_params(self.state.pending_batch);
@@ -478,7 +487,7 @@ impl GpuTrainer {
         self.run_kernel(
             &params,
             &self.device.kernels.adam,
-            self.adam_groups(params.update_count),
+            self.adam_groups(params.update_count, false),
         )?;
         self.state.pending_batch = 0;
         self.state.grads_dirty = lr_latents.is_none();
@@ -554,16 +563,42 @@ impl GpuTrainer {
     /// parameter per thread, except that the mixed-precision trainer's decoder takes
     /// [`ADAM_DECODER_PER_GROUP`] per workgroup; at least one (its workgroup 0 reduces the
     /// loss).
-    fn adam_groups(&self, update_count: u32) -> u32 {
-        match self.device.kernels.step {
-            StepKernels::F32 { .. } => update_count.div_ceil(ADAM_WORKGROUP),
-            StepKernels::Mixed { .. } => {
-                let decoder = update_count.min(self.layout.decoder_count);
-                (decoder.div_ceil(ADAM_DECODER_PER_GROUP)
-                    + (update_count - decoder).div_ceil(ADAM_WORKGROUP))
-                .max(1)
-            }
+    /// With `lazy`, one latent texel per thread.
+    fn adam_groups(&self, update_count: u32, lazy: bool) -> u32 {
+        let decoder = update_count.min(self.layout.decoder_count);
+        let latents = update_count - decoder;
+        let latent_threads = if lazy {
+            latents / self.run.config.model.features.max(1)
+        } else {
+            latents
+        };
+        let decoder_per_group = match self.device.kernels.step {
+            StepKernels::F32 { .. } => ADAM_WORKGROUP,
+            StepKernels::Mixed { .. } => ADAM_DECODER_PER_GROUP,
+        };
+        (decoder.div_ceil(decoder_per_group) + latent_threads.div_ceil(ADAM_WORKGROUP)).max(1)
+    }
+
+    /// Lazy latent Adam: bring every latent texel up to the current step (the end of the
+    /// main phase once it is past), so that the latents can be read, snapped or stepped by
+    /// [`apply_adam`](Self::apply_adam). Nothing to do for dense Adam or when they are.
+    pub(super) fn sync_latents(&mut self) -> Result<(), GpuTrainError> {
+        let Some(lazy) = &self.device.kernels.lazy else {
+            return Ok(());
+        };
+        if !self.state.latents_behind {
+            return Ok(());
         }
+        let texels = (self.layout.param_count - self.layout.decoder_count)
+            / self.run.config.model.features.max(1);
+        let params = StepParams {
+            step: self.state.step.min(self.run.schedule.main_steps) as u32,
+            update_count: self.layout.param_count,
+            ..self.base_params()
+        };
+        self.run_kernel(&params, &lazy.catch_up_all, texels.div_ceil(ADAM_WORKGROUP))?;
+        self.state.latents_behind = false;
+        Ok(())
     }
 
     /// Workgroups of one step's `forward_backward` or `train_step` dispatch.
@@ -631,6 +666,7 @@ impl GpuTrainer {
         let size = std::mem::size_of::<StepParams>();
         let mut bytes = vec![0u8; count as usize * stride];
         let mut updates = Vec::with_capacity(count as usize);
+        let mut rates = Vec::new();
         for i in 0..count {
             let step = self.state.step + i;
             let plan = self.run.schedule.plan(step).ok_or_else(|| {
@@ -640,10 +676,27 @@ impl GpuTrainer {
             let at = i as usize * stride;
             bytes[at..at + size].copy_from_slice(bytemuck::bytes_of(&params));
             updates.push(params.update_count);
+            if params.update_count > self.layout.decoder_count {
+                rates.push([
+                    params.lr_latents,
+                    params.bc1_latents,
+                    params.bc2_latents,
+                    0.0,
+                ]);
+            }
         }
         self.ctx
             .queue
             .write_buffer(&self.device.buffers.step, 0, &bytes);
+        // Lazy latent Adam: the latents' rates of the chunk's main steps, which come first.
+        if self.device.kernels.lazy.is_some() && !rates.is_empty() {
+            self.ctx.queue.write_buffer(
+                &self.device.buffers.latent_rates,
+                16 * self.state.step,
+                bytemuck::cast_slice(&rates),
+            );
+            self.state.latents_behind = true;
+        }
         let index = self.submit(|encoder, trainer| {
             let max = trainer.device.max_dispatch;
             let bind_group = &trainer.device.bind_group;
@@ -697,25 +750,45 @@ impl GpuTrainer {
     fn step_dispatches(&self, update: u32) -> Vec<(&'static str, &wgpu::ComputePipeline, u32)> {
         let k = &self.device.kernels;
         let groups = self.step_groups();
-        let adam = (ADAM_LABEL, &k.adam, self.adam_groups(update));
+        let adam = match &k.lazy {
+            None => (ADAM_LABEL, &k.adam, self.adam_groups(update, false)),
+            Some(lazy) => (ADAM_LABEL, &lazy.adam, self.adam_groups(update, true)),
+        };
+        // Lazy latent Adam: the texels the batch reads brought up to the step first.
+        let catch_up = k
+            .lazy
+            .as_ref()
+            .filter(|_| update > self.layout.decoder_count)
+            .map(|lazy| {
+                let taps = 8 * self.device.batch_capacity;
+                (
+                    CATCH_UP_LABEL,
+                    &lazy.catch_up,
+                    taps.div_ceil(ADAM_WORKGROUP),
+                )
+            });
+        let mut dispatches = Vec::with_capacity(5);
         match &k.step {
             StepKernels::F32 {
                 forward_backward,
                 reduce_loss,
-            } => vec![
-                (
+            } => {
+                dispatches.push((
                     "train.sample",
                     &k.sample,
                     self.device.batch_capacity.div_ceil(SAMPLE_WORKGROUP),
-                ),
-                ("train.forward_backward", forward_backward, groups),
-                ("train.reduce_loss", reduce_loss, 1),
-                adam,
-            ],
+                ));
+                dispatches.extend(catch_up);
+                dispatches.push(("train.forward_backward", forward_backward, groups));
+                dispatches.push(("train.reduce_loss", reduce_loss, 1));
+            }
             StepKernels::Mixed { train_step, .. } => {
-                vec![("train.train_step", train_step, groups), adam]
+                dispatches.extend(catch_up);
+                dispatches.push(("train.train_step", train_step, groups));
             }
         }
+        dispatches.push(adam);
+        dispatches
     }
 
     /// Write `params` to the step uniform and run `kernel` over `groups` workgroups in one
@@ -768,6 +841,7 @@ impl GpuTrainer {
     /// The switch to fine-tuning: latents snapped to their levels (on the CPU, bit for
     /// bit [`quant::snap`]), decoder moments and step count reset.
     fn begin_finetune(&mut self) -> Result<(), GpuTrainError> {
+        self.sync_latents()?;
         let latents =
             4 * u64::from(self.layout.decoder_count)..4 * u64::from(self.layout.param_count);
         let mut values = f32s(&read_buffer(
