@@ -15,7 +15,7 @@ use crate::texture::ImageGroup;
 use crate::texture::bcn::{Baseline, encode_rgba};
 use crate::texture::containers::{BlockChain, ContainerKind, write_block_chain};
 use crate::texture::metrics::PsnrReport;
-use crate::texture::{CHANNELS, TextureError, quantize_u8, write_png_rgba8};
+use crate::texture::{CHANNELS, Channel, ChannelMask, TextureError, quantize_u8, write_png_rgba8};
 
 /// Errors of the package tools.
 #[derive(Debug, thiserror::Error)]
@@ -179,21 +179,30 @@ fn file_stem(name: &str) -> String {
         .collect()
 }
 
-/// Canonical decoded values (`CHANNELS` per texel, unclamped) → RGBA8 of one group.
-fn group_rgba(decoded: &[f32], group: ImageGroup) -> Vec<u8> {
+/// Canonical decoded values (`CHANNELS` per texel, unclamped) → RGBA8 of one group, the
+/// channels the set does not have (outside `present`) at their neutral values as the
+/// renderer samples them (an opaque alpha, a flat normal), not the decoder's untrained
+/// outputs.
+fn group_rgba(decoded: &[f32], group: ImageGroup, present: ChannelMask) -> Vec<u8> {
     let q = |v: f32| quantize_u8(v.clamp(0.0, 1.0));
     decoded
         .chunks_exact(CHANNELS)
-        .flat_map(|t| match group {
-            ImageGroup::BaseColor => [q(t[0]), q(t[1]), q(t[2]), q(t[3])],
-            ImageGroup::Normal => {
-                // Rebuild Z for a viewable normal map.
-                let (x, y) = (t[4] * 2.0 - 1.0, t[5] * 2.0 - 1.0);
-                let z = (1.0 - x * x - y * y).max(0.0).sqrt();
-                [q(t[4]), q(t[5]), q(z * 0.5 + 0.5), 255]
+        .flat_map(|t| {
+            let v = |i: usize| match Channel::from_index(i) {
+                Some(c) if !present.has(i) => c.neutral(),
+                _ => t[i],
+            };
+            match group {
+                ImageGroup::BaseColor => [q(v(0)), q(v(1)), q(v(2)), q(v(3))],
+                ImageGroup::Normal => {
+                    // Rebuild Z for a viewable normal map.
+                    let (x, y) = (v(4) * 2.0 - 1.0, v(5) * 2.0 - 1.0);
+                    let z = (1.0 - x * x - y * y).max(0.0).sqrt();
+                    [q(v(4)), q(v(5)), q(z * 0.5 + 0.5), 255]
+                }
+                ImageGroup::Orm => [q(v(6)), q(v(7)), q(v(8)), 255],
+                ImageGroup::Emissive => [q(v(9)), q(v(10)), q(v(11)), 255],
             }
-            ImageGroup::Orm => [q(t[6]), q(t[7]), q(t[8]), 255],
-            ImageGroup::Emissive => [q(t[9]), q(t[10]), q(t[11]), 255],
         })
         .collect()
 }
@@ -339,7 +348,7 @@ pub fn decompress(
                 };
                 let decoded = decode_mip(&model, local, level)?;
                 for (k, (_, file_level, group, path)) in mine.iter().enumerate() {
-                    let rgba = group_rgba(&decoded, *group);
+                    let rgba = group_rgba(&decoded, *group, m.present);
                     match formats {
                         None if *file_level == level => {
                             write_png_rgba8(path, w, h, &rgba)?;
@@ -374,4 +383,29 @@ pub fn decompress(
         }
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_channels_are_written_at_their_neutral_values() {
+        // One texel whose every decoded output is 0.2 (what an untrained output may be).
+        let decoded = [0.2f32; CHANNELS];
+        let q = quantize_u8(0.2);
+        // Base colour without alpha: opaque, the colour as decoded.
+        let rgb = group_rgba(&decoded, ImageGroup::BaseColor, ChannelMask::BASE_COLOR);
+        assert_eq!(rgb, [q, q, q, 255]);
+        let rgba = ChannelMask(ChannelMask::BASE_COLOR.0 | ChannelMask::ALPHA.0);
+        assert_eq!(
+            group_rgba(&decoded, ImageGroup::BaseColor, rgba),
+            [q, q, q, q]
+        );
+        // No normal: flat (0.5, 0.5, 1); roughness only: occlusion and metallic at 1.
+        let flat = group_rgba(&decoded, ImageGroup::Normal, ChannelMask::BASE_COLOR);
+        assert_eq!(flat, [128, 128, 255, 255]);
+        let orm = group_rgba(&decoded, ImageGroup::Orm, ChannelMask::ROUGHNESS);
+        assert_eq!(orm, [255, q, 255, 255]);
+    }
 }
