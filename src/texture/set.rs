@@ -346,6 +346,17 @@ impl TextureSetDesc {
                 });
             }
         }
+        // Images of another shape are stretched to the common size: allowed (glTF does not
+        // forbid it), but rarely meant, so said.
+        if images.iter().any(|(_, _, i)| {
+            u64::from(i.width) * u64::from(height) != u64::from(i.height) * u64::from(width)
+        }) {
+            log::warn!(
+                "texture set `{}`: its images differ in aspect ratio ({}); each is stretched to {width}×{height}",
+                self.name(),
+                sizes()
+            );
+        }
         let texels = product(&[width.into(), height.into()]);
         let decoded: u64 = images
             .iter()
