@@ -12,7 +12,9 @@ use crate::gpu::{GpuContext, read_texture};
 use crate::ntc::format::NtcPackage;
 use crate::render::ntc_gpu::{NtcRenderError, NtcSceneGpu};
 use crate::render::passes::bcn_encode::{BcnEncodePass, GpuBlockFormat};
-use crate::render::passes::ntc_bake::{BakeKernel, NtcBakePass, Transcode, set_formats};
+use crate::render::passes::ntc_bake::{
+    BakeKernel, NtcBakePass, Transcode, set_formats, set_transcode,
+};
 use crate::texture::TextureSet;
 use crate::texture::bcn::{decode_blocks, encode_rgba};
 use crate::texture::metrics::psnr_from_mse;
@@ -49,6 +51,11 @@ pub fn transcode_quality(
     };
     let mut sums = ErrorSums::default();
     for ((m, plain), coded) in package.materials.iter().zip(&rgba8.sets).zip(&blocks.sets) {
+        // A set not of whole 4×4 blocks is baked uncompressed by both.
+        let Some(transcode) = set_transcode((m.layout.width(), m.layout.height()), Some(transcode))
+        else {
+            continue;
+        };
         let formats = set_formats(m.present, Some(transcode));
         for mip in 0..m.layout.mips() {
             let groups = formats.iter().zip(&plain.textures).zip(&coded.textures);

@@ -892,6 +892,64 @@ fn transcoded_bake_is_block_compressed_within_bounds_of_ispc() {
     assert_eq!(ctx.uncaptured_error_count(), 0);
 }
 
+/// A set whose sides are not whole 4×4 blocks cannot be a block-compressed texture: the
+/// transcoded bake keeps it uncompressed, with the texels of the plain bake, and
+/// transcodes the others; the bytes it predicts follow.
+#[test]
+fn a_set_of_partial_blocks_is_baked_uncompressed_beside_transcoded_ones() {
+    use neurotex::render::passes::ntc_bake::{Transcode, package_baked_bytes, set_formats};
+    let ctx = ctx();
+    let f = fixture();
+    let mut package = f.package.clone();
+    let features = package.config.features;
+    let gamma = package
+        .materials
+        .iter_mut()
+        .find(|m| m.name == "gamma")
+        .expect("gamma");
+    gamma.layout =
+        LatentLayout::new(6, 10, full_mip_count(6, 10), Preset::High, features).expect("layout");
+    gamma.latents = vec![0x9e37_79b9; gamma.layout.packed_words(package.config.latent_bits)];
+    package.validate().expect("valid");
+    let ntc = NtcSceneGpu::upload(ctx, &package, &f.map).expect("ntc upload");
+    let bake = |t| {
+        NtcBakePass::new(ctx, &package.config, t, BakeKernel::F32)
+            .expect("bake pass")
+            .bake(ctx, &package, &ntc, u64::MAX)
+            .expect("bake")
+    };
+    let plain = bake(None);
+    let coded = bake(Some(Transcode::Bc1));
+    let mut bytes = 0;
+    for ((m, plain), coded) in package.materials.iter().zip(&plain.sets).zip(&coded.sets) {
+        let whole_blocks = m.name != "gamma";
+        let formats = set_formats(m.present, whole_blocks.then_some(Transcode::Bc1));
+        for (g, (p, c)) in plain.textures.iter().zip(&coded.textures).enumerate() {
+            let (Some(p), Some(c), Some((format, _))) = (p, c, formats[g]) else {
+                continue;
+            };
+            // The plain bake's textures are what an uncompressed set gets.
+            let expected = if whole_blocks { format } else { p.format() };
+            assert_eq!(c.format(), expected, "`{}` group {g}", m.name);
+            assert_eq!(c.format().is_compressed(), whole_blocks, "`{}`", m.name);
+            bytes += neurotex::render::passes::ntc_bake::texture_bytes(
+                c.format(),
+                (c.width(), c.height()),
+                c.mip_level_count(),
+            );
+            if !whole_blocks {
+                for mip in 0..m.layout.mips() as u32 {
+                    let want = read_texture(ctx, p, mip, 0).expect("read");
+                    let got = read_texture(ctx, c, mip, 0).expect("read");
+                    assert!(want.bytes == got.bytes, "`{}` group {g} mip {mip}", m.name);
+                }
+            }
+        }
+    }
+    assert_eq!(bytes, package_baked_bytes(&package, Some(Transcode::Bc1)));
+    assert_eq!(ctx.uncaptured_error_count(), 0);
+}
+
 /// A kernel the device lacks is refused with a message naming what is missing.
 #[test]
 fn unavailable_kernels_say_why() {

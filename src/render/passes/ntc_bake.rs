@@ -122,6 +122,13 @@ impl std::fmt::Display for Transcode {
 /// fills it (`None`: RGBA8, written by the bake itself).
 pub type GroupFormat = (wgpu::TextureFormat, Option<GpuBlockFormat>);
 
+/// The transcode a set of mip-0 size `size` takes: `transcode` when its sides are whole
+/// 4×4 blocks (a block-compressed texture's must be), else none (it is baked
+/// uncompressed).
+pub fn set_transcode(size: (u32, u32), transcode: Option<Transcode>) -> Option<Transcode> {
+    transcode.filter(|_| size.0.is_multiple_of(4) && size.1.is_multiple_of(4))
+}
+
 /// The texture of each channel group of a baked set whose package material has channels
 /// `present`; `None` for a group none of whose channels the material has: no texture is
 /// made for it, and the set samples a 1×1 neutral texture there (what the bake would
@@ -197,7 +204,7 @@ pub fn package_baked_bytes(package: &NtcPackage, transcode: Option<Transcode>) -
         .iter()
         .map(|m| {
             let size = (m.layout.width(), m.layout.height());
-            set_formats(m.present, transcode)
+            set_formats(m.present, set_transcode(size, transcode))
                 .iter()
                 .flatten()
                 .map(|(f, _)| texture_bytes(*f, size, m.layout.mips() as u32))
@@ -330,6 +337,11 @@ impl NtcBakePass {
         self.encoder.as_ref().map(|(t, _)| *t)
     }
 
+    /// The transcode of package material `m` ([`set_transcode`] of its size).
+    fn set_transcode(&self, m: &crate::ntc::format::NtcMaterial) -> Option<Transcode> {
+        set_transcode((m.layout.width(), m.layout.height()), self.transcode())
+    }
+
     /// The defines `ntc_bake.wgsl` is composed with for decoders of shape `config`,
     /// evaluated by `evaluation`.
     pub fn defines(config: &NtcConfig, evaluation: BakeKernel) -> Defines {
@@ -376,14 +388,13 @@ impl NtcBakePass {
                 });
             }
             if let Some(t) = self.transcode()
-                && (!width.is_multiple_of(4) || !height.is_multiple_of(4))
+                && set_transcode((width, height), Some(t)).is_none()
             {
-                return Err(NtcRenderError::Gpu {
-                    what: format!("transcoding texture set `{}` to {t}", m.name),
-                    message: format!(
-                        "its {width}×{height} texels are not whole 4×4 blocks; render it without --transcode"
-                    ),
-                });
+                log::warn!(
+                    "texture set `{}`: its {width}×{height} texels are not whole 4×4 blocks, \
+                     so it is baked uncompressed (RGBA8) instead of transcoded to {t}",
+                    m.name
+                );
             }
             for mip in 0..m.layout.mips() {
                 let entry = ntc
@@ -400,7 +411,7 @@ impl NtcBakePass {
                 });
             }
             let mips = m.layout.mips() as u32;
-            let formats = set_formats(m.present, self.transcode());
+            let formats = set_formats(m.present, set_transcode((width, height), self.transcode()));
             let bytes = formats
                 .iter()
                 .flatten()
@@ -436,7 +447,7 @@ impl NtcBakePass {
             .materials
             .iter()
             .map(|m| {
-                let groups = set_formats(m.present, self.transcode());
+                let groups = set_formats(m.present, self.set_transcode(m));
                 let encoders = groups.iter().flatten().filter(|(_, e)| e.is_some()).count() as u64;
                 m.layout.mips() as u64 + encoders
             })
@@ -459,32 +470,31 @@ impl NtcBakePass {
                 0,
             ),
         };
-        ctx.error_scope(|| match &self.encoder {
-            None => {
-                let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some(Self::LABEL),
-                });
-                let mut slot = 0u64;
-                for (set, m) in sets.iter().zip(&package.materials) {
-                    for mip in 0..m.layout.mips() {
-                        let size = m.layout.mip_size(mip).unwrap_or((1, 1));
-                        let views = dispatch.targets(&set.textures, mip as u32);
-                        dispatch.record(device, &mut encoder, slot, &views, size);
-                        slot += 1;
+        ctx.error_scope(|| {
+            // Sets baked uncompressed are decoded straight into their textures, in one
+            // submit; each transcoded set is decoded into scratch textures and encoded.
+            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some(Self::LABEL),
+            });
+            let mut slot = 0u64;
+            for (set, m) in sets.iter().zip(&package.materials) {
+                match (&self.encoder, self.set_transcode(m)) {
+                    (Some((_, bcn)), Some(t)) => {
+                        let formats = set_formats(m.present, Some(t));
+                        transcode_set(ctx, &dispatch, bcn, set, &formats, &m.layout, slot)?;
+                    }
+                    _ => {
+                        for mip in 0..m.layout.mips() {
+                            let size = m.layout.mip_size(mip).unwrap_or((1, 1));
+                            let views = dispatch.targets(&set.textures, mip as u32);
+                            dispatch.record(device, &mut encoder, slot + mip as u64, &views, size);
+                        }
                     }
                 }
-                ctx.queue.submit([encoder.finish()]);
-                Ok(())
+                slot += m.layout.mips() as u64;
             }
-            Some((_, bcn)) => {
-                let mut slot = 0u64;
-                for (set, m) in sets.iter().zip(&package.materials) {
-                    let formats = set_formats(m.present, self.transcode());
-                    transcode_set(ctx, &dispatch, bcn, set, &formats, &m.layout, slot)?;
-                    slot += m.layout.mips() as u64;
-                }
-                Ok(())
-            }
+            ctx.queue.submit([encoder.finish()]);
+            Ok(())
         })
         .and_then(|r| r)
         .and_then(|()| dispatch.timer.map(|t| t.finish(ctx)).transpose())
