@@ -346,10 +346,13 @@ impl TextureSetDesc {
                 });
             }
         }
-        // Images of another shape are stretched to the common size: allowed (glTF does not
-        // forbid it), but rarely meant, so said.
+        // Images of different shapes are stretched to the common size: allowed (glTF does
+        // not forbid it), but rarely meant, so said.
+        let first = images
+            .first()
+            .map(|(_, _, i)| (u64::from(i.width), u64::from(i.height)));
         if images.iter().any(|(_, _, i)| {
-            u64::from(i.width) * u64::from(height) != u64::from(i.height) * u64::from(width)
+            first.is_some_and(|(w, h)| u64::from(i.width) * h != u64::from(i.height) * w)
         }) {
             log::warn!(
                 "texture set `{}`: its images differ in aspect ratio ({}); each is stretched to {width}×{height}",

@@ -1084,44 +1084,48 @@ fn damaged_partial_progress_names_the_file_and_the_remedy() {
     expect_error(&resume, &["group0.ntc", "delete it", "quad.ntc.partial"]);
 }
 
-/// A fresh folder for test `tag` and in it a manifest `sets.csv` of two checker
-/// base-colour sets, 8² and 16².
-fn two_checker_sets(tag: &str) -> (PathBuf, PathBuf) {
-    let dir = temp_dir(tag);
-    write_checker_png(&dir.join("a.png"), 8);
-    write_checker_png(&dir.join("b.png"), 16);
-    let manifest = dir.join("sets.csv");
-    std::fs::write(
-        &manifest,
-        "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\na,T,T,a.png,,0,0.5,0\nb,T,T,b.png,,0,0.5,0\n",
-    )
-    .unwrap();
-    (dir, manifest)
+/// A small `compress` run ([`small_compress`](crate::common::small_compress)) of two
+/// checker base-colour sets, 8² and 16², listed in `sets.csv` of a fresh folder for its
+/// test, into a package in that folder.
+struct CheckerRun {
+    dir: PathBuf,
+    manifest: PathBuf,
+    out: PathBuf,
+    steps: &'static str,
 }
 
-/// `compress` of `manifest` into `out` with `steps` per set, batches of 256 and no BCn
-/// baselines.
-fn small_compression<'a>(manifest: &'a Path, out: &'a Path, steps: &'a str) -> Vec<&'a str> {
-    vec![
-        "compress",
-        "--manifest",
-        s(manifest),
-        "--out",
-        s(out),
-        "--steps",
-        steps,
-        "--batch",
-        "256",
-        "--no-bcn",
-    ]
+impl CheckerRun {
+    /// The sets in a fresh folder for test `tag`, the package `name` there.
+    fn new(tag: &str, name: &str, steps: &'static str) -> Self {
+        let dir = temp_dir(tag);
+        write_checker_png(&dir.join("a.png"), 8);
+        write_checker_png(&dir.join("b.png"), 16);
+        let manifest = dir.join("sets.csv");
+        std::fs::write(
+            &manifest,
+            "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\na,T,T,a.png,,0,0.5,0\nb,T,T,b.png,,0,0.5,0\n",
+        )
+        .unwrap();
+        let out = dir.join(name);
+        CheckerRun {
+            dir,
+            manifest,
+            out,
+            steps,
+        }
+    }
+
+    /// The run's arguments, then `extra`.
+    fn args<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
+        crate::common::small_compress(&self.manifest, &self.out, self.steps, extra)
+    }
 }
 
 #[test]
 fn stop_after_starts_no_group_past_its_time_and_resume_finishes() {
-    let (dir, manifest) = two_checker_sets("stop_after");
-    let out = dir.join("s.ntc");
-    let compress_args = small_compression(&manifest, &out, "40");
-    let compress = |extra: &[&'static str]| [&compress_args[..], &["--no-flip"], extra].concat();
+    let run = CheckerRun::new("stop_after", "s.ntc", "40");
+    let (dir, out) = (&run.dir, &run.out);
+    let compress = |extra: &[&'static str]| run.args(&[&["--no-flip"], extra].concat());
     // Past its time before the first group: nothing is trained, the run stops as an
     // interrupted one, and its progress folder is kept for --resume.
     expect_error(
@@ -1145,9 +1149,9 @@ fn stop_after_starts_no_group_past_its_time_and_resume_finishes() {
 
 #[test]
 fn a_killed_compression_resumes_to_a_valid_package() {
-    let (dir, manifest) = two_checker_sets("killed");
-    let out = dir.join("k.ntc");
-    let args = small_compression(&manifest, &out, "600");
+    let run = CheckerRun::new("killed", "k.ntc", "600");
+    let (dir, out) = (&run.dir, &run.out);
+    let args = run.args(&[]);
     // Kill (no Ctrl-C, no checkpoint) once the first group is finished.
     assert!(
         kill_once_exists(&args, &dir.join("k.ntc.partial/group0.ntc")),
@@ -1180,7 +1184,7 @@ fn a_killed_compression_resumes_to_a_valid_package() {
         !dir.join("k.ntc.partial").exists(),
         "the partial folder is removed"
     );
-    let stdout = expect_ok(&["inspect", s(&out), "--json"]);
+    let stdout = expect_ok(&["inspect", s(out), "--json"]);
     let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["materials"].as_array().map(Vec::len), Some(2));
 }
@@ -1294,4 +1298,21 @@ fn scene_bench_reports_stability_and_spread() {
     assert!(md.contains("median (p10–p90)"), "{md}");
     let unstable = rows.iter().any(|r| r["unstable"] == true);
     assert_eq!(md.contains("UNSTABLE"), unstable, "{md}");
+}
+
+#[test]
+fn a_diverged_training_names_its_group_and_a_fixed_rerun_replaces_its_progress() {
+    let run = CheckerRun::new("diverged", "d.ntc", "10");
+    let out = &run.out;
+    let compress = |extra: &[&'static str]| run.args(&[&["--no-flip"], extra].concat());
+    // A decoder rate of 1e30 makes the loss NaN within a step: one error naming the group,
+    // its sets and the remedy, and no package.
+    expect_error(
+        &compress(&["--lr-decoder=1e30"]),
+        &["group 0", "training diverged", "--lr-decoder"],
+    );
+    assert!(!out.exists());
+    // Its partial folder holds no finished group: the run with sane settings replaces it.
+    expect_ok(&compress(&[]));
+    assert!(out.is_file());
 }

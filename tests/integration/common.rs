@@ -137,13 +137,12 @@ pub fn checker_library(name: &str) -> (PathBuf, PathBuf) {
     (dir, manifest)
 }
 
-/// `compress` of `manifest` into `out` with deterministic training, batches of 256, no
-/// BCn baselines, `steps` per set and `seed`, then `extra`.
-pub fn deterministic_compress<'a>(
+/// `compress` of `manifest` into `out` with `steps` per set, batches of 256 and no BCn
+/// baselines, then `extra`.
+pub fn small_compress<'a>(
     manifest: &'a Path,
     out: &'a Path,
     steps: &'a str,
-    seed: &'a str,
     extra: &[&'a str],
 ) -> Vec<&'a str> {
     let mut args = vec![
@@ -157,10 +156,20 @@ pub fn deterministic_compress<'a>(
         "--batch",
         "256",
         "--no-bcn",
-        "--deterministic",
-        "--seed",
-        seed,
     ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// [`small_compress`] with deterministic training from `seed`, then `extra`.
+pub fn deterministic_compress<'a>(
+    manifest: &'a Path,
+    out: &'a Path,
+    steps: &'a str,
+    seed: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = small_compress(manifest, out, steps, &["--deterministic", "--seed", seed]);
     args.extend_from_slice(extra);
     args
 }

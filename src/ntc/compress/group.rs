@@ -252,6 +252,17 @@ impl GroupRun<'_> {
                         partial: self.partial.to_path_buf(),
                     });
                 }
+                Err(source @ GpuTrainError::Diverged { .. }) => {
+                    return Err(CompressError::Group {
+                        group: g,
+                        sets: crate::ntc::shard::capped_list(
+                            members.iter().map(|&i| self.sets[i].name.clone()),
+                            ", ",
+                            "sets",
+                        ),
+                        source,
+                    });
+                }
                 Err(e) => return Err(e.into()),
             };
             let reached = record_tries(&trained, preset, steps, opts.rate, &targets, &mut tries)

@@ -85,6 +85,16 @@ pub enum CompressError {
     /// Training failed (or was cancelled: the checkpoint is saved and named).
     #[error(transparent)]
     Train(#[from] GpuTrainError),
+    /// A group's training failed: the group and its sets named.
+    #[error("group {group} ({sets}): {source}")]
+    Group {
+        /// The group's index.
+        group: usize,
+        /// Its sets' names.
+        sets: String,
+        /// What failed.
+        source: GpuTrainError,
+    },
     /// A checkpoint could not be read, written or resumed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),

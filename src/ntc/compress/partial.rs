@@ -191,8 +191,10 @@ impl PartialManifest {
 }
 
 /// Make `partial` ready for a run with `manifest`: a folder with a matching manifest is
-/// kept (`resume`) or emptied; a missing one is created; anything else is an error and
-/// stays untouched. Returns whether earlier progress may be reused.
+/// kept (`resume`) or emptied; one of another run that holds no progress (only its
+/// manifest, as a run that failed before finishing a group leaves it) is replaced; a
+/// missing one is created; anything else is an error and stays untouched. Returns
+/// whether earlier progress may be reused.
 pub(super) fn prepare_partial(
     partial: &Path,
     manifest: &PartialManifest,
@@ -224,13 +226,13 @@ pub(super) fn prepare_partial(
                 partial: partial.to_path_buf(),
                 reason: e.to_string(),
             })?;
-        if found != *manifest {
+        if found != *manifest && !holds_only_its_marker(partial).map_err(io)? {
             return Err(CompressError::PartialMismatch {
                 partial: partial.to_path_buf(),
                 difference: found.difference(manifest),
             });
         }
-        if resume {
+        if resume && found == *manifest {
             resuming = true;
         } else {
             std::fs::remove_dir_all(partial).map_err(io)?;
@@ -250,6 +252,16 @@ pub(super) fn prepare_partial(
         std::fs::rename(&staging, partial).map_err(io)?;
     }
     Ok(resuming)
+}
+
+/// Whether the partial folder holds nothing but its manifest: no progress of any run,
+/// so another run may replace it.
+fn holds_only_its_marker(partial: &Path) -> std::io::Result<bool> {
+    let mut entries = std::fs::read_dir(partial)?;
+    Ok(match (entries.next().transpose()?, entries.next()) {
+        (Some(only), None) => only.file_name() == PARTIAL_MANIFEST,
+        _ => false,
+    })
 }
 
 /// The seal of finished group `g` of the run whose partial manifest hashes to `owner`:
@@ -376,6 +388,21 @@ mod tests {
         // Matching without resume: emptied for a fresh start.
         assert!(!fresh_then_again(false));
         assert!(!partial.join("group0.ntc").exists());
+
+        // Another run's folder without progress (a run that failed before finishing a
+        // group leaves only its manifest): replaced, with or without resume.
+        std::fs::write(&input, b"first").expect("write");
+        for resume in [false, true] {
+            std::fs::remove_dir_all(&partial).expect("clean");
+            let first = run_manifest(&input, 10);
+            assert!(!prepare_partial(&partial, &first, false).expect("fresh"));
+            let other = run_manifest(&input, 12);
+            assert!(!prepare_partial(&partial, &other, resume).expect("replaced"));
+            // Now the other run's: it resumes that one.
+            assert!(prepare_partial(&partial, &other, true).expect("resume"));
+            let e = prepare_partial(&partial, &first, true);
+            assert!(e.is_ok(), "no progress yet, so replaced again: {e:?}");
+        }
 
         // The cache's clean-up deletes only folders with the marker.
         assert!(remove_partial_if_ours(&dir.join("out.ntc")).expect("ours"));

@@ -248,6 +248,15 @@ pub enum GpuTrainError {
     /// cannot be read, written or used.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// The loss stopped being a number: the learning rates are too high for the data.
+    #[error(
+        "training diverged: the loss is not finite from step {step} on; lower the learning \
+         rates (--lr-latents, --lr-decoder)"
+    )]
+    Diverged {
+        /// The first step whose loss is NaN or infinite.
+        step: u64,
+    },
     /// Training stopped on request; the checkpoint resumes it.
     #[error("training cancelled at step {}; resume from the checkpoint", .0.step)]
     Cancelled(Box<Checkpoint>),

@@ -264,11 +264,15 @@ impl GpuTrainer {
         Ok(qualities)
     }
 
-    /// End the run as `train_cpu` does: every loss read back, the latents snapped to
+    /// End the run as `train_cpu` does (an error when a loss is not finite: the run
+    /// diverged): every loss read back, the latents snapped to
     /// their quantisation levels (a no-op after fine-tuning), the decoder rounded through
     /// f16 and uploaded, quality measured with [`evaluate`](Self::evaluate).
     pub fn finish(&mut self) -> Result<TrainedGroup, GpuTrainError> {
         self.sync_losses()?;
+        if let Some(step) = self.readback.losses.iter().position(|l| !l.is_finite()) {
+            return Err(GpuTrainError::Diverged { step: step as u64 });
+        }
         let mut model = self.download()?;
         for pyramid in model.pyramids_mut() {
             quant::snap(pyramid.values_mut(), self.run.config.model.latent_bits);
