@@ -92,8 +92,13 @@ fn report_manifest(manifest: &Path, a: &ImportArgs) -> Result<()> {
         // One line per distinct set with every row that uses it: rows without images
         // are refused by the reader, rows sharing images share a set.
         let sets = texture::manifest::sets_of_rows(&entries);
+        // The channels compress trains: those some row using the set needs.
+        let relevant = inputs.relevant_channels();
         for (desc, rows) in &sets {
-            let loaded = desc.load(&opts)?;
+            let mut loaded = desc.load(&opts)?;
+            if let Some(i) = inputs.descs.iter().position(|d| d == desc) {
+                loaded.set.keep_channels(relevant[i]);
+            }
             let ids: Vec<&str> = rows
                 .iter()
                 .map(|&r| entries[r].material.name.as_str())

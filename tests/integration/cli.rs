@@ -1316,3 +1316,30 @@ fn a_diverged_training_names_its_group_and_a_fixed_rerun_replaces_its_progress()
     expect_ok(&compress(&[]));
     assert!(out.is_file());
 }
+
+/// `import` lists the channels `compress` trains: a manifest row's alpha column decides
+/// whether an RGBA base colour's alpha is one (0: opaque, left out; 1: mask, kept).
+#[test]
+fn import_lists_the_channels_compress_trains() {
+    let dir = temp_dir("import_alpha");
+    image::RgbaImage::from_fn(8, 8, |x, y| {
+        image::Rgba([x as u8 * 30, y as u8 * 30, 90, 128])
+    })
+    .save(dir.join("a.png"))
+    .unwrap();
+    let manifest = dir.join("sets.csv");
+    for (alpha, channels) in [
+        ("0", "channels base_color\n"),
+        ("1", "channels base_color+alpha\n"),
+    ] {
+        std::fs::write(
+            &manifest,
+            format!(
+                "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\na,T,T,a.png,,{alpha},0.5,0\n"
+            ),
+        )
+        .unwrap();
+        let stdout = expect_ok(&["import", "--manifest", s(&manifest)]);
+        assert!(stdout.contains(channels), "alpha {alpha}: {stdout}");
+    }
+}
