@@ -156,6 +156,8 @@ pub fn run(a: RenderArgs) -> Result<()> {
             },
             ..settings.clone()
         };
+        // From the state the frame was rendered from: the same blue-noise frames.
+        renderer.reset_history();
         let reference = render_frames(&ctx, &mut renderer, &reference_settings, a.accumulate)?;
         let rgb = |rgba: &[u8]| -> Vec<u8> {
             rgba.chunks_exact(4)

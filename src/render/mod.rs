@@ -567,9 +567,11 @@ impl Renderer {
     }
 
     /// Forget the previous frame (camera cut, lighting edit, mode switch): the next frame
-    /// restarts the history.
+    /// restarts the history, with no motion and the blue noise at its first frame, as a
+    /// new renderer's first frame.
     pub fn reset_history(&mut self) {
         self.passes.temporal.reset();
+        self.history.restart();
     }
 
     /// Make `package` the material source of `mode` (an NTC mode); scene material `i`
