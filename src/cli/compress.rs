@@ -344,16 +344,18 @@ pub fn run(a: CompressArgs) -> Result<()> {
                     k.gradients, k.adam
                 )
             });
+            let throughput = match (g.texels_per_second, g.tflops) {
+                (Some(t), Some(f)) => format!("{:.1} Mtexel/s ({f:.2} TFLOP/s)", t / 1e6),
+                _ => "too short to time".into(),
+            };
             println!(
                 "group of {} sets{on}: preset {:?}, {} main steps, {} kernel{workgroups}, \
-                 {:.1} Mtexel/s ({:.2} TFLOP/s){profile}, {:.1} s",
+                 {throughput}{profile}, {:.1} s",
                 g.sets.len(),
                 g.preset,
                 g.steps,
                 kernel,
-                g.texels_per_second / 1e6,
-                g.tflops,
-                g.seconds
+                g.seconds.unwrap_or(0.0)
             );
         }
     }

@@ -374,7 +374,7 @@ impl RunRecord {
                 .iter()
                 .map(|g| GroupResult {
                     sets: g.sets.len(),
-                    seconds: g.seconds,
+                    seconds: g.seconds.unwrap_or(0.0),
                     final_loss: Some(g.final_loss).filter(|l| l.is_finite()),
                     kernel_ms: g.kernel_ms,
                 })

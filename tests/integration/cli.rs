@@ -1165,8 +1165,9 @@ fn a_killed_compression_resumes_to_a_valid_package() {
     assert!(dir.join("k.ntc.partial/neurotex-partial.json").exists());
     // A finished group that this run did not write (another package in its place, or
     // one edited) is refused; the group as written resumes.
+    let report = dir.join("k.json");
     let mut resume: Vec<&str> = args.to_vec();
-    resume.push("--resume");
+    resume.extend(["--resume", "--report", s(&report)]);
     let group0 = dir.join("k.ntc.partial/group0.ntc");
     let written = std::fs::read(&group0).unwrap();
     let mut edited = written.clone();
@@ -1181,9 +1182,18 @@ fn a_killed_compression_resumes_to_a_valid_package() {
         ],
     );
     std::fs::write(&group0, &written).unwrap();
-    // Resuming reuses group 0 and trains group 1 again from its start.
+    // Resuming reuses group 0 and trains group 1 again from its start; the report times
+    // only the group it trained (the reused one's time and throughput are null, not 0).
     let stdout = expect_ok(&resume);
     assert!(stdout.contains("2 materials, 2 decoders"), "{stdout}");
+    let groups = read_json(&report)["groups"].clone();
+    for field in ["seconds", "texels_per_second", "tflops", "final_loss"] {
+        assert!(groups[0][field].is_null(), "{field}: {groups}");
+    }
+    assert!(
+        groups[1]["seconds"].as_f64().is_some_and(|t| t > 0.0),
+        "{groups}"
+    );
     assert!(
         !dir.join("k.ntc.partial").exists(),
         "the partial folder is removed"

@@ -146,9 +146,9 @@ impl GroupRun<'_> {
                     loss_weights: self.weights[g],
                     kernel: None,
                     device: None,
-                    seconds: 0.0,
-                    texels_per_second: 0.0,
-                    tflops: 0.0,
+                    seconds: None,
+                    texels_per_second: None,
+                    tflops: None,
                     final_loss: f64::NAN,
                     train_workgroups: None,
                     kernel_ms: None,
@@ -295,11 +295,8 @@ impl GroupRun<'_> {
         write_file(&seal, group_seal(&self.owner, g, &bytes).as_bytes())?;
         write_file(&done, &bytes)?;
         let _ = std::fs::remove_file(&ckpt);
-        let texels_per_second = if kept.rates.is_empty() {
-            0.0
-        } else {
-            kept.rates.iter().sum::<f64>() / kept.rates.len() as f64
-        };
+        let texels_per_second = (!kept.rates.is_empty())
+            .then(|| kept.rates.iter().sum::<f64>() / kept.rates.len() as f64);
         Ok(GroupDone {
             package: one,
             report: GroupReport {
@@ -312,9 +309,9 @@ impl GroupRun<'_> {
                         .unwrap_or_else(|| TrainKernel::best(ctx, &train.model)),
                 ),
                 device: Some(device),
-                seconds: t0.elapsed().as_secs_f64(),
+                seconds: Some(t0.elapsed().as_secs_f64()),
                 texels_per_second,
-                tflops: texels_per_second * self.flops / 1e12,
+                tflops: texels_per_second.map(|t| t * self.flops / 1e12),
                 final_loss: kept.last.map_or(f64::NAN, |p| p.loss),
                 train_workgroups: kept.last.and_then(|p| p.train_workgroups),
                 kernel_ms: kept.last.and_then(|p| p.kernel_ms),

@@ -104,14 +104,15 @@ pub struct GroupReport {
     /// resumed finished).
     pub device: Option<usize>,
     /// Wall-clock seconds of training (incl. fine-tuning and evaluation; every try of
-    /// rate control).
-    pub seconds: f64,
-    /// Mean training throughput of the kept try (batch texels per second).
-    pub texels_per_second: f64,
+    /// rate control); `None` when the group was resumed finished.
+    pub seconds: Option<f64>,
+    /// Mean training throughput of the kept try (batch texels per second); `None` when
+    /// the group was resumed finished or trained too few steps to be timed.
+    pub texels_per_second: Option<f64>,
     /// `texels_per_second` times the decoder's
     /// [`training_flops_per_sample`](crate::ntc::train::training_flops_per_sample), in TFLOP/s.
-    pub tflops: f64,
-    /// Final reported loss.
+    pub tflops: Option<f64>,
+    /// Final reported loss (NaN, written as null, when the group was resumed finished).
     pub final_loss: f64,
     /// Mixed-precision trainer: the `train_step` workgroups per step it trained with
     /// last (timed at the start of a long run); `None` for the f32 trainer or a group
