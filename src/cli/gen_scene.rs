@@ -29,7 +29,7 @@ pub struct GenSceneArgs {
     /// Output folder.
     #[arg(long)]
     out: PathBuf,
-    /// Side of every generated texture (a power of two; toy shop).
+    /// Side of every generated texture (a power of two in 4..=4096; toy shop).
     #[arg(long, default_value_t = 512, value_parser = parse_power_of_two)]
     texture_size: u32,
     /// Texture-set manifest (CSV) whose sets the street (all) or the panel (one) uses.
@@ -47,13 +47,18 @@ pub struct GenSceneArgs {
     seed: u64,
 }
 
-/// A texture side: a power of two in 1..=16384.
+/// A toy-shop texture side: a power of two in [`toyshop::TEXTURE_SIZES`].
 fn parse_power_of_two(s: &str) -> Result<u32, String> {
     let n = super::args::parse_texture_side(s)?;
-    if n.is_power_of_two() {
+    if toyshop::valid_texture_size(n) {
         Ok(n)
     } else {
-        Err(format!("`{s}`: expected a power of two"))
+        let sizes = toyshop::TEXTURE_SIZES;
+        Err(format!(
+            "`{s}`: expected a power of two in {}..={}",
+            sizes.start(),
+            sizes.end()
+        ))
     }
 }
 

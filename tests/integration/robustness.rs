@@ -1360,6 +1360,21 @@ fn unusable_values_are_refused_not_replaced() {
         let arg = format!("--render-scale={scale}");
         expect_error(&["view", &arg], &["--render-scale", "0.25 to 1"]);
     }
+    // Toy-shop texture sides the generator cannot make: refused by the argument parser
+    // with the range the generator takes.
+    for side in ["1", "2", "6", "8192"] {
+        expect_error(
+            &[
+                "gen-scene",
+                "toyshop",
+                "--out",
+                s(&dir.join("toy")),
+                "--texture-size",
+                side,
+            ],
+            &["--texture-size", "4..=4096"],
+        );
+    }
     // render --package without an NTC mode would ignore the package.
     let package = dir.join("p.ntc");
     std::fs::write(&package, b"not read").expect("write");

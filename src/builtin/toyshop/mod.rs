@@ -40,6 +40,14 @@ use materials::*;
 
 mod materials;
 
+/// The texture sizes [`generate`] takes: a power of two in this range.
+pub const TEXTURE_SIZES: std::ops::RangeInclusive<u32> = 4..=4096;
+
+/// Whether [`generate`] takes textures of side `size`.
+pub fn valid_texture_size(size: u32) -> bool {
+    TEXTURE_SIZES.contains(&size) && size.is_power_of_two()
+}
+
 /// Options of [`generate`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToyshopOptions {
@@ -93,7 +101,7 @@ pub const GENERATOR_VERSION: u32 = 2;
 /// `out_dir/toyshop.gltf`. Textures go to `out_dir/textures/`.
 pub fn generate(out_dir: &Path, opts: &ToyshopOptions) -> Result<PathBuf, ToyshopError> {
     let size = opts.texture_size;
-    if !(4..=4096).contains(&size) || !size.is_power_of_two() {
+    if !valid_texture_size(size) {
         return Err(ToyshopError::TextureSize(size));
     }
     let tex_dir = out_dir.join(TEXTURE_DIR);

@@ -571,7 +571,8 @@ pub fn compress_selected(
         rate: opts.rate,
         groups: group_reports,
         mean_psnr: (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64),
-        mean_bits_per_texel: materials.iter().map(|m| m.bits_per_texel).sum::<f64>()
+        // An empty sum of floats is −0: a shard without groups reports 0.
+        mean_bits_per_texel: materials.iter().fold(0.0, |sum, m| sum + m.bits_per_texel)
             / materials.len().max(1) as f64,
         mean_flip: (!flip_means.is_empty())
             .then(|| flip_means.iter().sum::<f64>() / flip_means.len() as f64),

@@ -172,7 +172,14 @@ pub enum NtcFormatError {
         path: PathBuf,
     },
     /// The file does not start with `NTC\0`.
-    #[error("not an .ntc package: the file starts with {found:02x?}, expected \"NTC\\0\"")]
+    #[error(
+        "not an .ntc package: the file starts with {found:02x?}, expected \"NTC\\0\"{}",
+        if found == b"NTCP" {
+            " (it is a `compress --shard` part file: join the parts with `neurotex merge`)"
+        } else {
+            ""
+        }
+    )]
     BadMagic {
         /// The first four bytes.
         found: [u8; 4],

@@ -253,6 +253,11 @@ fn flipped_bytes_are_caught() {
         NtcPackage::from_bytes(&bad),
         Err(NtcFormatError::BadMagic { .. })
     ));
+    // A shard's part file is named as one, with the command that joins parts.
+    let mut part = bytes.clone();
+    part[..8].copy_from_slice(&crate::ntc::shard::PART_MAGIC);
+    let err = NtcPackage::from_bytes(&part).expect_err("part");
+    assert!(err.to_string().contains("neurotex merge"), "{err}");
     let mut bad = bytes;
     bad[HEADER_LEN] = b'X'; // the config section's tag
     let err = NtcPackage::from_bytes(&bad).expect_err("tag");
