@@ -59,6 +59,9 @@ pub enum BenchError {
     /// Nothing to render.
     #[error("a benchmark needs at least one frame")]
     NoFrames,
+    /// Every requested configuration was skipped: there is nothing to report.
+    #[error("nothing was measured: every requested configuration was skipped ({0})")]
+    NothingMeasured(String),
     /// The chart could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),
@@ -238,8 +241,10 @@ pub fn run_bench(
         profiler.start_trace();
     }
     let mut rows = Vec::new();
+    let mut skipped = Vec::new();
     for &mode in &opts.modes {
         if !renderer.has_mode(mode) {
+            skipped.push(format!("{mode}: no package"));
             note(&format!("{mode}: no package, skipped"));
             continue;
         }
@@ -263,6 +268,7 @@ pub fn run_bench(
                     )
                     .and_then(|()| renderer.prepare(ctx, mode));
                 if let Err(e) = set {
+                    skipped.push(format!("{mode} {k} {t}: {e}"));
                     note(&format!("{mode} {k} {t}: skipped ({e})"));
                     continue;
                 }
@@ -305,6 +311,13 @@ pub fn run_bench(
         }
         let scopes = profiler.write_trace(path)?;
         note(&format!("wrote {} ({scopes} timed passes)", path.display()));
+    }
+    if rows.is_empty() {
+        return Err(BenchError::NothingMeasured(crate::ntc::shard::capped_list(
+            skipped.into_iter(),
+            "; ",
+            "configurations",
+        )));
     }
     Ok(rows)
 }

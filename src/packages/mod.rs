@@ -162,7 +162,19 @@ pub fn plan_for(
     cooccurrence: Option<(&cluster::CooccurrenceRecord, &Path)>,
 ) -> Result<Plan, ClusterError> {
     let embeddings = cluster::embed_sets(sets, &cluster::EmbedderChoice::Stats)?;
-    let m = m.clamp(1, sets.len().max(1));
+    let clamped = m.clamp(1, sets.len().max(1));
+    if clamped != m
+        && matches!(
+            strategy,
+            Strategy::Clustered | Strategy::Random | Strategy::DivergenceAware
+        )
+    {
+        log::warn!(
+            "{strategy} groups: m = {m} is more than the scene's {} texture sets; using {clamped}",
+            sets.len()
+        );
+    }
+    let m = clamped;
     let plan_inputs = cluster::PlanInputs {
         categories: Some(&inputs.categories),
         cooccurrence: cooccurrence.map(|(record, file)| cluster::CooccurrenceInput {

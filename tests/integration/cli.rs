@@ -1255,6 +1255,50 @@ fn gbuffer_mode_reaches_the_renderer() {
     }
 }
 
+/// `bench` whose every configuration is skipped (a kernel the adapter lacks) ends with
+/// an error naming why, not with empty reports.
+#[test]
+fn bench_that_measures_nothing_is_an_error() {
+    let (dir, gltf) = checker_quad("benchnothing");
+    let out = dir.join("report");
+    use neurotex::render::passes::ntc_decode::NtcKernel;
+    let ctx = crate::common::ctx();
+    let Some(kernel) = NtcKernel::ALL
+        .into_iter()
+        .find(|k| !k.supported(&ctx.granted))
+        .map(NtcKernel::name)
+    else {
+        println!(
+            "every decode kernel runs on {}: nothing to skip",
+            ctx.describe()
+        );
+        return;
+    };
+    expect_error(
+        &[
+            "bench",
+            "--scene",
+            s(&gltf),
+            "--out",
+            s(&out),
+            "--size",
+            "16x16",
+            "--frames",
+            "1",
+            "--warmup",
+            "0",
+            "--modes",
+            "baseline",
+            "--ntc-steps",
+            "2",
+            "--kernels",
+            kernel,
+        ],
+        &["nothing was measured", kernel],
+    );
+    assert!(!out.join("bench.json").exists());
+}
+
 /// `bench` on a tiny scene (lavapipe in CI): every configuration warms up and is measured
 /// under the trust rules, and the stability flags and spreads reach JSON, CSV and Markdown.
 #[test]
