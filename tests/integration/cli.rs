@@ -1255,6 +1255,30 @@ fn gbuffer_mode_reaches_the_renderer() {
     }
 }
 
+/// `bench` of the scene `gltf` into `out` at (size, frames, warm-up seconds), then `extra`.
+fn bench_args<'a>(
+    gltf: &'a Path,
+    out: &'a Path,
+    (size, frames, warmup): (&'a str, &'a str, &'a str),
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "bench",
+        "--scene",
+        s(gltf),
+        "--out",
+        s(out),
+        "--size",
+        size,
+        "--frames",
+        frames,
+        "--warmup",
+        warmup,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// `bench` whose every configuration is skipped (a kernel the adapter lacks) ends with
 /// an error naming why, not with empty reports.
 #[test]
@@ -1274,26 +1298,16 @@ fn bench_that_measures_nothing_is_an_error() {
         );
         return;
     };
+    let extra = [
+        "--modes",
+        "baseline",
+        "--ntc-steps",
+        "2",
+        "--kernels",
+        kernel,
+    ];
     expect_error(
-        &[
-            "bench",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&out),
-            "--size",
-            "16x16",
-            "--frames",
-            "1",
-            "--warmup",
-            "0",
-            "--modes",
-            "baseline",
-            "--ntc-steps",
-            "2",
-            "--kernels",
-            kernel,
-        ],
+        &bench_args(&gltf, &out, ("16x16", "1", "0"), &extra),
         &["nothing was measured", kernel],
     );
     assert!(!out.join("bench.json").exists());
@@ -1306,21 +1320,12 @@ fn scene_bench_reports_stability_and_spread() {
     let (dir, gltf) = checker_quad("benchtrust");
     let out = dir.join("report");
     let started = std::time::Instant::now();
-    let (ok, _, stderr) = run(&[
-        "bench",
-        "--scene",
-        s(&gltf),
-        "--out",
-        s(&out),
-        "--size",
-        "32x24",
-        "--frames",
-        "4",
-        "--warmup",
-        "1",
-        "--modes",
-        "reference",
-    ]);
+    let (ok, _, stderr) = run(&bench_args(
+        &gltf,
+        &out,
+        ("32x24", "4", "1"),
+        &["--modes", "reference"],
+    ));
     assert!(ok, "{stderr}");
     // Warmed up for at least 300 ms (the NTC modes follow the same path; their kernels
     // take minutes to compile on lavapipe).
