@@ -145,3 +145,26 @@ fn quick_decode_bench_reports_every_kernel_equal_to_the_cpu_decoder() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Materials per tile that neither an 8×8 tile nor the synthetic package can hold are
+/// refused before anything is measured.
+#[test]
+fn impossible_mixes_are_refused() {
+    let dir = crate::common::temp_dir("bench-decode-mixes");
+    for mixes in ["65", "7"] {
+        let out = dir.join(format!("m{mixes}"));
+        crate::common::expect_error(
+            &[
+                "bench",
+                "decode",
+                "--quick",
+                "--mixes",
+                mixes,
+                "--out",
+                crate::common::s(&out),
+            ],
+            &["materials per 8×8 tile", "1..="],
+        );
+        assert!(!out.join("decode.json").exists());
+    }
+}

@@ -205,8 +205,38 @@ pub struct EqualityCheck {
     pub tolerance: f32,
     /// Compared pixels with a value over the tolerance (or not written: NaN).
     pub over_tolerance: usize,
-    /// No pixel over the tolerance, and enough compared.
+    /// No pixel over the tolerance, and enough compared (≥ 95 % of the samples).
     pub equal: bool,
+}
+
+impl EqualityCheck {
+    /// `equal`, or why not: pixels over the tolerance, or too few pixels away from a
+    /// decision boundary to tell (tiny frames).
+    pub fn verdict(&self) -> String {
+        match self.state() {
+            "NOT EQUAL" => format!(
+                "NOT EQUAL: {} pixels over the tolerance",
+                self.over_tolerance
+            ),
+            "not checked" => format!(
+                "not checked: only {} of {} pixels away from a mip or texel boundary",
+                self.compared,
+                self.compared + self.skipped
+            ),
+            state => state.into(),
+        }
+    }
+
+    /// `equal`, `NOT EQUAL` or `not checked` ([`verdict`](Self::verdict) without why).
+    pub fn state(&self) -> &'static str {
+        if self.equal {
+            "equal"
+        } else if self.over_tolerance > 0 {
+            "NOT EQUAL"
+        } else {
+            "not checked"
+        }
+    }
 }
 
 /// One kernel × tile on one case.
@@ -462,6 +492,15 @@ pub fn run_decode_bench(
     if !ctx.granted.timestamps {
         return Err(BenchError::NoTimestamps(ctx.describe()));
     }
+    // An 8×8 tile holds 64 pixels, and the synthetic package has `materials` materials.
+    let most = opts.materials.min(64);
+    if let Some(&k) = opts.mixes.iter().find(|&&k| k == 0 || k > most) {
+        return Err(BenchError::Synthetic(format!(
+            "{k} materials per 8×8 tile: the tile has 64 pixels and the package {} materials, \
+             so 1..={most}",
+            opts.materials
+        )));
+    }
     let mut skipped = Vec::new();
     let peaks = measure_peaks(ctx, opts, note)?;
     note(&format!(
@@ -625,7 +664,7 @@ pub fn run_decode_bench(
                 row.check.as_ref().map_or(String::new(), |c| format!(
                     ", max error {:.1e} ({})",
                     c.max_error,
-                    if c.equal { "equal" } else { "NOT EQUAL" }
+                    c.verdict()
                 ))
             ));
             rows.push(row);
@@ -704,6 +743,27 @@ pub fn run_decode_bench(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_says_equal_unequal_or_too_few_compared() {
+        let check = |compared, skipped, over| EqualityCheck {
+            compared,
+            skipped,
+            max_error: 0.0,
+            tolerance: 1e-3,
+            over_tolerance: over,
+            equal: over == 0 && compared * 20 >= (compared + skipped) * 19,
+        };
+        assert_eq!(check(100, 2, 0).verdict(), "equal");
+        assert_eq!(
+            check(100, 2, 3).verdict(),
+            "NOT EQUAL: 3 pixels over the tolerance"
+        );
+        assert_eq!(
+            check(3, 1, 0).verdict(),
+            "not checked: only 3 of 4 pixels away from a mip or texel boundary"
+        );
+    }
 
     #[test]
     fn every_tile_holds_the_asked_number_of_materials() {

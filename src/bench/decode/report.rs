@@ -229,7 +229,7 @@ impl DecodeBenchReport {
                 r.bound_by,
                 pct(r.fraction_of_bandwidth),
                 r.check.as_ref().map_or("–".to_owned(), |c| format!("{:.2e}", c.max_error)),
-                r.check.as_ref().map_or("–".to_owned(), |c| c.equal.to_string()),
+                r.check.as_ref().map_or("–".to_owned(), |c| c.state().to_owned()),
             ));
         }
         if !self.skipped.is_empty() {
