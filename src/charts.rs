@@ -120,7 +120,9 @@ fn drawable(points: &[(f64, f64)], log_x: bool, log_y: bool) -> Vec<(f64, f64)> 
 
 /// The range of an axis over `values` (already drawable). Log axes get a 10 % margin
 /// on both sides; a linear x axis starts at 0 (or below), a linear y axis gets a margin
-/// of 5 % of the span, at least 1.
+/// of 5 % of the span, at least 3 % of the largest magnitude (1 when every value is 0),
+/// and does not go below 0 when no value does (timings of a few µs stay on a positive
+/// axis).
 fn axis_range(values: &[f64], log: bool, is_x: bool) -> Range<f64> {
     let (lo, hi) = values
         .iter()
@@ -137,8 +139,15 @@ fn axis_range(values: &[f64], log: bool, is_x: bool) -> Range<f64> {
         let start = lo.min(0.0);
         return start..hi.max(start + 1.0);
     }
-    let pad = ((hi - lo) * 0.05).max(1.0);
-    lo - pad..hi + pad
+    let magnitude = lo.abs().max(hi.abs());
+    let pad = ((hi - lo) * 0.05).max(magnitude * 0.03);
+    let pad = if pad > 0.0 { pad } else { 1.0 };
+    let start = if lo >= 0.0 {
+        (lo - pad).max(0.0)
+    } else {
+        lo - pad
+    };
+    start..hi + pad
 }
 
 /// Draw one panel into `area`, dispatching on its axis kinds.
@@ -380,7 +389,20 @@ mod tests {
         assert_eq!(axis_range(&[], true, false), 1e-6..1.0);
         assert_eq!(axis_range(&[], false, true), 0.0..1.0);
         assert_eq!(axis_range(&[3.0, 7.0], false, true), 0.0..7.0);
-        assert_eq!(axis_range(&[30.0, 32.0], false, false), 29.0..33.0);
+        let r = axis_range(&[30.0, 32.0], false, false);
+        assert!(
+            (r.start - 29.04).abs() < 1e-9 && (r.end - 32.96).abs() < 1e-9,
+            "{r:?}"
+        );
+        // Small positive timings: a positive axis around them.
+        let r = axis_range(&[0.02, 0.05], false, false);
+        assert!(
+            r.start > 0.015 && r.start < 0.02 && r.end > 0.05 && r.end < 0.06,
+            "{r:?}"
+        );
+        assert_eq!(axis_range(&[0.0, 0.0], false, false), 0.0..1.0);
+        let r = axis_range(&[-2.0, -1.0], false, false);
+        assert!(r.start < -2.0 && r.end > -1.0, "{r:?}");
         let r = axis_range(&[0.01, 1.0], true, false);
         assert!(r.start < 0.01 && r.end > 1.0 && r.start > 0.0);
         // Log axes drop non-positive values; every axis drops non-finite ones.
