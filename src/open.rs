@@ -169,16 +169,14 @@ pub fn select_camera(opened: &OpenedScene, spec: Option<&str>) -> Result<Camera,
     }
     let mut names = opened.description.camera_path_names();
     names.extend(opened.scene.cameras.iter().map(|c| c.name.as_str()));
-    Err(SceneError::Description {
+    Err(SceneError::NoCamera {
         path: opened.scene.source.clone(),
-        reason: format!(
-            "no camera path or camera named `{spec}` (available: {})",
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        ),
+        name: spec.to_string(),
+        available: if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        },
     })
 }
 
@@ -244,6 +242,20 @@ mod tests {
         assert!((cams[0].position.x - 1.0).abs() < 1e-6);
         let err = path_cameras(&o, Some("nope"), 2).unwrap_err();
         assert_eq!(err.to_string(), "no camera path named `nope` in the scene");
+    }
+
+    #[test]
+    fn an_unknown_camera_is_named_with_what_there_is() {
+        let o = opened(&["walk"]);
+        assert_eq!(select_camera(&o, Some("walk")).unwrap().position.x, 0.0);
+        let err = select_camera(&o, Some("9")).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, SceneError::NoCamera { .. }), "{msg}");
+        assert!(
+            msg.contains("no camera path or camera named `9` (available: walk, file)")
+                && !msg.contains("scene description"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -75,6 +75,17 @@ pub enum SceneError {
         /// The name asked for.
         name: String,
     },
+    /// `--camera` names neither a camera path of the description nor a camera of the
+    /// glTF.
+    #[error("{path}: no camera path or camera named `{name}` (available: {available})")]
+    NoCamera {
+        /// The scene's glTF.
+        path: PathBuf,
+        /// The name or index asked for.
+        name: String,
+        /// The camera paths and cameras there are, or `none`.
+        available: String,
+    },
 }
 
 /// Result alias for scene loading.
