@@ -46,6 +46,14 @@ pub struct ClusterArgs {
 pub fn run(a: ClusterArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
     let inputs = neurotex::inputs::InputSets::open(&sources)?;
+    if a.strategy == cluster::Strategy::Category && inputs.categories.iter().all(String::is_empty) {
+        anyhow::bail!(
+            "strategy `category` needs category labels, but no texture set of {} has one \
+             (labels come from a manifest's `paper_category` column, or a `texture_sets.csv` \
+             beside a scene)",
+            describe_sources(&sources)
+        );
+    }
     // The plan and its contact sheet (also the derived `<plan>.png`) are checked before
     // anything is decoded: neither may replace an input or, without --force, a file.
     let sheet = a
@@ -120,14 +128,16 @@ fn divergence_report(
         println!("  {score}{mark}");
     }
     if let Some(c) = &plan.cooccurrence {
+        let moved = match c.moved.len() {
+            0 => "no set moved from its cluster".to_string(),
+            n => format!(
+                "{n} sets moved from their cluster (marked on the contact sheet): {}",
+                c.moved.join(", ")
+            ),
+        };
         println!(
-            "divergence-aware (weight {}): 𝒟 {:.4} from the k-means start's {:.4}; {} sets moved \
-             from their cluster (marked on the contact sheet): {}",
-            c.weight,
-            c.divergence,
-            c.start_divergence,
-            c.moved.len(),
-            c.moved.join(", ")
+            "divergence-aware (weight {}): 𝒟 {:.4} from the k-means start's {:.4}; {moved}",
+            c.weight, c.divergence, c.start_divergence,
         );
     }
     Ok(())

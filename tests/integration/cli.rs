@@ -1406,3 +1406,22 @@ fn import_lists_the_channels_compress_trains() {
         assert!(stdout.contains(channels), "alpha {alpha}: {stdout}");
     }
 }
+
+/// `cluster --strategy category` on sets without category labels is refused, as `eval`
+/// refuses it, instead of writing one group per set.
+#[test]
+fn category_groups_need_category_labels() {
+    let run = CheckerRun::new("category_labels", "unused.ntc", "1");
+    let unlabelled = run.dir.join("unlabelled.csv");
+    let manifest = std::fs::read_to_string(&run.manifest).unwrap();
+    std::fs::write(&unlabelled, manifest.replace(",T,T,", ",,,")).unwrap();
+    let plan = run.dir.join("plan.json");
+    let args = ["--strategy", "category", "--out", s(&plan)];
+    expect_error(
+        &[&["cluster", "--manifest", s(&unlabelled)][..], &args].concat(),
+        &["category labels", "paper_category"],
+    );
+    assert!(!plan.exists());
+    expect_ok(&[&["cluster", "--manifest", s(&run.manifest)][..], &args].concat());
+    assert!(plan.is_file());
+}
