@@ -127,6 +127,9 @@ pub struct BenchRow {
     /// Whether the kept frames are still unstable (p90/p10 of the frame time above
     /// [`trust::STABLE_RATIO`]): no conclusion uses this row's medians.
     pub unstable: bool,
+    /// The material pass over the same kernel and tile's baseline row, when both are
+    /// stable ([`BenchReport::with_ratios`] fills it; JSON, CSV and Markdown read it).
+    pub material_ratio_to_baseline: Option<f64>,
 }
 
 /// One pass's time per frame (the sum of its scopes of that label in the frame).
@@ -419,6 +422,7 @@ fn measure(
         frames: cameras.len() as u32,
         remeasured,
         unstable,
+        material_ratio_to_baseline: None,
     })
 }
 
@@ -440,14 +444,27 @@ impl BenchReport {
             .map(|b| row.material_ms.median / b.material_ms.median)
     }
 
+    /// The report with every row's [`material_ratio_to_baseline`](BenchRow::material_ratio_to_baseline).
+    pub fn with_ratios(mut self) -> Self {
+        let ratios: Vec<Option<f64>> = self
+            .rows
+            .iter()
+            .map(|r| self.ratio_to_baseline(r))
+            .collect();
+        for (row, ratio) in self.rows.iter_mut().zip(ratios) {
+            row.material_ratio_to_baseline = ratio;
+        }
+        self
+    }
+
     /// CSV: one row per configuration.
     pub fn csv(&self) -> String {
         let mut s = String::from(
             "mode,kernel,tile,decoders,material_ms_median,material_ms_p10,material_ms_p90,frame_ms_median,frame_ms_p10,frame_ms_p90,divergence,baseline_divergence,mean_decoders_per_tile,material_ratio_to_baseline,frames,remeasured,unstable\n",
         );
         for r in &self.rows {
-            let ratio = self
-                .ratio_to_baseline(r)
+            let ratio = r
+                .material_ratio_to_baseline
                 .map(|x| format!("{x:.4}"))
                 .unwrap_or_default();
             s.push_str(&format!(
@@ -496,8 +513,8 @@ impl BenchReport {
         s.push_str("| mode | kernel | tile | decoders | material pass ms (p10–p90) | × baseline | frame ms (p10–p90) | 𝒟 | mean D |\n");
         s.push_str("|---|---|---|---|---|---|---|---|---|\n");
         for r in &self.rows {
-            let ratio = self
-                .ratio_to_baseline(r)
+            let ratio = r
+                .material_ratio_to_baseline
                 .map_or("–".into(), |x| format!("{x:.2}"));
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.2} |\n",
@@ -721,6 +738,7 @@ mod tests {
             frames: 10,
             remeasured: unstable,
             unstable,
+            material_ratio_to_baseline: None,
         }
     }
 
@@ -735,6 +753,7 @@ mod tests {
             rows,
             memory: Vec::new(),
         }
+        .with_ratios()
     }
 
     #[test]
@@ -780,5 +799,10 @@ mod tests {
         let json = serde_json::to_value(&flagged).unwrap();
         assert_eq!(json["rows"][0]["unstable"], true);
         assert_eq!(json["rows"][1]["remeasured"], false);
+        // The JSON carries the ratio the CSV and Markdown show (none next to an unstable
+        // baseline).
+        assert!(json["rows"][1]["material_ratio_to_baseline"].is_null());
+        let json = serde_json::to_value(&stable).unwrap();
+        assert_eq!(json["rows"][1]["material_ratio_to_baseline"], 0.5);
     }
 }

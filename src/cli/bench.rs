@@ -160,7 +160,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         rows,
         memory: renderer.source_memory().iter().map(Into::into).collect(),
-    };
+    }
+    .with_ratios();
     let md = write_report(&out, &report)?;
     print!("{md}");
     println!("wrote {}/bench.{{json,csv,md,png}}", out.display());
