@@ -68,6 +68,10 @@ pub struct Panel {
     pub legend: Option<SeriesLabelPosition>,
     /// Mark every point with a dot (for sparse data such as sweeps).
     pub markers: bool,
+    /// Names of the x positions 1, 2, …, n: a categorical x axis from 0.5 to n + 0.5 with
+    /// one labelled tick per name, its points marked and not joined (a category without a
+    /// point leaves a gap, not a line across it); empty for a numeric x axis.
+    pub x_categories: Vec<String>,
 }
 
 /// Draw `panels` side by side into a `width`×`height` PNG at `path`.
@@ -150,6 +154,16 @@ fn axis_range(values: &[f64], log: bool, is_x: bool) -> Range<f64> {
     start..hi + pad
 }
 
+/// The label of position `v` of a categorical axis: the name of category `v` (1-based)
+/// at whole numbers, nothing between them or outside.
+fn category_label(names: &[String], v: f64) -> String {
+    let i = v.round();
+    if (v - i).abs() > 1e-6 || i < 1.0 {
+        return String::new();
+    }
+    names.get(i as usize - 1).cloned().unwrap_or_default()
+}
+
 /// Draw one panel into `area`, dispatching on its axis kinds.
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -169,7 +183,12 @@ fn draw_panel<DB: DrawingBackend>(
             .map(|r| r.1)
             .filter(|&y| y.is_finite() && (!panel.log_y || y > 0.0)),
     );
-    let x = axis_range(&xs, panel.log_x, true);
+    let categories = panel.x_categories.len();
+    let x = if categories > 0 {
+        0.5..categories as f64 + 0.5
+    } else {
+        axis_range(&xs, panel.log_x, true)
+    };
     let y = axis_range(&ys, panel.log_y, false);
     let legend = panel
         .legend
@@ -181,7 +200,7 @@ fn draw_panel<DB: DrawingBackend>(
         let (bold, light) = log_ticks(&r);
         r.log_scale().with_key_points(bold).with_light_points(light)
     };
-    match (panel.log_x, panel.log_y) {
+    match (panel.log_x && categories == 0, panel.log_y) {
         (false, false) => draw_lines(area, panel, legend, &lines, x, y),
         (false, true) => draw_lines(area, panel, legend, &lines, x, log(y)),
         (true, false) => draw_lines(area, panel, legend, &lines, log(x), y),
@@ -315,11 +334,19 @@ where
         .map_err(|x| e(&x))?;
     let scientific = |v: &f64| format!("{v:.1e}");
     // Steps and counts: `10`, not `10.0`; `1.5` where a label falls between integers.
-    let compact = |v: &f64| format!("{}", (v * 100.0).round() / 100.0);
+    // A categorical axis names its positions.
+    let compact = |v: &f64| match panel.x_categories.len() {
+        0 => format!("{}", (v * 100.0).round() / 100.0),
+        _ => category_label(&panel.x_categories, *v),
+    };
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(panel.x_label.as_str())
         .y_desc(panel.y_label.as_str())
         .x_label_formatter(&compact);
+    if !panel.x_categories.is_empty() {
+        // Whole numbers in 0.5 … n + 0.5: one tick per category.
+        mesh.x_labels(panel.x_categories.len() + 1);
+    }
     if panel.log_y {
         mesh.y_label_formatter(&scientific);
     }
@@ -330,6 +357,14 @@ where
     };
     for (i, (series, points)) in panel.series.iter().zip(lines).enumerate() {
         let colour = Palette99::pick(i).to_rgba();
+        if !panel.x_categories.is_empty() {
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+                .map_err(|x| e(&x))?
+                .label(series.label.as_str())
+                .legend(move |(x, y)| Circle::new((x + 8, y), 4, colour.filled()));
+            continue;
+        }
         chart
             .draw_series(LineSeries::new(
                 points.iter().copied(),
@@ -495,5 +530,51 @@ mod tests {
         };
         write_panels_png(&path, &[loglog.clone(), loglog], 800, 300).unwrap();
         assert_eq!(image::open(&path).unwrap().width(), 800);
+    }
+
+    #[test]
+    fn categorical_axes_name_whole_positions_and_draw_points() {
+        let names: Vec<String> = ["baseline", "clustered", "single"].map(String::from).into();
+        assert_eq!(category_label(&names, 1.0), "baseline");
+        assert_eq!(category_label(&names, 3.0), "single");
+        for v in [0.0, 0.5, 1.5, 4.0, -1.0] {
+            assert_eq!(category_label(&names, v), "", "{v}");
+        }
+        // A series without its second category: drawn as points, no line across the gap
+        // (the same points on a numeric axis are joined by a line).
+        let path = std::env::temp_dir().join(format!("neurotex-cat-{}.png", std::process::id()));
+        let coloured = |panel: Panel| {
+            write_panels_png(&path, &[panel], 480, 320).unwrap();
+            let img = image::open(&path).unwrap().to_rgba8();
+            img.pixels()
+                .filter(|p| p.0[..3].iter().max().unwrap() - p.0[..3].iter().min().unwrap() > 60)
+                .count()
+        };
+        let panel = |points: Vec<(f64, f64)>, categorical: bool| Panel {
+            title: "t".into(),
+            x_categories: if categorical {
+                names.clone()
+            } else {
+                Vec::new()
+            },
+            series: vec![Series {
+                label: "f32 8x8".into(),
+                points,
+            }],
+            ..Panel::default()
+        };
+        let two = vec![(1.0, 0.02), (3.0, 0.05)];
+        let three = vec![(1.0, 0.02), (2.0, 0.035), (3.0, 0.05)];
+        let (two_points, three_points) = (
+            coloured(panel(two.clone(), true)),
+            coloured(panel(three, true)),
+        );
+        let line = coloured(panel(two, false));
+        assert!(
+            two_points > 0 && two_points < three_points,
+            "{two_points} {three_points}"
+        );
+        assert!(line > 2 * two_points, "{line} {two_points}");
+        std::fs::remove_file(&path).ok();
     }
 }
