@@ -71,16 +71,9 @@ pub fn run(a: ClusterArgs) -> Result<()> {
     let recorded = a
         .cooccurrence
         .record(&a.inputs, a.strategy == cluster::Strategy::DivergenceAware)?;
-    let record = recorded
-        .as_ref()
-        .map(|(record, file)| (record, file.as_path()));
     let plan_inputs = cluster::PlanInputs {
         categories,
-        cooccurrence: record.map(|(record, file)| cluster::CooccurrenceInput {
-            record,
-            file,
-            weight: a.cooccurrence.cooccurrence_weight,
-        }),
+        cooccurrence: a.cooccurrence.input(&recorded),
     };
     let mut plan = cluster::make_plan_with(a.strategy, &embeddings, a.m, a.seed, &plan_inputs)?;
     plan.input = describe_sources(&sources);

@@ -53,8 +53,11 @@ pub struct CompressArgs {
     #[arg(long, default_value_t = 10, value_parser = parse_positive_usize)]
     m: usize,
     /// Use the groups of a plan from `neurotex cluster` instead of --strategy.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["cooccurrence", "record_cooccurrence"])]
     plan: Option<PathBuf>,
+    /// The co-occurrence record `divergence-aware` groups by.
+    #[command(flatten)]
+    cooccurrence: super::record_args::CooccurrenceArgs,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -240,13 +243,14 @@ pub fn run(a: CompressArgs) -> Result<()> {
         }
         None => {
             let embeddings = cluster::embed_sets(&sets, &cluster::EmbedderChoice::Stats)?;
-            cluster::make_plan(
-                a.strategy,
-                &embeddings,
-                a.m,
-                a.seed,
-                Some(&inputs.categories),
-            )?
+            let recorded = a
+                .cooccurrence
+                .record(&a.inputs, a.strategy == cluster::Strategy::DivergenceAware)?;
+            let plan_inputs = cluster::PlanInputs {
+                categories: Some(&inputs.categories),
+                cooccurrence: a.cooccurrence.input(&recorded),
+            };
+            cluster::make_plan_with(a.strategy, &embeddings, a.m, a.seed, &plan_inputs)?
         }
     };
     let groups: Vec<Vec<usize>> = plan.groups.iter().map(|g| g.indices.clone()).collect();

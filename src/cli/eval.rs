@@ -203,13 +203,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
         categories: &inputs.categories,
         constants: &constants,
         description: &description,
-        cooccurrence: recorded
-            .as_ref()
-            .map(|(record, file)| cluster::CooccurrenceInput {
-                record,
-                file,
-                weight: a.cooccurrence.cooccurrence_weight,
-            }),
+        cooccurrence: a.cooccurrence.input(&recorded),
     };
     let mut train = a
         .overrides

@@ -47,7 +47,21 @@ pub struct CooccurrenceArgs {
     pub cooccurrence_weight: f64,
 }
 
+/// A record [`CooccurrenceArgs::record`] gave, and the file it came from.
+pub type Recorded = Option<(cluster::CooccurrenceRecord, PathBuf)>;
+
 impl CooccurrenceArgs {
+    /// `recorded` as the plan makers take it, with `--cooccurrence-weight`.
+    pub fn input<'a>(&self, recorded: &'a Recorded) -> Option<cluster::CooccurrenceInput<'a>> {
+        recorded
+            .as_ref()
+            .map(|(record, file)| cluster::CooccurrenceInput {
+                record,
+                file,
+                weight: self.cooccurrence_weight,
+            })
+    }
+
     /// True when a record was asked for by file (`--cooccurrence` or
     /// `--record-cooccurrence`).
     pub fn given(&self) -> bool {
@@ -57,11 +71,7 @@ impl CooccurrenceArgs {
     /// The record and its file: `--cooccurrence`'s, the views recorded into
     /// `--record-cooccurrence`, or — with neither, when `needed` — the scene's package
     /// cache's ([`record_scene`]); `None` when no record is given and none is needed.
-    pub fn record(
-        &self,
-        inputs: &InputsArg,
-        needed: bool,
-    ) -> Result<Option<(cluster::CooccurrenceRecord, PathBuf)>> {
+    pub fn record(&self, inputs: &InputsArg, needed: bool) -> Result<Recorded> {
         Ok(match (&self.cooccurrence, &self.record_cooccurrence) {
             (Some(file), _) => {
                 let record = cluster::CooccurrenceRecord::read(file)?;

@@ -206,10 +206,9 @@ pub enum ClusterError {
     },
     /// `divergence-aware` was asked for without a co-occurrence record.
     #[error(
-        "strategy `divergence-aware` needs a co-occurrence record of the scene's views: make the \
-         plan with `neurotex cluster --scene SCENE --strategy divergence-aware` (or with \
-         --cooccurrence FILE, a record `cluster --record-cooccurrence FILE` wrote) and pass it \
-         to `compress --plan`; `eval` takes --scene or --cooccurrence itself"
+        "strategy `divergence-aware` needs a co-occurrence record of the scene's views: give \
+         one --scene (its views are recorded) or --cooccurrence FILE (a record that \
+         `neurotex cluster --record-cooccurrence FILE` wrote)"
     )]
     NoCooccurrence,
     /// The weight between the divergence and the appearance terms is not in [0, 1].

@@ -1121,7 +1121,12 @@ impl CheckerRun {
 
     /// The run's arguments, then `extra`.
     fn args<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
-        crate::common::small_compress(&self.manifest, &self.out, self.steps, extra)
+        crate::common::small_compress(
+            ["--manifest", s(&self.manifest)],
+            &self.out,
+            self.steps,
+            extra,
+        )
     }
 }
 

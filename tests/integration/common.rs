@@ -137,18 +137,18 @@ pub fn checker_library(name: &str) -> (PathBuf, PathBuf) {
     (dir, manifest)
 }
 
-/// `compress` of `manifest` into `out` with `steps` per set, batches of 256 and no BCn
-/// baselines, then `extra`.
+/// `compress` of `inputs` (`["--manifest", path]`, `["--scene", path]`) into `out` with
+/// `steps` per set, batches of 256 and no BCn baselines, then `extra`.
 pub fn small_compress<'a>(
-    manifest: &'a Path,
+    inputs: [&'a str; 2],
     out: &'a Path,
     steps: &'a str,
     extra: &[&'a str],
 ) -> Vec<&'a str> {
     let mut args = vec![
         "compress",
-        "--manifest",
-        s(manifest),
+        inputs[0],
+        inputs[1],
         "--out",
         s(out),
         "--steps",
@@ -169,7 +169,12 @@ pub fn deterministic_compress<'a>(
     seed: &'a str,
     extra: &[&'a str],
 ) -> Vec<&'a str> {
-    let mut args = small_compress(manifest, out, steps, &["--deterministic", "--seed", seed]);
+    let mut args = small_compress(
+        ["--manifest", s(manifest)],
+        out,
+        steps,
+        &["--deterministic", "--seed", seed],
+    );
     args.extend_from_slice(extra);
     args
 }

@@ -401,6 +401,25 @@ fn cluster_records_the_scene_views_it_needs_and_reuses_them() {
     let read = neurotex::cluster::CooccurrenceRecord::read(&record).expect("record");
     assert_eq!(read.source.size, [64, 64]);
 
+    // compress groups by the record itself (no plan needed), and refuses one beside a plan.
+    let package = dir.join("aware.ntc");
+    let compress = crate::common::small_compress(
+        ["--scene", s(&scene)],
+        &package,
+        "2",
+        &[
+            &aware[..],
+            &["--m", "2", "--no-flip", "--cooccurrence", s(&record)],
+        ]
+        .concat(),
+    );
+    let out = expect_ok(&compress);
+    assert!(out.contains("2 decoders"), "{out}");
+    expect_error(
+        &[&compress[..], &["--force", "--plan", s(&plan)]].concat(),
+        &["--plan", "--cooccurrence"],
+    );
+
     // Recording needs exactly one scene.
     expect_error(
         &[
