@@ -66,6 +66,11 @@ pub fn run(a: BcnArgs) -> Result<()> {
     }
     let mut all = ErrorSums::default();
     for (g, s) in pooled.iter().enumerate() {
+        if s.values == 0 {
+            // No set has a channel of this group: nothing was encoded.
+            println!("pooled {}: no set has these channels", GROUPS[g]);
+            continue;
+        }
         all = all.merged(*s);
         let q = s.quality(a.transcode);
         println!(
