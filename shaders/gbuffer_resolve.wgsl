@@ -77,8 +77,12 @@ fn resolve(@builtin(global_invocation_id) id: vec3u) {
     let b = v1.clip.xyw;
     let c = v2.clip.xyw;
     // Counter-clockwise in NDC (y up) is the front face (FrontFace::Ccw); the sign of
-    // det(M) says so whatever the signs of the w's.
-    let front = dot(a, cross(b, c)) > 0.0;
+    // det(M) says so whatever the signs of the w's. A mirrored instance (negative
+    // determinant of its transform) reverses the winding, and its draws take clockwise
+    // front faces (render::scene_gpu::Draw::mirrored).
+    let w = inst.world_from_local;
+    let mirrored = determinant(mat3x3f(w[0].xyz, w[1].xyz, w[2].xyz)) < 0.0;
+    let front = (dot(a, cross(b, c)) > 0.0) != mirrored;
     let step = 2.0 * frame.viewport.zw;
     let ndc = (vec2f(p) + 0.5) * vec2f(step.x, -step.y) + vec2f(-1.0, 1.0);
     // The quad neighbour: +1 px from the quad's left column / top row, −1 px from the

@@ -34,6 +34,9 @@ pub struct Draw {
     pub alpha_test: bool,
     /// Drawn without back-face culling.
     pub double_sided: bool,
+    /// Its instance's transform mirrors (negative determinant), which reverses the
+    /// triangles' winding: drawn with clockwise front faces, as glTF asks.
+    pub mirrored: bool,
 }
 
 /// How a scene is loaded and uploaded: its texture sets' [`LoadOptions`] (for
@@ -174,6 +177,7 @@ impl SceneGeometry {
         let mut draws = Vec::new();
         for inst in &scene.instances {
             let normal = crate::scene::gltf_import::normal_matrix(&inst.world_from_local);
+            let mirrored = glam::Mat3::from_mat4(inst.world_from_local).determinant() < 0.0;
             let normal4 = glam::Mat4::from_mat3(normal);
             for (p, &(first_index, index_count, base_vertex)) in scene.meshes[inst.mesh]
                 .primitives
@@ -189,6 +193,7 @@ impl SceneGeometry {
                     material: p.material as u32,
                     alpha_test: m.alpha_mode != AlphaMode::Opaque,
                     double_sided: m.double_sided,
+                    mirrored,
                 });
                 instances.push(InstanceData {
                     world_from_local: inst.world_from_local.to_cols_array_2d(),
@@ -201,7 +206,7 @@ impl SceneGeometry {
             }
         }
         // Sorting by pipeline and material keeps state changes down.
-        draws.sort_by_key(|d| (d.alpha_test, d.double_sided, d.material));
+        draws.sort_by_key(|d| (d.alpha_test, d.double_sided, d.mirrored, d.material));
         Self {
             vertices,
             indices,

@@ -1430,3 +1430,58 @@ fn category_groups_need_category_labels() {
     expect_ok(&[&["cluster", "--manifest", s(&run.manifest)][..], &args].concat());
     assert!(plan.is_file());
 }
+
+/// A mirrored instance (a node scale of −1: negative determinant) reverses its
+/// triangles' winding, which glTF says to undo: a single-sided quad mirrored onto itself
+/// renders exactly as the quad, visible and facing up, in both G-buffer modes.
+#[test]
+fn mirrored_instances_keep_their_front_faces() {
+    use neurotex::builtin::gltf_builder::NodeTransform;
+    let dir = temp_dir("mirrored");
+    let plain = crate::common::quad_scene(&dir, None);
+    let mirror = glam::Vec3::new(-1.0, 1.0, 1.0);
+    let mirrored = crate::common::quad_scene_with(
+        &dir,
+        "mirrored",
+        None,
+        NodeTransform::trs(glam::Vec3::ZERO, glam::Quat::IDENTITY, mirror),
+    );
+    let mut modes = vec!["raster"];
+    if crate::gbuffer::visibility_available() {
+        modes.push("visibility");
+    }
+    for mode in modes {
+        let render = |scene: &Path, aov: &str| {
+            let out = dir.join(format!(
+                "{mode}-{aov}-{}.png",
+                scene.display().to_string().len()
+            ));
+            expect_ok(&[
+                "render",
+                "--scene",
+                s(scene),
+                "--out",
+                s(&out),
+                "--size",
+                "32x24",
+                "--aov",
+                aov,
+                "--gbuffer",
+                mode,
+            ]);
+            image::open(&out).unwrap().to_rgba8()
+        };
+        for aov in ["normal", "final"] {
+            let want = render(&plain, aov);
+            let covered = want.pixels().filter(|p| *p != want.get_pixel(0, 0)).count();
+            assert!(
+                covered > 32 * 24 / 8,
+                "{mode} {aov}: the quad covers {covered} pixels"
+            );
+            assert!(
+                render(&mirrored, aov) == want,
+                "{mode} {aov}: the mirrored quad differs"
+            );
+        }
+    }
+}

@@ -252,14 +252,29 @@ pub fn temp_dir(name: &str) -> PathBuf {
 /// A 2×2 m quad facing +Y at the origin with one material whose base colour texture is
 /// `base_color` (a URI relative to the glTF, which need not exist). Returns the .gltf path.
 pub fn quad_scene(dir: &Path, base_color: Option<&str>) -> PathBuf {
+    quad_scene_with(
+        dir,
+        "quad",
+        base_color,
+        NodeTransform::translation(Vec3::ZERO),
+    )
+}
+
+/// [`quad_scene`] as `<name>.gltf` with the quad's node placed by `transform`.
+pub fn quad_scene_with(
+    dir: &Path,
+    name: &str,
+    base_color: Option<&str>,
+    transform: NodeTransform,
+) -> PathBuf {
     let mut b = GltfBuilder::new();
     let mut m = MaterialDesc::new("quad");
     m.metallic_factor = 0.0;
     m.base_color_texture = base_color.map(str::to_owned);
     let mat = b.add_material(m);
     let mesh = b.add_mesh("quad", plane(2.0, 2.0, UvMode::Unit), mat);
-    b.add_mesh_node("quad", mesh, NodeTransform::translation(Vec3::ZERO));
-    b.write(dir, "quad").expect("write fixture")
+    b.add_mesh_node("quad", mesh, transform);
+    b.write(dir, name).expect("write fixture")
 }
 
 /// A fresh [`temp_dir`] `name` holding a 16² checker `checker.png` and the [`quad_scene`]

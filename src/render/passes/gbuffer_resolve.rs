@@ -195,8 +195,10 @@ pub fn resolve_texel(inputs: &TexelInputs<'_>, pixel: (u32, u32)) -> ResolvedTex
     // The corners' homogeneous (x, y, w) rows.
     let xyw = |c: DVec4| DVec3::new(c.x, c.y, c.w);
     let (a, b, c) = (xyw(v0.clip), xyw(v1.clip), xyw(v2.clip));
-    // Counter-clockwise in NDC is the front face, whatever the signs of the w's.
-    let front = a.dot(b.cross(c)) > 0.0;
+    // Counter-clockwise in NDC is the front face, whatever the signs of the w's; a
+    // mirrored instance reverses it.
+    let mirrored = DMat3::from_mat4(mat4(&inputs.instance.world_from_local)).determinant() < 0.0;
+    let front = (a.dot(b.cross(c)) > 0.0) != mirrored;
     let viewport = inputs.frame.viewport;
     let step = DVec2::new(2.0 / f64::from(viewport[0]), 2.0 / f64::from(viewport[1]));
     let ndc = DVec2::new(

@@ -1,13 +1,14 @@
 //! The shared machinery of passes that rasterise the scene's draws (G-buffer, shadow):
 //! their inputs ([`SceneInputs`]), the frame + instances + materials bind group, the
-//! pipeline variants (opaque or alpha-tested × culled or double-sided) and the draw loop.
+//! pipeline variants (opaque or alpha-tested × culled or double-sided × counter-clockwise
+//! or, for mirrored instances, clockwise front faces) and the draw loop.
 //! The passes own their render pass setup (targets, clears, timing) and what their shader
 //! writes.
 
 use crate::gpu::Defines;
 use crate::gpu::layout;
 use crate::gpu::{CachedBindGroup, GpuContext, ShaderError, create_shader_module};
-use crate::render::scene_gpu::SceneGpu;
+use crate::render::scene_gpu::{Draw, SceneGpu};
 use crate::scene::Vertex;
 
 /// What the passes that draw the scene read.
@@ -44,8 +45,8 @@ pub struct SceneDrawDesc<'a> {
 #[derive(Debug)]
 pub struct SceneDraw {
     layout: wgpu::BindGroupLayout,
-    /// Indexed by `alpha_test as usize * 2 + double_sided as usize`.
-    pipelines: [wgpu::RenderPipeline; 4],
+    /// Indexed by [`variant`].
+    pipelines: [wgpu::RenderPipeline; 8],
     bind_group: CachedBindGroup,
 }
 
@@ -80,7 +81,9 @@ impl SceneDraw {
             immediate_size: 0,
         });
         let attributes = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3, 2 => Float32x4, 3 => Float32x2];
-        let pipeline = |alpha_test: bool, double_sided: bool| {
+        let pipeline = |variant: usize| {
+            let (alpha_test, double_sided, mirrored) =
+                (variant & 4 != 0, variant & 2 != 0, variant & 1 != 0);
             let (module, pl) = if alpha_test {
                 (&alpha_module, &alpha_layout)
             } else {
@@ -107,7 +110,11 @@ impl SceneDraw {
                 },
                 primitive: wgpu::PrimitiveState {
                     topology: wgpu::PrimitiveTopology::TriangleList,
-                    front_face: wgpu::FrontFace::Ccw,
+                    front_face: if mirrored {
+                        wgpu::FrontFace::Cw
+                    } else {
+                        wgpu::FrontFace::Ccw
+                    },
                     cull_mode: if double_sided {
                         None
                     } else {
@@ -124,12 +131,7 @@ impl SceneDraw {
         };
         Ok(Self {
             layout,
-            pipelines: [
-                pipeline(false, false),
-                pipeline(false, true),
-                pipeline(true, false),
-                pipeline(true, true),
-            ],
+            pipelines: std::array::from_fn(pipeline),
             bind_group: CachedBindGroup::new(),
         })
     }
@@ -163,7 +165,7 @@ impl SceneDraw {
         pass.set_index_buffer(scene.index_buffer.slice(..), wgpu::IndexFormat::Uint32);
         let mut current = usize::MAX;
         for d in &scene.draws {
-            let variant = d.alpha_test as usize * 2 + d.double_sided as usize;
+            let variant = variant(d);
             if variant != current {
                 pass.set_pipeline(&self.pipelines[variant]);
                 current = variant;
@@ -178,4 +180,9 @@ impl SceneDraw {
             );
         }
     }
+}
+
+/// The pipeline of draw `d`: alpha-tested (4), double-sided (2), mirrored (1).
+fn variant(d: &Draw) -> usize {
+    d.alpha_test as usize * 4 + d.double_sided as usize * 2 + d.mirrored as usize
 }
