@@ -574,6 +574,11 @@ impl Importer<'_> {
             if let Some(t) = transform {
                 note_transform(t, &mut self.warnings);
             }
+            if let Some(unsupported) = unsupported_sampling(&texture.sampler()) {
+                self.warnings.push(format!(
+                    "material {name}: its {what} texture's sampler asks for {unsupported}; textures are sampled with repeat wrapping and trilinear filtering"
+                ));
+            }
             *slot = Some(self.texture_ref(texture, tex_coord)?);
         }
         let occlusion_from_arm = match &textures.metallic_roughness {
@@ -748,6 +753,35 @@ impl Importer<'_> {
 /// The normal matrix (inverse transpose of the upper 3×3) of an object → world transform.
 pub fn normal_matrix(world_from_local: &Mat4) -> Mat3 {
     Mat3::from_mat4(*world_from_local).inverse().transpose()
+}
+
+/// What of `sampler` the renderer does not do (it samples every texture with repeat
+/// wrapping and trilinear filtering), or `None`.
+fn unsupported_sampling(sampler: &gltf::texture::Sampler<'_>) -> Option<String> {
+    use gltf::texture::{MagFilter, MinFilter, WrappingMode};
+    let mut what = Vec::new();
+    for (axis, mode) in [("S", sampler.wrap_s()), ("T", sampler.wrap_t())] {
+        match mode {
+            WrappingMode::Repeat => {}
+            WrappingMode::ClampToEdge => what.push(format!("CLAMP_TO_EDGE wrapping in {axis}")),
+            WrappingMode::MirroredRepeat => {
+                what.push(format!("MIRRORED_REPEAT wrapping in {axis}"));
+            }
+        }
+    }
+    if sampler.mag_filter() == Some(MagFilter::Nearest)
+        || matches!(
+            sampler.min_filter(),
+            Some(
+                MinFilter::Nearest
+                    | MinFilter::NearestMipmapNearest
+                    | MinFilter::NearestMipmapLinear
+            )
+        )
+    {
+        what.push("NEAREST filtering".into());
+    }
+    (!what.is_empty()).then(|| what.join(", "))
 }
 
 /// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
@@ -928,6 +962,33 @@ mod tests {
             .filter(|w| w.contains("different KHR_texture_transform"))
             .count();
         assert_eq!(differing, 2, "{:?}", scene.warnings);
+        assert!(
+            !scene.warnings.iter().any(|w| w.contains("sampler")),
+            "{:?}",
+            scene.warnings
+        );
+
+        // A sampler the renderer does not follow (clamp, mirror, nearest) is named.
+        doc["samplers"] =
+            serde_json::json!([{ "wrapS": 33071, "wrapT": 33648, "magFilter": 9728 }]);
+        let textures = doc["textures"].as_array_mut().expect("textures");
+        for t in textures.iter_mut() {
+            t["sampler"] = 0.into();
+        }
+        let bytes = serde_json::to_vec(&doc).expect("json");
+        let scene = from_slice(&bytes, &path, &UriPolicy::default()).expect("import");
+        let sampling: Vec<&String> = scene
+            .warnings
+            .iter()
+            .filter(|w| w.contains("sampler"))
+            .collect();
+        assert_eq!(sampling.len(), 5, "{:?}", scene.warnings);
+        assert!(
+            sampling[0].contains("CLAMP_TO_EDGE wrapping in S")
+                && sampling[0].contains("MIRRORED_REPEAT wrapping in T")
+                && sampling[0].contains("NEAREST filtering"),
+            "{sampling:?}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 
