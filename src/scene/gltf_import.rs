@@ -525,8 +525,15 @@ impl Importer<'_> {
         };
         // Each slot in glTF's order: its name, texture, UV set and, for the slots that
         // carry one, KHR_texture_transform.
-        let info =
-            |i: gltf::texture::Info<'g>| (i.texture(), i.tex_coord(), Some(i.texture_transform()));
+        // KHR_texture_transform's texCoord, where given, replaces the slot's.
+        let info = |i: gltf::texture::Info<'g>| {
+            let transform = i.texture_transform();
+            let tex_coord = transform
+                .as_ref()
+                .and_then(|t| t.tex_coord())
+                .unwrap_or(i.tex_coord());
+            (i.texture(), tex_coord, Some(transform))
+        };
         let slots = [
             (
                 "base colour",
@@ -713,6 +720,10 @@ impl Importer<'_> {
                 }
                 None => vec![[0.0, 0.0]; n],
             };
+        let missing_uvs = attribute(gltf::Semantic::TexCoords(uv_set)).is_none()
+            && materials
+                .get(material)
+                .is_some_and(|m| m.textures.present().next().is_some());
         let file_tangents: Option<Vec<[f32; 4]>> =
             match attribute(gltf::Semantic::Tangents).and_then(|a| read_floats(a, buffers)) {
                 Some(v) => {
@@ -732,6 +743,22 @@ impl Importer<'_> {
                 uv: uvs[i],
             })
             .collect();
+        if missing_uvs {
+            self.warnings.push(format!(
+                "{}: its material's textures sample TEXCOORD_{uv_set}, which it does not have; they are read at one texel",
+                what()
+            ));
+        }
+        if prim.get(&gltf::Semantic::Colors(0)).is_some() {
+            self.warnings
+                .push(format!("{}: vertex colours (COLOR_0) are not used", what()));
+        }
+        if prim.morph_targets().next().is_some() {
+            self.warnings.push(format!(
+                "{}: morph targets are not applied (the base shape is drawn)",
+                what()
+            ));
+        }
         let mut indices = indices;
         let needs_tangents = file_tangents.is_none()
             && materials

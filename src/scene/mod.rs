@@ -249,7 +249,7 @@ pub struct MaterialTextures {
 
 impl MaterialTextures {
     /// The slots that hold a texture, in slot order.
-    fn present(&self) -> impl Iterator<Item = &TextureRef> {
+    pub fn present(&self) -> impl Iterator<Item = &TextureRef> {
         [
             &self.base_color,
             &self.normal,

@@ -156,18 +156,24 @@ fn component_types_per_semantic() {
     );
 }
 
-#[test]
-fn a_material_samples_the_uv_set_of_its_first_texture() {
-    // Base colour on TEXCOORD_1, occlusion on TEXCOORD_0: the set samples TEXCOORD_1 (the
-    // positions' view read as VEC2: (0, 0), (0, 1), (0, 0)) and the occlusion is left out.
-    let dir = temp_dir("gltf-uv-sets");
-    let mut doc = triangle_gltf();
+/// `doc` with a TEXCOORD_1 attribute: the positions' view read as VEC2 ((0, 0), (0, 1),
+/// (0, 0)).
+fn with_texcoord1(doc: &mut serde_json::Value) {
     doc["accessors"]
         .as_array_mut()
         .expect("accessors")
         .push(serde_json::json!(
             {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC2"}));
     doc["meshes"][0]["primitives"][0]["attributes"]["TEXCOORD_1"] = 3.into();
+}
+
+#[test]
+fn a_material_samples_the_uv_set_of_its_first_texture() {
+    // Base colour on TEXCOORD_1, occlusion on TEXCOORD_0: the set samples TEXCOORD_1 (the
+    // positions' view read as VEC2: (0, 0), (0, 1), (0, 0)) and the occlusion is left out.
+    let dir = temp_dir("gltf-uv-sets");
+    let mut doc = triangle_gltf();
+    with_texcoord1(&mut doc);
     doc["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"]["texCoord"] = 1.into();
     doc["materials"][0]["occlusionTexture"] = serde_json::json!({"index": 0});
     let scene = import(&dir, "uv_sets", &doc).expect("imports");
@@ -188,6 +194,44 @@ fn a_material_samples_the_uv_set_of_its_first_texture() {
         .map(|v| v.uv)
         .collect();
     assert_eq!(uvs, [[0.0, 0.0], [0.0, 1.0], [0.0, 0.0]]);
+}
+
+/// What a mesh carries that the renderer does not use is said: a textured material
+/// without its UV set, vertex colours, morph targets; KHR_texture_transform's `texCoord`
+/// replaces the slot's.
+#[test]
+fn unused_mesh_data_is_named_and_transform_uv_sets_apply() {
+    let dir = temp_dir("gltf-unused");
+    let mut doc = triangle_gltf();
+    let prim = &mut doc["meshes"][0]["primitives"][0];
+    prim["attributes"]["COLOR_0"] = 0.into();
+    prim["targets"] = serde_json::json!([{"POSITION": 0}]);
+    prim["attributes"]
+        .as_object_mut()
+        .expect("attributes")
+        .remove("TEXCOORD_0");
+    let scene = import(&dir, "unused", &doc).expect("imports");
+    for needle in [
+        "COLOR_0",
+        "morph targets",
+        "TEXCOORD_0, which it does not have",
+    ] {
+        assert!(
+            scene.warnings.iter().any(|w| w.contains(needle)),
+            "{needle}: {:?}",
+            scene.warnings
+        );
+    }
+    // texCoord 1 through the transform: the set samples TEXCOORD_1 (here the positions'
+    // view read as VEC2).
+    let mut doc = triangle_gltf();
+    with_texcoord1(&mut doc);
+    doc["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"]["extensions"] =
+        serde_json::json!({"KHR_texture_transform": {"texCoord": 1}});
+    doc["extensionsUsed"] = serde_json::json!(["KHR_texture_transform"]);
+    let scene = import(&dir, "transform_uv", &doc).expect("imports");
+    assert_eq!(scene.materials[0].textures.uv_set(), 1);
+    assert!(scene.warnings.is_empty(), "{:?}", scene.warnings);
 }
 
 /// A one-triangle glTF whose attributes are stored as `KHR_mesh_quantization` allows:
