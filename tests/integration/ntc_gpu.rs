@@ -969,6 +969,27 @@ fn profiled_steps_are_steps_of_the_run() {
         assert!(got.adam == expected.adam, "{kernel}: Adam moments differ");
         assert!(got.model == expected.model, "{kernel}: models differ");
 
+        // Lazy latent Adam's catch-up is a kernel of the step, timed as part of Adam.
+        let lazy = GpuTrainerOptions {
+            latent_adam: LatentAdam::Lazy,
+            ..options
+        };
+        let mut deferred = GpuTrainer::new(ctx, &sets, fresh(20), &lazy).expect("trainer");
+        if let Some(times) = deferred.profile_kernels().expect("profile") {
+            let kernels: Vec<&str> = times.kernels.iter().map(|&(k, _)| k).collect();
+            assert!(
+                kernels.contains(&"train.adam_catch_up"),
+                "{kernel}: {kernels:?}"
+            );
+            let adam: f64 = times
+                .kernels
+                .iter()
+                .filter(|(k, _)| k.starts_with("train.adam"))
+                .map(|&(_, ms)| ms)
+                .sum();
+            assert_eq!(times.split().adam, adam, "{kernel}");
+        }
+
         // Too few main steps left: nothing runs.
         let mut short =
             GpuTrainer::new(ctx, &sets, fresh(PROFILED_STEPS - 1), &options).expect("trainer");

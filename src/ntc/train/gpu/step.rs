@@ -251,8 +251,10 @@ impl GpuTrainer {
         profiler.end_frame(&self.ctx);
         let rows = profiler.collect(&self.ctx);
         self.state.in_flight.clear();
+        // The dispatches of a main step (the profiled steps are main steps): with lazy
+        // latent Adam they include its catch-up.
         let kernels = self
-            .step_dispatches(0)
+            .step_dispatches(self.layout.param_count)
             .into_iter()
             .map(|(kernel, _, _)| (kernel, label_ms(&rows, kernel) / PROFILED_STEPS as f64))
             .collect();
