@@ -249,6 +249,13 @@ pub(super) struct GroupLayout {
     pub(super) loss_weight: f64,
 }
 
+impl GroupLayout {
+    /// Latent texels of `features` values each (lazy latent Adam's unit).
+    pub(super) fn latent_texels(&self, features: u32) -> u32 {
+        (self.param_count - self.decoder_count) / features.max(1)
+    }
+}
+
 /// The initial contents of the group's buffers, in [`GroupLayout`] order.
 pub(super) struct HostData {
     /// Target texels, 12 bytes each.
@@ -372,7 +379,7 @@ impl LazyLatents {
                 .into());
             }
         }
-        let texels = (layout.param_count - layout.decoder_count) as usize / features.max(1);
+        let texels = layout.latent_texels(features as u32) as usize;
         let current = fits_u32("main steps", step.min(schedule.main_steps) as usize)?;
         fits_u32("main steps", schedule.main_steps as usize)?;
         Ok(LazyLatents {

@@ -591,8 +591,7 @@ impl GpuTrainer {
         if !self.state.latents_behind {
             return Ok(());
         }
-        let texels = (self.layout.param_count - self.layout.decoder_count)
-            / self.run.config.model.features.max(1);
+        let texels = self.layout.latent_texels(self.run.config.model.features);
         let params = StepParams {
             step: self.state.step.min(self.run.schedule.main_steps) as u32,
             update_count: self.layout.param_count,
