@@ -4,39 +4,49 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{
-    KilledQuadCompression, checker_quad, expect_error, expect_ok, failed, kill_once_exists,
-    quad_scene, read_json, run, run_env, s, temp_dir, write_checker_png,
+    KilledQuadCompression, checker_quad, expect_error, expect_ok, failed, json_array,
+    kill_once_exists, quad_scene, read_json, run, run_env, s, temp_dir, temp_file,
+    write_checker_png,
 };
+
+/// `neurotex cmd --scene scene --out out`, then `extra`.
+fn scene_args<'a>(cmd: &'a str, scene: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![cmd, "--scene", s(scene), "--out", s(out)];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Write `toml`, a scene description of `gltf` (in its folder), with `rest` after the
+/// `gltf` key.
+fn write_description(toml: &Path, gltf: &Path, rest: &str) {
+    let name = gltf.file_name().unwrap();
+    std::fs::write(toml, format!("gltf = {name:?}\n{rest}")).unwrap();
+}
+
+/// `neurotex import --scene scene`, which must fail with an `error:` line holding every
+/// needle.
+fn import_error(scene: &Path, needles: &[&str]) {
+    expect_error(&["import", "--scene", s(scene)], needles);
+}
 
 #[test]
 fn missing_scene_file() {
     let dir = temp_dir("missing");
     let scene = dir.join("nope.gltf");
     expect_error(
-        &[
-            "render",
-            "--scene",
-            s(&scene),
-            "--out",
-            s(&dir.join("o.png")),
-        ],
+        &scene_args("render", &scene, &dir.join("o.png"), &[]),
         &["nope.gltf", "cannot read"],
     );
 }
 
 #[test]
 fn corrupt_gltf_json() {
-    let dir = temp_dir("corrupt");
-    let scene = dir.join("broken.gltf");
-    std::fs::write(
-        &scene,
+    let (_, scene) = temp_file(
+        "corrupt",
+        "broken.gltf",
         "{ \"asset\": { \"version\": \"2.0\" }, \"meshes\": [ ",
-    )
-    .unwrap();
-    expect_error(
-        &["import", "--scene", s(&scene)],
-        &["broken.gltf", "not a valid glTF"],
     );
+    import_error(&scene, &["broken.gltf", "not a valid glTF"]);
 }
 
 #[test]
@@ -73,10 +83,7 @@ fn truncated_glb() {
     assert!(stdout.contains("1 materials"), "{stdout}");
     let cut = dir.join("cut.glb");
     std::fs::write(&cut, &glb[..glb.len() - bin.len() / 2]).unwrap();
-    expect_error(
-        &["import", "--scene", s(&cut)],
-        &["cut.glb", "not a valid glTF"],
-    );
+    import_error(&cut, &["cut.glb", "not a valid glTF"]);
 }
 
 #[test]
@@ -86,10 +93,7 @@ fn truncated_external_buffer() {
     let bin = dir.join("quad.bin");
     let bytes = std::fs::read(&bin).unwrap();
     std::fs::write(&bin, &bytes[..bytes.len() / 2]).unwrap();
-    expect_error(
-        &["import", "--scene", s(&gltf)],
-        &["quad.gltf", "truncated"],
-    );
+    import_error(&gltf, &["quad.gltf", "truncated"]);
 }
 
 #[test]
@@ -100,8 +104,8 @@ fn unsupported_required_extension() {
     doc["extensionsUsed"] = serde_json::json!(["KHR_draco_mesh_compression"]);
     doc["extensionsRequired"] = serde_json::json!(["KHR_draco_mesh_compression"]);
     std::fs::write(&gltf, serde_json::to_vec(&doc).unwrap()).unwrap();
-    expect_error(
-        &["import", "--scene", s(&gltf)],
+    import_error(
+        &gltf,
         &["quad.gltf", "KHR_draco_mesh_compression", "unsupported"],
     );
 }
@@ -112,15 +116,7 @@ fn undecodable_image() {
     let gltf = quad_scene(&dir, Some("bad.png"));
     std::fs::write(dir.join("bad.png"), b"\x89PNG\r\n\x1a\nthis is not a png").unwrap();
     expect_error(
-        &[
-            "render",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&dir.join("o.png")),
-            "--size",
-            "16x16",
-        ],
+        &scene_args("render", &gltf, &dir.join("o.png"), &["--size", "16x16"]),
         &["bad.png"],
     );
 }
@@ -131,28 +127,16 @@ fn missing_image_is_an_error_unless_allowed() {
     let gltf = quad_scene(&dir, Some("gone.png"));
     let out = dir.join("o.png");
     expect_error(
-        &[
-            "render",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&out),
-            "--size",
-            "16x16",
-        ],
+        &scene_args("render", &gltf, &out, &["--size", "16x16"]),
         &["gone.png"],
     );
     assert!(!out.exists());
-    let (ok, stdout, stderr) = run(&[
+    let (ok, stdout, stderr) = run(&scene_args(
         "render",
-        "--scene",
-        s(&gltf),
-        "--out",
-        s(&out),
-        "--size",
-        "16x16",
-        "--allow-missing-textures",
-    ]);
+        &gltf,
+        &out,
+        &["--size", "16x16", "--allow-missing-textures"],
+    ));
     assert!(ok, "{stderr}");
     assert!(
         stdout.contains("missing texture") && stdout.contains("gone.png"),
@@ -166,32 +150,12 @@ fn scene_description_errors() {
     let dir = temp_dir("toml");
     let gltf = quad_scene(&dir, None);
     let toml = dir.join("scene.toml");
-    std::fs::write(
-        &toml,
-        format!("gltf = {:?}\nfov = 3\n", gltf.file_name().unwrap()),
-    )
-    .unwrap();
-    expect_error(
-        &["import", "--scene", s(&toml)],
-        &["scene.toml", "unknown field", "fov"],
-    );
-    std::fs::write(
-        &toml,
-        format!(
-            "gltf = {:?}\n[render]\nsize = \"big\"\n",
-            gltf.file_name().unwrap()
-        ),
-    )
-    .unwrap();
-    expect_error(
-        &["import", "--scene", s(&toml)],
-        &["scene.toml", "invalid type", "size"],
-    );
+    write_description(&toml, &gltf, "fov = 3\n");
+    import_error(&toml, &["scene.toml", "unknown field", "fov"]);
+    write_description(&toml, &gltf, "[render]\nsize = \"big\"\n");
+    import_error(&toml, &["scene.toml", "invalid type", "size"]);
     std::fs::write(&toml, "gltf = \"elsewhere.gltf\"\n").unwrap();
-    expect_error(
-        &["import", "--scene", s(&toml)],
-        &["elsewhere.gltf", "cannot read"],
-    );
+    import_error(&toml, &["elsewhere.gltf", "cannot read"]);
 }
 
 #[test]
@@ -203,15 +167,12 @@ fn bad_arguments() {
     );
     let gltf = quad_scene(&dir, None);
     expect_error(
-        &[
+        &scene_args(
             "render",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&dir.join("o.png")),
-            "--camera",
-            "nowhere",
-        ],
+            &gltf,
+            &dir.join("o.png"),
+            &["--camera", "nowhere"],
+        ),
         &["nowhere", "no camera"],
     );
 }
@@ -220,15 +181,7 @@ fn bad_arguments() {
 fn renders_a_textured_quad() {
     let (dir, gltf) = checker_quad("quadpng");
     let out = dir.join("quad.png");
-    let (ok, stdout, stderr) = run(&[
-        "render",
-        "--scene",
-        s(&gltf),
-        "--out",
-        s(&out),
-        "--size",
-        "32x24",
-    ]);
+    let (ok, stdout, stderr) = run(&scene_args("render", &gltf, &out, &["--size", "32x24"]));
     assert!(ok, "{stderr}");
     assert!(stdout.contains("1 distinct texture sets"), "{stdout}");
     let img = image::open(&out).unwrap().to_rgba8();
@@ -364,21 +317,21 @@ fn compress_inspect_decompress_round_trip() {
     let (dir, gltf) = checker_quad("codec");
     let ntc = dir.join("quad.ntc");
     let report = dir.join("report.json");
-    let (ok, stdout, stderr) = run(&[
+    let (ok, stdout, stderr) = run(&scene_args(
         "compress",
-        "--scene",
-        s(&gltf),
-        "--out",
-        s(&ntc),
-        "--steps",
-        "60",
-        "--batch",
-        "512",
-        "--report",
-        s(&report),
-        "--log-every",
-        "10",
-    ]);
+        &gltf,
+        &ntc,
+        &[
+            "--steps",
+            "60",
+            "--batch",
+            "512",
+            "--report",
+            s(&report),
+            "--log-every",
+            "10",
+        ],
+    ));
     assert!(ok, "{stderr}");
     assert!(stdout.contains("1 materials, 1 decoders"), "{stdout}");
     for side in [
@@ -435,52 +388,38 @@ fn outputs_never_replace_inputs() {
     // render --out and --divergence-map over the scene's texture (also through `..`).
     let dotted = dir.join("sub/../checker.png");
     for args in [
-        vec!["render", "--scene", scene, "--out", s(&texture)],
-        vec!["render", "--scene", scene, "--out", s(&dotted)],
-        vec![
+        scene_args("render", &gltf, &texture, &[]),
+        scene_args("render", &gltf, &dotted, &[]),
+        scene_args(
             "render",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("o.png")),
-            "--divergence-map",
-            s(&texture),
-        ],
+            &gltf,
+            &dir.join("o.png"),
+            &["--divergence-map", s(&texture)],
+        ),
     ] {
         expect_error(&args, &["refusing to write", "checker.png", "inputs"]);
     }
     // --force never makes an input writable.
     expect_error(
-        &["render", "--scene", scene, "--out", s(&texture), "--force"],
+        &scene_args("render", &gltf, &texture, &["--force"]),
         &["refusing to write", "inputs"],
     );
     // compress --out / --report, cluster --out and its derived contact sheet.
     expect_error(
-        &["compress", "--scene", scene, "--out", s(&texture)],
+        &scene_args("compress", &gltf, &texture, &[]),
         &["refusing to write", "checker.png"],
     );
     expect_error(
-        &[
+        &scene_args(
             "compress",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("q.ntc")),
-            "--report",
-            s(&texture),
-        ],
+            &gltf,
+            &dir.join("q.ntc"),
+            &["--report", s(&texture)],
+        ),
         &["refusing to write", "checker.png"],
     );
     expect_error(
-        &[
-            "cluster",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("checker.json")),
-            "--m",
-            "1",
-        ],
+        &scene_args("cluster", &gltf, &dir.join("checker.json"), &["--m", "1"]),
         &["refusing to write", "checker.png"],
     );
     // import --csv over the glTF, gen-scene street over its own manifest.
@@ -518,15 +457,7 @@ fn existing_outputs_need_force_and_formats_follow_the_extension() {
     let out = dir.join("frame.png");
     std::fs::write(&out, b"precious").unwrap();
     let render = |out: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "render",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(out),
-            "--size",
-            "16x16",
-        ];
+        let mut args = scene_args("render", &gltf, out, &["--size", "16x16"]);
         args.extend_from_slice(extra);
         run(&args)
     };
@@ -546,13 +477,7 @@ fn existing_outputs_need_force_and_formats_follow_the_extension() {
         "JPEG magic"
     );
     expect_error(
-        &[
-            "render",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&dir.join("frame.webp")),
-        ],
+        &scene_args("render", &gltf, &dir.join("frame.webp"), &[]),
         &["frame.webp", ".png"],
     );
 }
@@ -561,89 +486,32 @@ fn existing_outputs_need_force_and_formats_follow_the_extension() {
 fn counts_and_sizes_are_checked_alike_everywhere() {
     let dir = temp_dir("flags");
     let gltf = quad_scene(&dir, None);
-    let scene = s(&gltf);
     let o = dir.join("o.ntc");
     for args in [
-        vec!["compress", "--scene", scene, "--out", s(&o), "--steps", "0"],
-        vec![
-            "eval",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("e")),
-            "--steps",
-            "0",
-        ],
-        vec![
-            "render",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("a.png")),
-            "--ntc-steps",
-            "0",
-        ],
-        vec![
-            "render",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("a.png")),
-            "--ntc-m",
-            "0",
-        ],
-        vec![
-            "bench",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("b")),
-            "--ntc-m",
-            "0",
-        ],
-        vec!["compress", "--scene", scene, "--out", s(&o), "--m", "0"],
-        vec![
-            "cluster",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("p.json")),
-            "--m",
-            "0",
-        ],
+        scene_args("compress", &gltf, &o, &["--steps", "0"]),
+        scene_args("eval", &gltf, &dir.join("e"), &["--steps", "0"]),
+        scene_args("render", &gltf, &dir.join("a.png"), &["--ntc-steps", "0"]),
+        scene_args("render", &gltf, &dir.join("a.png"), &["--ntc-m", "0"]),
+        scene_args("bench", &gltf, &dir.join("b"), &["--ntc-m", "0"]),
+        scene_args("compress", &gltf, &o, &["--m", "0"]),
+        scene_args("cluster", &gltf, &dir.join("p.json"), &["--m", "0"]),
     ] {
         expect_error(&args, &["at least 1"]);
     }
     expect_error(
-        &[
+        &scene_args(
             "render",
-            "--scene",
-            scene,
-            "--out",
-            s(&dir.join("a.png")),
-            "--max-texture-size",
-            "0",
-        ],
+            &gltf,
+            &dir.join("a.png"),
+            &["--max-texture-size", "0"],
+        ),
         &["--max-texture-size", "1..=16384"],
     );
     // A description's [render] size passes the --size check.
     let toml = dir.join("scene.toml");
-    std::fs::write(
-        &toml,
-        format!(
-            "gltf = {:?}\n[render]\nsize = [0, 720]\n",
-            gltf.file_name().unwrap()
-        ),
-    )
-    .unwrap();
+    write_description(&toml, &gltf, "[render]\nsize = [0, 720]\n");
     expect_error(
-        &[
-            "render",
-            "--scene",
-            s(&toml),
-            "--out",
-            s(&dir.join("a.png")),
-        ],
+        &scene_args("render", &toml, &dir.join("a.png"), &[]),
         &["scene.toml", "render.size", "1..=16384"],
     );
 }
@@ -660,15 +528,12 @@ fn import_csv_writes_the_schema_the_loader_reads() {
     );
     // Every later command on the scene still works (the loader reads this file).
     expect_ok(&["import", "--scene", s(&gltf)]);
-    let (ok, _, stderr) = run(&[
+    let (ok, _, stderr) = run(&scene_args(
         "cluster",
-        "--scene",
-        s(&gltf),
-        "--out",
-        s(&dir.join("plan.json")),
-        "--m",
-        "1",
-    ]);
+        &gltf,
+        &dir.join("plan.json"),
+        &["--m", "1"],
+    ));
     assert!(ok, "{stderr}");
     // Writing it again is refused: it is now an input of the scene.
     expect_error(
@@ -685,8 +550,8 @@ fn hostile_scenes_fail_cleanly_through_the_binary() {
     doc["meshes"][0]["primitives"][0]["attributes"]["POSITION"] = 99.into();
     let bad = dir.join("bad.gltf");
     std::fs::write(&bad, serde_json::to_vec(&doc).unwrap()).unwrap();
-    expect_error(
-        &["import", "--scene", s(&bad)],
+    import_error(
+        &bad,
         &[
             "bad.gltf",
             "meshes[0].primitives[0].attributes.POSITION",
@@ -701,24 +566,21 @@ fn hostile_scenes_fail_cleanly_through_the_binary() {
     doc["buffers"][0]["uri"] = format!("../{uri}").into();
     let out = inner.join("out.gltf");
     std::fs::write(&out, serde_json::to_vec(&doc).unwrap()).unwrap();
-    expect_error(
-        &["import", "--scene", s(&out)],
+    import_error(
+        &out,
         &["out.gltf", "buffers[0].uri", "outside the scene's folder"],
     );
     expect_ok(&["import", "--scene", s(&out), "--allow-outside-uris"]);
     // A description with a NaN key time.
     let toml = dir.join("nan.toml");
-    std::fs::write(
+    write_description(
         &toml,
-        format!(
-            "gltf = {:?}\n[[camera_paths]]\nname = \"p\"\nkeys = [ {{ time = nan, position = [0, 1, 3], target = [0, 0, 0] }} ]\n",
-            gltf.file_name().unwrap()
-        ),
-    )
-    .unwrap();
+        &gltf,
+        "[[camera_paths]]\nname = \"p\"\nkeys = [ { time = nan, position = [0, 1, 3], target = [0, 0, 0] } ]\n",
+    );
     for cmd in ["render", "bench"] {
         expect_error(
-            &[cmd, "--scene", s(&toml), "--out", s(&dir.join("x.png"))],
+            &scene_args(cmd, &toml, &dir.join("x.png"), &[]),
             &["nan.toml", "time", "not a finite number"],
         );
     }
@@ -791,15 +653,7 @@ fn foreign_partial_folders_are_left_alone() {
     std::fs::create_dir_all(&partial).unwrap();
     std::fs::write(partial.join("mine.txt"), b"keep").unwrap();
     expect_error(
-        &[
-            "compress",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&out),
-            "--steps",
-            "5",
-        ],
+        &scene_args("compress", &gltf, &out, &["--steps", "5"]),
         &["q.ntc.partial", "not made by neurotex"],
     );
     assert!(partial.join("mine.txt").exists());
@@ -812,20 +666,20 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
     let compress = |name: &str, rate: &[&str]| {
         let report = dir.join(format!("{name}.json"));
         let ntc = dir.join(format!("{name}.ntc"));
-        let mut args = vec![
+        let mut args = scene_args(
             "compress",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&ntc),
-            "--steps",
-            "64",
-            "--batch",
-            "256",
-            "--no-flip",
-            "--report",
-            s(&report),
-        ];
+            &gltf,
+            &ntc,
+            &[
+                "--steps",
+                "64",
+                "--batch",
+                "256",
+                "--no-flip",
+                "--report",
+                s(&report),
+            ],
+        );
         args.extend_from_slice(rate);
         let stdout = expect_ok(&args);
         let json = read_json(&report);
@@ -838,9 +692,7 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
     // The tries (preset, main steps, pooled PSNR): the probes of 64 / 16 = 4 steps, then
     // the full trainings of 64.
     let tries = |m: &serde_json::Value| -> Vec<(String, u64, f64)> {
-        m["rate_tries"]
-            .as_array()
-            .expect("tries")
+        json_array(m, "rate_tries")
             .iter()
             .map(|t| {
                 (
@@ -919,16 +771,7 @@ fn rate_control_picks_the_smallest_preset_that_reaches_the_target() {
     assert!(bcn["psnr"]["pooled"]["db"].as_f64().is_some(), "{bcn}");
     let x = dir.join("x.ntc");
     expect_error(
-        &[
-            "compress",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&x),
-            "--match-bcn",
-            "bc7",
-            "--no-bcn",
-        ],
+        &scene_args("compress", &gltf, &x, &["--match-bcn", "bc7", "--no-bcn"]),
         &["--no-bcn"],
     );
 }
@@ -941,20 +784,20 @@ fn rate_distortion_curves_of_a_tiny_set() {
     let (dir, gltf) = checker_quad("rd");
     let out = dir.join("rd.ntc");
     let report = dir.join("rd.json");
-    let mut args = vec![
+    let mut args = scene_args(
         "compress",
-        "--scene",
-        s(&gltf),
-        "--out",
-        s(&out),
-        "--steps",
-        "16",
-        "--batch",
-        "256",
-        "--rd",
-        "--report",
-        s(&report),
-    ];
+        &gltf,
+        &out,
+        &[
+            "--steps",
+            "16",
+            "--batch",
+            "256",
+            "--rd",
+            "--report",
+            s(&report),
+        ],
+    );
     let stdout = expect_ok(&args);
     assert!(stdout.contains("rung high-16x4"), "{stdout}");
     for rung in ["low-24x4", "medium-high-32x4", "high-32x4"] {
@@ -1218,16 +1061,7 @@ fn gbuffer_mode_reaches_the_renderer() {
     let gltf = quad_scene(&dir, None);
     let out = dir.join("q.png");
     let render = |mode: Option<&str>| {
-        let mut args = vec![
-            "render",
-            "--scene",
-            s(&gltf),
-            "--out",
-            s(&out),
-            "--size",
-            "16x12",
-            "--force",
-        ];
+        let mut args = scene_args("render", &gltf, &out, &["--size", "16x12", "--force"]);
         args.extend(mode.map(|m| ["--gbuffer", m]).into_iter().flatten());
         run(&args)
     };
@@ -1267,19 +1101,12 @@ fn bench_args<'a>(
     (size, frames, warmup): (&'a str, &'a str, &'a str),
     extra: &[&'a str],
 ) -> Vec<&'a str> {
-    let mut args = vec![
+    let mut args = scene_args(
         "bench",
-        "--scene",
-        s(gltf),
-        "--out",
-        s(out),
-        "--size",
-        size,
-        "--frames",
-        frames,
-        "--warmup",
-        warmup,
-    ];
+        gltf,
+        out,
+        &["--size", size, "--frames", frames, "--warmup", warmup],
+    );
     args.extend_from_slice(extra);
     args
 }
@@ -1336,7 +1163,7 @@ fn scene_bench_reports_stability_and_spread() {
     // take minutes to compile on lavapipe).
     assert!(started.elapsed() >= std::time::Duration::from_millis(300));
     let json = read_json(out.join("bench.json"));
-    let rows = json["rows"].as_array().expect("rows");
+    let rows = json_array(&json, "rows");
     assert_eq!(rows.len(), 1, "{json}");
     for r in rows {
         assert!(
@@ -1456,19 +1283,12 @@ fn mirrored_instances_keep_their_front_faces() {
                 "{mode}-{aov}-{}.png",
                 scene.display().to_string().len()
             ));
-            expect_ok(&[
+            expect_ok(&scene_args(
                 "render",
-                "--scene",
-                s(scene),
-                "--out",
-                s(&out),
-                "--size",
-                "32x24",
-                "--aov",
-                aov,
-                "--gbuffer",
-                mode,
-            ]);
+                scene,
+                &out,
+                &["--size", "32x24", "--aov", aov, "--gbuffer", mode],
+            ));
             image::open(&out).unwrap().to_rgba8()
         };
         for aov in ["normal", "final"] {

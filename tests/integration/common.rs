@@ -29,6 +29,13 @@ pub fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()))
 }
 
+/// The array `key` of the JSON object `v`; panics naming the key when there is none.
+pub fn json_array<'a>(v: &'a serde_json::Value, key: &str) -> &'a [serde_json::Value] {
+    v[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no array `{key}` in {v}"))
+}
+
 /// The outcome of a finished `neurotex`: (success, stdout, stderr). A panic inside it
 /// fails the test.
 pub fn outcome(out: std::process::Output) -> (bool, String, String) {
@@ -161,22 +168,40 @@ pub fn small_compress<'a>(
     args
 }
 
-/// [`small_compress`] with deterministic training from `seed`, then `extra`.
-pub fn deterministic_compress<'a>(
-    manifest: &'a Path,
-    out: &'a Path,
-    steps: &'a str,
-    seed: &'a str,
-    extra: &[&'a str],
-) -> Vec<&'a str> {
-    let mut args = small_compress(
-        ["--manifest", s(manifest)],
-        out,
-        steps,
-        &["--deterministic", "--seed", seed],
-    );
-    args.extend_from_slice(extra);
-    args
+/// A [`checker_library`] and the deterministic `compress` of its manifest
+/// ([`small_compress`] with `steps` per set, trained from `seed`).
+pub struct DeterministicPlan {
+    /// The library's folder.
+    pub dir: PathBuf,
+    /// The library's manifest.
+    pub manifest: PathBuf,
+    steps: &'static str,
+    seed: &'static str,
+}
+
+impl DeterministicPlan {
+    /// A fresh [`checker_library`] `name` compressed with `steps` per set from `seed`.
+    pub fn new(name: &str, steps: &'static str, seed: &'static str) -> Self {
+        let (dir, manifest) = checker_library(name);
+        Self {
+            dir,
+            manifest,
+            steps,
+            seed,
+        }
+    }
+
+    /// The compress command line writing `out`, then `extra`.
+    pub fn args<'a>(&'a self, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = small_compress(
+            ["--manifest", s(&self.manifest)],
+            out,
+            self.steps,
+            &["--deterministic", "--seed", self.seed],
+        );
+        args.extend_from_slice(extra);
+        args
+    }
 }
 
 /// The shared adapter (lavapipe in CI). Fails loudly when there is none: GPU tests never
@@ -249,6 +274,14 @@ pub fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A fresh [`temp_dir`] `name` holding `file` with `contents`: (the folder, the file).
+pub fn temp_file(name: &str, file: &str, contents: impl AsRef<[u8]>) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(name);
+    let path = dir.join(file);
+    std::fs::write(&path, contents).expect("write");
+    (dir, path)
+}
+
 /// A 2×2 m quad facing +Y at the origin with one material whose base colour texture is
 /// `base_color` (a URI relative to the glTF, which need not exist). Returns the .gltf path.
 pub fn quad_scene(dir: &Path, base_color: Option<&str>) -> PathBuf {
@@ -280,8 +313,13 @@ pub fn quad_scene_with(
 /// A fresh [`temp_dir`] `name` holding a 16² checker `checker.png` and the [`quad_scene`]
 /// textured with it: (the folder, the .gltf).
 pub fn checker_quad(name: &str) -> (PathBuf, PathBuf) {
+    checker_quad_of(name, 16)
+}
+
+/// [`checker_quad`] with a `size`² checker.
+pub fn checker_quad_of(name: &str, size: u32) -> (PathBuf, PathBuf) {
     let dir = temp_dir(name);
-    write_checker_png(&dir.join("checker.png"), 16);
+    write_checker_png(&dir.join("checker.png"), size);
     let gltf = quad_scene(&dir, Some("checker.png"));
     (dir, gltf)
 }

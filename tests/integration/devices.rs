@@ -8,18 +8,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{checker_library, deterministic_compress, expect_error, expect_ok};
-
-/// The compress command line of the test's plan with `extra` arguments.
-fn compress_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    deterministic_compress(manifest, out, "64", "5", extra)
-}
+use crate::common::{DeterministicPlan, expect_error, expect_ok};
 
 #[test]
 fn devices_give_the_package_of_one_device() {
-    let (dir, manifest) = checker_library("devices");
+    let plan = DeterministicPlan::new("devices", "64", "5");
+    let dir = &plan.dir;
     let whole = dir.join("whole.ntc");
-    expect_ok(&compress_args(&manifest, &whole, &[]));
+    expect_ok(&plan.args(&whole, &[]));
     let expected = std::fs::read(&whole).expect("package");
 
     let listed = expect_ok(&["devices"]);
@@ -30,7 +26,7 @@ fn devices_give_the_package_of_one_device() {
 
     for choice in ["all", "0", "0,0"] {
         let out = dir.join(format!("d{}.ntc", choice.replace(',', "-")));
-        let stdout = expect_ok(&compress_args(&manifest, &out, &["--devices", choice]));
+        let stdout = expect_ok(&plan.args(&out, &["--devices", choice]));
         assert!(
             std::fs::read(&out).expect("package") == expected,
             "--devices {choice}: the package differs from the one-device run"
@@ -53,7 +49,7 @@ fn devices_give_the_package_of_one_device() {
         ("0,", "empty"),
     ] {
         expect_error(
-            &compress_args(&manifest, &out, &["--devices", choice]),
+            &plan.args(&out, &["--devices", choice]),
             &[needle, "adapters present: [0] "],
         );
         assert!(
@@ -70,7 +66,7 @@ fn devices_give_the_package_of_one_device() {
     // Ctrl-C during a run on two workers: both stop, finished groups stay, and the run
     // resumes on one device to the same package.
     let resumed = dir.join("resumed.ntc");
-    let args = compress_args(&manifest, &resumed, &["--devices", "0,0"]);
+    let args = plan.args(&resumed, &["--devices", "0,0"]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_neurotex"))
         .args(&args)
         .stdout(Stdio::null())
@@ -108,15 +104,11 @@ fn devices_give_the_package_of_one_device() {
     );
     assert!(!resumed.exists());
     assert!(finished(&partial) >= 1 && finished(&partial) < 4);
-    expect_ok(&compress_args(
-        &manifest,
-        &resumed,
-        &["--devices", "0", "--resume"],
-    ));
+    expect_ok(&plan.args(&resumed, &["--devices", "0", "--resume"]));
     assert!(
         std::fs::read(&resumed).expect("package") == expected,
         "the resumed package differs from the one-device run"
     );
     assert!(!partial.exists());
-    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(dir).ok();
 }

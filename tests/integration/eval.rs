@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::common::{expect_error, expect_ok, read_json, s, temp_dir};
+use crate::common::{expect_error, expect_ok, json_array, read_json, s, small_compress, temp_dir};
 
 /// A deterministic byte stream (xorshift).
 struct Noise(u64);
@@ -34,9 +34,11 @@ fn family(i: usize) -> &'static str {
     }
 }
 
-/// Write six base-colour PNGs (32², 32², 24², 24², 16², 16²) and a manifest whose
-/// `paper_category` is the family, or empty without `labelled`. Returns the manifest.
-fn fixture(dir: &Path, labelled: bool) -> PathBuf {
+/// A fresh [`temp_dir`] `name` holding six base-colour PNGs (32², 32², 24², 24², 16², 16²)
+/// and a manifest whose `paper_category` is the family, or empty without `labelled`:
+/// (the folder, the manifest).
+fn fixture(name: &str, labelled: bool) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(name);
     let mut csv = String::from(
         "set_id,category,paper_category,basecolor,normal,alpha,roughness_const,metallic_const\n",
     );
@@ -73,7 +75,7 @@ fn fixture(dir: &Path, labelled: bool) -> PathBuf {
     }
     let manifest = dir.join("manifest.csv");
     std::fs::write(&manifest, csv).expect("write manifest");
-    manifest
+    (dir, manifest)
 }
 
 /// The set index of a set name (`set3` → 3).
@@ -138,10 +140,33 @@ fn study_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&
     args
 }
 
+/// A [`fixture`] and the folder `out` in it that its study writes.
+struct Study {
+    /// The fixture's folder.
+    dir: PathBuf,
+    /// Its manifest.
+    manifest: PathBuf,
+    /// The study's output folder.
+    out: PathBuf,
+}
+
+impl Study {
+    /// A fresh [`fixture`] `name`.
+    fn new(name: &str, labelled: bool) -> Self {
+        let (dir, manifest) = fixture(name, labelled);
+        let out = dir.join("out");
+        Self { dir, manifest, out }
+    }
+
+    /// [`study_args`] of the fixture into `out`, then `extra`.
+    fn args<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
+        study_args(&self.manifest, &self.out, extra)
+    }
+}
+
 #[test]
 fn cluster_compress_inspect_share_decoders_by_family() {
-    let dir = temp_dir("eval-cluster");
-    let manifest = fixture(&dir, true);
+    let (dir, manifest) = fixture("eval-cluster", true);
     let plan = dir.join("plan.json");
     expect_ok(&[
         "cluster",
@@ -153,12 +178,10 @@ fn cluster_compress_inspect_share_decoders_by_family() {
         s(&plan),
     ]);
     let json = read_json(&plan);
-    let groups = json["groups"].as_array().expect("groups");
+    let groups = json_array(&json, "groups");
     assert_eq!(groups.len(), 2, "{json}");
     for g in groups {
-        let members: Vec<usize> = g["sets"]
-            .as_array()
-            .expect("sets")
+        let members: Vec<usize> = json_array(g, "sets")
             .iter()
             .map(|n| index_of(n.as_str().expect("name")))
             .collect();
@@ -172,31 +195,20 @@ fn cluster_compress_inspect_share_decoders_by_family() {
     assert!(sheet.width() > 0 && sheet.height() > 0);
 
     let ntc = dir.join("tiny.ntc");
-    expect_ok(&[
-        "compress",
-        "--manifest",
-        s(&manifest),
-        "--plan",
-        s(&plan),
-        "--out",
-        s(&ntc),
-        "--steps",
+    let report = dir.join("report.json");
+    expect_ok(&small_compress(
+        ["--manifest", s(&manifest)],
+        &ntc,
         "32",
-        "--batch",
-        "256",
-        "--no-bcn",
-        "--report",
-        s(&dir.join("report.json")),
-    ]);
+        &["--plan", s(&plan), "--report", s(&report)],
+    ));
     // Budgets are per set: each group of 3 sets trains 3 × 32 main steps.
-    let report = read_json(dir.join("report.json"));
-    let budgets: Vec<(usize, u64)> = report["groups"]
-        .as_array()
-        .expect("groups")
+    let report = read_json(report);
+    let budgets: Vec<(usize, u64)> = json_array(&report, "groups")
         .iter()
         .map(|g| {
             (
-                g["sets"].as_array().expect("sets").len(),
+                json_array(g, "sets").len(),
                 g["steps"].as_u64().expect("steps"),
             )
         })
@@ -205,7 +217,7 @@ fn cluster_compress_inspect_share_decoders_by_family() {
     let summary: serde_json::Value =
         serde_json::from_str(&expect_ok(&["inspect", s(&ntc), "--json"])).expect("inspect JSON");
     assert_eq!(summary["decoders"], 2, "{summary}");
-    let materials = summary["materials"].as_array().expect("materials");
+    let materials = json_array(&summary, "materials");
     assert_eq!(materials.len(), 6);
     let mut decoder_of = BTreeMap::new();
     for m in materials {
@@ -226,14 +238,9 @@ fn cluster_compress_inspect_share_decoders_by_family() {
 
 #[test]
 fn eval_writes_every_section_shares_runs_and_resumes() {
-    let dir = temp_dir("eval-study");
-    let manifest = fixture(&dir, true);
-    let out = dir.join("out");
-    let args = study_args(
-        &manifest,
-        &out,
-        &["--m-sweep", "1,2", "--freeze", "none,0.5"],
-    );
+    let study = Study::new("eval-study", true);
+    let out = &study.out;
+    let args = study.args(&["--m-sweep", "1,2", "--freeze", "none,0.5"]);
     let started = std::time::Instant::now();
     let stdout = expect_ok(&args);
     eprintln!("eval: {:.1} s", started.elapsed().as_secs_f64());
@@ -376,10 +383,7 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
 
     // A non-empty out folder needs --resume.
     let line = expect_error(&args, &[]);
-    assert!(
-        line.contains(s(&out)) && line.contains("--resume"),
-        "{line}"
-    );
+    assert!(line.contains(s(out)) && line.contains("--resume"), "{line}");
 
     // Resume after losing one record: only that run trains again.
     let record = |name: &str| out.join("runs").join(format!("{name}.json"));
@@ -428,10 +432,8 @@ fn eval_writes_every_section_shares_runs_and_resumes() {
 
 #[test]
 fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
-    let dir = temp_dir("eval-nocat");
-    let manifest = fixture(&dir, false);
-    let out = dir.join("out");
-    let base = study_args(&manifest, &out, &["--dry-run"]);
+    let study = Study::new("eval-nocat", false);
+    let base = study.args(&["--dry-run"]);
     // From the default list: left out, with a note.
     let stdout = expect_ok(&base);
     assert!(
@@ -461,7 +463,7 @@ fn eval_without_categories_leaves_category_out_or_fails_when_asked() {
         line.contains("m = 7") && line.contains("6 texture sets"),
         "{line}"
     );
-    assert!(!out.exists(), "a dry run writes nothing");
+    assert!(!study.out.exists(), "a dry run writes nothing");
 }
 
 /// A run record (or any report JSON) without what may differ between two trainings of
@@ -496,8 +498,7 @@ const SHARDED_STUDY: [&str; 5] = [
 
 #[test]
 fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
-    let dir = temp_dir("eval-shards");
-    let manifest = fixture(&dir, true);
+    let (dir, manifest) = fixture("eval-shards", true);
     let args = |out, extra| {
         let mut a = study_args(&manifest, out, &SHARDED_STUDY);
         a.extend_from_slice(extra);
@@ -594,22 +595,17 @@ fn eval_shards_merge_to_the_numbers_of_the_unsharded_eval() {
 
 #[test]
 fn eval_over_seeds_writes_each_seed_and_the_spread_of_every_cell() {
-    let dir = temp_dir("eval-seeds");
-    let manifest = fixture(&dir, true);
-    let out = dir.join("out");
-    let args = study_args(
-        &manifest,
-        &out,
-        &[
-            "--strategies",
-            "baseline,single,clustered,random",
-            "--no-ablation",
-            "--m-sweep",
-            "2",
-            "--seeds",
-            "3,5,3",
-        ],
-    );
+    let study = Study::new("eval-seeds", true);
+    let out = &study.out;
+    let args = study.args(&[
+        "--strategies",
+        "baseline,single,clustered,random",
+        "--no-ablation",
+        "--m-sweep",
+        "2",
+        "--seeds",
+        "3,5,3",
+    ]);
     let stdout = expect_ok(&args);
     assert!(
         stdout.contains("seed 3:") && stdout.contains("seed 5:"),
@@ -685,15 +681,11 @@ fn eval_over_seeds_writes_each_seed_and_the_spread_of_every_cell() {
 
 #[test]
 fn eval_over_budgets_writes_each_budget_the_curves_and_reuses_finished_runs() {
-    let dir = temp_dir("eval-budgets");
-    let manifest = fixture(&dir, true);
-    let out = dir.join("out");
+    let study = Study::new("eval-budgets", true);
+    let out = &study.out;
     // study_args without its --steps: the budgets give the steps.
     let args = |extra: &[&'static str]| -> Vec<String> {
-        let mut v: Vec<String> = study_args(&manifest, &out, extra)
-            .into_iter()
-            .map(String::from)
-            .collect();
+        let mut v: Vec<String> = study.args(extra).into_iter().map(String::from).collect();
         let at = v.iter().position(|a| a == "--steps").expect("--steps");
         v.drain(at..at + 2);
         v
@@ -772,7 +764,7 @@ fn eval_over_budgets_writes_each_budget_the_curves_and_reuses_finished_runs() {
         &with_steps.iter().map(String::as_str).collect::<Vec<_>>(),
         &["--steps"],
     );
-    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(&study.dir).ok();
 }
 
 /// `eval --rd` on two tiny sets: beside the study, the curves in `out/rd/` from the
@@ -781,8 +773,8 @@ fn eval_over_budgets_writes_each_budget_the_curves_and_reuses_finished_runs() {
 /// `--rd` with `--resume` keeps every finished rung (and run) and writes the same curves.
 #[test]
 fn eval_rd_writes_the_curves_of_every_set() {
-    let dir = temp_dir("eval-rd");
-    let six = std::fs::read_to_string(fixture(&dir, true)).expect("manifest");
+    let (dir, six) = fixture("eval-rd", true);
+    let six = std::fs::read_to_string(six).expect("manifest");
     let manifest = dir.join("two.csv");
     let two: String = six.lines().take(3).map(|l| format!("{l}\n")).collect();
     std::fs::write(&manifest, two).expect("write manifest");
@@ -839,7 +831,7 @@ fn eval_rd_writes_the_curves_of_every_set() {
         }
     }
     let json = read_json(out.join("rd").join("curves.rd.json"));
-    let sets = json["sets"].as_array().expect("sets");
+    let sets = json_array(&json, "sets");
     assert_eq!(sets.len(), 2, "{json}");
     assert!(
         sets.iter()

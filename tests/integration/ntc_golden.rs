@@ -261,6 +261,11 @@ fn renderer(mode: RenderMode, map: &[Option<u32>]) -> Renderer {
     r
 }
 
+/// A [`renderer`] of the fixture's Baseline package through its own material map.
+fn baseline_renderer() -> Renderer {
+    renderer(RenderMode::Ntc(Strategy::Baseline), &fixture().map)
+}
+
 fn settings(mode: RenderMode, stochastic: bool) -> FrameSettings {
     FrameSettings {
         camera: camera(),
@@ -321,8 +326,7 @@ fn reference(frames: u32) -> &'static (Vec<u8>, Vec<bool>) {
         other => panic!("no reference of {other} frames"),
     };
     cell.get_or_init(|| {
-        let f = fixture();
-        let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+        let mut r = baseline_renderer();
         let rgba = render(&mut r, &settings(RenderMode::Reference, false), frames);
         let mask = geometry_mask(&r);
         let covered = mask.iter().filter(|&&m| m).count();
@@ -382,29 +386,41 @@ fn assert_background_identical(a: &[u8], frames: u32, what: &str) {
     );
 }
 
-/// (a) Baseline, nearest mip and texel, one frame.
-#[test]
-fn golden_ntc_baseline_nearest() {
-    let f = fixture();
-    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
-    let rgba = render(
-        &mut r,
-        &settings(RenderMode::Ntc(Strategy::Baseline), false),
-        1,
-    );
-    let (reference, mask) = reference(1);
-    assert_eq!(&geometry_mask(&r), mask, "same view, same coverage");
-    let db = psnr(&rgba, reference, mask);
-    eprintln!("nearest, 1 frame: {db:.2} dB against the reference");
+/// The PSNR of the NTC image `rgba` of `frames` frames against the reference of as many,
+/// which must reach `min_db` yet stay finite (an image equal to the reference decoded
+/// nothing), with the background bit-identical ([`assert_background_identical`]); `what`
+/// names the image.
+fn assert_near_reference(rgba: &[u8], frames: u32, min_db: f64, what: &str) -> f64 {
+    let (reference, mask) = reference(frames);
+    let db = psnr(rgba, reference, mask);
+    eprintln!("{what}, {frames} frame(s): {db:.2} dB against the reference");
     assert!(
-        db >= MIN_PSNR_NEAREST,
-        "nearest NTC image is {db:.2} dB from the reference (min {MIN_PSNR_NEAREST})"
+        db >= min_db,
+        "{what} NTC image is {db:.2} dB from the reference (min {min_db})"
     );
     assert!(
         db.is_finite(),
         "the NTC image equals the reference: nothing was decoded"
     );
-    assert_background_identical(&rgba, 1, "nearest");
+    assert_background_identical(rgba, frames, what);
+    db
+}
+
+/// (a) Baseline, nearest mip and texel, one frame.
+#[test]
+fn golden_ntc_baseline_nearest() {
+    let mut r = baseline_renderer();
+    let rgba = render(
+        &mut r,
+        &settings(RenderMode::Ntc(Strategy::Baseline), false),
+        1,
+    );
+    assert_eq!(
+        &geometry_mask(&r),
+        &reference(1).1,
+        "same view, same coverage"
+    );
+    assert_near_reference(&rgba, 1, MIN_PSNR_NEAREST, "nearest");
     crate::common::assert_golden("ntc_baseline_nearest_128x72", SIZE.0, SIZE.1, &rgba);
 }
 
@@ -416,27 +432,15 @@ fn golden_ntc_baseline_nearest() {
 /// frame.
 #[test]
 fn golden_ntc_baseline_stochastic_accumulated() {
-    let f = fixture();
     let s = settings(RenderMode::Ntc(Strategy::Baseline), true);
-    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut r = baseline_renderer();
     let rgba = render(&mut r, &s, FRAMES);
-    let (accumulated, mask) = reference(FRAMES);
-    let db = psnr(&rgba, accumulated, mask);
-    eprintln!("stochastic, {FRAMES} frames: {db:.2} dB against the reference");
-    assert!(
-        db >= MIN_PSNR_STOCHASTIC,
-        "accumulated NTC image is {db:.2} dB from the reference (min {MIN_PSNR_STOCHASTIC})"
-    );
-    assert!(
-        db.is_finite(),
-        "the NTC image equals the reference: nothing was decoded"
-    );
-    assert_background_identical(&rgba, FRAMES, "stochastic");
+    let db = assert_near_reference(&rgba, FRAMES, MIN_PSNR_STOCHASTIC, "accumulated");
 
     // Accumulation matters: one stochastic frame is noisier than the average of 16.
-    let mut single = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut single = baseline_renderer();
     let one = render(&mut single, &s, 1);
-    let db_one = psnr(&one, &reference(1).0, mask);
+    let db_one = psnr(&one, &reference(1).0, &reference(FRAMES).1);
     eprintln!("stochastic, 1 frame: {db_one:.2} dB against the reference");
     assert!(
         db > db_one + 1.0,
@@ -553,7 +557,7 @@ fn golden_transcoded_inference_on_load_matches_the_rgba8_bake() {
     use neurotex::render::passes::ntc_bake::BakeKernel;
     let ctx = ctx();
     let f = fixture();
-    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut r = baseline_renderer();
     let mut s = settings(RenderMode::Ntc(Strategy::Baseline), false);
     let (reference, mask) = reference(1);
     let (rgba8, transcoded) = transcode_frames(&mut r, &mut s, reference, mask);
@@ -675,7 +679,7 @@ fn golden_toyshop_transcoded_inference_on_load_matches_the_rgba8_bake() {
 fn golden_ntc_divergence_heatmap() {
     let ctx = ctx();
     let f = fixture();
-    let mut without = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut without = baseline_renderer();
     assert_eq!(
         without.decoder_count(RenderMode::Ntc(Strategy::Baseline)),
         Some(2)
@@ -687,7 +691,7 @@ fn golden_ntc_divergence_heatmap() {
     );
     let mut s = settings(RenderMode::Ntc(Strategy::Baseline), false);
     s.passes.heatmap = Some(HeatmapSettings::default());
-    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut r = baseline_renderer();
     let rgba = render(&mut r, &s, 1);
     let stats = r.divergence_blocking(ctx).expect("divergence statistics");
 
@@ -759,9 +763,8 @@ fn golden_ntc_divergence_heatmap() {
 /// reference (so [`render`]'s `active_mode` check is what catches that fallback).
 #[test]
 fn wrong_map_or_mode_exceeds_tolerance() {
-    let f = fixture();
     let s = settings(RenderMode::Ntc(Strategy::Baseline), false);
-    let mut r = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut r = baseline_renderer();
     let good = render(&mut r, &s, 1);
     let (reference_one, mask) = reference(1);
 
@@ -800,7 +803,7 @@ fn wrong_map_or_mode_exceeds_tolerance() {
     );
     assert!(!ok, "the reference image passes as the NTC golden");
 
-    let mut fresh = renderer(RenderMode::Ntc(Strategy::Baseline), &f.map);
+    let mut fresh = baseline_renderer();
     let stochastic = render(
         &mut fresh,
         &settings(RenderMode::Ntc(Strategy::Baseline), true),

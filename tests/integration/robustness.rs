@@ -6,7 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common::{expect_error, expect_ok, failed, read_json, run_in, s, succeeded, temp_dir};
+use crate::common::{
+    expect_error, expect_ok, failed, read_json, run_in, s, succeeded, temp_dir, temp_file,
+};
 use base64::Engine as _;
 use neurotex::ntc::NtcPackage;
 use neurotex::scene::description::{CameraKey, CameraPath, LoadedDescription, SceneDescription};
@@ -69,12 +71,17 @@ fn import(dir: &Path, name: &str, doc: &serde_json::Value) -> Result<Scene, Scen
     Scene::load(&path)
 }
 
+/// [`import`], which must fail: its error as text.
+fn import_error(dir: &Path, name: &str, doc: &serde_json::Value) -> String {
+    import(dir, name, doc).expect_err(name).to_string()
+}
+
 /// Import `doc` after `edit`; expect an error naming the file and every needle.
 fn expect_gltf_error(name: &str, edit: impl FnOnce(&mut serde_json::Value), needles: &[&str]) {
     let dir = temp_dir(&format!("gltf-{name}"));
     let mut doc = triangle_gltf();
     edit(&mut doc);
-    let e = import(&dir, name, &doc).expect_err(name).to_string();
+    let e = import_error(&dir, name, &doc);
     assert!(e.contains(&format!("{name}.gltf")), "{name}: {e}");
     for n in needles {
         assert!(e.contains(n), "{name}: `{n}` missing from: {e}");
@@ -83,6 +90,26 @@ fn expect_gltf_error(name: &str, edit: impl FnOnce(&mut serde_json::Value), need
         !e.contains("the glTF reader failed"),
         "{name}: caught a panic: {e}"
     );
+}
+
+/// The field of `doc` at the JSON pointer `pointer` (`/meshes/0/indices`), created as
+/// indexing creates it (`doc["meshes"][0]["indices"]`).
+fn field_mut<'a>(doc: &'a mut serde_json::Value, pointer: &str) -> &'a mut serde_json::Value {
+    pointer
+        .split('/')
+        .skip(1)
+        .fold(doc, |v, key| match key.parse::<usize>() {
+            Ok(i) => &mut v[i],
+            Err(_) => &mut v[key],
+        })
+}
+
+/// [`expect_gltf_error`] for each case (name, field, value, needles): the field at the
+/// JSON pointer `field` ([`field_mut`]) set to `value`.
+fn expect_field_errors(cases: &[(&str, &str, serde_json::Value, &[&str])]) {
+    for (name, field, value, needles) in cases {
+        expect_gltf_error(name, |d| *field_mut(d, field) = value.clone(), needles);
+    }
 }
 
 #[test]
@@ -94,34 +121,41 @@ fn valid_triangle_imports() {
 
 #[test]
 fn accessor_indices_that_do_not_exist() {
-    expect_gltf_error(
-        "attribute_index",
-        |d| d["meshes"][0]["primitives"][0]["attributes"]["POSITION"] = 9.into(),
-        &[
-            "meshes[0].primitives[0].attributes.POSITION",
-            "accessor 9 does not exist",
-        ],
-    );
-    expect_gltf_error(
-        "normal_index",
-        |d| d["meshes"][0]["primitives"][0]["attributes"]["NORMAL"] = 3.into(),
-        &["attributes.NORMAL", "accessor 3 does not exist"],
-    );
-    expect_gltf_error(
-        "indices_index",
-        |d| d["meshes"][0]["primitives"][0]["indices"] = 7.into(),
-        &["meshes[0].primitives[0].indices", "index out of bounds"],
-    );
-    expect_gltf_error(
-        "view_index",
-        |d| d["accessors"][1]["bufferView"] = 5.into(),
-        &["accessors[1].bufferView", "index out of bounds"],
-    );
-    expect_gltf_error(
-        "texture_source",
-        |d| d["textures"][0]["source"] = 4.into(),
-        &["textures[0].source", "index out of bounds"],
-    );
+    expect_field_errors(&[
+        (
+            "attribute_index",
+            "/meshes/0/primitives/0/attributes/POSITION",
+            9.into(),
+            &[
+                "meshes[0].primitives[0].attributes.POSITION",
+                "accessor 9 does not exist",
+            ],
+        ),
+        (
+            "normal_index",
+            "/meshes/0/primitives/0/attributes/NORMAL",
+            3.into(),
+            &["attributes.NORMAL", "accessor 3 does not exist"],
+        ),
+        (
+            "indices_index",
+            "/meshes/0/primitives/0/indices",
+            7.into(),
+            &["meshes[0].primitives[0].indices", "index out of bounds"],
+        ),
+        (
+            "view_index",
+            "/accessors/1/bufferView",
+            5.into(),
+            &["accessors[1].bufferView", "index out of bounds"],
+        ),
+        (
+            "texture_source",
+            "/textures/0/source",
+            4.into(),
+            &["textures[0].source", "index out of bounds"],
+        ),
+    ]);
 }
 
 #[test]
@@ -134,26 +168,32 @@ fn component_types_per_semantic() {
         },
         &["meshes[0].primitives[0].indices", "UNSIGNED_INT"],
     );
-    expect_gltf_error(
-        "texcoord_uint",
-        |d| d["accessors"][1]["componentType"] = 5125.into(),
-        &["attributes.TEXCOORD_0", "TEXCOORD_0 must be Vec2"],
-    );
-    expect_gltf_error(
-        "texcoord_not_normalized",
-        |d| d["accessors"][1]["componentType"] = 5121.into(),
-        &["attributes.TEXCOORD_0", "not normalized"],
-    );
-    expect_gltf_error(
-        "position_vec2",
-        |d| d["accessors"][0]["type"] = "VEC2".into(),
-        &["attributes.POSITION", "POSITION must be Vec3"],
-    );
-    expect_gltf_error(
-        "indices_vec2",
-        |d| d["accessors"][2]["type"] = "VEC2".into(),
-        &["primitives[0].indices", "SCALAR"],
-    );
+    expect_field_errors(&[
+        (
+            "texcoord_uint",
+            "/accessors/1/componentType",
+            5125.into(),
+            &["attributes.TEXCOORD_0", "TEXCOORD_0 must be Vec2"],
+        ),
+        (
+            "texcoord_not_normalized",
+            "/accessors/1/componentType",
+            5121.into(),
+            &["attributes.TEXCOORD_0", "not normalized"],
+        ),
+        (
+            "position_vec2",
+            "/accessors/0/type",
+            "VEC2".into(),
+            &["attributes.POSITION", "POSITION must be Vec3"],
+        ),
+        (
+            "indices_vec2",
+            "/accessors/2/type",
+            "VEC2".into(),
+            &["primitives[0].indices", "SCALAR"],
+        ),
+    ]);
 }
 
 /// `doc` with a TEXCOORD_1 attribute: the positions' view read as VEC2 ((0, 0), (0, 1),
@@ -352,46 +392,55 @@ fn quantized_attributes_import_as_their_values() {
 
 #[test]
 fn strides_and_bounds() {
-    expect_gltf_error(
-        "stride_short",
-        |d| d["bufferViews"][0]["byteStride"] = 4.into(),
-        &[
-            "accessors[0]",
-            "byteStride 4 is shorter than the 12-byte element",
-        ],
-    );
-    // Longer than its buffer: was silently dropped (a quad imported as one triangle).
-    expect_gltf_error(
-        "indices_long",
-        |d| d["accessors"][2]["count"] = 6.into(),
-        &["accessors[2]", "run past the end of its buffer view"],
-    );
-    // Other overruns read as "has no POSITION attribute".
-    expect_gltf_error(
-        "position_offset",
-        |d| d["accessors"][0]["byteOffset"] = 12.into(),
-        &["accessors[0]", "run past the end"],
-    );
-    expect_gltf_error(
-        "view_past_buffer",
-        |d| d["bufferViews"][1]["byteLength"] = 400.into(),
-        &["bufferViews[1]", "outside buffer 0"],
-    );
-    expect_gltf_error(
-        "count_zero",
-        |d| d["accessors"][1]["count"] = 0.into(),
-        &["accessor 1 has 0 elements"],
-    );
-    expect_gltf_error(
-        "partial_triangle",
-        |d| d["accessors"][2]["count"] = 2.into(),
-        &["primitives[0].indices", "multiple of 3"],
-    );
-    expect_gltf_error(
-        "counts_differ",
-        |d| d["accessors"][1]["count"] = 2.into(),
-        &["attributes", "has 2 elements but"],
-    );
+    expect_field_errors(&[
+        (
+            "stride_short",
+            "/bufferViews/0/byteStride",
+            4.into(),
+            &[
+                "accessors[0]",
+                "byteStride 4 is shorter than the 12-byte element",
+            ],
+        ),
+        // Longer than its buffer: was silently dropped (a quad imported as one triangle).
+        (
+            "indices_long",
+            "/accessors/2/count",
+            6.into(),
+            &["accessors[2]", "run past the end of its buffer view"],
+        ),
+        // Other overruns read as "has no POSITION attribute".
+        (
+            "position_offset",
+            "/accessors/0/byteOffset",
+            12.into(),
+            &["accessors[0]", "run past the end"],
+        ),
+        (
+            "view_past_buffer",
+            "/bufferViews/1/byteLength",
+            400.into(),
+            &["bufferViews[1]", "outside buffer 0"],
+        ),
+        (
+            "count_zero",
+            "/accessors/1/count",
+            0.into(),
+            &["accessor 1 has 0 elements"],
+        ),
+        (
+            "partial_triangle",
+            "/accessors/2/count",
+            2.into(),
+            &["primitives[0].indices", "multiple of 3"],
+        ),
+        (
+            "counts_differ",
+            "/accessors/1/count",
+            2.into(),
+            &["attributes", "has 2 elements but"],
+        ),
+    ]);
     expect_gltf_error(
         "no_view",
         |d| {
@@ -406,49 +455,53 @@ fn strides_and_bounds() {
 
 #[test]
 fn image_sources() {
-    expect_gltf_error(
-        "image_none",
-        |d| d["images"][0] = serde_json::json!({}),
-        &["images[0]", "neither uri nor bufferView"],
-    );
-    expect_gltf_error(
-        "image_no_mime",
-        |d| d["images"][0] = serde_json::json!({"bufferView": 0}),
-        &["images[0]", "needs a mimeType"],
-    );
-    expect_gltf_error(
-        "image_both",
-        |d| {
-            d["images"][0] =
-                serde_json::json!({"bufferView": 0, "uri": "a.png", "mimeType": "image/png"})
-        },
-        &["images[0]", "both uri and bufferView"],
-    );
+    expect_field_errors(&[
+        (
+            "image_none",
+            "/images/0",
+            serde_json::json!({}),
+            &["images[0]", "neither uri nor bufferView"],
+        ),
+        (
+            "image_no_mime",
+            "/images/0",
+            serde_json::json!({"bufferView": 0}),
+            &["images[0]", "needs a mimeType"],
+        ),
+        (
+            "image_both",
+            "/images/0",
+            serde_json::json!({"bufferView": 0, "uri": "a.png", "mimeType": "image/png"}),
+            &["images[0]", "both uri and bufferView"],
+        ),
+    ]);
 }
 
 #[test]
 fn non_finite_numbers_name_their_place() {
-    expect_gltf_error(
-        "factor_inf",
-        |d| {
-            d["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"] =
-                serde_json::json!([1e39, 1, 1, 1])
-        },
-        &[
-            "materials[0].pbrMetallicRoughness.baseColorFactor[0]",
-            "not a finite number",
-        ],
-    );
-    expect_gltf_error(
-        "roughness_inf",
-        |d| d["materials"][0]["pbrMetallicRoughness"]["roughnessFactor"] = serde_json::json!(1e39),
-        &["roughnessFactor", "not a finite number"],
-    );
-    expect_gltf_error(
-        "node_inf",
-        |d| d["nodes"][0]["translation"] = serde_json::json!([0, -1e39, 0]),
-        &["nodes[0].translation[1]"],
-    );
+    expect_field_errors(&[
+        (
+            "factor_inf",
+            "/materials/0/pbrMetallicRoughness/baseColorFactor",
+            serde_json::json!([1e39, 1, 1, 1]),
+            &[
+                "materials[0].pbrMetallicRoughness.baseColorFactor[0]",
+                "not a finite number",
+            ],
+        ),
+        (
+            "roughness_inf",
+            "/materials/0/pbrMetallicRoughness/roughnessFactor",
+            serde_json::json!(1e39),
+            &["roughnessFactor", "not a finite number"],
+        ),
+        (
+            "node_inf",
+            "/nodes/0/translation",
+            serde_json::json!([0, -1e39, 0]),
+            &["nodes[0].translation[1]"],
+        ),
+    ]);
     let nan = triangle_bytes([0.0, 0.0, 0.0, f32::NAN, 0.0, 0.0, 0.0, 1.0, 0.0]);
     let b64 = base64::engine::general_purpose::STANDARD.encode(&nan);
     expect_gltf_error(
@@ -477,9 +530,7 @@ fn uris_stay_in_the_scene_folder() {
     std::fs::write(outside.join("data.bin"), &buf).expect("write");
     let mut doc = triangle_gltf();
     doc["buffers"][0]["uri"] = "../elsewhere/data.bin".into();
-    let e = import(&scene_dir, "outside", &doc)
-        .expect_err("outside")
-        .to_string();
+    let e = import_error(&scene_dir, "outside", &doc);
     assert!(
         e.contains("outside.gltf")
             && e.contains("buffers[0].uri")
@@ -488,14 +539,10 @@ fn uris_stay_in_the_scene_folder() {
     );
     // An absolute path and a file: URI are refused too.
     doc["buffers"][0]["uri"] = s(&outside.join("data.bin")).into();
-    let e = import(&scene_dir, "absolute", &doc)
-        .expect_err("absolute")
-        .to_string();
+    let e = import_error(&scene_dir, "absolute", &doc);
     assert!(e.contains("outside the scene's folder"), "{e}");
     doc["buffers"][0]["uri"] = "file:///etc/passwd".into();
-    let e = import(&scene_dir, "scheme", &doc)
-        .expect_err("scheme")
-        .to_string();
+    let e = import_error(&scene_dir, "scheme", &doc);
     assert!(e.contains("scheme `file:`"), "{e}");
     // A link inside the folder that leads out of it is resolved before the check.
     #[cfg(unix)]
@@ -503,17 +550,13 @@ fn uris_stay_in_the_scene_folder() {
         std::os::unix::fs::symlink(outside.join("data.bin"), scene_dir.join("link.bin"))
             .expect("symlink");
         doc["buffers"][0]["uri"] = "link.bin".into();
-        let e = import(&scene_dir, "link", &doc)
-            .expect_err("link")
-            .to_string();
+        let e = import_error(&scene_dir, "link", &doc);
         assert!(e.contains("outside the scene's folder"), "{e}");
     }
     // Image URIs too.
     let mut doc = triangle_gltf();
     doc["images"][0]["uri"] = "../../../etc/passwd".into();
-    let e = import(&scene_dir, "image_out", &doc)
-        .expect_err("image")
-        .to_string();
+    let e = import_error(&scene_dir, "image_out", &doc);
     assert!(e.contains("images[0].uri"), "{e}");
 
     // The policy's extra folders, and a description's `asset_folders`, allow them.
@@ -563,9 +606,7 @@ fn garbage_and_truncated_glb_are_errors() {
 // ---------------------------------------------------------------------------------------
 
 fn description_error(name: &str, text: &str, needles: &[&str]) {
-    let dir = temp_dir(&format!("toml-{name}"));
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).expect("write");
+    let (_, path) = temp_file(&format!("toml-{name}"), &format!("{name}.toml"), text);
     let e = LoadedDescription::load(&path).expect_err(name).to_string();
     assert!(e.contains(&format!("{name}.toml")), "{e}");
     for n in needles {
@@ -737,13 +778,11 @@ const MANIFEST_HEADER: &str = "set_id,category,paper_category,basecolor,normal,r
 
 #[test]
 fn manifest_rows_must_be_unique_and_name_an_image() {
-    let dir = temp_dir("manifest");
-    let path = dir.join("dup.csv");
-    std::fs::write(
-        &path,
+    let (dir, path) = temp_file(
+        "manifest",
+        "dup.csv",
         format!("{MANIFEST_HEADER}a,W,W,x.jpg,,1,0,0.5,0,CC0\na,W,W,y.jpg,,1,0,0.5,0,CC0\n"),
-    )
-    .expect("write");
+    );
     let e = texture::read_manifest(&path).expect_err("dup").to_string();
     assert!(
         e.contains("dup.csv") && e.contains("row 3") && e.contains("row 2") && e.contains("set_id"),
@@ -871,6 +910,20 @@ mod properties {
         ]
     }
 
+    /// `value` written by `to_bytes` reads back by `from_bytes` as itself, which writes the
+    /// same bytes.
+    fn round_trips<T: PartialEq + std::fmt::Debug, E: std::fmt::Debug, F: std::fmt::Debug>(
+        value: &T,
+        to_bytes: impl Fn(&T) -> Result<Vec<u8>, E>,
+        from_bytes: impl Fn(&[u8]) -> Result<T, F>,
+    ) -> Result<(), TestCaseError> {
+        let bytes = to_bytes(value).expect("bytes");
+        let back = from_bytes(&bytes).expect("reads back");
+        prop_assert_eq!(&back, value);
+        prop_assert_eq!(to_bytes(&back).expect("bytes"), bytes);
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -937,10 +990,7 @@ mod properties {
             package
                 .add_group(&group, &vec![[0.5; texture::CHANNELS]; sizes.len()])
                 .expect("group");
-            let bytes = package.to_bytes().expect("bytes");
-            let back = NtcPackage::from_bytes(&bytes).expect("reads back");
-            prop_assert_eq!(&back, &package);
-            prop_assert_eq!(back.to_bytes().expect("bytes"), bytes);
+            round_trips(&package, NtcPackage::to_bytes, NtcPackage::from_bytes)?;
         }
 
         /// A checkpoint (model, moments, losses) writes and reads back to the same bytes.
@@ -961,10 +1011,7 @@ mod properties {
             let mut c = Checkpoint::fresh(&[set], &config, 8, seed).expect("fresh");
             c.step = step;
             c.losses = (0..step).map(|i| 1.0 / (i + 1) as f64).collect();
-            let bytes = c.to_bytes().expect("bytes");
-            let back = Checkpoint::from_bytes(&bytes).expect("reads back");
-            prop_assert_eq!(&back, &c);
-            prop_assert_eq!(back.to_bytes().expect("bytes"), bytes);
+            round_trips(&c, Checkpoint::to_bytes, Checkpoint::from_bytes)?;
         }
 
         /// Camera paths survive a description's TOML serialisation exactly, and every
@@ -1060,13 +1107,11 @@ fn generated_scenes_carry_their_tangents() {
 
 #[test]
 fn the_street_refuses_manifests_naming_missing_images() {
-    let dir = temp_dir("gen-missing");
-    let manifest = dir.join("m.csv");
-    std::fs::write(
-        &manifest,
+    let (dir, manifest) = temp_file(
+        "gen-missing",
+        "m.csv",
         format!("{MANIFEST_HEADER}a,W,W,gone_basecolor.jpg,,1,0,0.5,0,CC0\n"),
-    )
-    .expect("write");
+    );
     let opts = neurotex::builtin::street::StreetOptions { manifest, seed: 1 };
     let e = neurotex::builtin::street::generate(&dir.join("out"), &opts)
         .expect_err("missing image")
@@ -1433,62 +1478,68 @@ fn unusable_values_are_refused_not_replaced() {
 
 #[test]
 fn absurd_material_factors_matrices_and_versions() {
-    expect_gltf_error(
-        "base_color_huge",
-        |d| {
-            d["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"] =
-                serde_json::json!([1.0e30, 0.5, 0.5, 1.0])
-        },
-        &["baseColorFactor[0]", "outside 0..=1"],
-    );
-    expect_gltf_error(
-        "metallic_negative",
-        |d| d["materials"][0]["pbrMetallicRoughness"]["metallicFactor"] = (-3.0).into(),
-        &["metallicFactor", "outside 0..=1"],
-    );
-    expect_gltf_error(
-        "roughness_big",
-        |d| d["materials"][0]["pbrMetallicRoughness"]["roughnessFactor"] = 7.0.into(),
-        &["roughnessFactor", "outside 0..=1"],
-    );
-    expect_gltf_error(
-        "emissive_big",
-        |d| d["materials"][0]["emissiveFactor"] = serde_json::json!([0.0, 1.0e20, 0.0]),
-        &["emissiveFactor[1]", "outside 0..=1"],
-    );
-    expect_gltf_error(
-        "occlusion_strength",
-        |d| {
-            d["materials"][0]["occlusionTexture"] =
-                serde_json::json!({"index": 0, "strength": 1.0e9})
-        },
-        &["occlusionTexture.strength", "outside 0..=1"],
-    );
-    expect_gltf_error(
-        "alpha_cutoff",
-        |d| d["materials"][0]["alphaCutoff"] = (-1.0).into(),
-        &["alphaCutoff", "outside"],
-    );
-    expect_gltf_error(
-        "zero_matrix",
-        |d| d["nodes"][0]["matrix"] = serde_json::Value::from(vec![0.0; 16]),
-        &["nodes[0].matrix", "not an affine transform"],
-    );
-    expect_gltf_error(
-        "version_one",
-        |d| d["asset"]["version"] = "1.0".into(),
-        &["asset.version", "`1.0`"],
-    );
-    expect_gltf_error(
-        "version_three",
-        |d| d["asset"]["version"] = "3.0".into(),
-        &["asset.version"],
-    );
-    expect_gltf_error(
-        "min_version",
-        |d| d["asset"]["minVersion"] = "1.0".into(),
-        &["asset.minVersion"],
-    );
+    expect_field_errors(&[
+        (
+            "base_color_huge",
+            "/materials/0/pbrMetallicRoughness/baseColorFactor",
+            serde_json::json!([1.0e30, 0.5, 0.5, 1.0]),
+            &["baseColorFactor[0]", "outside 0..=1"],
+        ),
+        (
+            "metallic_negative",
+            "/materials/0/pbrMetallicRoughness/metallicFactor",
+            (-3.0).into(),
+            &["metallicFactor", "outside 0..=1"],
+        ),
+        (
+            "roughness_big",
+            "/materials/0/pbrMetallicRoughness/roughnessFactor",
+            7.0.into(),
+            &["roughnessFactor", "outside 0..=1"],
+        ),
+        (
+            "emissive_big",
+            "/materials/0/emissiveFactor",
+            serde_json::json!([0.0, 1.0e20, 0.0]),
+            &["emissiveFactor[1]", "outside 0..=1"],
+        ),
+        (
+            "occlusion_strength",
+            "/materials/0/occlusionTexture",
+            serde_json::json!({"index": 0, "strength": 1.0e9}),
+            &["occlusionTexture.strength", "outside 0..=1"],
+        ),
+        (
+            "alpha_cutoff",
+            "/materials/0/alphaCutoff",
+            (-1.0).into(),
+            &["alphaCutoff", "outside"],
+        ),
+        (
+            "zero_matrix",
+            "/nodes/0/matrix",
+            serde_json::Value::from(vec![0.0; 16]),
+            &["nodes[0].matrix", "not an affine transform"],
+        ),
+        (
+            "version_one",
+            "/asset/version",
+            "1.0".into(),
+            &["asset.version", "`1.0`"],
+        ),
+        (
+            "version_three",
+            "/asset/version",
+            "3.0".into(),
+            &["asset.version"],
+        ),
+        (
+            "min_version",
+            "/asset/minVersion",
+            "1.0".into(),
+            &["asset.minVersion"],
+        ),
+    ]);
     // What glTF allows still imports: the limits, a scaled and translated matrix.
     let dir = temp_dir("gltf-limits");
     let mut doc = triangle_gltf();
@@ -1524,9 +1575,7 @@ fn long_lists_in_messages_are_capped() {
 
 #[test]
 fn stale_cache_progress_never_blocks_a_render() {
-    let dir = temp_dir("cache-stale");
-    crate::common::write_checker_png(&dir.join("checker.png"), 8);
-    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = crate::common::checker_quad_of("cache-stale", 8);
     let cache = dir.join("cache");
     let out = dir.join("r.png");
     let render = || {
@@ -1695,9 +1744,7 @@ fn eval_never_writes_where_its_inputs_are_nor_reuses_runs_of_other_images() {
 
 #[test]
 fn a_record_of_another_scene_is_refused() {
-    let dir = temp_dir("cooc-stale");
-    crate::common::write_checker_png(&dir.join("checker.png"), 8);
-    let gltf = crate::common::quad_scene(&dir, Some("checker.png"));
+    let (dir, gltf) = crate::common::checker_quad_of("cooc-stale", 8);
     // A record whose digest of the glTF is not the glTF's (it was edited since).
     let record = dir.join("views.cooc.json");
     std::fs::write(
@@ -1732,13 +1779,17 @@ fn a_record_of_another_scene_is_refused() {
 #[test]
 fn frame_sizes_are_checked_against_the_device_before_allocating() {
     use neurotex::render::check_frame_size;
+    // Why a 16384² frame is refused.
+    let refused = |limits: &wgpu::Limits| {
+        check_frame_size(limits, (16384, 16384))
+            .unwrap_err()
+            .to_string()
+    };
     let small = wgpu::Limits {
         max_texture_dimension_2d: 8192,
         ..wgpu::Limits::default()
     };
-    let e = check_frame_size(&small, (16384, 16384))
-        .unwrap_err()
-        .to_string();
+    let e = refused(&small);
     assert!(
         e.contains("16384x16384") && e.contains("largest texture side is 8192"),
         "{e}"
@@ -1748,9 +1799,7 @@ fn frame_sizes_are_checked_against_the_device_before_allocating() {
         max_buffer_size: 256 << 20,
         ..wgpu::Limits::default()
     };
-    let e = check_frame_size(&short_buffers, (16384, 16384))
-        .unwrap_err()
-        .to_string();
+    let e = refused(&short_buffers);
     assert!(
         e.contains("1073741824 bytes") && e.contains("268435456"),
         "{e}"

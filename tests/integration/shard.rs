@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{checker_library, deterministic_compress, failed, outcome, s, succeeded};
+use crate::common::{DeterministicPlan, failed, outcome, s, succeeded};
 
 /// The scheduler variables, removed from every child so that the test's own environment
 /// (a test run inside a Slurm job) cannot change what it checks.
@@ -53,47 +53,39 @@ fn fails(args: &[&str], env: &[(&str, &str)], needles: &[&str]) {
     );
 }
 
-/// The compress command line of the test's plan with `extra` arguments.
-fn compress_args<'a>(manifest: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    deterministic_compress(manifest, out, "150", "3", extra)
-}
-
 #[test]
 fn shards_in_separate_processes_merge_to_the_unsharded_package() {
     // One decoder per set: the 16² sets weigh 341 texels with their mips, the 8² ones 85,
     // so three shards get groups [1], [3] and [0, 2].
-    let (dir, manifest) = checker_library("shards");
+    let plan = DeterministicPlan::new("shards", "150", "3");
+    let dir = &plan.dir;
     let whole = dir.join("whole.ntc");
     let part = |i: usize| dir.join(format!("p{i}.ntcpart"));
     let (p0, p1, p2) = (part(0), part(1), part(2));
 
     // auto/N without an index, or with one out of range: refused before any work.
     fails(
-        &compress_args(&manifest, &p0, &["--shard", "auto/3"]),
+        &plan.args(&p0, &["--shard", "auto/3"]),
         &[],
         &["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"],
     );
     fails(
-        &compress_args(&manifest, &p0, &["--shard", "auto/3"]),
+        &plan.args(&p0, &["--shard", "auto/3"]),
         &[("JOB_COMPLETION_INDEX", "3")],
         &["JOB_COMPLETION_INDEX=3", "0-2"],
     );
-    fails(
-        &compress_args(&manifest, &p0, &["--shard", "3/3"]),
-        &[],
-        &["3/3"],
-    );
+    fails(&plan.args(&p0, &["--shard", "3/3"]), &[], &["3/3"]);
 
     // The unsharded run and shards 0 and 1 at once, as separate processes; shard 1 takes
     // its index from a Kubernetes Indexed Job's variable.
-    let whole_run = command(&compress_args(&manifest, &whole, &[]), &[])
+    let whole_run = command(&plan.args(&whole, &[]), &[])
         .spawn()
         .expect("spawn");
-    let shard0 = command(&compress_args(&manifest, &p0, &["--shard", "0/3"]), &[])
+    let shard0 = command(&plan.args(&p0, &["--shard", "0/3"]), &[])
         .spawn()
         .expect("spawn");
     let shard1 = command(
-        &compress_args(&manifest, &p1, &["--shard", "auto/3"]),
+        &plan.args(&p1, &["--shard", "auto/3"]),
         &[("JOB_COMPLETION_INDEX", "1")],
     )
     .spawn()
@@ -113,7 +105,7 @@ fn shards_in_separate_processes_merge_to_the_unsharded_package() {
     // Shard 2 (groups 0 and 2, index from a Slurm array task) is killed once its first
     // group is done, then resumed from its own partial folder.
     let slurm = [("SLURM_ARRAY_TASK_ID", "2")];
-    let shard2 = compress_args(&manifest, &p2, &["--shard", "auto/3"]);
+    let shard2 = plan.args(&p2, &["--shard", "auto/3"]);
     let mut child = command(&shard2, &slurm)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -164,7 +156,7 @@ fn shards_in_separate_processes_merge_to_the_unsharded_package() {
     merge(&[&p0, &p1, &p1, &p2], &["p1.ntcpart", "both shard 1/3"]);
     // A part of another plan: the same command with another seed.
     let other = dir.join("other.ntcpart");
-    let mut args = compress_args(&manifest, &other, &["--shard", "1/3"]);
+    let mut args = plan.args(&other, &["--shard", "1/3"]);
     let seed = args.iter().position(|a| *a == "--seed").expect("seed") + 1;
     args[seed] = "4";
     ok(&args, &[]);
@@ -186,7 +178,7 @@ fn shards_in_separate_processes_merge_to_the_unsharded_package() {
         &[],
         &["p1.ntcpart", "input"],
     );
-    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(dir).ok();
 }
 
 /// The scalar entries of a YAML document in the block style of the job files (maps, lists

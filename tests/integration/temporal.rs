@@ -174,6 +174,19 @@ fn uniform(rng: &mut Xoshiro256PlusPlus) -> f32 {
     (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32
 }
 
+/// A [`Harness`] of `size` and a test's random numbers, seeded with `seed`.
+fn seeded_harness(size: (u32, u32), seed: u64) -> (Harness, Xoshiro256PlusPlus) {
+    (Harness::new(size), Xoshiro256PlusPlus::seed_from_u64(seed))
+}
+
+/// The default settings with the sample count capped at `max_frames`.
+fn capped(max_frames: u32) -> TemporalSettings {
+    TemporalSettings {
+        max_frames,
+        ..Default::default()
+    }
+}
+
 /// f16 radiance: `mean` plus uniform noise of half-width `spread`, per channel.
 fn noisy(rng: &mut Xoshiro256PlusPlus, mean: &[[f32; 3]], spread: f32) -> Vec<Rgba> {
     mean.iter()
@@ -232,13 +245,9 @@ fn assert_only_current(out: &[Rgba], current: &[Rgba], when: &str) {
 fn gpu_matches_cpu_reference_under_motion() {
     // Not a multiple of the 8×8 workgroup, so the edge guard is exercised too.
     let size = (44, 30);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-    let mut harness = Harness::new(size);
+    let (mut harness, mut rng) = seeded_harness(size, 1);
     // max_frames 3: the cap is reached within the run.
-    let settings = TemporalSettings {
-        max_frames: 3,
-        ..Default::default()
-    };
+    let settings = capped(3);
     let mut cpu_pass = TemporalReference::new(size);
     let mut counts = [0usize; 4];
     for frame in 0..6 {
@@ -309,12 +318,8 @@ fn gpu_matches_cpu_reference_under_motion() {
 #[test]
 fn static_noise_converges_to_the_mean() {
     let size = (32, 24);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
-    let mut harness = Harness::new(size);
-    let settings = TemporalSettings {
-        max_frames: 64,
-        ..Default::default()
-    };
+    let (mut harness, mut rng) = seeded_harness(size, 2);
+    let settings = capped(64);
     let truth: Vec<[f32; 3]> = pixels(size)
         .map(|_| [0.0; 3].map(|_: f32| 0.5 + 0.5 * uniform(&mut rng)))
         .collect();
@@ -367,8 +372,7 @@ fn static_noise_converges_to_the_mean() {
 #[test]
 fn reset_restarts_from_the_current_frame() {
     let size = (16, 12);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
-    let mut harness = Harness::new(size);
+    let (mut harness, mut rng) = seeded_harness(size, 3);
     let truth = vec![[1.0, 0.5, 0.25]; (size.0 * size.1) as usize];
     let motion = still(size);
     let on = TemporalSettings::default();
@@ -454,8 +458,7 @@ fn moving_view_clips_a_history_outlier() {
 #[test]
 fn disabled_passes_the_current_frame_through() {
     let size = (16, 12);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
-    let mut harness = Harness::new(size);
+    let (mut harness, mut rng) = seeded_harness(size, 5);
     let truth = vec![[0.3, 0.6, 0.9]; (size.0 * size.1) as usize];
     let on = TemporalSettings::default();
     for _ in 0..3 {
@@ -476,9 +479,8 @@ fn disabled_passes_the_current_frame_through() {
 #[test]
 fn record_refuses_inputs_of_another_size_and_times_the_pass() {
     let size = (16, 8);
-    let mut harness = Harness::new(size);
+    let (mut harness, mut rng) = seeded_harness(size, 6);
     let truth = vec![[1.0, 2.0, 3.0]; (size.0 * size.1) as usize];
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(6);
     let current = noisy(&mut rng, &truth, 0.0);
     let out = harness.frame(&current, &still(size), 0.5, &TemporalSettings::default());
     assert_eq!(out[0][..3], current[0][..3]);
