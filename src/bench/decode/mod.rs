@@ -35,12 +35,12 @@ use half::f16;
 use serde::Serialize;
 use wgpu::util::DeviceExt as _;
 
-use crate::bench::trust::{self, Trusted, Warmup};
-use crate::bench::{BenchError, Spread};
+use crate::bench::trust::{self, Warmup};
+use crate::bench::{BenchError, Spread, pass_spreads};
 use crate::charts::{Panel, Series, SeriesLabelPosition, write_panels_png};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::kernel::{ComputeKernel, KernelDesc};
-use crate::gpu::{GpuContext, GpuProfiler, read_buffer, read_texture};
+use crate::gpu::{GpuContext, GpuProfiler, PassTiming, read_buffer, read_texture};
 use crate::ntc::format::{NtcMaterial, NtcPackage};
 use crate::ntc::model::{
     DecoderWeights, LatentLayout, NtcConfig, Preset, SplitMix64, full_mip_count,

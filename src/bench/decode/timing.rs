@@ -11,14 +11,14 @@ pub(super) struct Timer<'a> {
 }
 
 impl<'a> Timer<'a> {
-    /// One frame of `pass` over `frame` with `package`; per stage label, milliseconds.
+    /// One frame of `pass` over `frame` with `package`: the timings of its stages.
     pub(super) fn frame(
         &mut self,
         pass: &mut NtcDecodePass,
         content: &Content,
         package: &NtcSceneGpu,
         frame: &Frame,
-    ) -> Result<Vec<(String, f64)>, BenchError> {
+    ) -> Result<Vec<PassTiming>, BenchError> {
         let ctx = self.ctx;
         let mut encoder = ctx
             .device
@@ -48,7 +48,6 @@ impl<'a> Timer<'a> {
             .collect(ctx)
             .into_iter()
             .filter(|t| NtcDecodePass::is_stage_label(&t.label))
-            .map(|t| (t.label, t.ms))
             .collect())
     }
 }
@@ -76,39 +75,27 @@ impl Timer<'_> {
         package: &NtcSceneGpu,
         frame: &Frame,
     ) -> Result<Measured, BenchError> {
-        let total = |stages: &Vec<(String, f64)>| stages.iter().map(|s| s.1).sum::<f64>();
-        let Trusted {
-            samples,
-            remeasured,
-            unstable,
-        } = trust::run(
+        let total = |stages: &Vec<PassTiming>| stages.iter().map(|s| s.ms).sum::<f64>();
+        let trusted = trust::run(
             opts.warmup,
             opts.frames as usize,
             |_| self.frame(pass, content, package, frame),
             total,
         )?;
-        let mut per_stage: Vec<(String, Vec<f64>)> = Vec::new();
-        for stages in &samples {
-            for (label, ms) in stages {
-                match per_stage.iter_mut().find(|s| &s.0 == label) {
-                    Some(s) => s.1.push(*ms),
-                    None => per_stage.push((label.clone(), vec![*ms])),
-                }
-            }
-        }
+        let per_stage = pass_spreads(&trusted.samples);
         let decode = per_stage
             .iter()
-            .find(|s| s.0 == NtcDecodePass::LABEL)
-            .map_or_else(Spread::default, |s| Spread::of(&s.1));
+            .find(|s| s.label == NtcDecodePass::LABEL)
+            .map_or_else(Spread::default, |s| s.ms);
         Ok(Measured {
-            totals: Spread::of(&samples.iter().map(total).collect::<Vec<_>>()),
+            totals: Spread::of(&trusted.samples.iter().map(total).collect::<Vec<_>>()),
             decode,
             stages: per_stage
                 .into_iter()
-                .map(|(label, v)| (label, Spread::of(&v).median))
+                .map(|s| (s.label, s.ms.median))
                 .collect(),
-            remeasured,
-            unstable,
+            remeasured: trusted.remeasured,
+            unstable: trusted.unstable,
         })
     }
 }
