@@ -942,26 +942,25 @@ impl NtcDecodePass {
             )?);
         }
         let b = stages.buffers.as_ref().expect("made above");
+        let sort_entries = [
+            (1, b.runs.as_entire_binding()),
+            (2, b.slots.as_entire_binding()),
+            (3, b.counts.as_entire_binding()),
+            (4, b.cursors.as_entire_binding()),
+            (5, b.dispatch.as_entire_binding()),
+        ];
         let sort_group = stages.sort_group.get(
             frame.device(),
             "ntc.sort",
             stages.count.layout(2),
-            &[
-                (1, b.runs.as_entire_binding()),
-                (2, b.slots.as_entire_binding()),
-                (3, b.counts.as_entire_binding()),
-                (4, b.cursors.as_entire_binding()),
-                (5, b.dispatch.as_entire_binding()),
-            ],
+            &sort_entries,
         );
+        // The decode reads what the sort wrote: its first two bindings, the runs and slots.
         let runs_group = stages.runs_group.get(
             frame.device(),
             "ntc.runs",
             self.pipeline.layout(2),
-            &[
-                (1, b.runs.as_entire_binding()),
-                (2, b.slots.as_entire_binding()),
-            ],
+            &sort_entries[..2],
         );
         let tiles = (size.0.div_ceil(SORT_TILE), size.1.div_ceil(SORT_TILE));
         for (kernel, grid) in [
