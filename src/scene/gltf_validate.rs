@@ -478,25 +478,31 @@ fn check_image(i: usize, image: &json::Image) -> Result<(), Problem> {
 }
 
 /// `asset.version` (and `minVersion`) of glTF 2: `2.<minor>`; a glTF 1.0 file has
-/// another layout, and a later major version may too.
+/// another layout, and a later major version may too. A `minVersion` above 2.0 says the
+/// file needs what a later glTF 2 adds, which this 2.0 reader cannot promise to read.
 fn check_asset(asset: &json::Asset) -> Result<(), Problem> {
-    let major = |v: &str| {
-        v.split_once('.')
-            .filter(|(_, minor)| !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit()))
-            .map(|(major, _)| major.to_string())
+    // (major, minor) of `major.minor`, both decimal digits.
+    let parse = |v: &str| {
+        let (major, minor) = v.split_once('.')?;
+        let number = |s: &str| {
+            (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| s.parse::<u64>().ok())?
+        };
+        Some((number(major)?, number(minor)?))
     };
-    if major(&asset.version).as_deref() != Some("2") {
+    if !matches!(parse(&asset.version), Some((2, _))) {
         return Err(format!(
             "asset.version: `{}` is not a glTF 2 version (2.0 expected)",
             asset.version
         ));
     }
-    if let Some(min) = &asset.min_version
-        && major(min).as_deref() != Some("2")
-    {
-        return Err(format!("asset.minVersion: `{min}` is not a glTF 2 version"));
+    match asset.min_version.as_deref().map(|min| (min, parse(min))) {
+        None | Some((_, Some((2, 0)))) => Ok(()),
+        Some((min, Some((2, _)))) => Err(format!(
+            "asset.minVersion: `{min}` needs a later glTF 2 than this reader's 2.0"
+        )),
+        Some((min, _)) => Err(format!("asset.minVersion: `{min}` is not a glTF 2 version")),
     }
-    Ok(())
 }
 
 /// `values` are all finite and within `lo..=hi` (glTF's range for them), else the

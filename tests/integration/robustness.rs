@@ -1539,6 +1539,13 @@ fn absurd_material_factors_matrices_and_versions() {
             "1.0".into(),
             &["asset.minVersion"],
         ),
+        // A file that needs a later glTF 2 than the reader's 2.0 says so.
+        (
+            "min_version_later",
+            "/asset/minVersion",
+            "2.1".into(),
+            &["asset.minVersion", "`2.1`", "2.0"],
+        ),
     ]);
     // What glTF allows still imports: the limits, a scaled and translated matrix.
     let dir = temp_dir("gltf-limits");
@@ -1547,6 +1554,7 @@ fn absurd_material_factors_matrices_and_versions() {
         serde_json::json!([1.0, 0.0, 1.0, 0.0]);
     doc["materials"][0]["alphaCutoff"] = 0.0.into();
     doc["asset"]["version"] = "2.1".into();
+    doc["asset"]["minVersion"] = "2.0".into();
     doc["nodes"][0]["matrix"] = serde_json::json!([
         2.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 1.0, 2.0, 3.0, 1.0
     ]);
