@@ -377,6 +377,8 @@ impl NtcBakePass {
             .max(std::mem::size_of::<BakeParams>() as u64);
         let mut params = Vec::new();
         let mut sets = Vec::with_capacity(package.materials.len());
+        // The passes the timer times: one per mip decoded, one per texture encoded.
+        let mut passes = 0u64;
         let neutral = neutral_set_views(device, &ctx.queue);
         for (index, m) in package.materials.iter().enumerate() {
             let (width, height) = (m.layout.width(), m.layout.height());
@@ -387,8 +389,9 @@ impl NtcBakePass {
                     limit: u64::from(max_side) * u64::from(max_side) * 4,
                 });
             }
+            let transcode = self.set_transcode(m);
             if let Some(t) = self.transcode()
-                && set_transcode((width, height), Some(t)).is_none()
+                && transcode.is_none()
             {
                 log::warn!(
                     "texture set `{}`: its {width}×{height} texels are not whole 4×4 blocks, \
@@ -411,7 +414,13 @@ impl NtcBakePass {
                 });
             }
             let mips = m.layout.mips() as u32;
-            let formats = set_formats(m.present, set_transcode((width, height), self.transcode()));
+            let formats = set_formats(m.present, transcode);
+            passes += mips as u64
+                + formats
+                    .iter()
+                    .flatten()
+                    .filter(|(_, e)| e.is_some())
+                    .count() as u64;
             let bytes = formats
                 .iter()
                 .flatten()
@@ -443,22 +452,13 @@ impl NtcBakePass {
             },
         );
         let ntc_bind_group = ntc.bind_group(device, self.kernel.layout(1));
-        let encoded: u64 = package
-            .materials
-            .iter()
-            .map(|m| {
-                let groups = set_formats(m.present, self.set_transcode(m));
-                let encoders = groups.iter().flatten().filter(|(_, e)| e.is_some()).count() as u64;
-                m.layout.mips() as u64 + encoders
-            })
-            .sum();
         let dispatch = Dispatcher {
             kernel: &self.kernel,
             side: self.evaluation.side(),
             params: &params_buffer,
             align,
             ntc: &ntc_bind_group,
-            timer: PassTimer::new(ctx, encoded),
+            timer: PassTimer::new(ctx, passes),
             unwritten: storage_view(
                 &device.create_texture(&layout::texture_2d(
                     "ntc.bake.unwritten",
