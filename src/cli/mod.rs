@@ -29,6 +29,7 @@ use clap::{Args, Parser, Subcommand};
 
 use neurotex::gpu::GpuContext;
 use neurotex::ntc;
+use neurotex::ntc::shard::capped_list;
 use neurotex::open::OpenedScene;
 use neurotex::outputs::OutputPolicy;
 use neurotex::packages::{PackageProgress, PackageRecipe, ScenePackages};
@@ -201,6 +202,21 @@ fn report_scene(opened: &OpenedScene) {
         sets.len(),
         s.cameras.len()
     );
+    // What `--camera` takes: a path's or camera's name, or a camera's number here (the
+    // glTF's perspective cameras in node order; orthographic ones are not kept).
+    let paths = &opened.description.camera_paths;
+    if !paths.is_empty() {
+        let names = paths.iter().map(|p| format!("`{}`", p.name));
+        println!("camera paths: {}", capped_list(names, ", ", "paths"));
+    }
+    if !s.cameras.is_empty() {
+        let cameras = s
+            .cameras
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{i} `{}`", c.name));
+        println!("cameras: {}", capped_list(cameras, ", ", "cameras"));
+    }
 }
 
 /// A flag that Ctrl-C sets: long runs stop at their next progress report and keep what

@@ -36,7 +36,8 @@ pub struct RenderArgs {
     /// Image size, WIDTHxHEIGHT. Default: the scene's, else 1280x720.
     #[arg(long, value_parser = parse_size)]
     size: Option<(u32, u32)>,
-    /// A camera path name, a glTF camera name or a glTF camera index.
+    /// A camera path's name, a camera's name, or a camera's number as `neurotex import`
+    /// lists them (the glTF's perspective cameras in node order).
     #[arg(long)]
     camera: Option<String>,
     /// What to output.

@@ -177,6 +177,41 @@ fn bad_arguments() {
     );
 }
 
+/// `import` lists the cameras `--camera` picks by number, in the order it numbers them.
+#[test]
+fn import_lists_the_cameras_that_camera_numbers() {
+    use glam::Vec3;
+    use neurotex::builtin::gltf_builder::{
+        GltfBuilder, MaterialDesc, NodeTransform, UvMode, look_rotation, plane,
+    };
+    let dir = temp_dir("cameras");
+    let mut b = GltfBuilder::new();
+    let mat = b.add_material(MaterialDesc::new("quad"));
+    let mesh = b.add_mesh("quad", plane(2.0, 2.0, UvMode::Unit), mat);
+    b.add_mesh_node("quad", mesh, NodeTransform::translation(Vec3::ZERO));
+    let down = look_rotation(-Vec3::Y, Vec3::Z);
+    b.add_camera("above", Vec3::new(0.0, 3.0, 0.0), down, 0.8, 0.1);
+    b.add_camera("higher", Vec3::new(0.0, 6.0, 0.0), down, 0.8, 0.1);
+    let gltf = b.write(&dir, "cameras").expect("write");
+    let stdout = expect_ok(&["import", "--scene", s(&gltf)]);
+    assert!(stdout.contains("2 cameras"), "{stdout}");
+    assert!(
+        stdout.contains("cameras: 0 `above`, 1 `higher`"),
+        "{stdout}"
+    );
+    let out = dir.join("o.png");
+    expect_ok(&scene_args(
+        "render",
+        &gltf,
+        &out,
+        &["--camera", "1", "--size", "16x12"],
+    ));
+    expect_error(
+        &scene_args("render", &gltf, &out, &["--camera", "2", "--force"]),
+        &["`2`", "above", "higher"],
+    );
+}
+
 #[test]
 fn renders_a_textured_quad() {
     let (dir, gltf) = checker_quad("quadpng");
