@@ -87,8 +87,29 @@ struct MaterialData {
     alpha_cutoff: f32,
     // ALPHA_OPAQUE | ALPHA_MASK | ALPHA_BLEND.
     alpha_mode: u32,
+    // Texture wrapping: WRAP_* along U in bits 0–1, along V in bits 2–3.
+    wrap: u32,
     _pad0: u32,
-    _pad1: u32,
+}
+
+// Values of the two fields of `MaterialData.wrap` (scene::WrapMode::code).
+const WRAP_REPEAT: u32 = 0u;
+const WRAP_CLAMP_TO_EDGE: u32 = 1u;
+const WRAP_MIRRORED_REPEAT: u32 = 2u;
+
+// Texel `c` (an integer as f32) of an axis of `n` texels, addressed with `mode` (WRAP_*):
+// scene::WrapMode::texel.
+fn wrap_texel(c: f32, n: u32, mode: u32) -> u32 {
+    let size = i32(n);
+    let i = i32(c);
+    if mode == WRAP_CLAMP_TO_EDGE {
+        return u32(clamp(i, 0, size - 1));
+    }
+    if mode == WRAP_MIRRORED_REPEAT {
+        let m = (i % (2 * size) + 2 * size) % (2 * size);
+        return u32(select(2 * size - 1 - m, m, m < size));
+    }
+    return u32((i % size + size) % size);
 }
 
 fn material_uv(m: MaterialData, uv: vec2f) -> vec2f {

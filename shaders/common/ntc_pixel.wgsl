@@ -79,12 +79,8 @@ struct TexelChoice {
     texel: vec2u,
 }
 
-fn wrap(c: f32, n: u32) -> u32 {
-    let size = i32(n);
-    return u32((i32(c) % size + size) % size);
-}
-
-fn choose_texel(m: NtcMaterial, pixel: vec2u, uv: vec2f, grad: vec4f) -> TexelChoice {
+// `wrap`: the material's MaterialData.wrap.
+fn choose_texel(m: NtcMaterial, wrap: u32, pixel: vec2u, uv: vec2f, grad: vec4f) -> TexelChoice {
     let size0 = vec2f(f32(m.width), f32(m.height));
     let footprint = max(length(grad.xy * size0), length(grad.zw * size0));
     let last = f32(m.mips - 1u);
@@ -102,12 +98,12 @@ fn choose_texel(m: NtcMaterial, pixel: vec2u, uv: vec2f, grad: vec4f) -> TexelCh
         choice.mip = min(u32(base) + select(0u, 1u, xi.x < lod - base), m.mips - 1u);
         let mip = ntc_mips[m.mip_base + choice.mip];
         let c = floor(uv * vec2f(f32(mip.width), f32(mip.height)) - 0.5 + xi.yz);
-        choice.texel = vec2u(wrap(c.x, mip.width), wrap(c.y, mip.height));
+        choice.texel = vec2u(wrap_texel(c.x, mip.width, wrap & 3u), wrap_texel(c.y, mip.height, wrap >> 2u));
     } else {
         choice.mip = min(u32(round(lod)), m.mips - 1u);
         let mip = ntc_mips[m.mip_base + choice.mip];
         let c = floor(uv * vec2f(f32(mip.width), f32(mip.height)));
-        choice.texel = vec2u(wrap(c.x, mip.width), wrap(c.y, mip.height));
+        choice.texel = vec2u(wrap_texel(c.x, mip.width, wrap & 3u), wrap_texel(c.y, mip.height, wrap >> 2u));
     }
     return choice;
 }
@@ -122,6 +118,8 @@ struct NtcPixel {
     entry: NtcMaterial,
     // Its decoder, or NTC_NONE (no material, or one without an NTC set).
     decoder: u32,
+    // Its MaterialData.wrap (valid when has_material).
+    wrap: u32,
 }
 
 // The material word and decoder of `pixel` (NO_MATERIAL outside the screen).
@@ -137,6 +135,7 @@ fn ntc_read_pixel(pixel: vec2u) -> NtcPixel {
     if p.has_material {
         p.entry = ntc_materials[id];
         p.decoder = p.entry.decoder;
+        p.wrap = materials[id].wrap;
     }
     return p;
 }
@@ -150,7 +149,7 @@ struct NtcPixelTexel {
 fn ntc_pixel_texel(p: NtcPixel, pixel: vec2u) -> NtcPixelTexel {
     let uv = textureLoad(gb_uv, vec2i(pixel), 0).xy;
     let grad = textureLoad(gb_uv_grad, vec2i(pixel), 0);
-    let choice = choose_texel(p.entry, pixel, uv, grad);
+    let choice = choose_texel(p.entry, p.wrap, pixel, uv, grad);
     return NtcPixelTexel(ntc_mips[p.entry.mip_base + choice.mip], choice.texel);
 }
 

@@ -95,8 +95,11 @@ pub struct MaterialData {
     pub alpha_cutoff: f32,
     /// [`ALPHA_OPAQUE`], [`ALPHA_MASK`] or [`ALPHA_BLEND`].
     pub alpha_mode: u32,
+    /// Texture wrapping: bits 0–1 along U, bits 2–3 along V, each a
+    /// [`WrapMode::code`](crate::scene::WrapMode::code).
+    pub wrap: u32,
     /// Padding.
-    pub _pad: [u32; 2],
+    pub _pad: u32,
 }
 
 impl MaterialData {
@@ -126,7 +129,23 @@ impl MaterialData {
             occlusion_strength: m.occlusion_strength,
             alpha_cutoff,
             alpha_mode,
-            _pad: [0; 2],
+            wrap: m.wrap[0].code() | m.wrap[1].code() << 2,
+            _pad: 0,
         }
+    }
+
+    /// The wrapping along U and V that [`MaterialData::wrap`] holds.
+    pub fn wrap_modes(&self) -> [crate::scene::WrapMode; 2] {
+        use crate::scene::WrapMode;
+        [self.wrap & 3, self.wrap >> 2 & 3].map(|code| {
+            [
+                WrapMode::Repeat,
+                WrapMode::ClampToEdge,
+                WrapMode::MirroredRepeat,
+            ]
+            .into_iter()
+            .find(|w| w.code() == code)
+            .unwrap_or_default()
+        })
     }
 }

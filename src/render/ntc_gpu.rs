@@ -37,6 +37,7 @@ use crate::ntc::{Activation, NtcFormatError, TrainError};
 use crate::render::gpu_types::MaterialData;
 use crate::render::passes::ntc_decode::DecodeSettings;
 use crate::scene::Scene;
+use crate::scene::WrapMode;
 use crate::texture::srgb::srgb_to_linear;
 use crate::texture::{self, CHANNELS, Channel, ChannelMask, quantize_u8};
 
@@ -522,9 +523,11 @@ pub struct TexelChoice {
 /// `lod = log2(max(|dx · size0|, |dy · size0|)) + lod_bias` clamped to `[0, mips − 1]`
 /// (`uv_grad` = (dx.u, dx.v, dy.u, dy.v)); stochastic: mip `⌊lod⌋ + (ξ0 < frac(lod))`,
 /// texel `⌊uv · size − ½ + (ξ1, ξ2)⌋`; otherwise mip `round(lod)` (ties to even, as
-/// WGSL's `round`) and texel `⌊uv · size⌋`; wrap addressing.
+/// WGSL's `round`) and texel `⌊uv · size⌋`; each axis addressed with the material's
+/// `wrap` (U, V).
 pub fn choose_texel(
     layout: &LatentLayout,
+    wrap: [WrapMode; 2],
     uv: [f32; 2],
     uv_grad: [f32; 4],
     settings: &DecodeSettings,
@@ -544,7 +547,6 @@ pub fn choose_texel(
         let f = t - t.floor();
         f.min(1.0 - f)
     };
-    let wrap = |c: f32, n: u32| (c as i64).rem_euclid(i64::from(n)) as u32;
     let uv = Vec2::from(uv);
     let (mip, c, mip_margin) = if settings.stochastic {
         let base = lod.floor();
@@ -567,8 +569,8 @@ pub fn choose_texel(
     let (w, h) = layout.mip_size(mip).unwrap_or((1, 1));
     TexelChoice {
         mip,
-        x: wrap(c.x.floor(), w),
-        y: wrap(c.y.floor(), h),
+        x: wrap[0].texel(c.x.floor() as i64, w),
+        y: wrap[1].texel(c.y.floor() as i64, h),
         margin: mip_margin.min(frac_distance(c.x)).min(frac_distance(c.y)),
     }
 }
@@ -757,7 +759,8 @@ impl<'p> NtcCpuReference<'p> {
             None => neutral_channels(),
             Some(p) => {
                 let layout = &self.package.materials[p as usize].layout;
-                let c = choose_texel(layout, input.uv, input.uv_grad, settings, input.xi);
+                let wrap = m.wrap_modes();
+                let c = choose_texel(layout, wrap, input.uv, input.uv_grad, settings, input.xi);
                 self.decode_texel(p as usize, c.mip, c.x, c.y)?
             }
         };
@@ -892,9 +895,11 @@ mod tests {
             stochastic: false,
             lod_bias: 0.0,
         };
+        let repeat = [WrapMode::Repeat; 2];
         // Footprint of 2 texels → lod 1 (8 × 4 mip); uv 0.3 → texel ⌊2.4⌋, ⌊1.2⌋.
         let c = choose_texel(
             &layout,
+            repeat,
             [0.3, 0.3],
             [2.0 / 16.0, 0.0, 0.0, 0.0],
             &nearest,
@@ -904,21 +909,33 @@ mod tests {
         // Negative uv wraps; a huge footprint clamps to the last mip.
         let c = choose_texel(
             &layout,
+            repeat,
             [-0.01, 0.5],
             [100.0, 0.0, 0.0, 0.0],
             &nearest,
             [0.0; 3],
         );
         assert_eq!((c.mip, c.x, c.y), (4, 0, 0));
+        // Mip 0 (16 × 8), uv (−0.1, 1.3) → texel (⌊−1.6⌋, ⌊10.4⌋) = (−2, 10): repeat
+        // tiles to (14, 2), clamp holds the edge (0, 7), mirror reflects to (1, 5).
+        let fine = [1.0 / 16.0, 0.0, 0.0, 0.0];
+        let at = |wrap| {
+            let c = choose_texel(&layout, wrap, [-0.1, 1.3], fine, &nearest, [0.0; 3]);
+            (c.mip, c.x, c.y)
+        };
+        assert_eq!(at(repeat), (0, 14, 2));
+        assert_eq!(at([WrapMode::ClampToEdge; 2]), (0, 0, 7));
+        assert_eq!(at([WrapMode::MirroredRepeat; 2]), (0, 1, 5));
+        assert_eq!(at([WrapMode::ClampToEdge, WrapMode::Repeat]), (0, 0, 2));
         let stochastic = DecodeSettings::default();
         // lod 1.5: ξ0 = 0.2 < 0.5 picks mip 2 (4 × 2); c = 0.3·4 − ½ + 0.9 = 1.6.
         let grad = [2f32.powf(1.5) / 16.0, 0.0, 0.0, 0.0];
-        let c = choose_texel(&layout, [0.3, 0.3], grad, &stochastic, [0.2, 0.9, 0.0]);
+        let pick = |xi| choose_texel(&layout, repeat, [0.3, 0.3], grad, &stochastic, xi);
+        let c = pick([0.2, 0.9, 0.0]);
         assert_eq!((c.mip, c.x, c.y), (2, 1, 0));
-        let c = choose_texel(&layout, [0.3, 0.3], grad, &stochastic, [0.7, 0.0, 0.0]);
-        assert_eq!(c.mip, 1);
+        assert_eq!(pick([0.7, 0.0, 0.0]).mip, 1);
         // A zero footprint is mip 0.
-        let c = choose_texel(&layout, [0.5, 0.5], [0.0; 4], &stochastic, [0.5; 3]);
+        let c = choose_texel(&layout, repeat, [0.5, 0.5], [0.0; 4], &stochastic, [0.5; 3]);
         assert_eq!(c.mip, 0);
     }
 }

@@ -89,8 +89,9 @@ pub struct SceneGpu {
     pub missing_textures: Vec<String>,
     /// Bytes of texture memory uploaded.
     pub texture_bytes: u64,
-    /// The material sampler.
-    sampler: wgpu::Sampler,
+    /// Per material, its sampler (trilinear, anisotropic, its wrapping; one sampler per
+    /// distinct wrapping, shared).
+    samplers: Vec<wgpu::Sampler>,
     /// Views of the neutral set (materials without textures).
     neutral_views: [wgpu::TextureView; 3],
     /// A zero [`SampleFill`]: the uploaded sets' RGBA8 textures store every channel.
@@ -267,24 +268,15 @@ impl SceneGpu {
             })?;
         let neutral = neutral_set_views(device, queue);
 
-        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
-            label: Some("material.sampler"),
-            address_mode_u: wgpu::AddressMode::Repeat,
-            address_mode_v: wgpu::AddressMode::Repeat,
-            address_mode_w: wgpu::AddressMode::Repeat,
-            mag_filter: wgpu::FilterMode::Linear,
-            min_filter: wgpu::FilterMode::Linear,
-            mipmap_filter: wgpu::MipmapFilterMode::Linear,
-            anisotropy_clamp: anisotropy.max(1),
-            ..Default::default()
-        });
+        let samplers = material_samplers(device, &scene.materials, anisotropy.max(1));
         let material_layout = material_bind_group_layout(device);
         let no_fill = SampleFill::default().buffer(device);
         let material_bind_groups = material_sets
             .iter()
-            .map(|set| {
+            .zip(&samplers)
+            .map(|(set, sampler)| {
                 let views = set.map_or(&neutral, |s| &set_textures[s]);
-                material_bind_group(device, &material_layout, views, &no_fill, &sampler)
+                material_bind_group(device, &material_layout, views, &no_fill, sampler)
             })
             .collect();
 
@@ -350,7 +342,7 @@ impl SceneGpu {
             material_sets,
             missing_textures,
             texture_bytes,
-            sampler,
+            samplers,
             neutral_views: neutral,
             no_fill,
             set_views: set_textures,
@@ -377,7 +369,8 @@ impl SceneGpu {
         Ok(self
             .material_sets
             .iter()
-            .map(|material_set| {
+            .zip(&self.samplers)
+            .map(|(material_set, sampler)| {
                 let replaced =
                     material_set.and_then(|s| replacements.iter().position(|(set, ..)| *set == s));
                 let (views, fill) = match (replaced, material_set) {
@@ -388,10 +381,47 @@ impl SceneGpu {
                     (None, Some(s)) => (&self.set_views[*s], &self.no_fill),
                     (None, None) => (&self.neutral_views, &self.no_fill),
                 };
-                material_bind_group(device, &self.material_layout, views, fill, &self.sampler)
+                material_bind_group(device, &self.material_layout, views, fill, sampler)
             })
             .collect())
     }
+}
+
+/// Per material of `materials`, the trilinear sampler of its wrapping with anisotropy up
+/// to `anisotropy`: one sampler per distinct wrapping, cloned for each material using it.
+fn material_samplers(
+    device: &wgpu::Device,
+    materials: &[crate::scene::Material],
+    anisotropy: u16,
+) -> Vec<wgpu::Sampler> {
+    use crate::scene::WrapMode;
+    let address = |w: WrapMode| match w {
+        WrapMode::Repeat => wgpu::AddressMode::Repeat,
+        WrapMode::ClampToEdge => wgpu::AddressMode::ClampToEdge,
+        WrapMode::MirroredRepeat => wgpu::AddressMode::MirrorRepeat,
+    };
+    let mut made: Vec<([WrapMode; 2], wgpu::Sampler)> = Vec::new();
+    materials
+        .iter()
+        .map(|m| {
+            if let Some((_, sampler)) = made.iter().find(|(w, _)| *w == m.wrap) {
+                return sampler.clone();
+            }
+            let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
+                label: Some("material.sampler"),
+                address_mode_u: address(m.wrap[0]),
+                address_mode_v: address(m.wrap[1]),
+                address_mode_w: wgpu::AddressMode::Repeat,
+                mag_filter: wgpu::FilterMode::Linear,
+                min_filter: wgpu::FilterMode::Linear,
+                mipmap_filter: wgpu::MipmapFilterMode::Linear,
+                anisotropy_clamp: anisotropy,
+                ..Default::default()
+            });
+            made.push((m.wrap, sampler.clone()));
+            sampler
+        })
+        .collect()
 }
 
 /// WGSL `SampleFill` (common/material_textures.wgsl): per channel group, what a

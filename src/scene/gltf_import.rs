@@ -24,7 +24,8 @@ use gltf::mesh::Mode;
 
 use super::{
     Aabb, AlphaMode, Camera, ImageSource, Instance, Material, MaterialTextures, Mesh, Primitive,
-    Result, Scene, SceneError, TextureRef, TextureTransform, Vertex, gltf_validate, tangents,
+    Result, Scene, SceneError, TextureRef, TextureTransform, Vertex, WrapMode, gltf_validate,
+    tangents,
 };
 
 /// glTF extensions the importer understands. A file that *requires* any other one is
@@ -567,6 +568,8 @@ impl Importer<'_> {
         // (an occlusion map on a lightmap's TEXCOORD_1, say) would be read at the wrong
         // places, so it is left out, as if the material had none.
         let mut uv_set = None;
+        // The first texture's wrapping (and which slot it is): the set's.
+        let mut wrap = None;
         for (what, slot, found) in slots {
             let Some((texture, tex_coord, transform)) = found else {
                 continue;
@@ -581,9 +584,21 @@ impl Importer<'_> {
             if let Some(t) = transform {
                 note_transform(t, &mut self.warnings);
             }
-            if let Some(unsupported) = unsupported_sampling(&texture.sampler()) {
+            let sampler = texture.sampler();
+            let texture_wrap = [wrap_mode(sampler.wrap_s()), wrap_mode(sampler.wrap_t())];
+            let first = *wrap.get_or_insert((what, texture_wrap));
+            if first.1 != texture_wrap {
                 self.warnings.push(format!(
-                    "material {name}: its {what} texture's sampler asks for {unsupported}; textures are sampled with repeat wrapping and trilinear filtering"
+                    "material {name}: its {what} texture wraps {}, its {} texture {}; all its textures wrap as the {} one (a texture set is sampled one way)",
+                    describe_wrap(texture_wrap),
+                    first.0,
+                    describe_wrap(first.1),
+                    first.0
+                ));
+            }
+            if let Some(unsupported) = unsupported_filtering(&sampler) {
+                self.warnings.push(format!(
+                    "material {name}: its {what} texture's sampler asks for {unsupported}; textures are sampled with trilinear filtering"
                 ));
             }
             *slot = Some(self.texture_ref(texture, tex_coord)?);
@@ -612,6 +627,7 @@ impl Importer<'_> {
             uv_transform: uv_transform.unwrap_or_default(),
             textures,
             occlusion_from_arm,
+            wrap: wrap.map_or([WrapMode::Repeat; 2], |(_, w)| w),
             name,
         })
     }
@@ -782,21 +798,31 @@ pub fn normal_matrix(world_from_local: &Mat4) -> Mat3 {
     Mat3::from_mat4(*world_from_local).inverse().transpose()
 }
 
-/// What of `sampler` the renderer does not do (it samples every texture with repeat
-/// wrapping and trilinear filtering), or `None`.
-fn unsupported_sampling(sampler: &gltf::texture::Sampler<'_>) -> Option<String> {
-    use gltf::texture::{MagFilter, MinFilter, WrappingMode};
-    let mut what = Vec::new();
-    for (axis, mode) in [("S", sampler.wrap_s()), ("T", sampler.wrap_t())] {
-        match mode {
-            WrappingMode::Repeat => {}
-            WrappingMode::ClampToEdge => what.push(format!("CLAMP_TO_EDGE wrapping in {axis}")),
-            WrappingMode::MirroredRepeat => {
-                what.push(format!("MIRRORED_REPEAT wrapping in {axis}"));
-            }
-        }
+/// The wrapping of a glTF sampler axis.
+fn wrap_mode(mode: gltf::texture::WrappingMode) -> WrapMode {
+    use gltf::texture::WrappingMode as W;
+    match mode {
+        W::Repeat => WrapMode::Repeat,
+        W::ClampToEdge => WrapMode::ClampToEdge,
+        W::MirroredRepeat => WrapMode::MirroredRepeat,
     }
-    if sampler.mag_filter() == Some(MagFilter::Nearest)
+}
+
+/// `[S, T]` wrapping in glTF's words: `S CLAMP_TO_EDGE, T REPEAT`.
+fn describe_wrap(wrap: [WrapMode; 2]) -> String {
+    let name = |w: WrapMode| match w {
+        WrapMode::Repeat => "REPEAT",
+        WrapMode::ClampToEdge => "CLAMP_TO_EDGE",
+        WrapMode::MirroredRepeat => "MIRRORED_REPEAT",
+    };
+    format!("S {}, T {}", name(wrap[0]), name(wrap[1]))
+}
+
+/// The filtering of `sampler` the renderer does not do (it filters every texture
+/// trilinearly), or `None`.
+fn unsupported_filtering(sampler: &gltf::texture::Sampler<'_>) -> Option<&'static str> {
+    use gltf::texture::{MagFilter, MinFilter};
+    (sampler.mag_filter() == Some(MagFilter::Nearest)
         || matches!(
             sampler.min_filter(),
             Some(
@@ -804,11 +830,8 @@ fn unsupported_sampling(sampler: &gltf::texture::Sampler<'_>) -> Option<String> 
                     | MinFilter::NearestMipmapNearest
                     | MinFilter::NearestMipmapLinear
             )
-        )
-    {
-        what.push("NEAREST filtering".into());
-    }
-    (!what.is_empty()).then(|| what.join(", "))
+        ))
+    .then_some("NEAREST filtering")
 }
 
 /// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
@@ -995,26 +1018,45 @@ mod tests {
             scene.warnings
         );
 
-        // A sampler the renderer does not follow (clamp, mirror, nearest) is named.
-        doc["samplers"] =
-            serde_json::json!([{ "wrapS": 33071, "wrapT": 33648, "magFilter": 9728 }]);
+        // The samplers' wrapping becomes the material's; filtering the renderer does not
+        // follow (nearest) is named.
+        doc["samplers"] = serde_json::json!([
+            { "wrapS": 33071, "wrapT": 33648, "magFilter": 9728 },
+            { "wrapS": 10497 }
+        ]);
         let textures = doc["textures"].as_array_mut().expect("textures");
         for t in textures.iter_mut() {
             t["sampler"] = 0.into();
         }
-        let bytes = serde_json::to_vec(&doc).expect("json");
-        let scene = from_slice(&bytes, &path, &UriPolicy::default()).expect("import");
-        let sampling: Vec<&String> = scene
-            .warnings
-            .iter()
-            .filter(|w| w.contains("sampler"))
-            .collect();
-        assert_eq!(sampling.len(), 5, "{:?}", scene.warnings);
+        let import = |doc: &serde_json::Value| {
+            let bytes = serde_json::to_vec(doc).expect("json");
+            from_slice(&bytes, &path, &UriPolicy::default()).expect("import")
+        };
+        let scene = import(&doc);
+        assert_eq!(
+            scene.materials[0].wrap,
+            [WrapMode::ClampToEdge, WrapMode::MirroredRepeat]
+        );
+        let named = |scene: &Scene, what: &str| -> Vec<String> {
+            let hits = scene.warnings.iter().filter(|w| w.contains(what));
+            hits.cloned().collect()
+        };
+        let filtering = named(&scene, "NEAREST filtering");
+        assert_eq!(filtering.len(), 5, "{:?}", scene.warnings);
+        assert!(named(&scene, "wraps").is_empty(), "{:?}", scene.warnings);
+        // A texture that wraps otherwise than the first is named; the first's wrapping holds.
+        doc["textures"][1]["sampler"] = 1.into();
+        let scene = import(&doc);
+        assert_eq!(
+            scene.materials[0].wrap,
+            [WrapMode::ClampToEdge, WrapMode::MirroredRepeat]
+        );
+        let wraps = named(&scene, "wraps");
+        assert_eq!(wraps.len(), 1, "{:?}", scene.warnings);
         assert!(
-            sampling[0].contains("CLAMP_TO_EDGE wrapping in S")
-                && sampling[0].contains("MIRRORED_REPEAT wrapping in T")
-                && sampling[0].contains("NEAREST filtering"),
-            "{sampling:?}"
+            wraps[0].contains("S REPEAT, T REPEAT")
+                && wraps[0].contains("S CLAMP_TO_EDGE, T MIRRORED_REPEAT"),
+            "{wraps:?}"
         );
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -303,6 +303,47 @@ pub struct Material {
     pub textures: MaterialTextures,
     /// True when occlusion is read from the R channel of `metallic_roughness` (ARM packing).
     pub occlusion_from_arm: bool,
+    /// Texture wrapping along U (glTF's S) and V (T), shared by all slots (the first
+    /// texture's sampler's).
+    pub wrap: [WrapMode; 2],
+}
+
+/// How texture coordinates outside [0, 1] read a texture (glTF sampler `wrapS`/`wrapT`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WrapMode {
+    /// Tile (`REPEAT`, glTF's default).
+    #[default]
+    Repeat,
+    /// Hold the edge texel (`CLAMP_TO_EDGE`).
+    ClampToEdge,
+    /// Tile with every other copy mirrored (`MIRRORED_REPEAT`).
+    MirroredRepeat,
+}
+
+impl WrapMode {
+    /// Code of the mode in the shaders' `MaterialData.wrap` (`WRAP_*` in
+    /// `shaders/common/frame.wgsl`): 0, 1, 2.
+    pub const fn code(self) -> u32 {
+        match self {
+            WrapMode::Repeat => 0,
+            WrapMode::ClampToEdge => 1,
+            WrapMode::MirroredRepeat => 2,
+        }
+    }
+
+    /// Texel `c` (any integer) of an axis of `n` texels, addressed with this mode.
+    pub fn texel(self, c: i64, n: u32) -> u32 {
+        let n = i64::from(n.max(1));
+        let t = match self {
+            WrapMode::Repeat => c.rem_euclid(n),
+            WrapMode::ClampToEdge => c.clamp(0, n - 1),
+            WrapMode::MirroredRepeat => {
+                let m = c.rem_euclid(2 * n);
+                if m < n { m } else { 2 * n - 1 - m }
+            }
+        };
+        t as u32
+    }
 }
 
 impl Default for Material {
@@ -320,6 +361,7 @@ impl Default for Material {
             uv_transform: TextureTransform::default(),
             textures: MaterialTextures::default(),
             occlusion_from_arm: false,
+            wrap: [WrapMode::Repeat; 2],
         }
     }
 }

@@ -223,6 +223,40 @@ fn renders_a_textured_quad() {
     assert_eq!(img.dimensions(), (32, 24));
 }
 
+/// A texture's sampler wrapping is followed: the checker quad with its UVs scaled by 3
+/// renders three tiles with REPEAT and one with the edge held beyond it with
+/// CLAMP_TO_EDGE, so the two frames differ.
+#[test]
+fn texture_wrapping_follows_the_sampler() {
+    let (dir, gltf) = checker_quad("wrapping");
+    let mut doc = read_json(&gltf);
+    doc["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"]["extensions"] =
+        serde_json::json!({"KHR_texture_transform": {"scale": [3.0, 3.0]}});
+    doc["extensionsUsed"] = serde_json::json!(["KHR_texture_transform"]);
+    let mut frame = |name: &str, wrap: u32| {
+        doc["samplers"] = serde_json::json!([{ "wrapS": wrap, "wrapT": wrap }]);
+        doc["textures"][0]["sampler"] = 0.into();
+        let scene = dir.join(format!("{name}.gltf"));
+        std::fs::write(&scene, serde_json::to_vec(&doc).unwrap()).unwrap();
+        let out = dir.join(format!("{name}.png"));
+        expect_ok(&scene_args(
+            "render",
+            &scene,
+            &out,
+            &["--mode", "reference", "--size", "48x36"],
+        ));
+        image::open(&out).unwrap().to_rgba8().into_raw()
+    };
+    let repeat = frame("repeat", 10497);
+    let clamp = frame("clamp", 33071);
+    let differing = repeat
+        .chunks(4)
+        .zip(clamp.chunks(4))
+        .filter(|(a, b)| a != b)
+        .count();
+    assert!(differing > 48 * 36 / 10, "{differing} pixels differ");
+}
+
 /// A description whose `asset_folders` admit textures outside its glTF's folder works in
 /// the NTC modes too: their packages open the scene as named, not its bare glTF.
 #[test]

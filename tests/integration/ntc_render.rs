@@ -28,7 +28,7 @@ use neurotex::render::passes::ntc_decode::{
 };
 use neurotex::render::scene_gpu::{SceneGpu, UploadOptions};
 use neurotex::render::targets::{GBuffer, MaterialTargets, Target, format};
-use neurotex::scene::{Aabb, Material, Scene};
+use neurotex::scene::{Aabb, Material, Scene, WrapMode};
 use neurotex::screen::tiles::TileSize;
 use neurotex::texture::{CHANNELS, ChannelMask, SceneTextures};
 use wgpu::util::DeviceExt as _;
@@ -106,15 +106,16 @@ fn scene_materials() -> (Vec<Material>, Vec<Option<u32>>) {
             ..Default::default()
         }
     };
-    (
-        vec![
-            m([1.0, 0.9, 0.8, 1.0], 1.0, 0.7, [1.0, 0.5, 0.25], 0.5, 1.0),
-            m([0.6, 1.0, 1.0, 0.9], 0.8, 1.0, [0.0; 3], 0.6, 0.5),
-            m([0.2, 0.4, 0.6, 1.0], 0.3, 0.1, [2.0, 2.0, 2.0], 1.0, 1.0),
-            m([1.0; 4], 0.5, 0.5, [0.3, 0.3, 0.3], 0.4, 0.8),
-        ],
-        vec![Some(0), Some(1), None, Some(2)],
-    )
+    let mut materials = vec![
+        m([1.0, 0.9, 0.8, 1.0], 1.0, 0.7, [1.0, 0.5, 0.25], 0.5, 1.0),
+        m([0.6, 1.0, 1.0, 0.9], 0.8, 1.0, [0.0; 3], 0.6, 0.5),
+        m([0.2, 0.4, 0.6, 1.0], 0.3, 0.1, [2.0, 2.0, 2.0], 1.0, 1.0),
+        m([1.0; 4], 0.5, 0.5, [0.3, 0.3, 0.3], 0.4, 0.8),
+    ];
+    // Every wrapping, on each axis (the G-buffers' UVs reach past [0, 1]).
+    materials[1].wrap = [WrapMode::ClampToEdge, WrapMode::MirroredRepeat];
+    materials[3].wrap = [WrapMode::MirroredRepeat, WrapMode::ClampToEdge];
+    (materials, vec![Some(0), Some(1), None, Some(2)])
 }
 
 fn scene(materials: Vec<Material>) -> Scene {
@@ -497,8 +498,10 @@ fn compare_decode(
             && input.word != u32::MAX
         {
             let layout = &f.package.materials[p as usize].layout;
+            // Only the margin is read, which the wrapping does not change.
             let c = neurotex::render::ntc_gpu::choose_texel(
                 layout,
+                Default::default(),
                 input.uv,
                 input.uv_grad,
                 settings,
@@ -653,8 +656,9 @@ fn stochastic_choice_averages_to_trilinear() {
             let (fx, fy) = (cx - cx.floor(), cy - cy.floor());
             for (dx, wx) in [(0, 1.0 - fx), (1, fx)] {
                 for (dy, wy) in [(0, 1.0 - fy), (1, fy)] {
-                    let x = (cx.floor() as i64 + dx).rem_euclid(i64::from(w)) as u32;
-                    let y = (cy.floor() as i64 + dy).rem_euclid(i64::from(h)) as u32;
+                    let wrap = f.materials[m as usize].wrap_modes();
+                    let x = wrap[0].texel(cx.floor() as i64 + dx, w);
+                    let y = wrap[1].texel(cy.floor() as i64 + dy, h);
                     let c = reference.decode_texel(p, mip, x, y).expect("decode");
                     let weight = mip_weight * wx * wy;
                     for (e, ch) in expected.iter_mut().zip([3, 7, 8]) {
@@ -1122,8 +1126,10 @@ fn inspector_reads_the_cpu_reference_values() {
         .map(|i| i as usize)
         .find(|&i| {
             let input = input_at(i);
+            // Only the margin is read, which the wrapping does not change.
             let c = neurotex::render::ntc_gpu::choose_texel(
                 layout,
+                Default::default(),
                 input.uv,
                 input.uv_grad,
                 &settings.passes.decode,

@@ -139,8 +139,10 @@ pub(super) fn check_frame(
         let input = synthetic_pixel(x, y, frame.mix, opts.materials, opts.material_side);
         let m = (input.word & 0xF_FFFF) as usize;
         let layout = &package.materials[m].layout;
+        // Only the margin is read, which the wrapping does not change.
         let choice = crate::render::ntc_gpu::choose_texel(
             layout,
+            Default::default(),
             input.uv,
             input.uv_grad,
             &settings,
