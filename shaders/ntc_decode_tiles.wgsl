@@ -12,7 +12,8 @@
 //    screen step in mip-0 texels (+ bias), clamped to [0, mips − 1]; stochastic:
 //    mip ⌊lod⌋ + (ξ0 < frac(lod)) and texel ⌊uv · size − ½ + (ξ1, ξ2)⌋ (stochastic
 //    trilinear, ξk = blue_noise(…, k)); otherwise mip round(lod) and the nearest texel
-//    ⌊uv · size⌋; each axis addressed with the material's wrapping (wrap_texel);
+//    ⌊uv · size⌋; each as the material's sampling allows, each axis addressed with
+//    its wrapping (choose_texel of common/ntc_pixel.wgsl);
 // 2. the decoder's input vector for exactly that texel (common/ntc_decode.wgsl);
 // 3. the distinct decoders of the tile, smallest index first (common/tile_loop.wgsl, as
 //    material_classify.wgsl loops over materials): per decoder, the workgroup copies its
@@ -89,7 +90,7 @@ fn decode(
     if NTC_DO_INPUT && p.decoder != NTC_NONE {
         let uv = textureLoad(gb_uv, vec2i(pixel), 0).xy;
         let grad = textureLoad(gb_uv_grad, vec2i(pixel), 0);
-        let choice = choose_texel(p.entry, p.wrap, pixel, uv, grad);
+        let choice = choose_texel(p.entry, p.sampling, pixel, uv, grad);
         ntc_build_input(ntc_mips[p.entry.mip_base + choice.mip], choice.texel);
     }
 #endif

@@ -87,12 +87,20 @@ struct MaterialData {
     alpha_cutoff: f32,
     // ALPHA_OPAQUE | ALPHA_MASK | ALPHA_BLEND.
     alpha_mode: u32,
-    // Texture wrapping: WRAP_* along U in bits 0–1, along V in bits 2–3.
-    wrap: u32,
+    // How its textures are addressed and filtered (scene::Sampling::code): WRAP_* along U
+    // in bits 0–1 and along V in bits 2–3, SAMPLING_MAG_NEAREST, SAMPLING_MIN_NEAREST,
+    // SAMPLING_MIPMAP_* in bits 6–7.
+    sampling: u32,
     _pad0: u32,
 }
 
-// Values of the two fields of `MaterialData.wrap` (scene::WrapMode::code).
+const SAMPLING_MAG_NEAREST: u32 = 16u;
+const SAMPLING_MIN_NEAREST: u32 = 32u;
+const SAMPLING_MIPMAP_LINEAR: u32 = 0u;
+const SAMPLING_MIPMAP_NEAREST: u32 = 1u;
+const SAMPLING_MIPMAP_NONE: u32 = 2u;
+
+// Values of the two wrap fields of `MaterialData.sampling` (scene::WrapMode::code).
 const WRAP_REPEAT: u32 = 0u;
 const WRAP_CLAMP_TO_EDGE: u32 = 1u;
 const WRAP_MIRRORED_REPEAT: u32 = 2u;

@@ -79,32 +79,43 @@ struct TexelChoice {
     texel: vec2u,
 }
 
-// `wrap`: the material's MaterialData.wrap.
-fn choose_texel(m: NtcMaterial, wrap: u32, pixel: vec2u, uv: vec2f, grad: vec4f) -> TexelChoice {
+// `sampling`: the material's MaterialData.sampling (render::ntc_gpu::choose_texel says
+// what it changes).
+fn choose_texel(m: NtcMaterial, sampling: u32, pixel: vec2u, uv: vec2f, grad: vec4f) -> TexelChoice {
     let size0 = vec2f(f32(m.width), f32(m.height));
     let footprint = max(length(grad.xy * size0), length(grad.zw * size0));
     let last = f32(m.mips - 1u);
     var lod = log2(footprint) + params.lod_bias;
+    let magnified = !(lod > 0.0);
+    let mipmap = (sampling >> 6u) & 3u;
     // A zero footprint gives −∞ (clamped to 0); NaN derivatives give mip 0.
-    lod = select(0.0, clamp(lod, 0.0, last), lod == lod);
-    var choice: TexelChoice;
-    if (params.flags & DECODE_STOCHASTIC) != 0u {
-        let xi = vec3f(
+    lod = select(0.0, clamp(lod, 0.0, last), lod == lod && mipmap != SAMPLING_MIPMAP_NONE);
+    let nearest = select(SAMPLING_MIN_NEAREST, SAMPLING_MAG_NEAREST, magnified);
+    let stochastic = (params.flags & DECODE_STOCHASTIC) != 0u;
+    var xi = vec3f(0.0);
+    if stochastic {
+        xi = vec3f(
             blue_noise(blue_noise_tex, pixel, frame.frame_index, 0u),
             blue_noise(blue_noise_tex, pixel, frame.frame_index, 1u),
             blue_noise(blue_noise_tex, pixel, frame.frame_index, 2u),
         );
+    }
+    var choice: TexelChoice;
+    if stochastic && mipmap == SAMPLING_MIPMAP_LINEAR {
         let base = floor(lod);
         choice.mip = min(u32(base) + select(0u, 1u, xi.x < lod - base), m.mips - 1u);
-        let mip = ntc_mips[m.mip_base + choice.mip];
-        let c = floor(uv * vec2f(f32(mip.width), f32(mip.height)) - 0.5 + xi.yz);
-        choice.texel = vec2u(wrap_texel(c.x, mip.width, wrap & 3u), wrap_texel(c.y, mip.height, wrap >> 2u));
     } else {
         choice.mip = min(u32(round(lod)), m.mips - 1u);
-        let mip = ntc_mips[m.mip_base + choice.mip];
-        let c = floor(uv * vec2f(f32(mip.width), f32(mip.height)));
-        choice.texel = vec2u(wrap_texel(c.x, mip.width, wrap & 3u), wrap_texel(c.y, mip.height, wrap >> 2u));
     }
+    let mip = ntc_mips[m.mip_base + choice.mip];
+    var c = floor(uv * vec2f(f32(mip.width), f32(mip.height)));
+    if stochastic && (sampling & nearest) == 0u {
+        c = floor(uv * vec2f(f32(mip.width), f32(mip.height)) - 0.5 + xi.yz);
+    }
+    choice.texel = vec2u(
+        wrap_texel(c.x, mip.width, sampling & 3u),
+        wrap_texel(c.y, mip.height, (sampling >> 2u) & 3u),
+    );
     return choice;
 }
 
@@ -118,8 +129,8 @@ struct NtcPixel {
     entry: NtcMaterial,
     // Its decoder, or NTC_NONE (no material, or one without an NTC set).
     decoder: u32,
-    // Its MaterialData.wrap (valid when has_material).
-    wrap: u32,
+    // Its MaterialData.sampling (valid when has_material).
+    sampling: u32,
 }
 
 // The material word and decoder of `pixel` (NO_MATERIAL outside the screen).
@@ -135,7 +146,7 @@ fn ntc_read_pixel(pixel: vec2u) -> NtcPixel {
     if p.has_material {
         p.entry = ntc_materials[id];
         p.decoder = p.entry.decoder;
-        p.wrap = materials[id].wrap;
+        p.sampling = materials[id].sampling;
     }
     return p;
 }
@@ -149,7 +160,7 @@ struct NtcPixelTexel {
 fn ntc_pixel_texel(p: NtcPixel, pixel: vec2u) -> NtcPixelTexel {
     let uv = textureLoad(gb_uv, vec2i(pixel), 0).xy;
     let grad = textureLoad(gb_uv_grad, vec2i(pixel), 0);
-    let choice = choose_texel(p.entry, p.wrap, pixel, uv, grad);
+    let choice = choose_texel(p.entry, p.sampling, pixel, uv, grad);
     return NtcPixelTexel(ntc_mips[p.entry.mip_base + choice.mip], choice.texel);
 }
 

@@ -95,9 +95,9 @@ pub struct MaterialData {
     pub alpha_cutoff: f32,
     /// [`ALPHA_OPAQUE`], [`ALPHA_MASK`] or [`ALPHA_BLEND`].
     pub alpha_mode: u32,
-    /// Texture wrapping: bits 0–1 along U, bits 2–3 along V, each a
-    /// [`WrapMode::code`](crate::scene::WrapMode::code).
-    pub wrap: u32,
+    /// How its textures are addressed and filtered
+    /// ([`Sampling::code`](crate::scene::Sampling::code)).
+    pub sampling: u32,
     /// Padding.
     pub _pad: u32,
 }
@@ -129,23 +129,13 @@ impl MaterialData {
             occlusion_strength: m.occlusion_strength,
             alpha_cutoff,
             alpha_mode,
-            wrap: m.wrap[0].code() | m.wrap[1].code() << 2,
+            sampling: m.sampling.code(),
             _pad: 0,
         }
     }
 
-    /// The wrapping along U and V that [`MaterialData::wrap`] holds.
-    pub fn wrap_modes(&self) -> [crate::scene::WrapMode; 2] {
-        use crate::scene::WrapMode;
-        [self.wrap & 3, self.wrap >> 2 & 3].map(|code| {
-            [
-                WrapMode::Repeat,
-                WrapMode::ClampToEdge,
-                WrapMode::MirroredRepeat,
-            ]
-            .into_iter()
-            .find(|w| w.code() == code)
-            .unwrap_or_default()
-        })
+    /// The sampling [`MaterialData::sampling`] holds.
+    pub fn sampling(&self) -> crate::scene::Sampling {
+        crate::scene::Sampling::from_code(self.sampling)
     }
 }

@@ -37,7 +37,7 @@ use crate::ntc::{Activation, NtcFormatError, TrainError};
 use crate::render::gpu_types::MaterialData;
 use crate::render::passes::ntc_decode::DecodeSettings;
 use crate::scene::Scene;
-use crate::scene::WrapMode;
+use crate::scene::{Filter, MipFilter, Sampling};
 use crate::texture::srgb::srgb_to_linear;
 use crate::texture::{self, CHANNELS, Channel, ChannelMask, quantize_u8};
 
@@ -519,15 +519,18 @@ pub struct TexelChoice {
     pub margin: f32,
 }
 
-/// The decode pass's mip and texel choice (`shaders/ntc_decode_tiles.wgsl`, in f32):
-/// `lod = log2(max(|dx · size0|, |dy · size0|)) + lod_bias` clamped to `[0, mips − 1]`
-/// (`uv_grad` = (dx.u, dx.v, dy.u, dy.v)); stochastic: mip `⌊lod⌋ + (ξ0 < frac(lod))`,
-/// texel `⌊uv · size − ½ + (ξ1, ξ2)⌋`; otherwise mip `round(lod)` (ties to even, as
-/// WGSL's `round`) and texel `⌊uv · size⌋`; each axis addressed with the material's
-/// `wrap` (U, V).
+/// The decode pass's mip and texel choice (`choose_texel` of `shaders/common/ntc_pixel.wgsl`,
+/// in f32) for a material sampled as `sampling`: `lod = log2(max(|dx · size0|,
+/// |dy · size0|)) + lod_bias` (`uv_grad` = (dx.u, dx.v, dy.u, dy.v)), magnified where it
+/// is not above 0, then clamped to `[0, mips − 1]` (0 without mipmapping). Stochastic
+/// (`settings`): with linear mipmapping mip `⌊lod⌋ + (ξ0 < frac(lod))`, else
+/// `round(lod)` (ties to even, as WGSL's `round`); with a linear filter (`mag` where
+/// magnified, else `min`) texel `⌊uv · size − ½ + (ξ1, ξ2)⌋`, else `⌊uv · size⌋`. Not
+/// stochastic: mip `round(lod)` and texel `⌊uv · size⌋`. Each axis is addressed with the
+/// sampling's wrapping.
 pub fn choose_texel(
     layout: &LatentLayout,
-    wrap: [WrapMode; 2],
+    sampling: &Sampling,
     uv: [f32; 2],
     uv_grad: [f32; 4],
     settings: &DecodeSettings,
@@ -537,41 +540,64 @@ pub fn choose_texel(
     let dx = Vec2::new(uv_grad[0], uv_grad[1]) * size0;
     let dy = Vec2::new(uv_grad[2], uv_grad[3]) * size0;
     let last = layout.mips().saturating_sub(1);
-    let lod = dx.length().max(dy.length()).log2() + settings.lod_bias;
-    let lod = if lod.is_nan() {
+    let raw = dx.length().max(dy.length()).log2() + settings.lod_bias;
+    // Not minified where the LOD is 0 or below, or NaN.
+    let magnified = raw.is_nan() || raw <= 0.0;
+    let lod = if raw.is_nan() || sampling.mipmap == MipFilter::Off {
         0.0
     } else {
-        lod.clamp(0.0, last as f32)
+        raw.clamp(0.0, last as f32)
     };
     let frac_distance = |t: f32| {
         let f = t - t.floor();
         f.min(1.0 - f)
     };
-    let uv = Vec2::from(uv);
-    let (mip, c, mip_margin) = if settings.stochastic {
+    // Where the magnification and minification filters differ, a pixel near lod 0 could
+    // take either.
+    let filter = if magnified {
+        sampling.mag
+    } else {
+        sampling.min
+    };
+    let filter_margin = if sampling.mag != sampling.min {
+        raw.abs()
+    } else {
+        f32::INFINITY
+    };
+    let stochastic_mip = settings.stochastic && sampling.mipmap == MipFilter::Linear;
+    let (mip, mip_margin) = if stochastic_mip {
         let base = lod.floor();
         let frac = lod - base;
         let mip = (base as usize + usize::from(xi[0] < frac)).min(last);
-        let (w, h) = layout.mip_size(mip).unwrap_or((1, 1));
-        let c = uv * Vec2::new(w as f32, h as f32) - 0.5 + Vec2::new(xi[1], xi[2]);
         let margin = if (base as usize) < last {
             (xi[0] - frac).abs()
         } else {
             f32::INFINITY
         };
-        (mip, c, margin)
+        (mip, margin)
     } else {
-        let mip = (lod.round_ties_even() as usize).min(last);
-        let (w, h) = layout.mip_size(mip).unwrap_or((1, 1));
-        let c = uv * Vec2::new(w as f32, h as f32);
-        (mip, c, frac_distance(lod + 0.5))
+        let margin = if sampling.mipmap == MipFilter::Off {
+            f32::INFINITY
+        } else {
+            frac_distance(lod + 0.5)
+        };
+        ((lod.round_ties_even() as usize).min(last), margin)
     };
     let (w, h) = layout.mip_size(mip).unwrap_or((1, 1));
+    let scaled = Vec2::from(uv) * Vec2::new(w as f32, h as f32);
+    let c = if settings.stochastic && filter == Filter::Linear {
+        scaled - 0.5 + Vec2::new(xi[1], xi[2])
+    } else {
+        scaled
+    };
     TexelChoice {
         mip,
-        x: wrap[0].texel(c.x.floor() as i64, w),
-        y: wrap[1].texel(c.y.floor() as i64, h),
-        margin: mip_margin.min(frac_distance(c.x)).min(frac_distance(c.y)),
+        x: sampling.wrap[0].texel(c.x.floor() as i64, w),
+        y: sampling.wrap[1].texel(c.y.floor() as i64, h),
+        margin: mip_margin
+            .min(filter_margin)
+            .min(frac_distance(c.x))
+            .min(frac_distance(c.y)),
     }
 }
 
@@ -759,8 +785,15 @@ impl<'p> NtcCpuReference<'p> {
             None => neutral_channels(),
             Some(p) => {
                 let layout = &self.package.materials[p as usize].layout;
-                let wrap = m.wrap_modes();
-                let c = choose_texel(layout, wrap, input.uv, input.uv_grad, settings, input.xi);
+                let sampling = m.sampling();
+                let c = choose_texel(
+                    layout,
+                    &sampling,
+                    input.uv,
+                    input.uv_grad,
+                    settings,
+                    input.xi,
+                );
                 self.decode_texel(p as usize, c.mip, c.x, c.y)?
             }
         };
@@ -806,6 +839,7 @@ mod tests {
     use crate::ntc::format::NtcMaterial;
     use crate::ntc::model::Preset;
     use crate::ntc::train::Quality;
+    use crate::scene::WrapMode;
     use crate::scene::{ImageSource, Material, MaterialTextures, TextureRef};
     use std::path::PathBuf;
 
@@ -895,11 +929,11 @@ mod tests {
             stochastic: false,
             lod_bias: 0.0,
         };
-        let repeat = [WrapMode::Repeat; 2];
+        let repeat = Sampling::default();
         // Footprint of 2 texels → lod 1 (8 × 4 mip); uv 0.3 → texel ⌊2.4⌋, ⌊1.2⌋.
         let c = choose_texel(
             &layout,
-            repeat,
+            &repeat,
             [0.3, 0.3],
             [2.0 / 16.0, 0.0, 0.0, 0.0],
             &nearest,
@@ -909,7 +943,7 @@ mod tests {
         // Negative uv wraps; a huge footprint clamps to the last mip.
         let c = choose_texel(
             &layout,
-            repeat,
+            &repeat,
             [-0.01, 0.5],
             [100.0, 0.0, 0.0, 0.0],
             &nearest,
@@ -920,22 +954,56 @@ mod tests {
         // tiles to (14, 2), clamp holds the edge (0, 7), mirror reflects to (1, 5).
         let fine = [1.0 / 16.0, 0.0, 0.0, 0.0];
         let at = |wrap| {
-            let c = choose_texel(&layout, wrap, [-0.1, 1.3], fine, &nearest, [0.0; 3]);
+            let sampling = Sampling {
+                wrap,
+                ..Sampling::default()
+            };
+            let c = choose_texel(&layout, &sampling, [-0.1, 1.3], fine, &nearest, [0.0; 3]);
             (c.mip, c.x, c.y)
         };
-        assert_eq!(at(repeat), (0, 14, 2));
+        assert_eq!(at([WrapMode::Repeat; 2]), (0, 14, 2));
         assert_eq!(at([WrapMode::ClampToEdge; 2]), (0, 0, 7));
         assert_eq!(at([WrapMode::MirroredRepeat; 2]), (0, 1, 5));
         assert_eq!(at([WrapMode::ClampToEdge, WrapMode::Repeat]), (0, 0, 2));
         let stochastic = DecodeSettings::default();
         // lod 1.5: ξ0 = 0.2 < 0.5 picks mip 2 (4 × 2); c = 0.3·4 − ½ + 0.9 = 1.6.
         let grad = [2f32.powf(1.5) / 16.0, 0.0, 0.0, 0.0];
-        let pick = |xi| choose_texel(&layout, repeat, [0.3, 0.3], grad, &stochastic, xi);
-        let c = pick([0.2, 0.9, 0.0]);
-        assert_eq!((c.mip, c.x, c.y), (2, 1, 0));
-        assert_eq!(pick([0.7, 0.0, 0.0]).mip, 1);
-        // A zero footprint is mip 0.
-        let c = choose_texel(&layout, repeat, [0.5, 0.5], [0.0; 4], &stochastic, [0.5; 3]);
+        let pick = |sampling: &Sampling, xi| {
+            let c = choose_texel(&layout, sampling, [0.3, 0.3], grad, &stochastic, xi);
+            (c.mip, c.x, c.y)
+        };
+        assert_eq!(pick(&repeat, [0.2, 0.9, 0.0]), (2, 1, 0));
+        assert_eq!(pick(&repeat, [0.7, 0.0, 0.0]).0, 1);
+        // A nearest minification filter takes texel ⌊0.3 · 4⌋ = 1 whatever ξ1 (linear:
+        // ⌊1.2 − ½ + 0.2⌋ = 0); a nearest mip is the same whatever ξ0 (a linear one is
+        // not); without mipmapping mip 0 (16 × 8): ⌊4.8 − ½ + 0.9⌋ = 5, ⌊2.4 − ½⌋ = 1.
+        let min_nearest = Sampling {
+            min: Filter::Nearest,
+            ..repeat
+        };
+        assert_eq!(pick(&min_nearest, [0.2, 0.2, 0.0]), (2, 1, 0));
+        assert_eq!(pick(&repeat, [0.2, 0.2, 0.0]), (2, 0, 0));
+        let mip_nearest = Sampling {
+            mipmap: MipFilter::Nearest,
+            ..repeat
+        };
+        let (low, high) = ([0.1, 0.9, 0.0], [0.9, 0.9, 0.0]);
+        assert_eq!(pick(&mip_nearest, low), pick(&mip_nearest, high));
+        assert_ne!(pick(&repeat, low).0, pick(&repeat, high).0);
+        let no_mips = Sampling {
+            mipmap: MipFilter::Off,
+            ..repeat
+        };
+        assert_eq!(pick(&no_mips, [0.2, 0.9, 0.0]), (0, 5, 1));
+        // A zero footprint is mip 0 (magnified: the mag filter, linear here).
+        let c = choose_texel(
+            &layout,
+            &repeat,
+            [0.5, 0.5],
+            [0.0; 4],
+            &stochastic,
+            [0.5; 3],
+        );
         assert_eq!(c.mip, 0);
     }
 }

@@ -387,38 +387,57 @@ impl SceneGpu {
     }
 }
 
-/// Per material of `materials`, the trilinear sampler of its wrapping with anisotropy up
-/// to `anisotropy`: one sampler per distinct wrapping, cloned for each material using it.
+/// Per material of `materials`, the sampler of its [`Sampling`](crate::scene::Sampling),
+/// anisotropic up to `anisotropy` where it filters linearly throughout (wgpu allows
+/// anisotropy only then): one sampler per distinct sampling, cloned for each material.
 fn material_samplers(
     device: &wgpu::Device,
     materials: &[crate::scene::Material],
     anisotropy: u16,
 ) -> Vec<wgpu::Sampler> {
-    use crate::scene::WrapMode;
+    use crate::scene::{Filter, MipFilter, Sampling, WrapMode};
     let address = |w: WrapMode| match w {
         WrapMode::Repeat => wgpu::AddressMode::Repeat,
         WrapMode::ClampToEdge => wgpu::AddressMode::ClampToEdge,
         WrapMode::MirroredRepeat => wgpu::AddressMode::MirrorRepeat,
     };
-    let mut made: Vec<([WrapMode; 2], wgpu::Sampler)> = Vec::new();
+    let filter = |f: Filter| match f {
+        Filter::Nearest => wgpu::FilterMode::Nearest,
+        Filter::Linear => wgpu::FilterMode::Linear,
+    };
+    let make = |s: &Sampling| {
+        let linear =
+            s.mag == Filter::Linear && s.min == Filter::Linear && s.mipmap == MipFilter::Linear;
+        device.create_sampler(&wgpu::SamplerDescriptor {
+            label: Some("material.sampler"),
+            address_mode_u: address(s.wrap[0]),
+            address_mode_v: address(s.wrap[1]),
+            address_mode_w: wgpu::AddressMode::Repeat,
+            mag_filter: filter(s.mag),
+            min_filter: filter(s.min),
+            mipmap_filter: match s.mipmap {
+                MipFilter::Linear => wgpu::MipmapFilterMode::Linear,
+                MipFilter::Nearest | MipFilter::Off => wgpu::MipmapFilterMode::Nearest,
+            },
+            // Without mipmapping only mip 0 is read.
+            lod_max_clamp: if s.mipmap == MipFilter::Off {
+                0.0
+            } else {
+                32.0
+            },
+            anisotropy_clamp: if linear { anisotropy } else { 1 },
+            ..Default::default()
+        })
+    };
+    let mut made: Vec<(Sampling, wgpu::Sampler)> = Vec::new();
     materials
         .iter()
         .map(|m| {
-            if let Some((_, sampler)) = made.iter().find(|(w, _)| *w == m.wrap) {
+            if let Some((_, sampler)) = made.iter().find(|(s, _)| *s == m.sampling) {
                 return sampler.clone();
             }
-            let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
-                label: Some("material.sampler"),
-                address_mode_u: address(m.wrap[0]),
-                address_mode_v: address(m.wrap[1]),
-                address_mode_w: wgpu::AddressMode::Repeat,
-                mag_filter: wgpu::FilterMode::Linear,
-                min_filter: wgpu::FilterMode::Linear,
-                mipmap_filter: wgpu::MipmapFilterMode::Linear,
-                anisotropy_clamp: anisotropy,
-                ..Default::default()
-            });
-            made.push((m.wrap, sampler.clone()));
+            let sampler = make(&m.sampling);
+            made.push((m.sampling, sampler.clone()));
             sampler
         })
         .collect()

@@ -23,9 +23,9 @@ use glam::{Mat3, Mat4, Vec3};
 use gltf::mesh::Mode;
 
 use super::{
-    Aabb, AlphaMode, Camera, ImageSource, Instance, Material, MaterialTextures, Mesh, Primitive,
-    Result, Scene, SceneError, TextureRef, TextureTransform, Vertex, WrapMode, gltf_validate,
-    tangents,
+    Aabb, AlphaMode, Camera, Filter, ImageSource, Instance, Material, MaterialTextures, Mesh,
+    MipFilter, Primitive, Result, Sampling, Scene, SceneError, TextureRef, TextureTransform,
+    Vertex, WrapMode, gltf_validate, tangents,
 };
 
 /// glTF extensions the importer understands. A file that *requires* any other one is
@@ -568,8 +568,8 @@ impl Importer<'_> {
         // (an occlusion map on a lightmap's TEXCOORD_1, say) would be read at the wrong
         // places, so it is left out, as if the material had none.
         let mut uv_set = None;
-        // The first texture's wrapping (and which slot it is): the set's.
-        let mut wrap = None;
+        // The first texture's sampling (and which slot it is): the set's.
+        let mut sampling = None;
         for (what, slot, found) in slots {
             let Some((texture, tex_coord, transform)) = found else {
                 continue;
@@ -584,21 +584,15 @@ impl Importer<'_> {
             if let Some(t) = transform {
                 note_transform(t, &mut self.warnings);
             }
-            let sampler = texture.sampler();
-            let texture_wrap = [wrap_mode(sampler.wrap_s()), wrap_mode(sampler.wrap_t())];
-            let first = *wrap.get_or_insert((what, texture_wrap));
-            if first.1 != texture_wrap {
+            let texture_sampling = sampling_of(&texture.sampler());
+            let first = *sampling.get_or_insert((what, texture_sampling));
+            if first.1 != texture_sampling {
                 self.warnings.push(format!(
-                    "material {name}: its {what} texture wraps {}, its {} texture {}; all its textures wrap as the {} one (a texture set is sampled one way)",
-                    describe_wrap(texture_wrap),
+                    "material {name}: its {what} texture samples with {}, its {} texture with {}; all its textures sample as the {} one (a texture set is sampled one way)",
+                    describe_sampling(&texture_sampling),
                     first.0,
-                    describe_wrap(first.1),
+                    describe_sampling(&first.1),
                     first.0
-                ));
-            }
-            if let Some(unsupported) = unsupported_filtering(&sampler) {
-                self.warnings.push(format!(
-                    "material {name}: its {what} texture's sampler asks for {unsupported}; textures are sampled with trilinear filtering"
                 ));
             }
             *slot = Some(self.texture_ref(texture, tex_coord)?);
@@ -627,7 +621,7 @@ impl Importer<'_> {
             uv_transform: uv_transform.unwrap_or_default(),
             textures,
             occlusion_from_arm,
-            wrap: wrap.map_or([WrapMode::Repeat; 2], |(_, w)| w),
+            sampling: sampling.map(|(_, s)| s).unwrap_or_default(),
             name,
         })
     }
@@ -798,40 +792,58 @@ pub fn normal_matrix(world_from_local: &Mat4) -> Mat3 {
     Mat3::from_mat4(*world_from_local).inverse().transpose()
 }
 
-/// The wrapping of a glTF sampler axis.
-fn wrap_mode(mode: gltf::texture::WrappingMode) -> WrapMode {
-    use gltf::texture::WrappingMode as W;
-    match mode {
+/// The sampling a glTF sampler asks for; an absent filter is linear (trilinear with
+/// mips).
+fn sampling_of(sampler: &gltf::texture::Sampler<'_>) -> Sampling {
+    use gltf::texture::{MagFilter, MinFilter, WrappingMode as W};
+    let wrap = |mode| match mode {
         W::Repeat => WrapMode::Repeat,
         W::ClampToEdge => WrapMode::ClampToEdge,
         W::MirroredRepeat => WrapMode::MirroredRepeat,
+    };
+    let (min, mipmap) = match sampler.min_filter() {
+        None | Some(MinFilter::LinearMipmapLinear) => (Filter::Linear, MipFilter::Linear),
+        Some(MinFilter::Nearest) => (Filter::Nearest, MipFilter::Off),
+        Some(MinFilter::Linear) => (Filter::Linear, MipFilter::Off),
+        Some(MinFilter::NearestMipmapNearest) => (Filter::Nearest, MipFilter::Nearest),
+        Some(MinFilter::LinearMipmapNearest) => (Filter::Linear, MipFilter::Nearest),
+        Some(MinFilter::NearestMipmapLinear) => (Filter::Nearest, MipFilter::Linear),
+    };
+    Sampling {
+        wrap: [wrap(sampler.wrap_s()), wrap(sampler.wrap_t())],
+        mag: match sampler.mag_filter() {
+            Some(MagFilter::Nearest) => Filter::Nearest,
+            None | Some(MagFilter::Linear) => Filter::Linear,
+        },
+        min,
+        mipmap,
     }
 }
 
-/// `[S, T]` wrapping in glTF's words: `S CLAMP_TO_EDGE, T REPEAT`.
-fn describe_wrap(wrap: [WrapMode; 2]) -> String {
-    let name = |w: WrapMode| match w {
+/// `sampling` in glTF's words: `S CLAMP_TO_EDGE, T REPEAT, mag NEAREST, min
+/// LINEAR_MIPMAP_LINEAR`.
+fn describe_sampling(sampling: &Sampling) -> String {
+    let wrap = |w: WrapMode| match w {
         WrapMode::Repeat => "REPEAT",
         WrapMode::ClampToEdge => "CLAMP_TO_EDGE",
         WrapMode::MirroredRepeat => "MIRRORED_REPEAT",
     };
-    format!("S {}, T {}", name(wrap[0]), name(wrap[1]))
-}
-
-/// The filtering of `sampler` the renderer does not do (it filters every texture
-/// trilinearly), or `None`.
-fn unsupported_filtering(sampler: &gltf::texture::Sampler<'_>) -> Option<&'static str> {
-    use gltf::texture::{MagFilter, MinFilter};
-    (sampler.mag_filter() == Some(MagFilter::Nearest)
-        || matches!(
-            sampler.min_filter(),
-            Some(
-                MinFilter::Nearest
-                    | MinFilter::NearestMipmapNearest
-                    | MinFilter::NearestMipmapLinear
-            )
-        ))
-    .then_some("NEAREST filtering")
+    let filter = |f: Filter| match f {
+        Filter::Nearest => "NEAREST",
+        Filter::Linear => "LINEAR",
+    };
+    let mipmap = match sampling.mipmap {
+        MipFilter::Linear => "_MIPMAP_LINEAR",
+        MipFilter::Nearest => "_MIPMAP_NEAREST",
+        MipFilter::Off => "",
+    };
+    format!(
+        "S {}, T {}, mag {}, min {}{mipmap}",
+        wrap(sampling.wrap[0]),
+        wrap(sampling.wrap[1]),
+        filter(sampling.mag),
+        filter(sampling.min)
+    )
 }
 
 /// Heuristic for ARM/ORM packing (occlusion in the R channel of the metallic-roughness
@@ -1018,10 +1030,10 @@ mod tests {
             scene.warnings
         );
 
-        // The samplers' wrapping becomes the material's; filtering the renderer does not
-        // follow (nearest) is named.
+        // The first texture's sampler becomes the material's sampling; a texture that
+        // samples otherwise is named.
         doc["samplers"] = serde_json::json!([
-            { "wrapS": 33071, "wrapT": 33648, "magFilter": 9728 },
+            { "wrapS": 33071, "wrapT": 33648, "magFilter": 9728, "minFilter": 9986 },
             { "wrapS": 10497 }
         ]);
         let textures = doc["textures"].as_array_mut().expect("textures");
@@ -1032,31 +1044,30 @@ mod tests {
             let bytes = serde_json::to_vec(doc).expect("json");
             from_slice(&bytes, &path, &UriPolicy::default()).expect("import")
         };
+        let first = Sampling {
+            wrap: [WrapMode::ClampToEdge, WrapMode::MirroredRepeat],
+            mag: Filter::Nearest,
+            min: Filter::Nearest,
+            mipmap: MipFilter::Linear,
+        };
         let scene = import(&doc);
-        assert_eq!(
-            scene.materials[0].wrap,
-            [WrapMode::ClampToEdge, WrapMode::MirroredRepeat]
-        );
-        let named = |scene: &Scene, what: &str| -> Vec<String> {
-            let hits = scene.warnings.iter().filter(|w| w.contains(what));
+        assert_eq!(scene.materials[0].sampling, first);
+        let named = |scene: &Scene| -> Vec<String> {
+            let hits = scene.warnings.iter().filter(|w| w.contains("samples with"));
             hits.cloned().collect()
         };
-        let filtering = named(&scene, "NEAREST filtering");
-        assert_eq!(filtering.len(), 5, "{:?}", scene.warnings);
-        assert!(named(&scene, "wraps").is_empty(), "{:?}", scene.warnings);
-        // A texture that wraps otherwise than the first is named; the first's wrapping holds.
+        assert!(named(&scene).is_empty(), "{:?}", scene.warnings);
         doc["textures"][1]["sampler"] = 1.into();
         let scene = import(&doc);
-        assert_eq!(
-            scene.materials[0].wrap,
-            [WrapMode::ClampToEdge, WrapMode::MirroredRepeat]
-        );
-        let wraps = named(&scene, "wraps");
-        assert_eq!(wraps.len(), 1, "{:?}", scene.warnings);
+        assert_eq!(scene.materials[0].sampling, first);
+        let differing = named(&scene);
+        assert_eq!(differing.len(), 1, "{:?}", scene.warnings);
         assert!(
-            wraps[0].contains("S REPEAT, T REPEAT")
-                && wraps[0].contains("S CLAMP_TO_EDGE, T MIRRORED_REPEAT"),
-            "{wraps:?}"
+            differing[0].contains("S REPEAT, T REPEAT, mag LINEAR, min LINEAR_MIPMAP_LINEAR")
+                && differing[0].contains(
+                    "S CLAMP_TO_EDGE, T MIRRORED_REPEAT, mag NEAREST, min NEAREST_MIPMAP_LINEAR"
+                ),
+            "{differing:?}"
         );
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -303,9 +303,90 @@ pub struct Material {
     pub textures: MaterialTextures,
     /// True when occlusion is read from the R channel of `metallic_roughness` (ARM packing).
     pub occlusion_from_arm: bool,
-    /// Texture wrapping along U (glTF's S) and V (T), shared by all slots (the first
-    /// texture's sampler's).
+    /// How all its textures are addressed and filtered (the first texture's sampler's).
+    pub sampling: Sampling,
+}
+
+/// How a material's textures are addressed and filtered (a glTF sampler); the default
+/// repeats and filters trilinearly (glTF leaves an absent filter to the renderer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Sampling {
+    /// Wrapping along U (glTF's `wrapS`) and V (`wrapT`).
     pub wrap: [WrapMode; 2],
+    /// Filter where a texel covers more than a pixel (`magFilter`).
+    pub mag: Filter,
+    /// Filter within a mip where a pixel covers more than a texel (`minFilter`).
+    pub min: Filter,
+    /// Filter between mips (`minFilter`'s `MIPMAP_*` part).
+    pub mipmap: MipFilter,
+}
+
+impl Sampling {
+    /// The shaders' `MaterialData.sampling` (`SAMPLING_*` in `shaders/common/frame.wgsl`):
+    /// bits 0–1 and 2–3 the wrapping along U and V ([`WrapMode::code`]), bit 4 a nearest
+    /// `mag`, bit 5 a nearest `min`, bits 6–7 the mipmap filter (0 linear, 1 nearest, 2
+    /// none).
+    pub const fn code(&self) -> u32 {
+        let mipmap = match self.mipmap {
+            MipFilter::Linear => 0,
+            MipFilter::Nearest => 1,
+            MipFilter::Off => 2,
+        };
+        self.wrap[0].code()
+            | self.wrap[1].code() << 2
+            | (matches!(self.mag, Filter::Nearest) as u32) << 4
+            | (matches!(self.min, Filter::Nearest) as u32) << 5
+            | mipmap << 6
+    }
+
+    /// The sampling [`Sampling::code`] gives `code` (unknown fields read as the default's).
+    pub fn from_code(code: u32) -> Sampling {
+        let wrap = |c: u32| {
+            WrapMode::ALL
+                .into_iter()
+                .find(|w| w.code() == c & 3)
+                .unwrap_or_default()
+        };
+        let filter = |nearest: u32| {
+            if nearest & 1 == 1 {
+                Filter::Nearest
+            } else {
+                Filter::Linear
+            }
+        };
+        Sampling {
+            wrap: [wrap(code), wrap(code >> 2)],
+            mag: filter(code >> 4),
+            min: filter(code >> 5),
+            mipmap: match code >> 6 & 3 {
+                1 => MipFilter::Nearest,
+                2 => MipFilter::Off,
+                _ => MipFilter::Linear,
+            },
+        }
+    }
+}
+
+/// How a texture's mips are filtered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MipFilter {
+    /// Between the two nearest mips.
+    #[default]
+    Linear,
+    /// The nearest mip.
+    Nearest,
+    /// No mipmapping: mip 0 only.
+    Off,
+}
+
+/// A texture filter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Filter {
+    /// The nearest texel (or mip).
+    Nearest,
+    /// Interpolated between texels (or mips).
+    #[default]
+    Linear,
 }
 
 /// How texture coordinates outside [0, 1] read a texture (glTF sampler `wrapS`/`wrapT`).
@@ -321,6 +402,13 @@ pub enum WrapMode {
 }
 
 impl WrapMode {
+    /// Every mode.
+    pub const ALL: [WrapMode; 3] = [
+        WrapMode::Repeat,
+        WrapMode::ClampToEdge,
+        WrapMode::MirroredRepeat,
+    ];
+
     /// Code of the mode in the shaders' `MaterialData.wrap` (`WRAP_*` in
     /// `shaders/common/frame.wgsl`): 0, 1, 2.
     pub const fn code(self) -> u32 {
@@ -361,7 +449,7 @@ impl Default for Material {
             uv_transform: TextureTransform::default(),
             textures: MaterialTextures::default(),
             occlusion_from_arm: false,
-            wrap: [WrapMode::Repeat; 2],
+            sampling: Sampling::default(),
         }
     }
 }

@@ -223,18 +223,18 @@ fn renders_a_textured_quad() {
     assert_eq!(img.dimensions(), (32, 24));
 }
 
-/// A texture's sampler wrapping is followed: the checker quad with its UVs scaled by 3
-/// renders three tiles with REPEAT and one with the edge held beyond it with
-/// CLAMP_TO_EDGE, so the two frames differ.
+/// A texture's sampler is followed: the checker quad with its UVs scaled by 3 renders
+/// three tiles with REPEAT and one with the edge held beyond it with CLAMP_TO_EDGE, and
+/// nearest filtering without mips differs from trilinear, so each pair of frames differs.
 #[test]
-fn texture_wrapping_follows_the_sampler() {
-    let (dir, gltf) = checker_quad("wrapping");
+fn texture_sampling_follows_the_sampler() {
+    let (dir, gltf) = checker_quad("sampling");
     let mut doc = read_json(&gltf);
     doc["materials"][0]["pbrMetallicRoughness"]["baseColorTexture"]["extensions"] =
         serde_json::json!({"KHR_texture_transform": {"scale": [3.0, 3.0]}});
     doc["extensionsUsed"] = serde_json::json!(["KHR_texture_transform"]);
-    let mut frame = |name: &str, wrap: u32| {
-        doc["samplers"] = serde_json::json!([{ "wrapS": wrap, "wrapT": wrap }]);
+    let mut frame = |name: &str, sampler: serde_json::Value| {
+        doc["samplers"] = serde_json::json!([sampler]);
         doc["textures"][0]["sampler"] = 0.into();
         let scene = dir.join(format!("{name}.gltf"));
         std::fs::write(&scene, serde_json::to_vec(&doc).unwrap()).unwrap();
@@ -247,14 +247,27 @@ fn texture_wrapping_follows_the_sampler() {
         ));
         image::open(&out).unwrap().to_rgba8().into_raw()
     };
-    let repeat = frame("repeat", 10497);
-    let clamp = frame("clamp", 33071);
-    let differing = repeat
-        .chunks(4)
-        .zip(clamp.chunks(4))
-        .filter(|(a, b)| a != b)
-        .count();
-    assert!(differing > 48 * 36 / 10, "{differing} pixels differ");
+    let repeat = frame(
+        "repeat",
+        serde_json::json!({ "wrapS": 10497, "wrapT": 10497 }),
+    );
+    let clamp = frame(
+        "clamp",
+        serde_json::json!({ "wrapS": 33071, "wrapT": 33071 }),
+    );
+    let nearest = frame(
+        "nearest",
+        serde_json::json!({ "magFilter": 9728, "minFilter": 9728 }),
+    );
+    let differing =
+        |a: &[u8], b: &[u8]| a.chunks(4).zip(b.chunks(4)).filter(|(p, q)| p != q).count();
+    for (what, other) in [("clamp", &clamp), ("nearest", &nearest)] {
+        let n = differing(&repeat, other);
+        assert!(
+            n > 48 * 36 / 20,
+            "{what}: {n} pixels differ from repeat, trilinear"
+        );
+    }
 }
 
 /// A description whose `asset_folders` admit textures outside its glTF's folder works in

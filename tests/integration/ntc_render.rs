@@ -28,7 +28,7 @@ use neurotex::render::passes::ntc_decode::{
 };
 use neurotex::render::scene_gpu::{SceneGpu, UploadOptions};
 use neurotex::render::targets::{GBuffer, MaterialTargets, Target, format};
-use neurotex::scene::{Aabb, Material, Scene, WrapMode};
+use neurotex::scene::{Aabb, Filter, Material, MipFilter, Sampling, Scene, WrapMode};
 use neurotex::screen::tiles::TileSize;
 use neurotex::texture::{CHANNELS, ChannelMask, SceneTextures};
 use wgpu::util::DeviceExt as _;
@@ -112,9 +112,20 @@ fn scene_materials() -> (Vec<Material>, Vec<Option<u32>>) {
         m([0.2, 0.4, 0.6, 1.0], 0.3, 0.1, [2.0, 2.0, 2.0], 1.0, 1.0),
         m([1.0; 4], 0.5, 0.5, [0.3, 0.3, 0.3], 0.4, 0.8),
     ];
-    // Every wrapping, on each axis (the G-buffers' UVs reach past [0, 1]).
-    materials[1].wrap = [WrapMode::ClampToEdge, WrapMode::MirroredRepeat];
-    materials[3].wrap = [WrapMode::MirroredRepeat, WrapMode::ClampToEdge];
+    // Every wrapping on each axis (the G-buffers' UVs reach past [0, 1]) and every
+    // filter: nearest texels when minified, no mipmapping, a nearest mip.
+    materials[1].sampling = Sampling {
+        wrap: [WrapMode::ClampToEdge, WrapMode::MirroredRepeat],
+        min: Filter::Nearest,
+        ..Default::default()
+    };
+    materials[3].sampling = Sampling {
+        wrap: [WrapMode::MirroredRepeat, WrapMode::ClampToEdge],
+        mag: Filter::Nearest,
+        mipmap: MipFilter::Off,
+        ..Default::default()
+    };
+    materials[0].sampling.mipmap = MipFilter::Nearest;
     (materials, vec![Some(0), Some(1), None, Some(2)])
 }
 
@@ -501,7 +512,7 @@ fn compare_decode(
             // Only the margin is read, which the wrapping does not change.
             let c = neurotex::render::ntc_gpu::choose_texel(
                 layout,
-                Default::default(),
+                &Default::default(),
                 input.uv,
                 input.uv_grad,
                 settings,
@@ -646,24 +657,47 @@ fn stochastic_choice_averages_to_trilinear() {
             .find(|&i| block_of(i) == b)
             .expect("pixel");
         let lod = (g.grad[i0][0] * layout.width() as f32).log2();
+        // What the material's sampling filters: mips, then texels within each.
+        let sampling = f.materials[m as usize].sampling();
         let base = lod.floor() as usize;
         let frac = f64::from(lod) - base as f64;
+        let mips: Vec<(usize, f64)> = match sampling.mipmap {
+            MipFilter::Linear => vec![(base, 1.0 - frac), (base + 1, frac)],
+            MipFilter::Nearest => vec![(lod.round_ties_even() as usize, 1.0)],
+            MipFilter::Off => vec![(0, 1.0)],
+        };
+        let filter = if lod > 0.0 {
+            sampling.min
+        } else {
+            sampling.mag
+        };
         let mut expected = [0.0f64; 3];
-        for (mip, mip_weight) in [(base, 1.0 - frac), (base + 1, frac)] {
+        for (mip, mip_weight) in mips {
             let (w, h) = layout.mip_size(mip).expect("mip");
-            let cx = f64::from(uv[0]) * f64::from(w) - 0.5;
-            let cy = f64::from(uv[1]) * f64::from(h) - 0.5;
-            let (fx, fy) = (cx - cx.floor(), cy - cy.floor());
-            for (dx, wx) in [(0, 1.0 - fx), (1, fx)] {
-                for (dy, wy) in [(0, 1.0 - fy), (1, fy)] {
-                    let wrap = f.materials[m as usize].wrap_modes();
-                    let x = wrap[0].texel(cx.floor() as i64 + dx, w);
-                    let y = wrap[1].texel(cy.floor() as i64 + dy, h);
-                    let c = reference.decode_texel(p, mip, x, y).expect("decode");
-                    let weight = mip_weight * wx * wy;
-                    for (e, ch) in expected.iter_mut().zip([3, 7, 8]) {
-                        *e += weight * f64::from(c[ch]);
-                    }
+            let (u, v) = (
+                f64::from(uv[0]) * f64::from(w),
+                f64::from(uv[1]) * f64::from(h),
+            );
+            let taps: Vec<(i64, i64, f64)> = match filter {
+                Filter::Nearest => vec![(u.floor() as i64, v.floor() as i64, 1.0)],
+                Filter::Linear => {
+                    let (cx, cy) = (u - 0.5, v - 0.5);
+                    let (fx, fy) = (cx - cx.floor(), cy - cy.floor());
+                    let (x0, y0) = (cx.floor() as i64, cy.floor() as i64);
+                    vec![
+                        (x0, y0, (1.0 - fx) * (1.0 - fy)),
+                        (x0 + 1, y0, fx * (1.0 - fy)),
+                        (x0, y0 + 1, (1.0 - fx) * fy),
+                        (x0 + 1, y0 + 1, fx * fy),
+                    ]
+                }
+            };
+            for (x, y, weight) in taps {
+                let x = sampling.wrap[0].texel(x, w);
+                let y = sampling.wrap[1].texel(y, h);
+                let c = reference.decode_texel(p, mip, x, y).expect("decode");
+                for (e, ch) in expected.iter_mut().zip([3, 7, 8]) {
+                    *e += mip_weight * weight * f64::from(c[ch]);
                 }
             }
         }
@@ -1129,7 +1163,7 @@ fn inspector_reads_the_cpu_reference_values() {
             // Only the margin is read, which the wrapping does not change.
             let c = neurotex::render::ntc_gpu::choose_texel(
                 layout,
-                Default::default(),
+                &Default::default(),
                 input.uv,
                 input.uv_grad,
                 &settings.passes.decode,

@@ -142,7 +142,7 @@ pub(super) fn check_frame(
         // Only the margin is read, which the wrapping does not change.
         let choice = crate::render::ntc_gpu::choose_texel(
             layout,
-            Default::default(),
+            &Default::default(),
             input.uv,
             input.uv_grad,
             &settings,
