@@ -20,6 +20,11 @@ enum Generator {
     Panel,
 }
 
+/// The street's seed without `--seed`.
+const DEFAULT_SEED: u64 = 1;
+/// The panel's repeats without `--repeat`.
+const DEFAULT_REPEAT: [f32; 2] = [6.0, 4.0];
+
 /// The arguments of `neurotex gen-scene`.
 #[derive(Args, Debug)]
 pub struct GenSceneArgs {
@@ -29,9 +34,10 @@ pub struct GenSceneArgs {
     /// Output folder.
     #[arg(long)]
     out: PathBuf,
-    /// Side of every generated texture (a power of two in 4..=4096; toy shop).
-    #[arg(long, default_value_t = 512, value_parser = parse_power_of_two)]
-    texture_size: u32,
+    /// Side of every generated texture (a power of two in 4..=4096; toy shop; default
+    /// 512).
+    #[arg(long, value_parser = parse_power_of_two)]
+    texture_size: Option<u32>,
     /// Texture-set manifest (CSV) whose sets the street (all) or the panel (one) uses.
     #[arg(long, required_if_eq_any([("kind", "street"), ("kind", "panel")]))]
     textures: Option<PathBuf>,
@@ -39,12 +45,35 @@ pub struct GenSceneArgs {
     /// manifest's first row).
     #[arg(long)]
     set: Option<String>,
-    /// How many times the panel's set repeats across and down, ACROSSxDOWN.
-    #[arg(long, default_value = "6x4", value_parser = parse_repeat)]
-    repeat: [f32; 2],
-    /// Seed of the procedural content.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// How many times the panel's set repeats across and down, ACROSSxDOWN (default 6x4).
+    #[arg(long, value_parser = parse_repeat)]
+    repeat: Option<[f32; 2]>,
+    /// Seed of the procedural content (toy shop and street; default 1).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+impl GenSceneArgs {
+    /// The options given that `kind` has no use for, by flag.
+    fn unused_options(&self) -> Vec<&'static str> {
+        let given = [
+            ("--texture-size", self.texture_size.is_some()),
+            ("--textures", self.textures.is_some()),
+            ("--set", self.set.is_some()),
+            ("--repeat", self.repeat.is_some()),
+            ("--seed", self.seed.is_some()),
+        ];
+        let takes: &[&str] = match self.kind {
+            Generator::Toyshop => &["--texture-size", "--seed"],
+            Generator::Street => &["--textures", "--seed"],
+            Generator::Panel => &["--textures", "--set", "--repeat"],
+        };
+        given
+            .into_iter()
+            .filter(|&(flag, set)| set && !takes.contains(&flag))
+            .map(|(flag, _)| flag)
+            .collect()
+    }
 }
 
 /// A toy-shop texture side: a power of two in [`toyshop::TEXTURE_SIZES`].
@@ -79,6 +108,18 @@ fn parse_repeat(s: &str) -> Result<[f32; 2], String> {
 
 /// Run `neurotex gen-scene`.
 pub fn run(a: GenSceneArgs) -> Result<()> {
+    let kind = a
+        .kind
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_owned());
+    let unused = a.unused_options();
+    if !unused.is_empty() {
+        anyhow::bail!(
+            "gen-scene {kind} does not use {} (the toy shop takes --texture-size and --seed, \
+             the street --textures and --seed, the panel --textures, --set and --repeat)",
+            unused.join(", ")
+        );
+    }
     // Every file the generator writes is checked first: none may replace an input (the
     // street's manifest and images) or, without --force, an existing file.
     let (inputs, outputs): (Vec<PathBuf>, Vec<&str>) = match (&a.kind, &a.textures) {
@@ -106,32 +147,29 @@ pub fn run(a: GenSceneArgs) -> Result<()> {
     policy.check_all(files.iter().map(|p| p.as_path()))?;
     match a.kind {
         Generator::Toyshop => {
+            let defaults = toyshop::ToyshopOptions::default();
             let opts = toyshop::ToyshopOptions {
-                texture_size: a.texture_size,
-                seed: a.seed,
+                texture_size: a.texture_size.unwrap_or(defaults.texture_size),
+                seed: a.seed.unwrap_or(defaults.seed),
             };
             let path = toyshop::generate(&a.out, &opts)?;
             println!("wrote {}", path.display());
         }
         Generator::Street | Generator::Panel => {
-            let kind = a
-                .kind
-                .to_possible_value()
-                .map_or_else(String::new, |v| v.get_name().to_owned());
             let manifest = a.textures.ok_or_else(|| {
                 anyhow::anyhow!("gen-scene {kind} needs --textures <manifest.csv>")
             })?;
             let path = if a.kind == Generator::Street {
                 let opts = street::StreetOptions {
                     manifest,
-                    seed: a.seed,
+                    seed: a.seed.unwrap_or(DEFAULT_SEED),
                 };
                 street::generate(&a.out, &opts)?
             } else {
                 let opts = panel::PanelOptions {
                     manifest,
                     set: a.set,
-                    repeat: a.repeat,
+                    repeat: a.repeat.unwrap_or(DEFAULT_REPEAT),
                 };
                 panel::generate(&a.out, &opts)?
             };

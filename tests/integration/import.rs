@@ -132,5 +132,23 @@ fn gen_scene_panel_writes_a_one_set_full_screen_scene() {
     );
     expect_error(&args("MASTER_Concrete1", "0x4"), &["0x4"]);
     expect_error(&["gen-scene", "panel", "--out", s(&out)], &["required"]);
+    // An option the kind has no use for is refused by name, not ignored.
+    expect_error(
+        &[&args("MASTER_Concrete1", "6x4")[..], &["--seed", "3"]].concat(),
+        &["gen-scene panel does not use --seed"],
+    );
+    expect_error(
+        &[
+            "gen-scene",
+            "toyshop",
+            "--out",
+            s(&out),
+            "--repeat",
+            "2x2",
+            "--textures",
+            BISTRO,
+        ],
+        &["gen-scene toyshop does not use --textures, --repeat"],
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
