@@ -374,7 +374,8 @@ fn check_primitive(
     prim: &json::mesh::Primitive,
     quantized: bool,
 ) -> Result<(), Problem> {
-    let mut vertex_count: Option<(String, u64)> = None;
+    // The first attribute's name, element count and accessor.
+    let mut vertex_count: Option<(String, u64, usize)> = None;
     for (semantic, index) in &prim.attributes {
         let Checked::Valid(semantic) = semantic else {
             continue;
@@ -411,8 +412,12 @@ fn check_primitive(
             }
         }
         match &vertex_count {
-            None => vertex_count = Some((name, a.count.0)),
-            Some((first, n)) if *n != a.count.0 => {
+            None => vertex_count = Some((name, a.count.0, index.value())),
+            Some((first, n, first_index)) if *n != a.count.0 => {
+                // A count that runs past its data is the problem to name, not the
+                // mismatch it makes.
+                check_accessor(root, *first_index, &root.accessors[*first_index])?;
+                check_accessor(root, index.value(), a)?;
                 return Err(format!(
                     "{path}: accessor {} has {} elements but {first} has {n}",
                     index.value(),
@@ -441,7 +446,7 @@ fn check_primitive(
             ));
         }
     } else if triangles
-        && let Some((name, n)) = &vertex_count
+        && let Some((name, n, _)) = &vertex_count
         && !n.is_multiple_of(3)
     {
         return Err(format!(

@@ -426,7 +426,7 @@ fn strides_and_bounds() {
             "count_zero",
             "/accessors/1/count",
             0.into(),
-            &["accessor 1 has 0 elements"],
+            &["accessors[1].count", "must be at least 1"],
         ),
         (
             "partial_triangle",
@@ -439,6 +439,13 @@ fn strides_and_bounds() {
             "/accessors/1/count",
             2.into(),
             &["attributes", "has 2 elements but"],
+        ),
+        // A count past its data is named as such, not as the mismatch it makes.
+        (
+            "position_long",
+            "/accessors/0/count",
+            4.into(),
+            &["accessors[0]", "run past the end of its buffer view"],
         ),
     ]);
     expect_gltf_error(
