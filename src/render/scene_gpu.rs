@@ -89,8 +89,8 @@ pub struct SceneGpu {
     pub missing_textures: Vec<String>,
     /// Bytes of texture memory uploaded.
     pub texture_bytes: u64,
-    /// Per material, its sampler (trilinear, anisotropic, its wrapping; one sampler per
-    /// distinct wrapping, shared).
+    /// Per material, the sampler of its [`Sampling`](crate::scene::Sampling) (one per
+    /// distinct sampling, shared by the materials that sample alike).
     samplers: Vec<wgpu::Sampler>,
     /// Views of the neutral set (materials without textures).
     neutral_views: [wgpu::TextureView; 3],

@@ -3,7 +3,7 @@
 //! Produces a [`Scene`]: meshes with `u32` indices whatever the source width, node
 //! transforms flattened into [`Instance`]s, PBR metallic-roughness materials with their
 //! texture references (images are *referenced*, not decoded), and cameras. Vertex
-//! attributes may be `KHR_mesh_quantization` integers ([`read_floats`]). Tangents are
+//! attributes may be `KHR_mesh_quantization` integers (`read_floats`). Tangents are
 //! generated with MikkTSpace where the file has none. Every failure is a [`SceneError`]
 //! that names the file.
 //!

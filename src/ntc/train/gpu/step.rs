@@ -202,7 +202,7 @@ impl GpuTrainer {
     }
 
     /// Mixed-precision trainer: run the next steps of the schedule [`TIMED_STEPS`] at a
-    /// time, once untimed, then once with each plan of [`timed_plans`] for the batch and
+    /// time, once untimed, then once with each plan of `timed_plans` for the batch and
     /// again with the [`RETIMED_PLANS`] fastest, each waited for and timed on the wall
     /// clock, and keep the plan fastest over both rounds for the rest of the run (so one
     /// disturbed measurement does not decide). The timed steps are steps of the run like
