@@ -87,7 +87,7 @@ struct MaterialData {
     alpha_cutoff: f32,
     // ALPHA_OPAQUE | ALPHA_MASK | ALPHA_BLEND.
     alpha_mode: u32,
-    // How its textures are addressed and filtered (scene::Sampling::code): WRAP_* along U
+    // How its textures are addressed and filtered (render::gpu_types): WRAP_* along U
     // in bits 0–1 and along V in bits 2–3, SAMPLING_MAG_NEAREST, SAMPLING_MIN_NEAREST,
     // SAMPLING_MIPMAP_* in bits 6–7.
     sampling: u32,
@@ -100,7 +100,7 @@ const SAMPLING_MIPMAP_LINEAR: u32 = 0u;
 const SAMPLING_MIPMAP_NEAREST: u32 = 1u;
 const SAMPLING_MIPMAP_NONE: u32 = 2u;
 
-// Values of the two wrap fields of `MaterialData.sampling` (scene::WrapMode::code).
+// Values of the two wrap fields of `MaterialData.sampling`.
 const WRAP_REPEAT: u32 = 0u;
 const WRAP_CLAMP_TO_EDGE: u32 = 1u;
 const WRAP_MIRRORED_REPEAT: u32 = 2u;

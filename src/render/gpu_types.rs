@@ -1,5 +1,6 @@
-//! Host mirrors of the WGSL structs in `shaders/common/frame.wgsl` and the materials'
-//! alpha modes (the material word's constants are `crate::screen::material_word`'s).
+//! Host mirrors of the WGSL structs in `shaders/common/frame.wgsl`, the materials' alpha
+//! modes and their sampling word (the material word's constants are
+//! `crate::screen::material_word`'s).
 //!
 //! `#[repr(C)]` + bytemuck with explicit padding; the same field docs on both sides.
 //! `tests/integration/render_types.rs` checks every size against naga's layout of the WGSL struct and
@@ -7,12 +8,32 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::scene::{Filter, MipFilter, Sampling, WrapMode};
+
 /// [`MaterialData::alpha_mode`] of an opaque material (WGSL `ALPHA_OPAQUE`).
 pub const ALPHA_OPAQUE: u32 = 0;
 /// [`MaterialData::alpha_mode`] of an alpha-tested material (WGSL `ALPHA_MASK`).
 pub const ALPHA_MASK: u32 = 1;
 /// [`MaterialData::alpha_mode`] of a blended material (WGSL `ALPHA_BLEND`).
 pub const ALPHA_BLEND: u32 = 2;
+
+/// A wrapping field of [`MaterialData::sampling`] (bits 0–1 along U, 2–3 along V):
+/// repeat (WGSL `WRAP_REPEAT`).
+pub const WRAP_REPEAT: u32 = 0;
+/// The wrapping field's clamp to edge (WGSL `WRAP_CLAMP_TO_EDGE`).
+pub const WRAP_CLAMP_TO_EDGE: u32 = 1;
+/// The wrapping field's mirrored repeat (WGSL `WRAP_MIRRORED_REPEAT`).
+pub const WRAP_MIRRORED_REPEAT: u32 = 2;
+/// [`MaterialData::sampling`]'s bit of a nearest magnification filter (WGSL twin).
+pub const SAMPLING_MAG_NEAREST: u32 = 1 << 4;
+/// [`MaterialData::sampling`]'s bit of a nearest minification filter (WGSL twin).
+pub const SAMPLING_MIN_NEAREST: u32 = 1 << 5;
+/// The mip filter field of [`MaterialData::sampling`] (bits 6–7): linear (WGSL twin).
+pub const SAMPLING_MIPMAP_LINEAR: u32 = 0;
+/// The mip filter field's nearest mip (WGSL twin).
+pub const SAMPLING_MIPMAP_NEAREST: u32 = 1;
+/// The mip filter field's no mipmapping (WGSL twin).
+pub const SAMPLING_MIPMAP_NONE: u32 = 2;
 
 /// WGSL `Frame`: constants of one frame (uniform, group 0 binding 0).
 #[repr(C)]
@@ -95,8 +116,9 @@ pub struct MaterialData {
     pub alpha_cutoff: f32,
     /// [`ALPHA_OPAQUE`], [`ALPHA_MASK`] or [`ALPHA_BLEND`].
     pub alpha_mode: u32,
-    /// How its textures are addressed and filtered
-    /// ([`Sampling::code`](crate::scene::Sampling::code)).
+    /// How its textures are addressed and filtered: `WRAP_*` along U and V in bits 0–1
+    /// and 2–3, [`SAMPLING_MAG_NEAREST`], [`SAMPLING_MIN_NEAREST`], `SAMPLING_MIPMAP_*`
+    /// in bits 6–7 ([`MaterialData::sampling`]).
     pub sampling: u32,
     /// Padding.
     pub _pad: u32,
@@ -129,13 +151,56 @@ impl MaterialData {
             occlusion_strength: m.occlusion_strength,
             alpha_cutoff,
             alpha_mode,
-            sampling: m.sampling.code(),
+            sampling: sampling_code(&m.sampling),
             _pad: 0,
         }
     }
 
-    /// The sampling [`MaterialData::sampling`] holds.
-    pub fn sampling(&self) -> crate::scene::Sampling {
-        crate::scene::Sampling::from_code(self.sampling)
+    /// The sampling [`MaterialData::sampling`] holds (a field of no known code reads as
+    /// the default's).
+    pub fn sampling(&self) -> Sampling {
+        let code = self.sampling;
+        let wrap = |field: u32| match field & 3 {
+            WRAP_CLAMP_TO_EDGE => WrapMode::ClampToEdge,
+            WRAP_MIRRORED_REPEAT => WrapMode::MirroredRepeat,
+            _ => WrapMode::Repeat,
+        };
+        let filter = |bit: u32| {
+            if code & bit != 0 {
+                Filter::Nearest
+            } else {
+                Filter::Linear
+            }
+        };
+        Sampling {
+            wrap: [wrap(code), wrap(code >> 2)],
+            mag: filter(SAMPLING_MAG_NEAREST),
+            min: filter(SAMPLING_MIN_NEAREST),
+            mipmap: match code >> 6 & 3 {
+                SAMPLING_MIPMAP_NEAREST => MipFilter::Nearest,
+                SAMPLING_MIPMAP_NONE => MipFilter::Off,
+                _ => MipFilter::Linear,
+            },
+        }
     }
+}
+
+/// [`MaterialData::sampling`] of `s`.
+fn sampling_code(s: &Sampling) -> u32 {
+    let wrap = |w: WrapMode| match w {
+        WrapMode::Repeat => WRAP_REPEAT,
+        WrapMode::ClampToEdge => WRAP_CLAMP_TO_EDGE,
+        WrapMode::MirroredRepeat => WRAP_MIRRORED_REPEAT,
+    };
+    let nearest = |f: Filter, bit: u32| if f == Filter::Nearest { bit } else { 0 };
+    let mipmap = match s.mipmap {
+        MipFilter::Linear => SAMPLING_MIPMAP_LINEAR,
+        MipFilter::Nearest => SAMPLING_MIPMAP_NEAREST,
+        MipFilter::Off => SAMPLING_MIPMAP_NONE,
+    };
+    wrap(s.wrap[0])
+        | wrap(s.wrap[1]) << 2
+        | nearest(s.mag, SAMPLING_MAG_NEAREST)
+        | nearest(s.min, SAMPLING_MIN_NEAREST)
+        | mipmap << 6
 }

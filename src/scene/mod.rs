@@ -321,52 +321,6 @@ pub struct Sampling {
     pub mipmap: MipFilter,
 }
 
-impl Sampling {
-    /// The shaders' `MaterialData.sampling` (`SAMPLING_*` in `shaders/common/frame.wgsl`):
-    /// bits 0–1 and 2–3 the wrapping along U and V ([`WrapMode::code`]), bit 4 a nearest
-    /// `mag`, bit 5 a nearest `min`, bits 6–7 the mipmap filter (0 linear, 1 nearest, 2
-    /// none).
-    pub const fn code(&self) -> u32 {
-        let mipmap = match self.mipmap {
-            MipFilter::Linear => 0,
-            MipFilter::Nearest => 1,
-            MipFilter::Off => 2,
-        };
-        self.wrap[0].code()
-            | self.wrap[1].code() << 2
-            | (matches!(self.mag, Filter::Nearest) as u32) << 4
-            | (matches!(self.min, Filter::Nearest) as u32) << 5
-            | mipmap << 6
-    }
-
-    /// The sampling [`Sampling::code`] gives `code` (unknown fields read as the default's).
-    pub fn from_code(code: u32) -> Sampling {
-        let wrap = |c: u32| {
-            WrapMode::ALL
-                .into_iter()
-                .find(|w| w.code() == c & 3)
-                .unwrap_or_default()
-        };
-        let filter = |nearest: u32| {
-            if nearest & 1 == 1 {
-                Filter::Nearest
-            } else {
-                Filter::Linear
-            }
-        };
-        Sampling {
-            wrap: [wrap(code), wrap(code >> 2)],
-            mag: filter(code >> 4),
-            min: filter(code >> 5),
-            mipmap: match code >> 6 & 3 {
-                1 => MipFilter::Nearest,
-                2 => MipFilter::Off,
-                _ => MipFilter::Linear,
-            },
-        }
-    }
-}
-
 /// How a texture's mips are filtered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum MipFilter {
@@ -402,23 +356,6 @@ pub enum WrapMode {
 }
 
 impl WrapMode {
-    /// Every mode.
-    pub const ALL: [WrapMode; 3] = [
-        WrapMode::Repeat,
-        WrapMode::ClampToEdge,
-        WrapMode::MirroredRepeat,
-    ];
-
-    /// Code of the mode in the shaders' `MaterialData.wrap` (`WRAP_*` in
-    /// `shaders/common/frame.wgsl`): 0, 1, 2.
-    pub const fn code(self) -> u32 {
-        match self {
-            WrapMode::Repeat => 0,
-            WrapMode::ClampToEdge => 1,
-            WrapMode::MirroredRepeat => 2,
-        }
-    }
-
     /// Texel `c` (any integer) of an axis of `n` texels, addressed with this mode.
     pub fn texel(self, c: i64, n: u32) -> u32 {
         let n = i64::from(n.max(1));

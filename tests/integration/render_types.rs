@@ -10,6 +10,8 @@ use neurotex::gpu::shader::ShaderLibrary;
 use neurotex::ntc::NtcConfig;
 use neurotex::render::gpu_types::{
     ALPHA_BLEND, ALPHA_MASK, ALPHA_OPAQUE, FrameUniform, InstanceData, MaterialData,
+    SAMPLING_MAG_NEAREST, SAMPLING_MIN_NEAREST, SAMPLING_MIPMAP_LINEAR, SAMPLING_MIPMAP_NEAREST,
+    SAMPLING_MIPMAP_NONE, WRAP_CLAMP_TO_EDGE, WRAP_MIRRORED_REPEAT, WRAP_REPEAT,
 };
 use neurotex::render::passes::ntc_bake::{BakeKernel, NtcBakePass};
 use neurotex::render::passes::ntc_decode::{DECODE_STOCHASTIC, NtcDecodePass, NtcKernel};
@@ -73,6 +75,18 @@ fn host_constants_match_their_wgsl_twins() {
     assert_const(&gbuffer, "ALPHA_OPAQUE", ALPHA_OPAQUE);
     assert_const(&gbuffer, "ALPHA_MASK", ALPHA_MASK);
     assert_const(&gbuffer, "ALPHA_BLEND", ALPHA_BLEND);
+    for (name, value) in [
+        ("WRAP_REPEAT", WRAP_REPEAT),
+        ("WRAP_CLAMP_TO_EDGE", WRAP_CLAMP_TO_EDGE),
+        ("WRAP_MIRRORED_REPEAT", WRAP_MIRRORED_REPEAT),
+        ("SAMPLING_MAG_NEAREST", SAMPLING_MAG_NEAREST),
+        ("SAMPLING_MIN_NEAREST", SAMPLING_MIN_NEAREST),
+        ("SAMPLING_MIPMAP_LINEAR", SAMPLING_MIPMAP_LINEAR),
+        ("SAMPLING_MIPMAP_NEAREST", SAMPLING_MIPMAP_NEAREST),
+        ("SAMPLING_MIPMAP_NONE", SAMPLING_MIPMAP_NONE),
+    ] {
+        assert_const(&gbuffer, name, value);
+    }
 
     // Decode and divergence passes at every tile size, composed as the host composes them.
     let config = NtcConfig::default();
