@@ -209,6 +209,16 @@ impl InputSets {
     }
 }
 
+/// Where category labels come from, as messages say it.
+pub const CATEGORY_LABEL_SOURCES: &str =
+    "labels come from a manifest's `paper_category` column, or a `texture_sets.csv` beside a scene";
+
+/// Whether any of `categories` (one per set) is a label (not blank): what the `category`
+/// strategy needs.
+pub fn has_category_labels(categories: &[String]) -> bool {
+    categories.iter().any(|c| !c.trim().is_empty())
+}
+
 /// One category label per set name from a CSV with a `set_id` column and `column`
 /// (`category` or `paper_category` in the Bistro manifest and the living room's
 /// `texture_sets.csv`).

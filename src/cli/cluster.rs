@@ -46,12 +46,13 @@ pub struct ClusterArgs {
 pub fn run(a: ClusterArgs) -> Result<()> {
     let sources = a.inputs.sources()?;
     let inputs = neurotex::inputs::InputSets::open(&sources)?;
-    if a.strategy == cluster::Strategy::Category && inputs.categories.iter().all(String::is_empty) {
+    if a.strategy == cluster::Strategy::Category
+        && !neurotex::inputs::has_category_labels(&inputs.categories)
+    {
         anyhow::bail!(
-            "strategy `category` needs category labels, but no texture set of {} has one \
-             (labels come from a manifest's `paper_category` column, or a `texture_sets.csv` \
-             beside a scene)",
-            describe_sources(&sources)
+            "strategy `category` needs category labels, but no texture set of {} has one ({})",
+            describe_sources(&sources),
+            neurotex::inputs::CATEGORY_LABEL_SOURCES
         );
     }
     // The plan and its contact sheet (also the derived `<plan>.png`) are checked before

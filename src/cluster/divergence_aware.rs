@@ -258,7 +258,7 @@ pub fn score_strategies(
     use super::Strategy;
     let labelled = inputs
         .categories
-        .is_some_and(|c| c.len() == embeddings.len() && c.iter().any(|l| !l.trim().is_empty()));
+        .is_some_and(|c| c.len() == embeddings.len() && crate::inputs::has_category_labels(c));
     let m = m.clamp(1, embeddings.len());
     let mut rows = Vec::new();
     // Every strategy, in declaration order.

@@ -92,7 +92,8 @@ pub const DEFAULT_FREEZE: [Freeze; 4] = [
 pub enum EvalError {
     /// `category` was asked for, but no set has a category label.
     #[error(
-        "strategy `category` needs category labels, but no texture set of {inputs} has one (labels come from a manifest's `paper_category` column, or a `texture_sets.csv` beside a scene); leave `category` out of --strategies"
+        "strategy `category` needs category labels, but no texture set of {inputs} has one ({}); leave `category` out of --strategies",
+        crate::inputs::CATEGORY_LABEL_SOURCES
     )]
     NoCategories {
         /// The inputs.
@@ -467,7 +468,7 @@ impl std::fmt::Display for EvalPlan {
 pub fn plan_eval(inputs: &EvalInputs, opts: &EvalOptions) -> Result<EvalPlan, EvalError> {
     inputs.check()?;
     let n = inputs.sets.len();
-    let labelled = inputs.categories.iter().any(|c| !c.trim().is_empty());
+    let labelled = crate::inputs::has_category_labels(inputs.categories);
     let mut notes = Vec::new();
     let mut strategies: Vec<Strategy> = Vec::new();
     match &opts.strategies {
