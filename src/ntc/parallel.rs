@@ -148,6 +148,7 @@ mod tests {
                 psnr_estimate: 0.0,
                 texels_per_second: 0.0,
                 train_workgroups: None,
+                latent_adam: crate::ntc::train::gpu::LatentAdam::Dense,
                 kernel_ms: None,
             },
         }

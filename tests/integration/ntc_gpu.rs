@@ -1060,6 +1060,37 @@ fn lazy_latent_adam_trains_the_dense_run_bit_for_bit() {
 }
 
 #[test]
+fn auto_latent_adam_follows_the_group_against_its_batch() {
+    // The two sets have 111 latent texels (24 + 87). `auto` (the default) steps them lazily where
+    // they exceed four times the texels a batch reads (eight per sample): for a batch of
+    // 1, not for one of 8; an explicit choice stands.
+    let sets = two_sets(ChannelMask::BASE_COLOR | ChannelMask::NORMAL, 32);
+    let ctx = crate::common::ctx();
+    for kernel in kernels_for(&run_config(4, 1).model) {
+        for (batch, choice, want) in [
+            (1, LatentAdam::Auto, LatentAdam::Lazy),
+            (8, LatentAdam::Auto, LatentAdam::Dense),
+            (1, LatentAdam::Dense, LatentAdam::Dense),
+            (8, LatentAdam::Lazy, LatentAdam::Lazy),
+        ] {
+            let config = run_config(4, batch);
+            let options = GpuTrainerOptions {
+                kernel: Some(kernel),
+                latent_adam: choice,
+                ..GpuTrainerOptions::default()
+            };
+            let fresh = Checkpoint::fresh(&sets, &config, 10, 5).expect("fresh");
+            let trainer = GpuTrainer::new(ctx, &sets, fresh, &options).expect("trainer");
+            assert_eq!(
+                trainer.latent_adam(),
+                want,
+                "{kernel}, batch {batch}, {choice:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn deterministic_recipes_train_bit_identical_groups() {
     // Two sets that share a decoder: the decoder gradients of both and the latent
     // scatter are summed by atomics from many workgroups, which is where atomic<f32>

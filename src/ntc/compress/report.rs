@@ -11,7 +11,7 @@ use crate::charts::{Panel, Series, write_panels_png};
 use crate::ntc::format::NtcPackage;
 use crate::ntc::model::Preset;
 use crate::ntc::train::cpu::decode_mip;
-use crate::ntc::train::gpu::{StepKernelMs, TrainKernel};
+use crate::ntc::train::gpu::{LatentAdam, StepKernelMs, TrainKernel};
 use crate::ntc::train::{LossWeights, TrainConfig};
 use crate::texture::bcn::{BcnResult, PROTOCOL};
 use crate::texture::flip::{FlipReport, flip_set_mip};
@@ -118,6 +118,9 @@ pub struct GroupReport {
     /// last (timed at the start of a long run); `None` for the f32 trainer or a group
     /// resumed finished.
     pub train_workgroups: Option<u32>,
+    /// How Adam stepped the group's latents (`--latent-adam auto` resolved per group);
+    /// `None` when the group was resumed finished.
+    pub latent_adam: Option<LatentAdam>,
     /// The GPU time of a step of the kept try, Adam apart from the rest, when the run
     /// profiled its kernels (a long run on a device with timestamps).
     pub kernel_ms: Option<StepKernelMs>,

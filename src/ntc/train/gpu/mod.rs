@@ -288,7 +288,7 @@ pub struct GpuTrainerOptions {
     pub kernel: Option<TrainKernel>,
     /// Workgroups of a mixed-precision step (default [`TrainWorkgroups::Timed`]).
     pub train_workgroups: TrainWorkgroups,
-    /// How Adam steps the latents (default [`LatentAdam::Dense`]).
+    /// How Adam steps the latents (default [`LatentAdam::Auto`]).
     pub latent_adam: LatentAdam,
 }
 
@@ -299,7 +299,7 @@ impl Default for GpuTrainerOptions {
             max_workgroup: MAX_WORKGROUP,
             kernel: None,
             train_workgroups: TrainWorkgroups::Timed,
-            latent_adam: LatentAdam::Dense,
+            latent_adam: LatentAdam::Auto,
         }
     }
 }
@@ -311,14 +311,45 @@ impl Default for GpuTrainerOptions {
 #[derive(clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum LatentAdam {
+    /// Per group: [`Lazy`](Self::Lazy) where the group's latent texels outnumber the
+    /// texels a batch reads ([`TAPS_PER_SAMPLE`] per sample) more than
+    /// [`LAZY_TEXELS_PER_TAP`] times, else [`Dense`](Self::Dense)
+    /// ([`resolve`](Self::resolve)).
+    #[default]
+    Auto,
     /// One pass over every latent of the group per step: a step costs in proportion to
     /// the group's latents.
-    #[default]
     Dense,
     /// A latent's zero-gradient steps are deferred and replayed, with the same arithmetic,
     /// when a batch next reads it or the latents are read back (`shaders/ntc/adam.wgsl`):
     /// a step costs in proportion to its batch.
     Lazy,
+}
+
+/// Latent texels a training sample reads: four bilinear taps in each of the two grids.
+pub const TAPS_PER_SAMPLE: u64 = 8;
+
+/// [`LatentAdam::Auto`] steps a group's latents lazily where its latent texels exceed this
+/// many times the taps of a batch. Measured on the H100 at 1024² (docs/RESULTS.md): dense
+/// is 1.15× faster at twice as many texels as taps (twelve sets, batch 65 536), lazy 1.19×
+/// at six times (36 sets) and 1.66× at twelve times (36 sets, batch 32 768).
+pub const LAZY_TEXELS_PER_TAP: u64 = 4;
+
+impl LatentAdam {
+    /// The optimiser this choice runs for a group of `latent_texels` latent texels
+    /// trained on batches of `batch` samples: [`Dense`](Self::Dense) or
+    /// [`Lazy`](Self::Lazy), never [`Auto`](Self::Auto).
+    pub fn resolve(self, latent_texels: u64, batch: u32) -> LatentAdam {
+        match self {
+            LatentAdam::Auto
+                if latent_texels > LAZY_TEXELS_PER_TAP * TAPS_PER_SAMPLE * u64::from(batch) =>
+            {
+                LatentAdam::Lazy
+            }
+            LatentAdam::Auto => LatentAdam::Dense,
+            chosen => chosen,
+        }
+    }
 }
 
 /// How many `train_step` workgroups a step of the mixed-precision trainer spreads its
@@ -371,6 +402,8 @@ pub struct TrainProgress {
     /// Mixed-precision trainer: the `train_step` workgroups of a step now
     /// ([`TrainWorkgroups`]); `None` for the f32 trainer.
     pub train_workgroups: Option<u32>,
+    /// How Adam steps the latents ([`GpuTrainer::latent_adam`]).
+    pub latent_adam: LatentAdam,
     /// A step's GPU time per kernel group, when the run profiled its kernels
     /// ([`GpuTrainer::profile_kernels`]).
     pub kernel_ms: Option<StepKernelMs>,
@@ -517,6 +550,7 @@ impl Reporter {
             },
             texels_per_second: if seconds > 0.0 { texels / seconds } else { 0.0 },
             train_workgroups: trainer.train_workgroups(),
+            latent_adam: trainer.latent_adam(),
             kernel_ms: trainer.kernel_ms,
         }
     }
@@ -610,6 +644,16 @@ impl GpuTrainer {
         };
         let (layout, host) = GroupLayout::new(sets, &model, &adam, &config)?;
         let schedule = config.schedule(steps, sets.len());
+        let latent_texels = layout.latent_texels(config.model.features);
+        let latent_adam = options
+            .latent_adam
+            .resolve(u64::from(latent_texels), config.batch_size);
+        if options.latent_adam == LatentAdam::Auto {
+            log::info!(
+                "latent Adam: {latent_adam:?} ({latent_texels} latent texels, {} read per step)",
+                TAPS_PER_SAMPLE * u64::from(config.batch_size)
+            );
+        }
         let kernels = Kernels::new(
             ctx,
             layout::bind_group_layout(ctx),
@@ -617,7 +661,7 @@ impl GpuTrainer {
             kernel,
             workgroup,
             fixed_point,
-            options.latent_adam == LatentAdam::Lazy,
+            latent_adam == LatentAdam::Lazy,
         )?;
         let device = DeviceObjects::new(
             ctx,
@@ -691,6 +735,16 @@ impl GpuTrainer {
         self.device.kernels.kernel
     }
 
+    /// How Adam steps the latents: [`LatentAdam::Dense`] or [`LatentAdam::Lazy`] (what
+    /// the options' choice resolved to for this group).
+    pub fn latent_adam(&self) -> LatentAdam {
+        if self.device.kernels.lazy.is_some() {
+            LatentAdam::Lazy
+        } else {
+            LatentAdam::Dense
+        }
+    }
+
     /// Samples per `train_step` chunk of the mixed-precision trainer (`None` for
     /// [`TrainKernel::F32`]).
     pub fn chunk_rows(&self) -> Option<u32> {
@@ -706,5 +760,45 @@ impl GpuTrainer {
     /// The losses read back so far: one per step, from step 0.
     pub fn losses(&self) -> &[f64] {
         &self.readback.losses
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_latent_adam_is_lazy_only_for_groups_much_larger_than_a_batch() {
+        // Latent texels of one 1024² set (full mip chain) at the default preset.
+        let config = crate::ntc::model::NtcConfig::default();
+        let set = crate::ntc::model::LatentLayout::new(
+            1024,
+            1024,
+            crate::ntc::model::full_mip_count(1024, 1024),
+            config.preset,
+            config.features,
+        )
+        .expect("layout")
+        .texel_count() as u64;
+        let auto = |sets: u64, batch: u32| LatentAdam::Auto.resolve(sets * set, batch);
+        // The measured groups: dense won for 1, 4 and 12 sets at batch 65 536, lazy for 36
+        // sets at 65 536 and 32 768.
+        for sets in [1, 4, 12] {
+            assert_eq!(auto(sets, 65_536), LatentAdam::Dense, "{sets} sets");
+        }
+        assert_eq!(auto(36, 65_536), LatentAdam::Lazy);
+        assert_eq!(auto(36, 32_768), LatentAdam::Lazy);
+        // The boundary: lazy only above four texels per tap.
+        let taps = TAPS_PER_SAMPLE * 1000;
+        assert_eq!(LatentAdam::Auto.resolve(4 * taps, 1000), LatentAdam::Dense);
+        assert_eq!(
+            LatentAdam::Auto.resolve(4 * taps + 1, 1000),
+            LatentAdam::Lazy
+        );
+        // An explicit choice stands whatever the sizes.
+        for texels in [0, u64::from(u32::MAX)] {
+            assert_eq!(LatentAdam::Dense.resolve(texels, 1), LatentAdam::Dense);
+            assert_eq!(LatentAdam::Lazy.resolve(texels, 1 << 20), LatentAdam::Lazy);
+        }
     }
 }
