@@ -20,17 +20,21 @@
 // step's loss (common/ntc_loss.wgsl), so a step of that trainer is two dispatches.
 //
 // Lazy latents (LAZY_LATENTS; GpuTrainer's LatentAdam::Lazy): the same optimiser, with the
-// work of the latents no sample touched deferred. A latent whose gradient is 0 in a step
+// work of the latents no sample reads deferred. A latent whose gradient is 0 in a step
 // only has its moments decay (m ← β1 m, v ← β2 v) and, where the rate is not 0, its value
 // move by the step's update computed from those moments; that depends on nothing but the
 // step's rates, so it can run later, step by step, with the same arithmetic (adam_values
 // with g = 0). Each latent texel (NTC_FEATURES values) records in latent_steps the main
-// step it is current at; `catch_up` brings the texels a step's batch reads up to that step
-// before the step's gradients (one thread per sample, grid and tap; atomicMax elects one
-// thread per texel), `adam` then updates only the texels with a non-zero gradient (one
-// thread per texel) and marks them current at the next step, and `catch_up_all` brings
-// every texel to step_params.step before the latents are read or snapped. The results are
-// dense Adam's, bit for bit; a step costs in proportion to its batch, not to the group.
+// step it is current at, shifted left by one, with bit LISTED set once the current step's
+// list holds it. `catch_up` brings the texels a step's batch reads up to that step before
+// the step's gradients and lists each once (one thread per sample, grid and tap; atomicMax
+// elects one thread per texel, which appends the texel to the step's list); `adam` then
+// updates the listed texels (one thread per value) and marks them current at the next
+// step, and `catch_up_all` brings every texel to step_params.step before the latents are
+// read or snapped. The results are dense Adam's, bit for bit; a step costs in proportion
+// to its batch, not to the group. After the texels' states, latent_steps holds two list
+// lengths and two lists of LIST_TAPS · batch_size texels, by the step's parity: `adam`
+// of step s empties the list of step s + 1, whose `catch_up` fills it.
 
 #ifdef NTC_MIXED
 enable f16;
@@ -106,6 +110,23 @@ fn latent_texel_count() -> u32 {
     return (step_params.update_count - min(step_params.update_count, step_params.decoder_count)) / LATENT_FEATURES;
 }
 
+// Lazy latents: a texel's state in latent_steps is its current step << 1 | LISTED.
+const LISTED: u32 = 1u;
+// Latent texels a sample reads (4 taps in each of 2 grids): a step's list holds at most
+// LIST_TAPS · batch_size texels.
+const LIST_TAPS: u32 = 8u;
+
+// Lazy latents: where in latent_steps the length of step `step`'s list is (during a main
+// step, when update_count covers every latent).
+fn list_length_at(step: u32) -> u32 {
+    return latent_texel_count() + (step & 1u);
+}
+
+// Lazy latents: where in latent_steps step `step`'s list starts.
+fn list_at(step: u32) -> u32 {
+    return latent_texel_count() + 2u + (step & 1u) * LIST_TAPS * step_params.batch_size;
+}
+
 // Latent texel `texel`'s values and moments taken from main step `first_step` to `last_step`
 // (excluded) with zero gradients, one step at a time with each step's rates (latent_rates).
 fn replay_latents(texel: u32, first_step: u32, last_step: u32) {
@@ -122,12 +143,12 @@ fn replay_latents(texel: u32, first_step: u32, last_step: u32) {
 }
 
 // Lazy latents: bring the latent texels step `step_params.step`'s batch reads up to that
-// step, one thread per (sample, grid, tap); the first thread to raise a texel's step
-// replays it.
+// step and list them, one thread per (sample, grid, tap); the first thread to raise a
+// texel's state replays it and appends it to the step's list.
 @compute @workgroup_size(ADAM_WORKGROUP)
 fn catch_up(invocation: TrainInvocation) {
     let e = linear_workgroup(invocation) * ADAM_WORKGROUP + invocation.local;
-    if e >= 8u * step_params.batch_size {
+    if e >= LIST_TAPS * step_params.batch_size {
         return;
     }
     let row = step_row(e / 8u);
@@ -140,9 +161,15 @@ fn catch_up(invocation: TrainInvocation) {
     let grid = entry.latent_base - step_params.decoder_count
         + select(entry.grids.fine_offset, entry.grids.coarse_offset, coarse);
     let texel = grid / LATENT_FEATURES + taps.texel[e % 4u];
-    let current = atomicMax(&latent_steps[texel], step_params.step);
-    if current < step_params.step {
-        replay_latents(texel, current, step_params.step);
+    let listed = (step_params.step << 1u) | LISTED;
+    let state = atomicMax(&latent_steps[texel], listed);
+    if state < listed {
+        let current = state >> 1u;
+        if current < step_params.step {
+            replay_latents(texel, current, step_params.step);
+        }
+        let slot = atomicAdd(&latent_steps[list_length_at(step_params.step)], 1u);
+        atomicStore(&latent_steps[list_at(step_params.step) + slot], texel);
     }
 }
 
@@ -154,33 +181,32 @@ fn catch_up_all(invocation: TrainInvocation) {
     if texel >= latent_texel_count() {
         return;
     }
-    let current = atomicLoad(&latent_steps[texel]);
+    let current = atomicLoad(&latent_steps[texel]) >> 1u;
     if current < step_params.step {
         replay_latents(texel, current, step_params.step);
-        atomicStore(&latent_steps[texel], step_params.step);
+        atomicStore(&latent_steps[texel], step_params.step << 1u);
     }
 }
 
 #ifdef LAZY_LATENTS
-// Lazy latents: the Adam step of latent texel `texel` when a gradient of its is not 0
-// (then `catch_up` made it current at this step), else nothing (its step is deferred).
-fn adam_texel(texel: u32) {
-    let first = step_params.decoder_count + texel * LATENT_FEATURES;
-    var touched = false;
-    for (var j = 0u; j < LATENT_FEATURES; j++) {
-#ifdef FIXED_POINT_GRADIENTS
-        touched = touched || atomicLoad(&grads[first + j]) != 0;
-#else
-        touched = touched || atomicLoad(&grads[first + j]) != 0.0;
-#endif
+// Lazy latents: value `thread` of the step's listed texels (LATENT_FEATURES per texel) takes
+// its Adam step, and the texel is current at the next step. Thread 0 empties the next
+// step's list.
+fn adam_listed(thread: u32) {
+    let step = step_params.step;
+    if thread == 0u {
+        atomicStore(&latent_steps[list_length_at(step + 1u)], 0u);
     }
-    if !touched {
+    let entry = thread / LATENT_FEATURES;
+    if entry >= atomicLoad(&latent_steps[list_length_at(step)]) {
         return;
     }
-    for (var j = 0u; j < LATENT_FEATURES; j++) {
-        adam_update(first + j, grad_take(first + j));
+    let texel = atomicLoad(&latent_steps[list_at(step) + entry]);
+    let index = step_params.decoder_count + texel * LATENT_FEATURES + thread % LATENT_FEATURES;
+    adam_update(index, grad_take(index));
+    if thread % LATENT_FEATURES == 0u {
+        atomicStore(&latent_steps[texel], (step + 1u) << 1u);
     }
-    atomicStore(&latent_steps[texel], step_params.step + 1u);
 }
 #endif
 
@@ -225,11 +251,11 @@ fn adam(invocation: TrainInvocation) {
         return;
     }
 #endif
-    // The latents: one value per thread, or with LAZY_LATENTS one texel.
+    // The latents: one value per thread, with LAZY_LATENTS of the listed texels only.
     let thread = (group - decoder_groups) * ADAM_WORKGROUP + local;
 #ifdef LAZY_LATENTS
-    if thread < latent_texel_count() {
-        adam_texel(thread);
+    if step_params.update_count > step_params.decoder_count {
+        adam_listed(thread);
     }
 #else
     let index = step_params.decoder_count + thread;

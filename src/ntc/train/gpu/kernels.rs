@@ -176,7 +176,7 @@ pub(super) struct Kernels {
 
 /// The kernels of lazy latent Adam (`adam.wgsl` with `LAZY_LATENTS`).
 pub(super) struct LazyKernels {
-    /// Adam updating only the latent texels with a gradient.
+    /// Adam updating only the latent texels the step's `catch_up` listed.
     pub(super) adam: wgpu::ComputePipeline,
     /// Brings the latent texels a step's batch reads up to the step.
     pub(super) catch_up: wgpu::ComputePipeline,
@@ -517,6 +517,14 @@ mod tests {
             std::mem::size_of::<StepParams>() <= 256,
             "fits one dynamic-offset slot"
         );
+        // Lazy latent Adam's lists, sized by the host, filled and read by the kernels.
+        let lazy = ShaderLibrary::embedded()
+            .validate(
+                "ntc/adam.wgsl",
+                &shader_defines(&config, 32, false).flag("LAZY_LATENTS"),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        crate::gpu::mirror::assert_const(&lazy, "LIST_TAPS", super::super::TAPS_PER_SAMPLE as u32);
     }
 
     #[test]

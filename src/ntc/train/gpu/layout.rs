@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 use wgpu::util::DeviceExt as _;
 
 use super::kernels::{EVAL_WORKGROUPS, Kernels, MAX_TRAIN_WORKGROUPS};
-use super::{CHUNK_STEPS, GpuTrainError, TrainKernel};
+use super::{CHUNK_STEPS, GpuTrainError, TAPS_PER_SAMPLE, TrainKernel};
 use crate::gpu::GpuContext;
 use crate::gpu::layout::{Slot, group_layout};
 use crate::ntc::model::{GridPairGpu, GroupModel, LatentLayout, OUTPUTS, lod_input};
@@ -347,21 +347,26 @@ impl GroupLayout {
 
 /// The initial state of lazy latent Adam's buffers.
 struct LazyLatents {
-    /// Per latent texel, the step it is current at: the run's start, or the end of its
-    /// main phase when it starts later (the latents do not change while fine-tuning).
+    /// `latent_steps` (`shaders/ntc/adam.wgsl`): per latent texel, the step it is current
+    /// at (the run's start, or the end of its main phase when it starts later: the latents
+    /// do not change while fine-tuning) shifted left by one, none listed; then the two
+    /// lists' lengths (0) and the two lists of [`TAPS_PER_SAMPLE`] texels per sample of
+    /// the batch.
     steps: Vec<u32>,
     /// Main steps of the run (entries of the rate table).
     main_steps: u64,
 }
 
 impl LazyLatents {
-    /// Every latent texel of `model` (laid out as `layout`) current at `step` of `schedule`;
-    /// an error when a pyramid's values are not whole texels of the model's features.
+    /// Every latent texel of `model` (laid out as `layout`) current at `step` of `schedule`,
+    /// with lists for batches of `batch_capacity` samples; an error when a pyramid's values
+    /// are not whole texels of the model's features.
     fn new(
         model: &GroupModel,
         layout: &GroupLayout,
         schedule: &Schedule,
         step: u64,
+        batch_capacity: u32,
     ) -> Result<Self, GpuTrainError> {
         let features = model.config().features as usize;
         for pyramid in model.pyramids() {
@@ -380,10 +385,14 @@ impl LazyLatents {
             }
         }
         let texels = layout.latent_texels(features as u32) as usize;
-        let current = fits_u32("main steps", step.min(schedule.main_steps) as usize)?;
-        fits_u32("main steps", schedule.main_steps as usize)?;
+        // A texel's state is its step << 1 (the low bit marks it listed).
+        fits_u32("main steps (twice)", 2 * schedule.main_steps as usize)?;
+        let current = (step.min(schedule.main_steps) as u32) << 1;
+        let lists = 2 + 2 * TAPS_PER_SAMPLE as usize * batch_capacity as usize;
+        let mut steps = vec![current; texels];
+        steps.resize(texels + lists, 0);
         Ok(LazyLatents {
-            steps: vec![current; texels],
+            steps,
             main_steps: schedule.main_steps,
         })
     }
@@ -438,9 +447,16 @@ impl DeviceObjects {
         let partial_count = u64::from(batch_capacity.div_ceil(kernels.workgroup))
             .max(u64::from(EVAL_WORKGROUPS) * CHANNELS as u64);
         let loss_slots = total_steps.saturating_add(1);
-        // Lazy latent Adam: one step per latent texel, one rate entry per main step.
+        // Lazy latent Adam: a state per latent texel and the step lists, one rate entry per
+        // main step.
         let lazy = match kernels.lazy {
-            Some(_) => Some(LazyLatents::new(model, layout, schedule, step)?),
+            Some(_) => Some(LazyLatents::new(
+                model,
+                layout,
+                schedule,
+                step,
+                batch_capacity,
+            )?),
             None => None,
         };
         let (steps_bytes, rates_bytes) = lazy

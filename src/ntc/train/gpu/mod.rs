@@ -22,7 +22,7 @@
 //! | `reduce_loss` | `loss.wgsl` | one workgroup | f32 trainer: the step's mean loss into `losses[step]` |
 //! | `train_step` | `train_step.wgsl` | [`TRAIN_THREADS`] per chunk of [`TRAIN_ROWS`] samples | mixed-precision trainer: draws the chunk's samples (the `sample` kernel's batch), builds its input matrix, forward and backward as matrix products (cooperative matrices for `coop-matrix`), per-workgroup decoder gradients, latent scatter, per-workgroup loss |
 //! | `adam` | `adam.wgsl` | one per parameter | Adam over both parameter blocks (per-block rate, λ and clamp), zeroes the latent gradients; in the mixed-precision trainer also sums the decoder's per-workgroup gradients, writes the f16 copy of the decoder and reduces the step's loss |
-//! | `catch_up`, `catch_up_all` | `adam.wgsl` | one per (sample, grid, tap) / per latent texel | [`LatentAdam::Lazy`]: replay the zero-gradient Adam steps a latent texel missed, for the texels a batch reads before its gradients / for all before a readback; `adam` then steps only the texels with a gradient |
+//! | `catch_up`, `catch_up_all` | `adam.wgsl` | one per (sample, grid, tap) / per latent texel | [`LatentAdam::Lazy`]: replay the zero-gradient Adam steps a latent texel missed and list it once, for the texels a batch reads before its gradients / replay for all before a readback; `adam` then steps only the listed texels, one thread per value |
 //! | `evaluate` | `forward_backward.wgsl` | grid-stride over a mip | per-channel squared errors of a decoded mip 0 ([`Quality`](crate::ntc::train::Quality)), f32 |
 //!
 //! The batch differs from [`sample_batch`](super::sample_batch) in one respect: a material

@@ -14,7 +14,7 @@ use super::layout::{FLAG_GIVEN_BATCH, FLAG_LATENT_GRADIENTS, FLAG_QAT, StepParam
 use super::readback::f32s;
 use super::{
     CHUNK_STEPS, GRAD_SCALE_DECODER, GRAD_SCALE_LATENTS, GpuTrainError, GpuTrainer, MAX_IN_FLIGHT,
-    QatNoise,
+    QatNoise, TAPS_PER_SAMPLE,
 };
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::profiler::label_ms;
@@ -565,12 +565,16 @@ impl GpuTrainer {
     /// parameter per thread, except that the mixed-precision trainer's decoder takes
     /// [`ADAM_DECODER_PER_GROUP`] per workgroup; at least one (its workgroup 0 reduces the
     /// loss).
-    /// With `lazy`, one latent texel per thread.
+    /// With `lazy`, one per value of the texels a step can list: at most every latent texel
+    /// and at most [`TAPS_PER_SAMPLE`] per sample of the batch.
     fn adam_groups(&self, update_count: u32, lazy: bool) -> u32 {
         let decoder = update_count.min(self.layout.decoder_count);
         let latents = update_count - decoder;
-        let latent_threads = if lazy {
-            latents / self.run.config.model.features.max(1)
+        let latent_threads = if lazy && latents > 0 {
+            let features = self.run.config.model.features.max(1);
+            let listed = u64::from(latents / features)
+                .min(TAPS_PER_SAMPLE * u64::from(self.device.batch_capacity));
+            (listed * u64::from(features)) as u32
         } else {
             latents
         };
@@ -761,7 +765,7 @@ impl GpuTrainer {
             .as_ref()
             .filter(|_| update > self.layout.decoder_count)
             .map(|lazy| {
-                let taps = 8 * self.device.batch_capacity;
+                let taps = TAPS_PER_SAMPLE as u32 * self.device.batch_capacity;
                 (
                     CATCH_UP_LABEL,
                     &lazy.catch_up,
