@@ -390,13 +390,14 @@ pub fn run(a: EvalArgs) -> Result<()> {
         );
         return Ok(());
     }
-    // An evaluation per budget or per seed, each into its own folder.
+    // An evaluation per budget or per seed, each into its own folder, in order: the reports
+    // of those that finished, and the error that stopped the next one, if any did.
     let mut evaluate_each = |folder: &dyn Fn(&eval::EvalOptions) -> (PathBuf, String)| {
         let mut reports = Vec::with_capacity(evaluations.len());
         for (options, plan) in &evaluations {
             let (dir, what) = folder(options);
             bar.suspend(|| println!("{what}: evaluating into {}", dir.display()));
-            reports.push(eval::evaluate(
+            match eval::evaluate(
                 &devices.devices,
                 &eval_inputs,
                 plan,
@@ -404,10 +405,16 @@ pub fn run(a: EvalArgs) -> Result<()> {
                 &dir,
                 &cancel,
                 &mut on_event,
-            )?);
+            ) {
+                Ok(report) => reports.push(report),
+                Err(e) => {
+                    bar.finish();
+                    return (reports, Some(e));
+                }
+            }
         }
         bar.finish();
-        anyhow::Ok(reports)
+        (reports, None)
     };
     // A study over several evaluations: its summary table, then where it went.
     let wrote_study = |markdown: String, count: usize, over: &str| {
@@ -418,24 +425,46 @@ pub fn run(a: EvalArgs) -> Result<()> {
         );
     };
     if budgets.is_some() {
-        let reports = evaluate_each(&|o| {
+        let (reports, stopped) = evaluate_each(&|o| {
             (
                 eval::budgets::budget_dir(&a.out, o.steps),
                 format!("budget {} steps per set", o.steps),
             )
-        })?;
-        let study = eval::budgets::BudgetStudy::new(&reports);
+        });
+        // Stopped by an interruption or --stop-after: the study over what finished, the
+        // budget it stopped in with the runs that finished there.
+        let unfinished = match (&stopped, evaluations.get(reports.len())) {
+            (Some(eval::EvalError::Interrupted { .. }), Some((options, plan))) => {
+                let dir = eval::budgets::budget_dir(&a.out, options.steps);
+                Some(eval::budgets::UnfinishedBudget {
+                    budget: eval::TrainingBudget::new(&sets, &options.train, options.steps),
+                    runs: eval::unfinished_table2(&eval_inputs, plan, options, &dir)?,
+                })
+            }
+            _ => None,
+        };
+        let stopped = match stopped {
+            Some(e) if unfinished.is_none() => return Err(e.into()),
+            stopped => stopped,
+        };
+        let study = eval::budgets::BudgetStudy::new(&reports, unfinished.as_ref());
         study.write(&a.out)?;
-        wrote_study(study.markdown(), reports.len(), "budgets");
-        return Ok(());
+        wrote_study(study.markdown(), study.budgets.len(), "budgets");
+        return match stopped {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        };
     }
     if seeds.is_some() {
-        let reports = evaluate_each(&|o| {
+        let (reports, stopped) = evaluate_each(&|o| {
             (
                 eval::seeds::seed_dir(&a.out, o.seed),
                 format!("seed {}", o.seed),
             )
-        })?;
+        });
+        if let Some(e) = stopped {
+            return Err(e.into());
+        }
         let results: Vec<eval::seeds::SeedResult> = reports
             .iter()
             .map(|r| eval::seeds::SeedResult {

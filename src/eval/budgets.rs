@@ -19,12 +19,16 @@
 //! `2b` are not a run of `b`. What is reused is every finished run of a budget: a budget's
 //! folder is an evaluation like any other, and `--resume` loads its records instead of
 //! training them again, so a sweep extended by a larger budget trains only that budget.
+//! A sweep that stops before its last budget finishes (interrupted, or `--stop-after`)
+//! still writes the study, over every finished budget and the finished runs of the one it
+//! stopped in ([`UnfinishedBudget`]), and names what was not run.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::figures::psnr_panel;
+use super::runs::RunRecord;
 use super::tables::{Cell, Grid, first_appearances};
 use super::{EvalError, EvalReport, write_text};
 use crate::charts::{Panel, write_panels_png};
@@ -183,10 +187,29 @@ pub struct Crossover {
     pub baseline_always_ahead: bool,
 }
 
+/// The budget a sweep stopped in: Table 2's strategies, each with its run's record where
+/// it finished ([`unfinished_table2`](super::unfinished_table2)).
+#[derive(Clone, Debug)]
+pub struct UnfinishedBudget {
+    /// The budget.
+    pub budget: TrainingBudget,
+    /// Each strategy, with its finished run's record or `None`.
+    pub runs: Vec<(Strategy, Option<RunRecord>)>,
+}
+
+/// What an unfinished sweep did not run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NotRun {
+    /// The budget it stopped in (main steps per set).
+    pub budget: u64,
+    /// The strategies with no finished run at that budget.
+    pub strategies: Vec<Strategy>,
+}
+
 /// Quality against budget over the evaluations of every budget.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BudgetStudy {
-    /// The budgets, increasing.
+    /// The budgets, increasing (the last the unfinished one, where the sweep stopped).
     pub budgets: Vec<TrainingBudget>,
     /// Every strategy at every budget, budget-major.
     pub cells: Vec<BudgetCell>,
@@ -196,11 +219,14 @@ pub struct BudgetStudy {
     pub crossovers: Vec<Crossover>,
     /// What is reused across budgets, and why not more.
     pub reuse: String,
+    /// Where the sweep stopped before finishing, if it did.
+    pub not_run: Option<NotRun>,
 }
 
 impl BudgetStudy {
-    /// The study of `reports`, one evaluation per budget in increasing order.
-    pub fn new(reports: &[EvalReport]) -> Self {
+    /// The study of `reports`, one evaluation per budget in increasing order, and of the
+    /// finished runs of `unfinished`, the next budget, when the sweep stopped in it.
+    pub fn new(reports: &[EvalReport], unfinished: Option<&UnfinishedBudget>) -> Self {
         let mut cells = Vec::new();
         for report in reports {
             let budget = &report.budget;
@@ -213,6 +239,18 @@ impl BudgetStudy {
                     mean_psnr: row.figures.mean_psnr,
                     decoder_steps: run.map_or([0, 0], |r| r.decoder_steps),
                     loaded: run.is_some_and(|r| r.loaded),
+                });
+            }
+        }
+        if let Some(u) = unfinished {
+            for (strategy, record) in &u.runs {
+                cells.push(BudgetCell {
+                    strategy: *strategy,
+                    budget: u.budget.steps_per_set,
+                    epochs: u.budget.epochs,
+                    mean_psnr: record.as_ref().and_then(|r| r.mean_psnr),
+                    decoder_steps: record.as_ref().map_or([0, 0], RunRecord::decoder_steps),
+                    loaded: record.is_some(),
                 });
             }
         }
@@ -244,7 +282,11 @@ impl BudgetStudy {
             Vec::new()
         };
         BudgetStudy {
-            budgets: reports.iter().map(|r| r.budget.clone()).collect(),
+            budgets: reports
+                .iter()
+                .map(|r| r.budget.clone())
+                .chain(unfinished.map(|u| u.budget.clone()))
+                .collect(),
             cells,
             convergence,
             crossovers,
@@ -253,6 +295,15 @@ impl BudgetStudy {
                     (cosine decay to the last main step, freezing and fine-tuning as \
                     fractions of the main steps) is defined by the run's length"
                 .into(),
+            not_run: unfinished.map(|u| NotRun {
+                budget: u.budget.steps_per_set,
+                strategies: u
+                    .runs
+                    .iter()
+                    .filter(|(_, record)| record.is_none())
+                    .map(|&(strategy, _)| strategy)
+                    .collect(),
+            }),
         }
     }
 
@@ -337,6 +388,19 @@ impl BudgetStudy {
             s.push_str(&format!("- {}: {line}\n", c.strategy));
         }
         s.push_str(&format!("\nReuse: {}.\n", self.reuse));
+        if let Some(n) = &self.not_run {
+            let names: Vec<String> = n.strategies.iter().map(Strategy::to_string).collect();
+            s.push_str(&format!(
+                "\nUnfinished: the sweep stopped in budget {} steps per set, where {} did not \
+                 run (no PSNR in its row); the same command with --resume trains only that.\n",
+                n.budget,
+                if names.is_empty() {
+                    "every run finished but the evaluation's report".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        }
         s
     }
 

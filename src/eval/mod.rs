@@ -777,16 +777,9 @@ fn train_runs(
         let spec = &plan.runs[run];
         let path = runs_dir.join(format!("{}.json", spec.name));
         let train = spec.freeze.apply(&opts.train);
-        if opts.resume && path.exists() {
-            let record = RunRecord::read(&path)?;
-            if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train, &digest) {
-                return Err(EvalError::RunFile {
-                    path,
-                    reason: format!(
-                        "{reason}; delete it to retrain that run, or evaluate into an empty folder"
-                    ),
-                });
-            }
+        if opts.resume
+            && let Some(record) = finished_record(&path, spec, opts, &digest)?
+        {
             progress(&EvalEvent::RunFinished {
                 run,
                 runs,
@@ -851,6 +844,50 @@ fn train_runs(
         records.push((record, false));
     }
     Ok(records)
+}
+
+/// The finished record of run `spec` at `path` (`None` when there is none), an error when
+/// it is not a record of that run with `opts` on the inputs of `digest`.
+fn finished_record(
+    path: &Path,
+    spec: &RunSpec,
+    opts: &EvalOptions,
+    digest: &str,
+) -> Result<Option<RunRecord>, EvalError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let record = RunRecord::read(path)?;
+    let train = spec.freeze.apply(&opts.train);
+    if let Some(reason) = record.mismatch(spec, opts.steps, opts.seed, &train, digest) {
+        return Err(EvalError::RunFile {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{reason}; delete it to retrain that run, or evaluate into an empty folder"
+            ),
+        });
+    }
+    Ok(Some(record))
+}
+
+/// Table 2's runs of the evaluation of `plan` in `out` that stopped before it finished
+/// (interrupted, or `--stop-after`): each strategy with its run's record where that run
+/// finished.
+pub fn unfinished_table2(
+    inputs: &EvalInputs,
+    plan: &EvalPlan,
+    opts: &EvalOptions,
+    out: &Path,
+) -> Result<Vec<(Strategy, Option<RunRecord>)>, EvalError> {
+    let digest = inputs.digest();
+    plan.table2
+        .iter()
+        .map(|&(strategy, run)| {
+            let spec = &plan.runs[run];
+            let path = out.join("runs").join(format!("{}.json", spec.name));
+            Ok((strategy, finished_record(&path, spec, opts, &digest)?))
+        })
+        .collect()
 }
 
 /// The report of `plan` over its finished runs (`records[i]` is run `i`, with whether it

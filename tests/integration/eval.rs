@@ -754,6 +754,32 @@ fn eval_over_budgets_writes_each_budget_the_curves_and_reuses_finished_runs() {
         let fresh = r["steps_per_set"] == "16";
         assert_eq!(r["loaded"], if fresh { "no" } else { "yes" }, "{r:?}");
     }
+    // A sweep that stops in a budget (here --stop-after 0 before budget 64's single run,
+    // whose record is gone) still writes the study over what finished, and fails.
+    std::fs::remove_file(out.join("budget-64/runs/single.json")).expect("remove a run");
+    let v = args(
+        &[
+            &common[..],
+            &["--budgets", "16,32,64", "--resume", "--stop-after", "0"],
+        ]
+        .concat(),
+    );
+    expect_error(
+        &v.iter().map(String::as_str).collect::<Vec<_>>(),
+        &["interrupted", "--resume"],
+    );
+    let (_, rows) = read_csv(&out.join("budgets.csv"));
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    for r in &rows {
+        let missing = r["steps_per_set"] == "64" && r["strategy"] == "single";
+        assert_eq!(r["mean_psnr_db"].is_empty(), missing, "{r:?}");
+        assert_eq!(r["loaded"], if missing { "no" } else { "yes" }, "{r:?}");
+    }
+    let md = std::fs::read_to_string(out.join("budgets.md")).expect("budgets.md");
+    assert!(
+        md.contains("stopped in budget 64 steps per set, where single did not run"),
+        "{md}"
+    );
     // --budgets excludes --steps and --seeds.
     let with_steps: Vec<String> = [&args(&common)[..], &["--steps".into(), "8".into()]]
         .concat()
