@@ -28,7 +28,8 @@
 // step it is current at, shifted left by one, with bit LISTED set once the current step's
 // list holds it. `catch_up` brings the texels a step's batch reads up to that step before
 // the step's gradients and lists each once (one thread per sample, grid and tap; atomicMax
-// elects one thread per texel, which appends the texel to the step's list); `adam` then
+// elects one thread per texel, which appends the texel to the step's list in a range its
+// workgroup reserves with one atomic); `adam` then
 // updates the listed texels (one thread per value) and marks them current at the next
 // step, and `catch_up_all` brings every texel to step_params.step before the latents are
 // read or snapped. The results are dense Adam's, bit for bit; a step costs in proportion
@@ -142,18 +143,17 @@ fn replay_latents(texel: u32, first_step: u32, last_step: u32) {
     }
 }
 
-// Lazy latents: bring the latent texels step `step_params.step`'s batch reads up to that
-// step and list them, one thread per (sample, grid, tap); the first thread to raise a
-// texel's state replays it and appends it to the step's list.
-@compute @workgroup_size(ADAM_WORKGROUP)
-fn catch_up(invocation: TrainInvocation) {
-    let e = linear_workgroup(invocation) * ADAM_WORKGROUP + invocation.local;
+// Lazy latents: the latent texel that thread `e` of `catch_up` reads (sample e / 8, grid,
+// tap), brought up to step `step_params.step` by the first thread of the step to read it:
+// (texel, 1) for that thread, which lists it; (texel, 0) for the others; (0, 0) for a
+// thread without a sample.
+fn catch_up_tap(e: u32) -> vec2u {
     if e >= LIST_TAPS * step_params.batch_size {
-        return;
+        return vec2u(0u);
     }
-    let row = step_row(e / 8u);
+    let row = step_row(e / LIST_TAPS);
     if row.x == NO_ENTRY {
-        return;
+        return vec2u(0u);
     }
     let entry = mips[row.x];
     let coarse = (e / 4u) % 2u == 1u;
@@ -163,13 +163,40 @@ fn catch_up(invocation: TrainInvocation) {
     let texel = grid / LATENT_FEATURES + taps.texel[e % 4u];
     let listed = (step_params.step << 1u) | LISTED;
     let state = atomicMax(&latent_steps[texel], listed);
-    if state < listed {
-        let current = state >> 1u;
-        if current < step_params.step {
-            replay_latents(texel, current, step_params.step);
-        }
-        let slot = atomicAdd(&latent_steps[list_length_at(step_params.step)], 1u);
-        atomicStore(&latent_steps[list_at(step_params.step) + slot], texel);
+    if state >= listed {
+        return vec2u(texel, 0u);
+    }
+    let current = state >> 1u;
+    if current < step_params.step {
+        replay_latents(texel, current, step_params.step);
+    }
+    return vec2u(texel, 1u);
+}
+
+// Lazy latents, `catch_up`: the workgroup's texels to list, and where in the step's list
+// they start.
+var<workgroup> listing: atomic<u32>;
+var<workgroup> listing_base: u32;
+
+// Lazy latents: bring the latent texels step `step_params.step`'s batch reads up to that
+// step and list each once, one thread per (sample, grid, tap) (catch_up_tap). A
+// workgroup's texels take consecutive slots of the list, reserved with one atomic on its
+// length.
+@compute @workgroup_size(ADAM_WORKGROUP)
+fn catch_up(invocation: TrainInvocation) {
+    let local = invocation.local;
+    let tap = catch_up_tap(linear_workgroup(invocation) * ADAM_WORKGROUP + local);
+    var slot = 0u;
+    if tap.y == 1u {
+        slot = atomicAdd(&listing, 1u);
+    }
+    workgroupBarrier();
+    if local == 0u {
+        listing_base = atomicAdd(&latent_steps[list_length_at(step_params.step)], atomicLoad(&listing));
+    }
+    let base = workgroupUniformLoad(&listing_base);
+    if tap.y == 1u {
+        atomicStore(&latent_steps[list_at(step_params.step) + base + slot], tap.x);
     }
 }
 

@@ -1000,16 +1000,24 @@ fn profiled_steps_are_steps_of_the_run() {
 
 #[test]
 fn lazy_latent_adam_trains_the_dense_run_bit_for_bit() {
-    // A batch of 4 samples reads at most 32 of the two sets' latent texels per step, so
+    // A batch of 4 samples reads at most 32 of the two sets' 111 latent texels per step, so
     // most texels sit out most steps: lazy Adam defers their steps and replays them when
-    // a batch next reads them, at a checkpoint and before fine-tuning. Its runs must be
-    // dense Adam's bit for bit (values, moments, losses), uninterrupted, read back midway
-    // and resumed from that checkpoint.
+    // a batch next reads them, at a checkpoint and before fine-tuning. A batch of 64 reads
+    // most of them, listed by two catch-up workgroups. Its runs must be dense Adam's bit
+    // for bit (values, moments, losses), uninterrupted, read back midway and resumed from
+    // that checkpoint.
     let sets = two_sets(ChannelMask::BASE_COLOR | ChannelMask::NORMAL, 32);
-    let config = run_config(4, 4);
     let ctx = crate::common::ctx();
-    let fresh = || Checkpoint::fresh(&sets, &config, 40, 5).expect("fresh");
-    for kernel in kernels_for(&config.model) {
+    for (kernel, config) in [run_config(4, 4), run_config(4, 64)]
+        .into_iter()
+        .flat_map(|c| {
+            kernels_for(&c.model)
+                .into_iter()
+                .map(move |k| (k, c.clone()))
+        })
+    {
+        let label = format!("{kernel}, batch {}", config.batch_size);
+        let fresh = || Checkpoint::fresh(&sets, &config, 40, 5).expect("fresh");
         let options = |latent_adam| GpuTrainerOptions {
             atomics: GradientAtomics::FixedPoint,
             kernel: Some(kernel),
@@ -1020,17 +1028,14 @@ fn lazy_latent_adam_trains_the_dense_run_bit_for_bit() {
         let mut straight = GpuTrainer::new(ctx, &sets, fresh(), &dense).expect("trainer");
         straight.step(17).expect("steps");
         let midway = straight.checkpoint().expect("checkpoint");
-        assert_eq!(straight.step(1000).expect("steps"), 25, "{kernel}");
+        assert_eq!(straight.step(1000).expect("steps"), 25, "{label}");
         let expected = straight.checkpoint().expect("checkpoint");
         let expected_group = group_bits(&config, &straight.finish().expect("finish"));
 
         let same = |got: &Checkpoint, want: &Checkpoint, when: &str| {
-            assert!(got.model == want.model, "{kernel}: models differ {when}");
-            assert!(
-                got.adam == want.adam,
-                "{kernel}: Adam moments differ {when}"
-            );
-            assert_eq!(got.losses, want.losses, "{kernel}: losses differ {when}");
+            assert!(got.model == want.model, "{label}: models differ {when}");
+            assert!(got.adam == want.adam, "{label}: Adam moments differ {when}");
+            assert_eq!(got.losses, want.losses, "{label}: losses differ {when}");
         };
         let mut deferred = GpuTrainer::new(ctx, &sets, fresh(), &lazy).expect("trainer");
         deferred.step(17).expect("steps");
@@ -1046,7 +1051,7 @@ fn lazy_latent_adam_trains_the_dense_run_bit_for_bit() {
             "at the end",
         );
         let group = group_bits(&config, &deferred.finish().expect("finish"));
-        assert!(group == expected_group, "{kernel}: finished groups differ");
+        assert!(group == expected_group, "{label}: finished groups differ");
 
         // Resumed lazily from the dense run's midway checkpoint.
         let mut resumed = GpuTrainer::new(ctx, &sets, midway, &lazy).expect("trainer");
