@@ -29,13 +29,13 @@
 // list holds it. `catch_up` brings the texels a step's batch reads up to that step before
 // the step's gradients and lists each once (one thread per sample, grid and tap; atomicMax
 // elects one thread per texel, which appends the texel to the step's list in a range its
-// workgroup reserves with one atomic); `adam` then
-// updates the listed texels (one thread per value) and marks them current at the next
-// step, and `catch_up_all` brings every texel to step_params.step before the latents are
-// read or snapped. The results are dense Adam's, bit for bit; a step costs in proportion
-// to its batch, not to the group. After the texels' states, latent_steps holds two list
-// lengths and two lists of LIST_TAPS · batch_size texels, by the step's parity: `adam`
-// of step s empties the list of step s + 1, whose `catch_up` fills it.
+// workgroup reserves with one atomic); `adam` then updates the listed texels (one thread
+// per value) and marks them current at the next step; `catch_up_all` brings every texel
+// to step_params.step before the latents are read or snapped. The results are dense
+// Adam's, bit for bit; a step costs in proportion to its batch, not to the group. After
+// the texels' states, latent_steps holds two list lengths and two lists of LIST_TAPS ·
+// batch_size texels, by the step's parity: `adam` of step s empties the list of step
+// s + 1, whose `catch_up` fills it.
 
 #ifdef NTC_MIXED
 enable f16;

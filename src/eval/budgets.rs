@@ -159,7 +159,8 @@ pub struct BudgetCell {
     pub mean_psnr: Option<f64>,
     /// Optimiser steps per decoder (fewest, most over the run's groups).
     pub decoder_steps: [u64; 2],
-    /// The run's record was loaded (`--resume`) rather than trained now.
+    /// The run's record was loaded (`--resume`) rather than trained by the evaluation
+    /// that reported it; in the budget a sweep stopped in, read back from its record.
     pub loaded: bool,
 }
 
@@ -390,15 +391,15 @@ impl BudgetStudy {
         s.push_str(&format!("\nReuse: {}.\n", self.reuse));
         if let Some(n) = &self.not_run {
             let names: Vec<String> = n.strategies.iter().map(Strategy::to_string).collect();
+            let what = if names.is_empty() {
+                "Table 2's runs all finished (it stopped in the ablation or the sweep)".to_string()
+            } else {
+                format!("{} did not run (no PSNR in its row)", names.join(", "))
+            };
             s.push_str(&format!(
-                "\nUnfinished: the sweep stopped in budget {} steps per set, where {} did not \
-                 run (no PSNR in its row); the same command with --resume trains only that.\n",
-                n.budget,
-                if names.is_empty() {
-                    "every run finished but the evaluation's report".to_string()
-                } else {
-                    names.join(", ")
-                }
+                "\nUnfinished: the sweep stopped in budget {} steps per set, where {what}; the \
+                 same command with --resume trains only what is missing.\n",
+                n.budget
             ));
         }
         s
