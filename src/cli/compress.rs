@@ -350,12 +350,16 @@ pub fn run(a: CompressArgs) -> Result<()> {
                     k.gradients, k.adam
                 )
             });
+            let adam = g
+                .latent_adam
+                .and_then(|a| clap::ValueEnum::to_possible_value(&a))
+                .map_or(String::new(), |a| format!(", {} latent Adam", a.get_name()));
             let throughput = match (g.texels_per_second, g.tflops) {
                 (Some(t), Some(f)) => format!("{:.1} Mtexel/s ({f:.2} TFLOP/s)", t / 1e6),
                 _ => "too short to time".into(),
             };
             println!(
-                "group of {} sets{on}: preset {:?}, {} main steps, {} kernel{workgroups}, \
+                "group of {} sets{on}: preset {:?}, {} main steps, {} kernel{workgroups}{adam}, \
                  {throughput}{profile}, {:.1} s",
                 g.sets.len(),
                 g.preset,

@@ -1117,12 +1117,26 @@ fn a_killed_compression_resumes_to_a_valid_package() {
     let stdout = expect_ok(&resume);
     assert!(stdout.contains("2 materials, 2 decoders"), "{stdout}");
     let groups = read_json(&report)["groups"].clone();
-    for field in ["seconds", "texels_per_second", "tflops", "final_loss"] {
+    for field in [
+        "seconds",
+        "texels_per_second",
+        "tflops",
+        "final_loss",
+        "latent_adam",
+    ] {
         assert!(groups[0][field].is_null(), "{field}: {groups}");
     }
     assert!(
         groups[1]["seconds"].as_f64().is_some_and(|t| t > 0.0),
         "{groups}"
+    );
+    // The trained group names how Adam stepped its latents (`auto` resolved), in the
+    // report and on its line of the output.
+    let adam = groups[1]["latent_adam"].as_str().unwrap_or_default();
+    assert!(["dense", "lazy"].contains(&adam), "{groups}");
+    assert!(
+        stdout.contains(&format!(", {adam} latent Adam")),
+        "{stdout}"
     );
     assert!(
         !dir.join("k.ntc.partial").exists(),
