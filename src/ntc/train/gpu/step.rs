@@ -570,7 +570,7 @@ impl GpuTrainer {
     fn adam_groups(&self, update_count: u32, lazy: bool) -> u32 {
         let decoder = update_count.min(self.layout.decoder_count);
         let latents = update_count - decoder;
-        let latent_threads = if lazy && latents > 0 {
+        let latent_threads = if lazy {
             let features = self.run.config.model.features.max(1);
             let listed = u64::from(latents / features)
                 .min(TAPS_PER_SAMPLE * u64::from(self.device.batch_capacity));
