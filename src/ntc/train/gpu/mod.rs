@@ -330,9 +330,10 @@ pub enum LatentAdam {
 pub const TAPS_PER_SAMPLE: u64 = 8;
 
 /// [`LatentAdam::Auto`] steps a group's latents lazily where its latent texels exceed this
-/// many times the taps of a batch. Measured on the H100 at 1024² (docs/RESULTS.md): dense
-/// is 1.15× faster at twice as many texels as taps (twelve sets, batch 65 536), lazy 1.19×
-/// at six times (36 sets) and 1.66× at twelve times (36 sets, batch 32 768).
+/// many times the taps of a batch. Measured with the listed lazy optimiser on the H100 at
+/// 1024² (docs/RESULTS.md): dense is 1.16× faster at twice as many texels as taps (twelve
+/// sets, batch 65 536), the two even at four times (twelve sets, batch 32 768), lazy 1.17×
+/// faster at six times (36 sets) and 1.50× at twelve times (36 sets, batch 32 768).
 pub const LAZY_TEXELS_PER_TAP: u64 = 4;
 
 impl LatentAdam {
