@@ -26,16 +26,17 @@
 // step's rates, so it can run later, step by step, with the same arithmetic (adam_values
 // with g = 0). Each latent texel (NTC_FEATURES values) records in latent_steps the main
 // step it is current at, shifted left by one, with bit LISTED set once the current step's
-// list holds it. `catch_up` brings the texels a step's batch reads up to that step before
-// the step's gradients and lists each once (one thread per sample, grid and tap; atomicMax
-// elects one thread per texel, which appends the texel to the step's list in a range its
-// workgroup reserves with one atomic); `adam` then updates the listed texels (one thread
-// per value) and marks them current at the next step; `catch_up_all` brings every texel
-// to step_params.step before the latents are read or snapped. The results are dense
-// Adam's, bit for bit; a step costs in proportion to its batch, not to the group. After
-// the texels' states, latent_steps holds two list lengths and two lists of LIST_TAPS ·
-// batch_size texels, by the step's parity: `adam` of step s empties the list of step
-// s + 1, whose `catch_up` fills it.
+// list holds it. Before the step's gradients, `catch_up` lists each texel the step's batch
+// reads once (one thread per sample, grid and tap; atomicMax elects one thread per texel,
+// which appends the texel and the step it was current at to the step's list, in a range
+// its workgroup reserves with one atomic), and `replay` brings the listed texels up to the
+// step (one thread per value); `adam` then updates them (one thread per value) and marks
+// them current at the next step; `catch_up_all` brings every texel to step_params.step
+// before the latents are read or snapped. The results are dense Adam's, bit for bit; a
+// step costs in proportion to its batch, not to the group. After the texels' states,
+// latent_steps holds two list lengths and two lists of LIST_TAPS · batch_size entries of
+// LIST_ENTRY words, by the step's parity: `adam` of step s empties the list of step s + 1,
+// whose `catch_up` fills it.
 
 #ifdef NTC_MIXED
 enable f16;
@@ -116,6 +117,8 @@ const LISTED: u32 = 1u;
 // Latent texels a sample reads (4 taps in each of 2 grids): a step's list holds at most
 // LIST_TAPS · batch_size texels.
 const LIST_TAPS: u32 = 8u;
+// Words of a list entry: the texel, and the step it was current at when listed.
+const LIST_ENTRY: u32 = 2u;
 
 // Lazy latents: where in latent_steps the length of step `step`'s list is (during a main
 // step, when update_count covers every latent).
@@ -123,37 +126,35 @@ fn list_length_at(step: u32) -> u32 {
     return latent_texel_count() + (step & 1u);
 }
 
-// Lazy latents: where in latent_steps step `step`'s list starts.
-fn list_at(step: u32) -> u32 {
-    return latent_texel_count() + 2u + (step & 1u) * LIST_TAPS * step_params.batch_size;
+// Lazy latents: where in latent_steps entry `entry` of step `step`'s list is.
+fn list_entry_at(step: u32, entry: u32) -> u32 {
+    return latent_texel_count() + 2u + ((step & 1u) * LIST_TAPS * step_params.batch_size + entry) * LIST_ENTRY;
 }
 
-// Latent texel `texel`'s values and moments taken from main step `first_step` to `last_step`
-// (excluded) with zero gradients, one step at a time with each step's rates (latent_rates).
-fn replay_latents(texel: u32, first_step: u32, last_step: u32) {
-    let first = step_params.decoder_count + texel * LATENT_FEATURES;
-    for (var j = 0u; j < LATENT_FEATURES; j++) {
-        var out = AdamValues(params[first + j], moments[first + j]);
-        for (var s = first_step; s < last_step; s++) {
-            let rates = latent_rates[s];
-            out = adam_values(out.value, out.moments, 0.0, rates.x, rates.y, rates.z, true);
-        }
-        params[first + j] = out.value;
-        moments[first + j] = out.moments;
+// Latent value `index` of params and its moments taken from main step `first_step` to
+// `last_step` (excluded) with zero gradients, one step at a time with each step's rates
+// (latent_rates).
+fn replay_value(index: u32, first_step: u32, last_step: u32) {
+    var out = AdamValues(params[index], moments[index]);
+    for (var s = first_step; s < last_step; s++) {
+        let rates = latent_rates[s];
+        out = adam_values(out.value, out.moments, 0.0, rates.x, rates.y, rates.z, true);
     }
+    params[index] = out.value;
+    moments[index] = out.moments;
 }
 
 // Lazy latents: the latent texel that thread `e` of `catch_up` reads (sample e / 8, grid,
-// tap), brought up to step `step_params.step` by the first thread of the step to read it:
-// (texel, 1) for that thread, which lists it; (texel, 0) for the others; (0, 0) for a
-// thread without a sample.
-fn catch_up_tap(e: u32) -> vec2u {
+// tap), with the first thread of the step to read it elected to list it: (texel, 1, the
+// step the texel is current at) for that thread; (texel, 0, 0) for the others; (0, 0, 0)
+// for a thread without a sample.
+fn catch_up_tap(e: u32) -> vec3u {
     if e >= LIST_TAPS * step_params.batch_size {
-        return vec2u(0u);
+        return vec3u(0u);
     }
     let row = step_row(e / LIST_TAPS);
     if row.x == NO_ENTRY {
-        return vec2u(0u);
+        return vec3u(0u);
     }
     let entry = mips[row.x];
     let coarse = (e / 4u) % 2u == 1u;
@@ -164,13 +165,9 @@ fn catch_up_tap(e: u32) -> vec2u {
     let listed = (step_params.step << 1u) | LISTED;
     let state = atomicMax(&latent_steps[texel], listed);
     if state >= listed {
-        return vec2u(texel, 0u);
+        return vec3u(texel, 0u, 0u);
     }
-    let current = state >> 1u;
-    if current < step_params.step {
-        replay_latents(texel, current, step_params.step);
-    }
-    return vec2u(texel, 1u);
+    return vec3u(texel, 1u, state >> 1u);
 }
 
 // Lazy latents, `catch_up`: the workgroup's texels to list, and where in the step's list
@@ -178,9 +175,9 @@ fn catch_up_tap(e: u32) -> vec2u {
 var<workgroup> listing: atomic<u32>;
 var<workgroup> listing_base: u32;
 
-// Lazy latents: bring the latent texels step `step_params.step`'s batch reads up to that
-// step and list each once, one thread per (sample, grid, tap) (catch_up_tap). A
-// workgroup's texels take consecutive slots of the list, reserved with one atomic on its
+// Lazy latents: list each latent texel step `step_params.step`'s batch reads once, with
+// the step it is current at, one thread per (sample, grid, tap) (catch_up_tap). A
+// workgroup's texels take consecutive entries of the list, reserved with one atomic on its
 // length.
 @compute @workgroup_size(ADAM_WORKGROUP)
 fn catch_up(invocation: TrainInvocation) {
@@ -196,7 +193,28 @@ fn catch_up(invocation: TrainInvocation) {
     }
     let base = workgroupUniformLoad(&listing_base);
     if tap.y == 1u {
-        atomicStore(&latent_steps[list_at(step_params.step) + base + slot], tap.x);
+        let at = list_entry_at(step_params.step, base + slot);
+        atomicStore(&latent_steps[at], tap.x);
+        atomicStore(&latent_steps[at + 1u], tap.z);
+    }
+}
+
+// Lazy latents: bring the texels `catch_up` listed up to step `step_params.step`, one
+// thread per value (LATENT_FEATURES per texel), so that a texel's values are replayed side
+// by side.
+@compute @workgroup_size(ADAM_WORKGROUP)
+fn replay(invocation: TrainInvocation) {
+    let thread = linear_workgroup(invocation) * ADAM_WORKGROUP + invocation.local;
+    let entry = thread / LATENT_FEATURES;
+    if entry >= atomicLoad(&latent_steps[list_length_at(step_params.step)]) {
+        return;
+    }
+    let at = list_entry_at(step_params.step, entry);
+    let texel = atomicLoad(&latent_steps[at]);
+    let current = atomicLoad(&latent_steps[at + 1u]);
+    if current < step_params.step {
+        let index = step_params.decoder_count + texel * LATENT_FEATURES + thread % LATENT_FEATURES;
+        replay_value(index, current, step_params.step);
     }
 }
 
@@ -210,7 +228,10 @@ fn catch_up_all(invocation: TrainInvocation) {
     }
     let current = atomicLoad(&latent_steps[texel]) >> 1u;
     if current < step_params.step {
-        replay_latents(texel, current, step_params.step);
+        let first = step_params.decoder_count + texel * LATENT_FEATURES;
+        for (var j = 0u; j < LATENT_FEATURES; j++) {
+            replay_value(first + j, current, step_params.step);
+        }
         atomicStore(&latent_steps[texel], step_params.step << 1u);
     }
 }
@@ -228,7 +249,7 @@ fn adam_listed(thread: u32) {
     if entry >= atomicLoad(&latent_steps[list_length_at(step)]) {
         return;
     }
-    let texel = atomicLoad(&latent_steps[list_at(step) + entry]);
+    let texel = atomicLoad(&latent_steps[list_entry_at(step, entry)]);
     let index = step_params.decoder_count + texel * LATENT_FEATURES + thread % LATENT_FEATURES;
     adam_update(index, grad_take(index));
     if thread % LATENT_FEATURES == 0u {

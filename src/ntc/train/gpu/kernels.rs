@@ -178,8 +178,10 @@ pub(super) struct Kernels {
 pub(super) struct LazyKernels {
     /// Adam updating only the latent texels the step's `catch_up` listed.
     pub(super) adam: wgpu::ComputePipeline,
-    /// Brings the latent texels a step's batch reads up to the step.
+    /// Lists the latent texels a step's batch reads, with the step each is current at.
     pub(super) catch_up: wgpu::ComputePipeline,
+    /// Brings the listed texels up to the step, one thread per value.
+    pub(super) replay: wgpu::ComputePipeline,
     /// Brings every latent texel up to a step.
     pub(super) catch_up_all: wgpu::ComputePipeline,
 }
@@ -270,6 +272,7 @@ impl Kernels {
             Some(LazyKernels {
                 adam: pipeline("ntc/adam.wgsl", "adam", &defines)?,
                 catch_up: pipeline("ntc/adam.wgsl", "catch_up", &defines)?,
+                replay: pipeline("ntc/adam.wgsl", "replay", &defines)?,
                 catch_up_all: pipeline("ntc/adam.wgsl", "catch_up_all", &defines)?,
             })
         } else {
@@ -525,6 +528,11 @@ mod tests {
             )
             .unwrap_or_else(|e| panic!("{e}"));
         crate::gpu::mirror::assert_const(&lazy, "LIST_TAPS", super::super::TAPS_PER_SAMPLE as u32);
+        crate::gpu::mirror::assert_const(
+            &lazy,
+            "LIST_ENTRY",
+            super::super::layout::LIST_ENTRY_WORDS as u32,
+        );
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub(super) const FLAG_LATENT_GRADIENTS: u32 = 2;
 /// `FLAG_GIVEN_BATCH` of `ntc_train.wgsl`: `train_step` reads the batch buffer.
 pub(super) const FLAG_GIVEN_BATCH: u32 = 4;
 
+/// `LIST_ENTRY` of `adam.wgsl`: words of an entry of lazy latent Adam's step lists (the
+/// texel, and the step it was current at when listed).
+pub(super) const LIST_ENTRY_WORDS: usize = 2;
+
 /// Binding numbers of group 0 (`shaders/common/ntc_train.wgsl`).
 pub(super) mod binding {
     pub const STEP: u32 = 0;
@@ -350,8 +354,8 @@ struct LazyLatents {
     /// `latent_steps` (`shaders/ntc/adam.wgsl`): per latent texel, the step it is current
     /// at (the run's start, or the end of its main phase when it starts later: the latents
     /// do not change while fine-tuning) shifted left by one, none listed; then the two
-    /// lists' lengths (0) and the two lists of [`TAPS_PER_SAMPLE`] texels per sample of
-    /// the batch.
+    /// lists' lengths (0) and the two lists of [`TAPS_PER_SAMPLE`] entries
+    /// ([`LIST_ENTRY_WORDS`] each) per sample of the batch.
     steps: Vec<u32>,
     /// Main steps of the run (entries of the rate table).
     main_steps: u64,
@@ -388,7 +392,7 @@ impl LazyLatents {
         // A texel's state is its step << 1 (the low bit marks it listed).
         fits_u32("main steps (twice)", 2 * schedule.main_steps as usize)?;
         let current = (step.min(schedule.main_steps) as u32) << 1;
-        let lists = 2 + 2 * TAPS_PER_SAMPLE as usize * batch_capacity as usize;
+        let lists = 2 + 2 * LIST_ENTRY_WORDS * TAPS_PER_SAMPLE as usize * batch_capacity as usize;
         let mut steps = vec![current; texels];
         steps.resize(texels + lists, 0);
         Ok(LazyLatents {

@@ -22,7 +22,7 @@
 //! | `reduce_loss` | `loss.wgsl` | one workgroup | f32 trainer: the step's mean loss into `losses[step]` |
 //! | `train_step` | `train_step.wgsl` | [`TRAIN_THREADS`] per chunk of [`TRAIN_ROWS`] samples | mixed-precision trainer: draws the chunk's samples (the `sample` kernel's batch), builds its input matrix, forward and backward as matrix products (cooperative matrices for `coop-matrix`), per-workgroup decoder gradients, latent scatter, per-workgroup loss |
 //! | `adam` | `adam.wgsl` | one per parameter | Adam over both parameter blocks (per-block rate, λ and clamp), zeroes the latent gradients; in the mixed-precision trainer also sums the decoder's per-workgroup gradients, writes the f16 copy of the decoder and reduces the step's loss |
-//! | `catch_up`, `catch_up_all` | `adam.wgsl` | one per (sample, grid, tap) / per latent texel | [`LatentAdam::Lazy`]: replay the zero-gradient Adam steps a latent texel missed and list it once, for the texels a batch reads before its gradients / replay for all before a readback; `adam` then steps only the listed texels, one thread per value |
+//! | `catch_up`, `replay`, `catch_up_all` | `adam.wgsl` | one per (sample, grid, tap) / per listed latent value / per latent texel | [`LatentAdam::Lazy`]: list each latent texel a batch reads once, with the step it is current at / replay the zero-gradient Adam steps the listed texels missed, before the batch's gradients / replay for every texel before a readback; `adam` then steps only the listed texels, one thread per value |
 //! | `evaluate` | `forward_backward.wgsl` | grid-stride over a mip | per-channel squared errors of a decoded mip 0 ([`Quality`](crate::ntc::train::Quality)), f32 |
 //!
 //! The batch differs from [`sample_batch`](super::sample_batch) in one respect: a material
@@ -31,8 +31,8 @@
 //! GPU from `pcg_hash` and the run's seed, so they differ from the CPU trainer's anyway.
 //!
 //! A training step is 4 dispatches in the f32 trainer (sample, forward_backward,
-//! reduce_loss, adam) and 2 in the mixed-precision one (train_step, adam), one more
-//! (catch_up, before the batch's gradients) in main steps with lazy latent Adam, with no CPU
+//! reduce_loss, adam) and 2 in the mixed-precision one (train_step, adam), two more
+//! (catch_up, replay, before the batch's gradients) in main steps with lazy latent Adam, with no CPU
 //! synchronisation; steps are recorded [`CHUNK_STEPS`] at a time into one command buffer,
 //! each step reading its `StepParams` from its own 256-byte slot of one uniform buffer
 //! (dynamic offset). At most [`MAX_IN_FLIGHT`] chunks are queued ahead of the GPU. The loss

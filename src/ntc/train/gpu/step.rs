@@ -105,6 +105,9 @@ const ADAM_LABEL: &str = "train.adam";
 /// Label of lazy latent Adam's catch-up kernel's timing row (part of Adam's time).
 const CATCH_UP_LABEL: &str = "train.adam_catch_up";
 
+/// Label of lazy latent Adam's replay kernel's timing row (part of Adam's time).
+const REPLAY_LABEL: &str = "train.adam_replay";
+
 /// A step's GPU milliseconds ([`KernelTimes::split`]): the kernels that draw the batch and
 /// compute its gradients, and Adam, which updates every parameter of the group.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -565,16 +568,12 @@ impl GpuTrainer {
     /// parameter per thread, except that the mixed-precision trainer's decoder takes
     /// [`ADAM_DECODER_PER_GROUP`] per workgroup; at least one (its workgroup 0 reduces the
     /// loss).
-    /// With `lazy`, one per value of the texels a step can list: at most every latent texel
-    /// and at most [`TAPS_PER_SAMPLE`] per sample of the batch.
+    /// With `lazy`, one per value of the texels a step can list ([`listed_values`](Self::listed_values)).
     fn adam_groups(&self, update_count: u32, lazy: bool) -> u32 {
         let decoder = update_count.min(self.layout.decoder_count);
         let latents = update_count - decoder;
         let latent_threads = if lazy {
-            let features = self.run.config.model.features.max(1);
-            let listed = u64::from(latents / features)
-                .min(TAPS_PER_SAMPLE * u64::from(self.device.batch_capacity));
-            (listed * u64::from(features)) as u32
+            self.listed_values(latents)
         } else {
             latents
         };
@@ -583,6 +582,16 @@ impl GpuTrainer {
             StepKernels::Mixed { .. } => ADAM_DECODER_PER_GROUP,
         };
         (decoder.div_ceil(decoder_per_group) + latent_threads.div_ceil(ADAM_WORKGROUP)).max(1)
+    }
+
+    /// Lazy latent Adam: the values of the most latent texels a step can list, with
+    /// `latents` latent values updated: at most every texel, and at most
+    /// [`TAPS_PER_SAMPLE`] per sample of the batch (`adam`'s and `replay`'s threads).
+    fn listed_values(&self, latents: u32) -> u32 {
+        let features = self.run.config.model.features.max(1);
+        let listed = u64::from(latents / features)
+            .min(TAPS_PER_SAMPLE * u64::from(self.device.batch_capacity));
+        (listed * u64::from(features)) as u32
     }
 
     /// Lazy latent Adam: bring every latent texel up to the current step (the end of the
@@ -759,20 +768,32 @@ impl GpuTrainer {
             None => (ADAM_LABEL, &k.adam, self.adam_groups(update, false)),
             Some(lazy) => (ADAM_LABEL, &lazy.adam, self.adam_groups(update, true)),
         };
-        // Lazy latent Adam: the texels the batch reads brought up to the step first.
-        let catch_up = k
+        // Lazy latent Adam: the texels the batch reads listed and brought up to the step
+        // first.
+        let catch_up: Vec<_> = k
             .lazy
             .as_ref()
             .filter(|_| update > self.layout.decoder_count)
             .map(|lazy| {
                 let taps = TAPS_PER_SAMPLE as u32 * self.device.batch_capacity;
-                (
-                    CATCH_UP_LABEL,
-                    &lazy.catch_up,
-                    taps.div_ceil(ADAM_WORKGROUP),
-                )
-            });
-        let mut dispatches = Vec::with_capacity(5);
+                let values = self.listed_values(update - self.layout.decoder_count);
+                [
+                    (
+                        CATCH_UP_LABEL,
+                        &lazy.catch_up,
+                        taps.div_ceil(ADAM_WORKGROUP),
+                    ),
+                    (
+                        REPLAY_LABEL,
+                        &lazy.replay,
+                        values.div_ceil(ADAM_WORKGROUP).max(1),
+                    ),
+                ]
+            })
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut dispatches = Vec::with_capacity(6);
         match &k.step {
             StepKernels::F32 {
                 forward_backward,
