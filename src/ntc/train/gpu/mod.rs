@@ -32,10 +32,10 @@
 //!
 //! A training step is 4 dispatches in the f32 trainer (sample, forward_backward,
 //! reduce_loss, adam) and 2 in the mixed-precision one (train_step, adam), two more
-//! (catch_up, replay, before the batch's gradients) in main steps with lazy latent Adam, with no CPU
-//! synchronisation; steps are recorded [`CHUNK_STEPS`] at a time into one command buffer,
-//! each step reading its `StepParams` from its own 256-byte slot of one uniform buffer
-//! (dynamic offset). At most [`MAX_IN_FLIGHT`] chunks are queued ahead of the GPU. The loss
+//! (catch_up, replay, before the batch's gradients) in main steps with lazy latent Adam,
+//! with no CPU synchronisation; steps are recorded [`CHUNK_STEPS`] at a time into one
+//! command buffer, each step reading its `StepParams` from its own 256-byte slot of one
+//! uniform buffer (dynamic offset). At most [`MAX_IN_FLIGHT`] chunks are queued ahead of the GPU. The loss
 //! of every step stays on the GPU until [`GpuTrainer::request_losses`] copies a range to a
 //! staging buffer and maps it asynchronously ([`GpuTrainer::poll_losses`]).
 //! [`GpuTrainer::profile_kernels`] records a few steps with each dispatch in a compute
