@@ -462,9 +462,29 @@ pub fn run(a: EvalArgs) -> Result<()> {
                 format!("seed {}", o.seed),
             )
         });
-        if let Some(e) = stopped {
-            return Err(e.into());
-        }
+        // Stopped by an interruption or --stop-after: the study over the seeds that
+        // finished and the Table 2 runs that finished in the seed it stopped in.
+        let unfinished = match (&stopped, evaluations.get(reports.len())) {
+            (Some(eval::EvalError::Interrupted { .. }), Some((options, plan))) => {
+                let dir = eval::seeds::seed_dir(&a.out, options.seed);
+                let runs = eval::unfinished_table2(&eval_inputs, plan, options, &dir)?;
+                let later = evaluations[reports.len() + 1..]
+                    .iter()
+                    .map(|(o, _)| o.seed)
+                    .collect();
+                Some(eval::seeds::UnfinishedSeed::new(
+                    options.seed,
+                    &runs,
+                    eval_inputs.categories,
+                    later,
+                ))
+            }
+            _ => None,
+        };
+        let stopped = match stopped {
+            Some(e) if unfinished.is_none() => return Err(e.into()),
+            stopped => stopped,
+        };
         let results: Vec<eval::seeds::SeedResult> = reports
             .iter()
             .map(|r| eval::seeds::SeedResult {
@@ -473,11 +493,16 @@ pub fn run(a: EvalArgs) -> Result<()> {
                 sweep: r.sweep.as_ref(),
                 freezing: r.freezing.as_ref(),
             })
+            .chain(unfinished.as_ref().map(eval::seeds::UnfinishedSeed::result))
             .collect();
-        let study = eval::seeds::SeedStudy::new(&results);
+        let study =
+            eval::seeds::SeedStudy::new(&results, unfinished.as_ref().map(|u| u.not_run.clone()));
         study.write(&a.out)?;
-        wrote_study(study.table2_markdown(), reports.len(), "seeds");
-        return Ok(());
+        wrote_study(study.table2_markdown(), results.len(), "seeds");
+        return match stopped {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        };
     }
     let report = eval::evaluate(
         &devices.devices,

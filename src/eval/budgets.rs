@@ -390,12 +390,7 @@ impl BudgetStudy {
         }
         s.push_str(&format!("\nReuse: {}.\n", self.reuse));
         if let Some(n) = &self.not_run {
-            let names: Vec<String> = n.strategies.iter().map(Strategy::to_string).collect();
-            let what = if names.is_empty() {
-                "Table 2's runs all finished (it stopped in the ablation or the sweep)".to_string()
-            } else {
-                format!("{} did not run (no PSNR in its row)", names.join(", "))
-            };
+            let what = super::not_run_clause(&n.strategies, "row");
             s.push_str(&format!(
                 "\nUnfinished: the sweep stopped in budget {} steps per set, where {what}; the \
                  same command with --resume trains only what is missing.\n",

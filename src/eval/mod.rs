@@ -890,6 +890,17 @@ pub fn unfinished_table2(
         .collect()
 }
 
+/// What an evaluation stopped in a budget or seed did not run there, for its report:
+/// Table 2's `strategies` without a finished run (no PSNR in their `cells`), or that
+/// Table 2's runs all finished.
+fn not_run_clause(strategies: &[Strategy], cells: &str) -> String {
+    if strategies.is_empty() {
+        return "Table 2's runs all finished (it stopped in the ablation or the sweep)".into();
+    }
+    let names: Vec<String> = strategies.iter().map(Strategy::to_string).collect();
+    format!("{} did not run (no PSNR in its {cells})", names.join(", "))
+}
+
 /// The report of `plan` over its finished runs (`records[i]` is run `i`, with whether it
 /// was loaded).
 pub fn build_report(

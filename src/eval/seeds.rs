@@ -6,6 +6,10 @@
 //! clustered against random of the same seed) and in how many seeds the paper's
 //! ordering baseline > clustered > random > single holds.
 //!
+//! An evaluation stopped in a seed (interrupted, or by `--stop-after`) still writes the
+//! study: over the seeds that finished and the Table 2 runs that finished in the seed it
+//! stopped in ([`UnfinishedSeed`]), naming what did not run.
+//!
 //! The out folder's own files: `table2.{csv,md}`, `m_sweep.{csv,md}`,
 //! `freezing.{csv,md}` (sections that ran), `summary.json` and `report.md`, each written
 //! through a temporary file and a rename. This module trains nothing: it reads the
@@ -15,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::runs::Freeze;
+use super::runs::{Freeze, RunRecord};
 use super::tables::{Cell, FreezingTable, Grid, SweepTable, Table2, Table2Row};
 use super::{EvalError, prepare_out_dir, write_text};
 use crate::cluster::Strategy;
@@ -195,11 +199,76 @@ pub struct SeedStudy {
     pub freezing: Vec<FreezingSpread>,
     /// Decoders of the ablation's clustered plan.
     pub freezing_m: Option<usize>,
+    /// Where the evaluation stopped before finishing, if it did.
+    pub not_run: Option<SeedsNotRun>,
+}
+
+/// What an evaluation stopped in a seed did not run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SeedsNotRun {
+    /// The seed it stopped in.
+    pub seed: u64,
+    /// Table 2's strategies with no finished run in that seed.
+    pub strategies: Vec<Strategy>,
+    /// The seeds after it, not started.
+    pub later_seeds: Vec<u64>,
+}
+
+/// The seed an evaluation stopped in: Table 2 over its finished runs.
+#[derive(Clone, Debug)]
+pub struct UnfinishedSeed {
+    /// The seed.
+    pub seed: u64,
+    /// Table 2's rows of the finished runs.
+    pub table2: Table2,
+    /// What did not run.
+    pub not_run: SeedsNotRun,
+}
+
+impl UnfinishedSeed {
+    /// Seed `seed`, stopped with `runs` (each of Table 2's strategies with its finished
+    /// run's record, or `None`; [`unfinished_table2`](super::unfinished_table2)), over sets
+    /// labelled `categories`; `later_seeds` were not started.
+    pub fn new(
+        seed: u64,
+        runs: &[(Strategy, Option<RunRecord>)],
+        categories: &[String],
+        later_seeds: Vec<u64>,
+    ) -> UnfinishedSeed {
+        let finished: Vec<_> = runs
+            .iter()
+            .filter_map(|(strategy, record)| Some((*strategy, record.as_ref()?, None)))
+            .collect();
+        UnfinishedSeed {
+            seed,
+            table2: Table2::new(&finished, categories),
+            not_run: SeedsNotRun {
+                seed,
+                strategies: runs
+                    .iter()
+                    .filter(|(_, record)| record.is_none())
+                    .map(|&(strategy, _)| strategy)
+                    .collect(),
+                later_seeds,
+            },
+        }
+    }
+
+    /// This seed's entry of the study's results.
+    pub fn result(&self) -> SeedResult<'_> {
+        SeedResult {
+            seed: self.seed,
+            table2: &self.table2,
+            sweep: None,
+            freezing: None,
+        }
+    }
 }
 
 impl SeedStudy {
-    /// The study over `results` (one per seed, in order).
-    pub fn new(results: &[SeedResult]) -> SeedStudy {
+    /// The study over `results` (one per seed, in order), with what did not run where the
+    /// evaluation stopped in a seed (its finished runs the last of `results`).
+    pub fn new(results: &[SeedResult], not_run: Option<SeedsNotRun>) -> SeedStudy {
         let seeds: Vec<u64> = results.iter().map(|r| r.seed).collect();
         fn row<'a>(r: &SeedResult<'a>, s: Strategy) -> Option<&'a Table2Row> {
             r.table2.rows.iter().find(|x| x.strategy == s)
@@ -250,9 +319,11 @@ impl SeedStudy {
                     .iter()
                     .map(|&s| row(r, s).and_then(|x| x.figures.mean_psnr))
                     .collect();
+                // A seed without all four (one an evaluation stopped in) is not counted.
                 match values {
                     Some(v) if v.windows(2).all(|w| w[0] > w[1]) => held.push(r.seed),
-                    _ => failed.push(r.seed),
+                    Some(_) => failed.push(r.seed),
+                    None => {}
                 }
             }
             OrderingCheck {
@@ -326,6 +397,7 @@ impl SeedStudy {
             sweep,
             freezing,
             freezing_m: first_freezing.map(|f| f.m),
+            not_run,
         }
     }
 
@@ -406,13 +478,17 @@ impl SeedStudy {
                 spread_markdown(Some(d))
             ));
         }
-        if let Some(o) = &self.ordering {
+        if let Some(o) = self
+            .ordering
+            .as_ref()
+            .filter(|o| !o.held.is_empty() || !o.failed.is_empty())
+        {
             let order: Vec<String> = o.order.iter().map(Strategy::to_string).collect();
             s.push_str(&format!(
                 "\nThe ordering {} held in {} of {} seeds{}.\n",
                 order.join(" > "),
                 o.held.len(),
-                self.seeds.len(),
+                o.held.len() + o.failed.len(),
                 if o.failed.is_empty() {
                     String::new()
                 } else {
@@ -425,6 +501,20 @@ impl SeedStudy {
                             .join(", ")
                     )
                 }
+            ));
+        }
+        if let Some(n) = &self.not_run {
+            let what = super::not_run_clause(&n.strategies, "column");
+            let later = if n.later_seeds.is_empty() {
+                String::new()
+            } else {
+                let seeds: Vec<String> = n.later_seeds.iter().map(u64::to_string).collect();
+                format!("; the later seeds {} did not start", seeds.join(", "))
+            };
+            s.push_str(&format!(
+                "\nUnfinished: the evaluation stopped in seed {}, where {what}{later}; the same \
+                 command with --resume trains only what is missing.\n",
+                n.seed
             ));
         }
         s
@@ -669,20 +759,23 @@ mod tests {
         ]);
         let s1 = sweep(&[(2, Clustered, 27.0), (2, Random, 26.0)]);
         let s2 = sweep(&[(2, Clustered, 28.0), (2, Random, 27.0)]);
-        let study = SeedStudy::new(&[
-            SeedResult {
-                seed: 7,
-                table2: &t1,
-                sweep: Some(&s1),
-                freezing: None,
-            },
-            SeedResult {
-                seed: 9,
-                table2: &t2,
-                sweep: Some(&s2),
-                freezing: None,
-            },
-        ]);
+        let study = SeedStudy::new(
+            &[
+                SeedResult {
+                    seed: 7,
+                    table2: &t1,
+                    sweep: Some(&s1),
+                    freezing: None,
+                },
+                SeedResult {
+                    seed: 9,
+                    table2: &t2,
+                    sweep: Some(&s2),
+                    freezing: None,
+                },
+            ],
+            None,
+        );
         assert_eq!(study.seeds, vec![7, 9]);
         let row = |s: Strategy| study.table2.iter().find(|r| r.strategy == s).expect("row");
         let clustered = row(Clustered);

@@ -675,6 +675,28 @@ fn eval_over_seeds_writes_each_seed_and_the_spread_of_every_cell() {
     let resumed = expect_ok(&[&args[..], &["--resume"]].concat());
     assert!(!resumed.contains("trained,"), "{resumed}");
     expect_error(&args, &["not empty", "--resume"]);
+    // Stopped in a seed (here --stop-after 0 before seed 5's single run, whose record is
+    // gone): the study over what finished is still written, and the command fails.
+    std::fs::remove_file(out.join("seed-5/runs/single.json")).expect("remove a run");
+    expect_error(
+        &[&args[..], &["--resume", "--stop-after", "0"]].concat(),
+        &["interrupted", "--resume"],
+    );
+    let (_, rows) = read_csv(&out.join("table2.csv"));
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in &rows {
+        assert!(!r["psnr_db_seed_3"].is_empty(), "{r:?}");
+        assert_eq!(
+            r["psnr_db_seed_5"].is_empty(),
+            r["strategy"] == "single",
+            "{r:?}"
+        );
+    }
+    let md = std::fs::read_to_string(out.join("table2.md")).expect("table2.md");
+    assert!(
+        md.contains("stopped in seed 5, where single did not run") && md.contains(" of 1 seeds"),
+        "{md}"
+    );
     // --seeds excludes --seed and --shard.
     expect_error(&[&args[..], &["--seed", "2"]].concat(), &["--seed"]);
 }
