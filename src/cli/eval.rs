@@ -433,16 +433,15 @@ pub fn run(a: EvalArgs) -> Result<()> {
         });
         // Stopped by an interruption or --stop-after: the study over what finished, the
         // budget it stopped in with the runs that finished there.
-        let unfinished = match (&stopped, evaluations.get(reports.len())) {
-            (Some(eval::EvalError::Interrupted { .. }), Some((options, plan))) => {
+        let unfinished = interrupted_in(stopped.as_ref(), &evaluations, reports.len())
+            .map(|(options, plan)| {
                 let dir = eval::budgets::budget_dir(&a.out, options.steps);
-                Some(eval::budgets::UnfinishedBudget {
+                Ok::<_, eval::EvalError>(eval::budgets::UnfinishedBudget {
                     budget: eval::TrainingBudget::new(&sets, &options.train, options.steps),
                     runs: eval::unfinished_table2(&eval_inputs, plan, options, &dir)?,
                 })
-            }
-            _ => None,
-        };
+            })
+            .transpose()?;
         let stopped = match stopped {
             Some(e) if unfinished.is_none() => return Err(e.into()),
             stopped => stopped,
@@ -464,23 +463,22 @@ pub fn run(a: EvalArgs) -> Result<()> {
         });
         // Stopped by an interruption or --stop-after: the study over the seeds that
         // finished and the Table 2 runs that finished in the seed it stopped in.
-        let unfinished = match (&stopped, evaluations.get(reports.len())) {
-            (Some(eval::EvalError::Interrupted { .. }), Some((options, plan))) => {
+        let unfinished = interrupted_in(stopped.as_ref(), &evaluations, reports.len())
+            .map(|(options, plan)| {
                 let dir = eval::seeds::seed_dir(&a.out, options.seed);
                 let runs = eval::unfinished_table2(&eval_inputs, plan, options, &dir)?;
                 let later = evaluations[reports.len() + 1..]
                     .iter()
                     .map(|(o, _)| o.seed)
                     .collect();
-                Some(eval::seeds::UnfinishedSeed::new(
+                Ok::<_, eval::EvalError>(eval::seeds::UnfinishedSeed::new(
                     options.seed,
                     &runs,
                     eval_inputs.categories,
                     later,
                 ))
-            }
-            _ => None,
-        };
+            })
+            .transpose()?;
         let stopped = match stopped {
             Some(e) if unfinished.is_none() => return Err(e.into()),
             stopped => stopped,
@@ -543,4 +541,18 @@ pub fn run(a: EvalArgs) -> Result<()> {
     }
     bar.finish();
     Ok(())
+}
+
+/// The one of `evaluations` (an evaluation per budget or seed) that an interruption
+/// (Ctrl-C, `--stop-after`) stopped after the first `finished`, where the study over what
+/// finished is still written; `None` when `stopped` is another error or none.
+fn interrupted_in<'e, T>(
+    stopped: Option<&eval::EvalError>,
+    evaluations: &'e [T],
+    finished: usize,
+) -> Option<&'e T> {
+    match stopped {
+        Some(eval::EvalError::Interrupted { .. }) => evaluations.get(finished),
+        _ => None,
+    }
 }

@@ -217,11 +217,9 @@ pub struct SeedsNotRun {
 /// The seed an evaluation stopped in: Table 2 over its finished runs.
 #[derive(Clone, Debug)]
 pub struct UnfinishedSeed {
-    /// The seed.
-    pub seed: u64,
     /// Table 2's rows of the finished runs.
     pub table2: Table2,
-    /// What did not run.
+    /// What did not run (with the seed).
     pub not_run: SeedsNotRun,
 }
 
@@ -240,7 +238,6 @@ impl UnfinishedSeed {
             .filter_map(|(strategy, record)| Some((*strategy, record.as_ref()?, None)))
             .collect();
         UnfinishedSeed {
-            seed,
             table2: Table2::new(&finished, categories),
             not_run: SeedsNotRun {
                 seed,
@@ -257,7 +254,7 @@ impl UnfinishedSeed {
     /// This seed's entry of the study's results.
     pub fn result(&self) -> SeedResult<'_> {
         SeedResult {
-            seed: self.seed,
+            seed: self.not_run.seed,
             table2: &self.table2,
             sweep: None,
             freezing: None,

@@ -770,14 +770,11 @@ impl GpuTrainer {
         };
         // Lazy latent Adam: the texels the batch reads listed and brought up to the step
         // first.
-        let catch_up: Vec<_> = k
-            .lazy
-            .as_ref()
-            .filter(|_| update > self.layout.decoder_count)
-            .map(|lazy| {
+        let catch_up = match &k.lazy {
+            Some(lazy) if update > self.layout.decoder_count => {
                 let taps = TAPS_PER_SAMPLE as u32 * self.device.batch_capacity;
                 let values = self.listed_values(update - self.layout.decoder_count);
-                [
+                vec![
                     (
                         CATCH_UP_LABEL,
                         &lazy.catch_up,
@@ -789,10 +786,9 @@ impl GpuTrainer {
                         values.div_ceil(ADAM_WORKGROUP).max(1),
                     ),
                 ]
-            })
-            .into_iter()
-            .flatten()
-            .collect();
+            }
+            _ => Vec::new(),
+        };
         let mut dispatches = Vec::with_capacity(6);
         match &k.step {
             StepKernels::F32 {
