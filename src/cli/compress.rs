@@ -138,7 +138,7 @@ pub struct TrainOverrides {
     /// How Adam steps the latents: `dense` passes over every latent of a group each step;
     /// `lazy` defers a latent's zero-gradient steps and replays them when it is next read,
     /// with the same results at a cost that follows the batch, not the group; `auto` (the
-    /// default) takes lazy for a group whose latent texels exceed four times the texels a
+    /// default) takes lazy for a group whose latent texels exceed three times the texels a
     /// batch reads (eight per sample), dense otherwise.
     #[arg(long, value_enum, default_value_t)]
     pub latent_adam: ntc::train::gpu::LatentAdam,

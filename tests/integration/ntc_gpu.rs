@@ -1067,7 +1067,7 @@ fn lazy_latent_adam_trains_the_dense_run_bit_for_bit() {
 #[test]
 fn auto_latent_adam_follows_the_group_against_its_batch() {
     // The two sets have 111 latent texels (24 + 87). `auto` (the default) steps them lazily where
-    // they exceed four times the texels a batch reads (eight per sample): for a batch of
+    // they exceed three times the texels a batch reads (eight per sample): for a batch of
     // 1, not for one of 8; an explicit choice stands.
     let sets = two_sets(ChannelMask::BASE_COLOR | ChannelMask::NORMAL, 32);
     let ctx = crate::common::ctx();

@@ -330,11 +330,13 @@ pub enum LatentAdam {
 pub const TAPS_PER_SAMPLE: u64 = 8;
 
 /// [`LatentAdam::Auto`] steps a group's latents lazily where its latent texels exceed this
-/// many times the taps of a batch. Measured with the listed lazy optimiser on the H100 at
-/// 1024² (docs/RESULTS.md): dense is 1.16× faster at twice as many texels as taps (twelve
-/// sets, batch 65 536), the two even at four times (twelve sets, batch 32 768), lazy 1.17×
-/// faster at six times (36 sets) and 1.50× at twelve times (36 sets, batch 32 768).
-pub const LAZY_TEXELS_PER_TAP: u64 = 4;
+/// many times the taps of a batch. Measured with the lazy optimiser whose replay runs one
+/// thread per value, on the H100 at 1024² (docs/RESULTS.md): dense is 1.04× faster at
+/// twice as many texels as taps (twelve sets, batch 65 536), lazy 1.41× faster at four
+/// times (twelve sets, batch 32 768), 1.63× at six (36 sets) and 2.56× at twelve (36
+/// sets, batch 32 768); the crossover, interpolated on the ratio's logarithm, lies near
+/// 2.2, and three keeps the measured twice on dense.
+pub const LAZY_TEXELS_PER_TAP: u64 = 3;
 
 impl LatentAdam {
     /// The optimiser this choice runs for a group of `latent_texels` latent texels
@@ -782,18 +784,19 @@ mod tests {
         .expect("layout")
         .texel_count() as u64;
         let auto = |sets: u64, batch: u32| LatentAdam::Auto.resolve(sets * set, batch);
-        // The measured groups: dense won for 1, 4 and 12 sets at batch 65 536, lazy for 36
-        // sets at 65 536 and 32 768.
+        // The measured groups: dense won for 1, 4 and 12 sets at batch 65 536, lazy for 12
+        // sets at 32 768 and for 36 sets at 65 536 and 32 768.
         for sets in [1, 4, 12] {
             assert_eq!(auto(sets, 65_536), LatentAdam::Dense, "{sets} sets");
         }
+        assert_eq!(auto(12, 32_768), LatentAdam::Lazy);
         assert_eq!(auto(36, 65_536), LatentAdam::Lazy);
         assert_eq!(auto(36, 32_768), LatentAdam::Lazy);
-        // The boundary: lazy only above four texels per tap.
+        // The boundary: lazy only above three texels per tap.
         let taps = TAPS_PER_SAMPLE * 1000;
-        assert_eq!(LatentAdam::Auto.resolve(4 * taps, 1000), LatentAdam::Dense);
+        assert_eq!(LatentAdam::Auto.resolve(3 * taps, 1000), LatentAdam::Dense);
         assert_eq!(
-            LatentAdam::Auto.resolve(4 * taps + 1, 1000),
+            LatentAdam::Auto.resolve(3 * taps + 1, 1000),
             LatentAdam::Lazy
         );
         // An explicit choice stands whatever the sizes.
