@@ -16,6 +16,9 @@
 //!   features, to exercise fallback paths on a capable GPU.
 //! - Limits: exactly the adapter's limits, so every limit (colour attachment bytes per
 //!   sample, workgroup storage, buffer sizes) is as large as the adapter allows.
+//! - Shader runtime checks: wgpu's (bounds checks, loop bounding) unless
+//!   `NEUROTEX_SHADER_CHECKS=off` ([`ShaderChecks`]), which [`GpuContext::describe`]
+//!   then names, so that every report records it.
 //!
 //! Validation errors never panic: an uncaptured-error handler logs them (and counts them,
 //! see [`GpuContext::uncaptured_error_count`]); code that wants the error as a value wraps
@@ -33,6 +36,61 @@ pub const ADAPTER_NAME_ENV: &str = "WGPU_ADAPTER_NAME";
 /// Environment variable listing [`GrantedFeatures`] field names to withhold even when the
 /// adapter offers them, comma-separated (e.g. `shader_f16,cooperative_matrix`).
 pub const DISABLE_FEATURES_ENV: &str = "NEUROTEX_GPU_DISABLE";
+
+/// Environment variable that compiles every shader module a context creates without
+/// wgpu's runtime checks (`off`) or with them (`on`, the default): see [`ShaderChecks`].
+pub const SHADER_CHECKS_ENV: &str = "NEUROTEX_SHADER_CHECKS";
+
+/// Whether a context's shader modules are compiled with wgpu's runtime checks.
+///
+/// With them (wgpu's default, made for shaders it cannot trust), naga clamps every
+/// array, buffer and image index, guards every integer division against a zero divisor,
+/// and gives every loop a counter that ends it after 2⁶⁴ iterations, which also gives
+/// the driver loops with two exits. Without them the
+/// modules are this project's own shaders as composed and naga-validated, compiled as a
+/// native engine compiles its shaders: every loop is bounded by its own condition, and
+/// an index out of range, which the checks would clamp, is undefined behaviour instead.
+/// Tests compress and render with both and require the same bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShaderChecks {
+    /// wgpu's runtime checks (bounds checks, loop bounding).
+    #[default]
+    On,
+    /// No runtime checks (`NEUROTEX_SHADER_CHECKS=off`).
+    Off,
+}
+
+impl ShaderChecks {
+    /// The setting of [`SHADER_CHECKS_ENV`]: `on` or unset gives [`ShaderChecks::On`],
+    /// `off` [`ShaderChecks::Off`]; another value is an error naming the variable.
+    pub fn from_env() -> Result<Self, GpuError> {
+        match std::env::var(SHADER_CHECKS_ENV) {
+            Err(std::env::VarError::NotPresent) => Ok(Self::On),
+            Ok(value) => Self::parse(&value),
+            Err(std::env::VarError::NotUnicode(value)) => Self::parse(&value.to_string_lossy()),
+        }
+    }
+
+    fn parse(value: &str) -> Result<Self, GpuError> {
+        match value.trim() {
+            "on" => Ok(Self::On),
+            "off" => Ok(Self::Off),
+            other => Err(GpuError::Environment {
+                variable: SHADER_CHECKS_ENV,
+                value: other.to_owned(),
+                expected: "`on` or `off`",
+            }),
+        }
+    }
+
+    /// wgpu's runtime checks for this setting.
+    pub fn runtime_checks(self) -> wgpu::ShaderRuntimeChecks {
+        match self {
+            Self::On => wgpu::ShaderRuntimeChecks::checked(),
+            Self::Off => wgpu::ShaderRuntimeChecks::unchecked(),
+        }
+    }
+}
 
 /// Every optional feature this crate can use. Each is requested only when the adapter
 /// offers it; none is required.
@@ -64,6 +122,16 @@ pub enum GpuError {
     /// The adapter refused to create a device.
     #[error("requesting a device failed: {0}")]
     RequestDevice(String),
+    /// An environment variable that configures the context has a value it does not take.
+    #[error("the environment variable {variable} is `{value}`; it takes {expected}")]
+    Environment {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+        /// The values it takes.
+        expected: &'static str,
+    },
     /// A feature the caller requires was not granted on this adapter.
     #[error(
         "the GPU feature {feature} is required but adapter `{adapter}` does not offer it; \
@@ -201,6 +269,9 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     /// Which optional capabilities the device has.
     pub granted: GrantedFeatures,
+    /// Whether shader modules are compiled with wgpu's runtime checks
+    /// ([`SHADER_CHECKS_ENV`]).
+    pub shader_checks: ShaderChecks,
     uncaptured_errors: Arc<AtomicU64>,
 }
 
@@ -258,6 +329,7 @@ impl GpuContext {
         adapter: wgpu::Adapter,
     ) -> Result<Self, GpuError> {
         let info = adapter.get_info();
+        let shader_checks = ShaderChecks::from_env()?;
         let request = negotiate(&adapter, &disabled_from_env());
 
         let experimental_features = if request
@@ -309,15 +381,21 @@ impl GpuContext {
             queue,
             info,
             granted,
+            shader_checks,
             uncaptured_errors,
         };
         log::info!("GPU: {} — {}", context.describe(), context.granted);
         Ok(context)
     }
 
-    /// One line: `adapter name (backend, driver driver-info, device type)`.
+    /// One line: `adapter name (backend, driver driver-info, device type)`, followed by
+    /// `, shaders without runtime checks` where [`ShaderChecks::Off`].
     pub fn describe(&self) -> String {
-        describe_adapter(&self.info)
+        let adapter = describe_adapter(&self.info);
+        match self.shader_checks {
+            ShaderChecks::On => adapter,
+            ShaderChecks::Off => format!("{adapter}, shaders without runtime checks"),
+        }
     }
 
     /// Succeeds when the device has every feature in `features`, otherwise names the
@@ -518,6 +596,31 @@ fn negotiate(adapter: &wgpu::Adapter, withheld: &wgpu::Features) -> DeviceReques
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shader_checks_take_on_and_off_only() {
+        assert_eq!(ShaderChecks::parse("on").unwrap(), ShaderChecks::On);
+        assert_eq!(ShaderChecks::parse(" off\n").unwrap(), ShaderChecks::Off);
+        for bad in ["", "OFF", "0", "false"] {
+            let message = ShaderChecks::parse(bad).unwrap_err().to_string();
+            assert!(
+                message.contains(SHADER_CHECKS_ENV) && message.contains("`on` or `off`"),
+                "{bad:?}: {message}"
+            );
+        }
+        for (setting, all) in [(ShaderChecks::On, true), (ShaderChecks::Off, false)] {
+            let checks = setting.runtime_checks();
+            assert_eq!(
+                [
+                    checks.bounds_checks,
+                    checks.force_loop_bounding,
+                    checks.int_div_checks
+                ],
+                [all; 3],
+                "{setting:?}"
+            );
+        }
+    }
 
     #[test]
     fn display_lists_granted_and_missing() {

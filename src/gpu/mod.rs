@@ -7,7 +7,7 @@
 //! materials or passes. Everything here either works on any adapter or reports cleanly
 //! (a [`GpuError`] or [`ShaderError`]) when the adapter lacks something.
 //!
-//! - [`context`]: [`GpuContext`], [`GrantedFeatures`], [`GpuError`], error scopes
+//! - [`context`]: [`GpuContext`], [`GrantedFeatures`], [`GpuError`], [`ShaderChecks`], error scopes
 //!   ([`allocate`]: out of device memory as an error with the size asked).
 //! - [`devices`]: `--devices all|0,2|N`, [`DeviceChoice`] and [`DeviceSet`] (a context
 //!   per chosen adapter).
@@ -41,7 +41,7 @@ pub mod shader;
 pub mod upload;
 
 pub use bind_cache::CachedBindGroup;
-pub use context::{GpuContext, GpuError, GrantedFeatures, OutOfMemory, allocate};
+pub use context::{GpuContext, GpuError, GrantedFeatures, OutOfMemory, ShaderChecks, allocate};
 pub use defines::Defines;
 pub use devices::{DeviceChoice, DeviceSet, DevicesError};
 pub use kernel::{ComputeKernel, KernelError};

@@ -63,9 +63,9 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
-use super::GpuContext;
 pub use super::defines::Defines;
 use super::layout::{Slot, declared_slots};
+use super::{GpuContext, ShaderChecks};
 
 include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 
@@ -458,13 +458,25 @@ impl<'s> ShaderLibrary<'s> {
     ) -> Result<CompiledShader, ShaderError> {
         let composed = self.compose(path, defines)?;
         let (ir, info) = composed.validate()?;
+        let descriptor = wgpu::ShaderModuleDescriptor {
+            label: Some(path),
+            source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(&composed.source)),
+        };
         let created = catch_compiler_panic(|| {
-            ctx.error_scope(|| {
-                ctx.device
-                    .create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some(path),
-                        source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(&composed.source)),
-                    })
+            ctx.error_scope(|| match ctx.shader_checks {
+                ShaderChecks::On => ctx.device.create_shader_module(descriptor),
+                #[expect(unsafe_code, reason = "wgpu's shader modules without runtime checks")]
+                // SAFETY: only with `NEUROTEX_SHADER_CHECKS=off`. The module is one of this
+                // crate's shaders, composed and validated by naga above; its loops end by
+                // their own conditions and its indices stay in range on the inputs the
+                // CPU-side checks let through (tests compare the results with and
+                // without the checks, bit for bit).
+                ShaderChecks::Off => unsafe {
+                    ctx.device.create_shader_module_trusted(
+                        descriptor,
+                        ShaderChecks::Off.runtime_checks(),
+                    )
+                },
             })
         })
         .map_err(|panic| ShaderError::Device {

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::gpu::GpuContext;
+use crate::gpu::{GpuContext, ShaderChecks};
 use crate::ntc::model::NtcConfig;
 use crate::render::passes::ntc_decode::NtcKernel;
 
@@ -78,16 +78,22 @@ impl KernelCache {
 }
 
 /// What a calibration depends on: the adapter (name, vendor and device ids, backend), its
-/// driver and driver version, the decoder's shape and this build's version.
-pub fn calibration_key(info: &wgpu::AdapterInfo, config: &NtcConfig) -> String {
+/// driver and driver version, whether the shaders have wgpu's runtime checks, the
+/// decoder's shape and this build's version.
+pub fn calibration_key(
+    info: &wgpu::AdapterInfo,
+    shader_checks: ShaderChecks,
+    config: &NtcConfig,
+) -> String {
     format!(
-        "{} [{:04x}:{:04x} {:?}] {} {} | {}-{}-{:?}-{:?} | neurotex {}",
+        "{} [{:04x}:{:04x} {:?}] {} {} | shader checks {:?} | {}-{}-{:?}-{:?} | neurotex {}",
         info.name,
         info.vendor,
         info.device,
         info.backend,
         info.driver,
         info.driver_info,
+        shader_checks,
         config.features,
         config.latent_bits.bits(),
         config.hidden,
@@ -153,7 +159,7 @@ pub fn best_measured(ctx: &GpuContext, config: &NtcConfig) -> NtcKernel {
     if info.device_type == wgpu::DeviceType::Cpu || !ctx.granted.timestamps {
         return fallback;
     }
-    let key = calibration_key(&info, config);
+    let key = calibration_key(&info, ctx.shader_checks, config);
     cached_or_calibrate(&cache_path(), &key, fallback, || {
         let candidates: Vec<NtcKernel> = NtcKernel::CANDIDATES
             .into_iter()
@@ -238,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn the_key_names_adapter_driver_and_decoder_shape() {
+    fn the_key_names_adapter_driver_shader_checks_and_decoder_shape() {
         let info = wgpu::AdapterInfo {
             name: "GPU".into(),
             vendor: 0x10de,
@@ -248,7 +254,7 @@ mod tests {
             ..wgpu::AdapterInfo::new(wgpu::DeviceType::DiscreteGpu, wgpu::Backend::Vulkan)
         };
         let config = NtcConfig::default();
-        let key = calibration_key(&info, &config);
+        let key = calibration_key(&info, ShaderChecks::On, &config);
         assert!(
             key.contains("GPU") && key.contains("580.1") && key.contains("10de"),
             "{key}"
@@ -257,11 +263,12 @@ mod tests {
             driver_info: "581.0".into(),
             ..info.clone()
         };
-        assert_ne!(calibration_key(&newer, &config), key);
+        assert_ne!(calibration_key(&newer, ShaderChecks::On, &config), key);
+        assert_ne!(calibration_key(&info, ShaderChecks::Off, &config), key);
         let small = NtcConfig {
             hidden: vec![32, 32],
             ..NtcConfig::default()
         };
-        assert_ne!(calibration_key(&info, &small), key);
+        assert_ne!(calibration_key(&info, ShaderChecks::On, &small), key);
     }
 }

@@ -23,6 +23,7 @@ mod ntc_render;
 mod render;
 mod render_types;
 mod robustness;
+mod shader_checks;
 mod shaders;
 mod shard;
 mod temporal;
