@@ -16,8 +16,12 @@
 //! Divergence is counted on the path's middle frame. With a trace
 //! file every frame of every configuration (warm-up included) is also written as a Chrome
 //! trace.
+//!
+//! `bench decode` ([`decode`]) times the decode kernels alone; `bench kernels`
+//! ([`kernels`]) reports what the driver compiled for each kernel (registers, spills).
 
 pub mod decode;
+pub mod kernels;
 pub mod output;
 pub mod trust;
 

@@ -21,6 +21,7 @@ use super::args::{
 };
 use super::bench_bcn::BcnArgs;
 use super::bench_decode::DecodeArgs;
+use super::bench_kernels::KernelsArgs;
 use super::{
     PackageSource, distinct_outputs, kernels_or_supported, load_package, output_policy,
     report_scene, scene_files, scene_renderer,
@@ -86,6 +87,10 @@ pub enum BenchCommand {
     /// The GPU block encoder against ISPC on texture sets' channel groups (the blocks
     /// inference on load's `--transcode` makes).
     Bcn(BcnArgs),
+    /// What the driver compiled for each kernel of the trainer and the decode: registers
+    /// per thread, spills and the other statistics it reports, beside each kernel's
+    /// workgroup size and workgroup memory.
+    Kernels(KernelsArgs),
 }
 
 /// Run `neurotex bench`.
@@ -93,6 +98,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     match a.command {
         Some(BenchCommand::Decode(decode)) => return super::bench_decode::run(decode),
         Some(BenchCommand::Bcn(bcn)) => return super::bench_bcn::run(bcn),
+        Some(BenchCommand::Kernels(kernels)) => return super::bench_kernels::run(kernels),
         None => {}
     }
     let out = a

@@ -7,6 +7,7 @@ mod args;
 mod bench;
 mod bench_bcn;
 mod bench_decode;
+mod bench_kernels;
 mod cluster;
 mod compress;
 mod decompress;

@@ -92,6 +92,20 @@ impl ShaderChecks {
     }
 }
 
+/// A compute kernel a context built ([`crate::gpu::ComputeKernel`]): what `bench
+/// kernels` composes again to read the driver's statistics of its pipeline.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BuiltKernel {
+    /// The pipeline's label.
+    pub label: String,
+    /// The entry shader, relative to `shaders/`.
+    pub shader: String,
+    /// Its defines.
+    pub defines: super::Defines,
+    /// The `@compute` entry point.
+    pub entry: String,
+}
+
 /// Every optional feature this crate can use. Each is requested only when the adapter
 /// offers it; none is required.
 pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
@@ -273,6 +287,9 @@ pub struct GpuContext {
     /// ([`SHADER_CHECKS_ENV`]).
     pub shader_checks: ShaderChecks,
     uncaptured_errors: Arc<AtomicU64>,
+    /// Every distinct kernel built on the device, in the order first built (shared by
+    /// clones).
+    built_kernels: Arc<std::sync::Mutex<Vec<BuiltKernel>>>,
 }
 
 /// What the negotiation asks of the adapter.
@@ -383,9 +400,30 @@ impl GpuContext {
             granted,
             shader_checks,
             uncaptured_errors,
+            built_kernels: Default::default(),
         };
         log::info!("GPU: {} — {}", context.describe(), context.granted);
         Ok(context)
+    }
+
+    /// Notes that `kernel` was built (once per distinct kernel).
+    pub(crate) fn record_kernel(&self, kernel: BuiltKernel) {
+        let mut built = self
+            .built_kernels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !built.contains(&kernel) {
+            built.push(kernel);
+        }
+    }
+
+    /// Every distinct kernel built on this context's device so far, in the order first
+    /// built.
+    pub fn built_kernels(&self) -> Vec<BuiltKernel> {
+        self.built_kernels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// One line: `adapter name (backend, driver driver-info, device type)`, followed by

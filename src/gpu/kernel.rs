@@ -11,7 +11,7 @@
 
 use super::Defines;
 use super::shader::{ShaderError, ShaderLibrary, catch_compiler_panic};
-use super::{CachedBindGroup, GpuContext};
+use super::{BuiltKernel, CachedBindGroup, GpuContext};
 use crate::gpu::encoder::FrameEncoder;
 use crate::gpu::layout::{Slot, group_layout, slots_layout};
 
@@ -240,7 +240,14 @@ impl ComputeKernel {
             })
         })
         .map_err(|message| KernelError::CompilerPanic(failure(message)))?;
-        created.map_err(|e| KernelError::Pipeline(failure(e.to_string())))
+        let pipeline = created.map_err(|e| KernelError::Pipeline(failure(e.to_string())))?;
+        ctx.record_kernel(BuiltKernel {
+            label: label.to_owned(),
+            shader: shader.to_owned(),
+            defines: defines.clone(),
+            entry: entry.to_owned(),
+        });
+        Ok(pipeline)
     }
 
     /// The label of the pipeline and its bind groups.

@@ -19,7 +19,9 @@
 //! - [`shader`]: the embedded shader tree, the `#import` composer, naga validation,
 //!   [`create_shader_module`].
 //! - [`kernel`]: [`ComputeKernel`], a compute pipeline from a compact description, with
-//!   its errors caught.
+//!   its errors caught; the context lists every kernel it built ([`BuiltKernel`]).
+//! - [`pipeline_stats`]: the driver's statistics of a kernel's compiled pipeline
+//!   (registers, spills) through a second, raw Vulkan device.
 //! - [`layout`]: bind-group layout entries and bind groups in one line each, [`layout::Slot`].
 //! - [`bind_cache`]: [`CachedBindGroup`], a bind group remade only when its resources change.
 //! - [`encoder`]: [`encoder::FrameEncoder`], the encoder, device and profiler a pass
@@ -35,13 +37,16 @@ pub mod encoder;
 pub mod kernel;
 pub mod layout;
 pub mod mirror;
+pub mod pipeline_stats;
 pub mod profiler;
 pub mod readback;
 pub mod shader;
 pub mod upload;
 
 pub use bind_cache::CachedBindGroup;
-pub use context::{GpuContext, GpuError, GrantedFeatures, OutOfMemory, ShaderChecks, allocate};
+pub use context::{
+    BuiltKernel, GpuContext, GpuError, GrantedFeatures, OutOfMemory, ShaderChecks, allocate,
+};
 pub use defines::Defines;
 pub use devices::{DeviceChoice, DeviceSet, DevicesError};
 pub use kernel::{ComputeKernel, KernelError};

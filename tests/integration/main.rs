@@ -16,6 +16,7 @@ mod eval;
 mod gbuffer;
 mod gpu_context;
 mod import;
+mod kernel_stats;
 mod layers;
 mod ntc_golden;
 mod ntc_gpu;

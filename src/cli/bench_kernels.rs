@@ -1,0 +1,39 @@
+//! `neurotex bench kernels`: what the driver compiled for each kernel of the trainer and
+//! the decode (`neurotex::bench::kernels`), written as a report folder.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use neurotex::bench::kernels::{
+    KERNELS_REPORT_FILES, build_kernels, kernel_statistics, write_kernels_report,
+};
+use neurotex::gpu::GpuContext;
+
+use super::output_policy;
+
+/// The arguments of `neurotex bench kernels`.
+#[derive(Args, Debug)]
+pub struct KernelsArgs {
+    /// Output folder (kernels.json, kernels.csv, kernels.md).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Run `neurotex bench kernels`.
+pub fn run(a: KernelsArgs) -> Result<()> {
+    let policy = output_policy(Vec::<PathBuf>::new());
+    policy.check_dir(&a.out)?;
+    let files: Vec<PathBuf> = KERNELS_REPORT_FILES.iter().map(|f| a.out.join(f)).collect();
+    policy.check_all(files.iter().map(|p| p.as_path()))?;
+    let ctx = GpuContext::headless()?;
+    println!("{}", ctx.describe());
+    let not_built = build_kernels(&ctx);
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let report = kernel_statistics(&ctx, &command, not_built)?;
+    let md = write_kernels_report(&a.out, &report)?;
+    print!("{md}");
+    println!("wrote {}/kernels.{{json,csv,md}}", a.out.display());
+    Ok(())
+}
