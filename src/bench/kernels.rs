@@ -7,7 +7,8 @@
 //! [`build_kernels`] builds the kernels as the programs do (a trainer per training kernel
 //! and latent optimiser the adapter has, for the default model on a small texture set;
 //! a decode pass per decode kernel and tile), [`kernel_statistics`] composes every kernel
-//! the context built again and reads its pipeline's statistics on a second Vulkan device,
+//! the context built again and reads its pipeline's statistics on a second Vulkan device
+//! ([`stats_device`], opened first so that a driver without statistics fails at once),
 //! with the context's shader checks ([`crate::gpu::ShaderChecks`]).
 
 use std::path::Path;
@@ -123,15 +124,21 @@ pub fn build_kernels(ctx: &GpuContext) -> Vec<String> {
     not_built
 }
 
+/// The Vulkan device of `ctx`'s adapter that keeps pipeline statistics; an error where
+/// its driver reports none.
+pub fn stats_device(ctx: &GpuContext) -> Result<StatsDevice, StatsError> {
+    StatsDevice::open(&ctx.info.name)
+}
+
 /// The statistics of every kernel `ctx` built (see [`GpuContext::built_kernels`]),
-/// read on a Vulkan device of the same name. A kernel whose statistics cannot be read
-/// gets its error in its row; a device without pipeline statistics is an error.
+/// read on `device` ([`stats_device`]). A kernel whose statistics cannot be read gets
+/// its error in its row.
 pub fn kernel_statistics(
     ctx: &GpuContext,
+    device: &StatsDevice,
     command: &str,
     not_built: Vec<String>,
-) -> Result<KernelsReport, StatsError> {
-    let device = StatsDevice::open(&ctx.info.name)?;
+) -> KernelsReport {
     let library = ShaderLibrary::embedded();
     let kernels = ctx
         .built_kernels()
@@ -171,7 +178,7 @@ pub fn kernel_statistics(
             row
         })
         .collect();
-    Ok(KernelsReport {
+    KernelsReport {
         command: command.to_owned(),
         adapter: ctx.describe(),
         device: device.name().to_owned(),
@@ -181,7 +188,7 @@ pub fn kernel_statistics(
         },
         not_built,
         kernels,
-    })
+    }
 }
 
 /// Every statistic's name, in the order first seen.

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use neurotex::bench::kernels::{
-    KERNELS_REPORT_FILES, build_kernels, kernel_statistics, write_kernels_report,
+    KERNELS_REPORT_FILES, build_kernels, kernel_statistics, stats_device, write_kernels_report,
 };
 use neurotex::gpu::GpuContext;
 
@@ -29,9 +29,10 @@ pub fn run(a: KernelsArgs) -> Result<()> {
     policy.check_all(files.iter().map(|p| p.as_path()))?;
     let ctx = GpuContext::headless()?;
     println!("{}", ctx.describe());
+    let device = stats_device(&ctx)?;
     let not_built = build_kernels(&ctx);
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let report = kernel_statistics(&ctx, &command, not_built)?;
+    let report = kernel_statistics(&ctx, &device, &command, not_built);
     let md = write_kernels_report(&a.out, &report)?;
     print!("{md}");
     println!("wrote {}/kernels.{{json,csv,md}}", a.out.display());

@@ -46,11 +46,11 @@ pub const SHADER_CHECKS_ENV: &str = "NEUROTEX_SHADER_CHECKS";
 /// With them (wgpu's default, made for shaders it cannot trust), naga clamps every
 /// array, buffer and image index, guards every integer division against a zero divisor,
 /// and gives every loop a counter that ends it after 2⁶⁴ iterations, which also gives
-/// the driver loops with two exits. Without them the
-/// modules are this project's own shaders as composed and naga-validated, compiled as a
-/// native engine compiles its shaders: every loop is bounded by its own condition, and
-/// an index out of range, which the checks would clamp, is undefined behaviour instead.
-/// Tests compress and render with both and require the same bytes.
+/// the driver loops with two exits. Without them the modules are this project's own
+/// shaders as composed and naga-validated, compiled as a native engine compiles its
+/// shaders: every loop is bounded by its own condition, and an index out of range, which
+/// the checks would clamp, is undefined behaviour instead. Tests compress and render
+/// with both and require the same bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ShaderChecks {
     /// wgpu's runtime checks (bounds checks, loop bounding).
