@@ -52,8 +52,8 @@ pub struct KernelRow {
     pub shader: String,
     /// The entry point.
     pub entry: String,
-    /// Its defines, as the composer writes them.
-    pub defines: String,
+    /// Its defines (name, value), as the kernel was composed.
+    pub defines: Vec<(String, String)>,
     /// Threads per workgroup in x, y, z.
     pub workgroup_size: [u32; 3],
     /// Bytes of workgroup memory.
@@ -148,7 +148,11 @@ pub fn kernel_statistics(
                 label: k.label,
                 shader: k.shader,
                 entry: k.entry,
-                defines: k.defines.to_string(),
+                defines: k
+                    .defines
+                    .iter()
+                    .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                    .collect(),
                 workgroup_size: [0; 3],
                 workgroup_bytes: 0,
                 executables: Vec::new(),
@@ -204,14 +208,32 @@ fn statistic_names(report: &KernelsReport) -> Vec<String> {
     names
 }
 
-/// One row per kernel and executable: label, shader, entry, workgroup, workgroup bytes,
-/// subgroup size, then one column per statistic (`statistic_names`), then the error.
+/// The defines of `row` that not every kernel of its shader and entry point shares
+/// (what tells its variants apart), as `NAME=value` joined with spaces.
+fn variant(report: &KernelsReport, row: &KernelRow) -> String {
+    let siblings: Vec<&KernelRow> = report
+        .kernels
+        .iter()
+        .filter(|k| k.shader == row.shader && k.entry == row.entry)
+        .collect();
+    row.defines
+        .iter()
+        .filter(|d| !siblings.iter().all(|k| k.defines.contains(d)))
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One row per kernel and executable: label, shader, entry, variant ([`variant`]),
+/// workgroup, workgroup bytes, subgroup size, then one column per statistic
+/// (`statistic_names`), then the error.
 fn rows(report: &KernelsReport) -> (Vec<String>, Vec<Vec<String>>) {
     let names = statistic_names(report);
     let mut header: Vec<String> = [
         "kernel",
         "shader",
         "entry",
+        "variant",
         "workgroup",
         "workgroup_bytes",
         "executable",
@@ -228,6 +250,7 @@ fn rows(report: &KernelsReport) -> (Vec<String>, Vec<Vec<String>>) {
             k.label.clone(),
             k.shader.clone(),
             k.entry.clone(),
+            variant(report, k),
             format!("{x}x{y}x{z}"),
             k.workgroup_bytes.to_string(),
         ];
@@ -338,7 +361,9 @@ mod tests {
             label: label.into(),
             shader: "ntc/train_step.wgsl".into(),
             entry: "train_step".into(),
-            defines: "TRAIN_ROWS=48".into(),
+            defines: [("TRAIN_ROWS", "48"), ("TRAIN_COOP", label)]
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .to_vec(),
             workgroup_size: [512, 1, 1],
             workgroup_bytes: 48_004,
             executables,
@@ -374,19 +399,20 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "kernel,shader,entry,workgroup,workgroup_bytes,executable,subgroup,Register Count,Spills,error"
+            "kernel,shader,entry,variant,workgroup,workgroup_bytes,executable,subgroup,Register Count,Spills,error"
         );
+        // The variant: the defines the two kernels of train_step do not share.
         assert_eq!(
             lines[1],
-            "a,ntc/train_step.wgsl,train_step,512x1x1,48004,Compute Shader,32,96,false,"
+            "a,ntc/train_step.wgsl,train_step,TRAIN_COOP=a,512x1x1,48004,Compute Shader,32,96,false,"
         );
         assert_eq!(
             lines[2],
-            "\"b, with a comma\",ntc/train_step.wgsl,train_step,512x1x1,48004,,,,,vkCreateComputePipelines failed"
+            "\"b, with a comma\",ntc/train_step.wgsl,train_step,\"TRAIN_COOP=b, with a comma\",512x1x1,48004,,,,,vkCreateComputePipelines failed"
         );
         assert_eq!(lines.len(), 3);
         let md = markdown(&report);
-        assert!(md.contains("| a | ntc/train_step.wgsl | train_step | 512x1x1 | 48004 | Compute Shader | 32 | 96 | false |  |"), "{md}");
+        assert!(md.contains("| a | ntc/train_step.wgsl | train_step | TRAIN_COOP=a | 512x1x1 | 48004 | Compute Shader | 32 | 96 | false |  |"), "{md}");
         assert!(
             md.contains("shader checks on") && md.contains("- decode kernel mma"),
             "{md}"
