@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::gpu::pipeline_stats::{Executable, StatsDevice, StatsError, workgroup_bytes};
 use crate::gpu::{GpuContext, ShaderChecks, ShaderLibrary};
-use crate::io::{OutputError, create_dir, write_output};
+use crate::io::OutputError;
 use crate::ntc::model::NtcConfig;
 use crate::ntc::train::TrainConfig;
 use crate::ntc::train::checkpoint::Checkpoint;
@@ -329,17 +329,7 @@ pub const KERNELS_REPORT_FILES: [&str; 3] = ["kernels.json", "kernels.csv", "ker
 /// Writes `kernels.json`, `kernels.csv` and `kernels.md` into `dir` (created when
 /// missing); returns the Markdown.
 pub fn write_kernels_report(dir: &Path, report: &KernelsReport) -> Result<String, OutputError> {
-    create_dir(dir)?;
-    let json_path = dir.join(KERNELS_REPORT_FILES[0]);
-    let json = serde_json::to_string_pretty(report).map_err(|e| OutputError::Write {
-        path: json_path.clone(),
-        source: e.into(),
-    })?;
-    write_output(&json_path, json.as_bytes())?;
-    write_output(&dir.join(KERNELS_REPORT_FILES[1]), csv(report).as_bytes())?;
-    let md = markdown(report);
-    write_output(&dir.join(KERNELS_REPORT_FILES[2]), md.as_bytes())?;
-    Ok(md)
+    crate::bench::output::write_report_tables(dir, "kernels", report, csv(report), markdown(report))
 }
 
 #[cfg(test)]

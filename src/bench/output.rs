@@ -52,6 +52,20 @@ pub fn write_report_files(
     markdown: String,
     png: impl FnOnce(&Path) -> Result<(), BenchError>,
 ) -> Result<String, BenchError> {
+    let markdown = write_report_tables(dir, stem, report, csv, markdown)?;
+    png(&dir.join(format!("{stem}.png")))?;
+    Ok(markdown)
+}
+
+/// [`write_report_files`] without a chart: `<stem>.json`, `<stem>.csv` and `<stem>.md`
+/// in `dir` (created when missing). Returns the Markdown.
+pub fn write_report_tables(
+    dir: &Path,
+    stem: &str,
+    report: &impl Serialize,
+    csv: String,
+    markdown: String,
+) -> Result<String, OutputError> {
     create_dir(dir)?;
     let json_path = dir.join(format!("{stem}.json"));
     let json = serde_json::to_string_pretty(report).map_err(|e| OutputError::Write {
@@ -61,7 +75,6 @@ pub fn write_report_files(
     write_output(&json_path, json.as_bytes())?;
     write_output(&dir.join(format!("{stem}.csv")), csv.as_bytes())?;
     write_output(&dir.join(format!("{stem}.md")), markdown.as_bytes())?;
-    png(&dir.join(format!("{stem}.png")))?;
     Ok(markdown)
 }
 

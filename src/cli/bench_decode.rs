@@ -15,7 +15,6 @@ use neurotex::render::passes::ntc_decode::NtcKernel;
 use neurotex::screen::tiles::TileSize;
 
 use super::args::{parse_frames, parse_positive_u32};
-use super::output_policy;
 
 /// The arguments of `neurotex bench decode`.
 #[derive(Args, Debug)]
@@ -58,10 +57,7 @@ pub struct DecodeArgs {
 
 /// Run `neurotex bench decode`.
 pub fn run(a: DecodeArgs) -> Result<()> {
-    let policy = output_policy(Vec::<PathBuf>::new());
-    policy.check_dir(&a.out)?;
-    let files: Vec<PathBuf> = DECODE_REPORT_FILES.iter().map(|f| a.out.join(f)).collect();
-    policy.check_all(files.iter().map(|p| p.as_path()))?;
+    super::check_report_folder(&a.out, &DECODE_REPORT_FILES)?;
     for (name, seconds) in [
         ("--build-budget", a.build_budget),
         ("--time-budget", a.time_budget),

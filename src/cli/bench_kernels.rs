@@ -11,8 +11,6 @@ use neurotex::bench::kernels::{
 };
 use neurotex::gpu::GpuContext;
 
-use super::output_policy;
-
 /// The arguments of `neurotex bench kernels`.
 #[derive(Args, Debug)]
 pub struct KernelsArgs {
@@ -23,10 +21,7 @@ pub struct KernelsArgs {
 
 /// Run `neurotex bench kernels`.
 pub fn run(a: KernelsArgs) -> Result<()> {
-    let policy = output_policy(Vec::<PathBuf>::new());
-    policy.check_dir(&a.out)?;
-    let files: Vec<PathBuf> = KERNELS_REPORT_FILES.iter().map(|f| a.out.join(f)).collect();
-    policy.check_all(files.iter().map(|p| p.as_path()))?;
+    super::check_report_folder(&a.out, &KERNELS_REPORT_FILES)?;
     let ctx = GpuContext::headless()?;
     println!("{}", ctx.describe());
     let device = stats_device(&ctx)?;

@@ -75,6 +75,16 @@ where
     OutputPolicy::new(inputs, FORCE.load(Ordering::Relaxed))
 }
 
+/// Checks, before any work, that a report folder `out` of a command reading no inputs
+/// may be written with its `files` (names inside it), under the output policy.
+fn check_report_folder(out: &Path, files: &[&str]) -> Result<()> {
+    let policy = output_policy(Vec::<PathBuf>::new());
+    policy.check_dir(out)?;
+    let paths: Vec<PathBuf> = files.iter().map(|f| out.join(f)).collect();
+    policy.check_all(paths.iter().map(|p| p.as_path()))?;
+    Ok(())
+}
+
 /// The files an opened scene was read from: the argument, the `texture_sets.csv`
 /// beside it, the glTF, its buffers and every image file.
 fn scene_files(opened: &OpenedScene, arg: Option<&Path>) -> Vec<PathBuf> {

@@ -10,7 +10,7 @@ use neurotex::gpu::{GpuContext, ShaderChecks, ShaderLibrary};
 use neurotex::ntc::model::NtcConfig;
 use neurotex::ntc::train::gpu::{TrainKernel, mixed_workgroup_bytes};
 
-use crate::common::{read_json, run, temp_dir};
+use crate::common::{failed, read_json, run, s, temp_dir};
 
 /// SPIR-V's magic number, the first word of every module.
 const SPIRV_MAGIC: u32 = 0x0723_0203;
@@ -90,10 +90,11 @@ fn built_kernels_are_written_to_spirv_laid_out_and_sized() {
 fn bench_kernels_reports_the_driver_or_names_the_device() {
     let dir = temp_dir("bench-kernels");
     let out = dir.join("k");
-    let args = ["bench", "kernels", "--out", crate::common::s(&out)];
-    let (ok, stdout, stderr) = run(&args);
-    if ok {
+    let args = ["bench", "kernels", "--out", s(&out)];
+    let outcome = run(&args);
+    if outcome.0 {
         // A driver with pipeline statistics: every kernel has an executable with some.
+        let stdout = &outcome.1;
         let report = read_json(out.join("kernels.json"));
         let kernels = report["kernels"].as_array().expect("kernels");
         assert!(!kernels.is_empty(), "{stdout}");
@@ -110,14 +111,10 @@ fn bench_kernels_reports_the_driver_or_names_the_device() {
             assert!(out.join(file).exists(), "{file} missing");
         }
     } else {
-        let line = stderr
-            .lines()
-            .rfind(|l| l.starts_with("error:"))
-            .unwrap_or_else(|| panic!("no error line: {stderr}"));
-        assert!(
-            line.contains("VK_KHR_pipeline_executable_properties")
-                && line.contains("Vulkan device"),
-            "{line}"
+        failed(
+            &args,
+            outcome,
+            &["VK_KHR_pipeline_executable_properties", "Vulkan device"],
         );
         assert!(!out.exists(), "a refused run wrote {}", out.display());
     }
