@@ -466,8 +466,8 @@ impl<'s> ShaderLibrary<'s> {
             ctx.error_scope(|| match ctx.shader_checks {
                 ShaderChecks::On => ctx.device.create_shader_module(descriptor),
                 #[expect(unsafe_code, reason = "wgpu's shader modules without runtime checks")]
-                // SAFETY: only with `NEUROTEX_SHADER_CHECKS=off`. The module is one of this
-                // crate's shaders, composed and validated by naga above; its loops end by
+                // SAFETY: the default, unless `NEUROTEX_SHADER_CHECKS=on`. The module is one
+                // of this crate's shaders, composed and validated by naga above; its loops end by
                 // their own conditions and its indices stay in range on the inputs the
                 // CPU-side checks let through (tests compare the results with and
                 // without the checks, bit for bit).

@@ -1,16 +1,18 @@
-//! `NEUROTEX_SHADER_CHECKS=off` (shader modules without wgpu's runtime checks) through the
-//! real binary: deterministic training with the f32 and f16 trainers writes the checked
-//! run's package byte for byte, the f32 and f16 decode kernels render the checked run's
-//! frame byte for byte (with the whole frame's other passes), the reports name the
-//! setting, and a value the variable does not take is one clear error.
+//! Shader modules without wgpu's runtime checks (the default) against
+//! `NEUROTEX_SHADER_CHECKS=on` through the real binary: deterministic training with the
+//! f32 and f16 trainers writes the checked run's package byte for byte, the f32 and f16
+//! decode kernels render the checked run's frame byte for byte (with the whole frame's
+//! other passes), the reports name the checked setting, and a value the variable does not
+//! take is one clear error.
 
 use std::path::Path;
 
 use crate::common::{checker_quad, ctx, failed, read_json, run_env, s, succeeded};
 
-/// The variable's setting per run: wgpu's checks (the default), then none.
+/// The variable's setting per run: wgpu's checks, then none (the default, the variable
+/// unset).
 const SETTINGS: [(&str, &[(&str, &str)]); 2] =
-    [("on", &[]), ("off", &[("NEUROTEX_SHADER_CHECKS", "off")])];
+    [("on", &[("NEUROTEX_SHADER_CHECKS", "on")]), ("off", &[])];
 
 /// `neurotex args…` with `env`, which must succeed.
 fn ok(args: &[&str], env: &[(&str, &str)]) {
@@ -50,8 +52,8 @@ fn shaders_without_runtime_checks_give_the_same_packages_and_frames() {
             let adapter = read_json(&report)["adapter"].clone();
             let adapter = adapter.as_str().expect("the report's adapter");
             assert_eq!(
-                adapter.contains("shaders without runtime checks"),
-                name == "off",
+                adapter.contains("shaders with runtime checks"),
+                name == "on",
                 "{kernel}, checks {name}: the report's adapter is `{adapter}`"
             );
         }
