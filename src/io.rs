@@ -1,10 +1,12 @@
 //! General file output, used by every writer in the crate: [`write_atomic`] (a
 //! temporary file beside the target, flushed to disk, then renamed into place) and the
 //! errors of writing outputs ([`OutputError`], which name the file); and [`read_file`],
-//! the reading of a whole file into an error of the caller's that names it.
+//! the reading of a whole file into an error of the caller's that names it; and
+//! [`csv_field`], one field of the CSV files the crate writes.
 //!
 //! Knows nothing about what it writes; it must not depend on any other module.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -106,9 +108,27 @@ pub(crate) fn test_dir(tag: &str) -> PathBuf {
     dir
 }
 
+/// A CSV field, quoted when it holds a comma, a quote or a line break (quotes inside
+/// doubled).
+pub fn csv_field(s: &str) -> Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_when_needed() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\r\nlines"), "\"two\r\nlines\"");
+    }
 
     #[test]
     fn replaces_the_file_and_leaves_no_temporary() {

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::gpu::pipeline_stats::{Executable, StatsDevice, StatsError, workgroup_bytes};
 use crate::gpu::{GpuContext, ShaderChecks, ShaderLibrary};
-use crate::io::OutputError;
+use crate::io::{OutputError, csv_field};
 use crate::ntc::model::NtcConfig;
 use crate::ntc::train::TrainConfig;
 use crate::ntc::train::checkpoint::Checkpoint;
@@ -280,17 +280,10 @@ fn rows(report: &KernelsReport) -> (Vec<String>, Vec<Vec<String>>) {
 
 /// The report as CSV (one row per kernel and executable; fields with commas quoted).
 pub fn csv(report: &KernelsReport) -> String {
-    let field = |f: &String| {
-        if f.contains([',', '"', '\n']) {
-            format!("\"{}\"", f.replace('"', "\"\""))
-        } else {
-            f.clone()
-        }
-    };
     let (header, rows) = rows(report);
     std::iter::once(header)
         .chain(rows)
-        .map(|r| r.iter().map(field).collect::<Vec<_>>().join(",") + "\n")
+        .map(|r| r.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(",") + "\n")
         .collect()
 }
 

@@ -13,6 +13,7 @@ use super::budgets::TrainingBudget;
 use super::divergence::RecordedViews;
 use super::runs::{Freeze, RunRecord};
 use crate::cluster::{DivergencePrediction, Strategy};
+use crate::io::csv_field;
 use crate::ntc::TrainConfig;
 
 /// The column of sets without a category, when other sets have one.
@@ -94,15 +95,6 @@ pub(super) fn first_appearances(strategies: impl IntoIterator<Item = Strategy>) 
         }
     }
     v
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(s: &str) -> Cow<'_, str> {
-    if s.contains([',', '"', '\n', '\r']) {
-        Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
-    } else {
-        Cow::Borrowed(s)
-    }
 }
 
 /// The predicted 𝒟 column's header: `predicted_divergence` in CSV, `predicted 𝒟` in
@@ -969,12 +961,5 @@ mod tests {
                 "loaded",
             ])
         );
-    }
-
-    #[test]
-    fn csv_fields_are_quoted_when_needed() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
 }

@@ -40,7 +40,7 @@ use super::manifest_scene::{
     ManifestSceneError, asset_folders, io_error, material_desc, read_entries,
 };
 use super::procedural::{derive_seed, hash_str, hash_u32, hash2, sin_cos_turns};
-use crate::io::write_atomic;
+use crate::io::{csv_field, write_atomic};
 use crate::scene::Lighting;
 use crate::scene::description::{CameraKey, CameraPath, RenderDefaults, SceneDescription};
 use crate::texture::ManifestEntry;
@@ -117,20 +117,13 @@ pub fn generate(out_dir: &Path, opts: &StreetOptions) -> Result<PathBuf, Manifes
 
 /// `set_id,category,paper_category` for every manifest row (CSV, quoted as needed).
 fn categories_csv(entries: &[ManifestEntry]) -> String {
-    let quote = |v: &str| {
-        if v.contains([',', '"', '\n']) {
-            format!("\"{}\"", v.replace('"', "\"\""))
-        } else {
-            v.to_string()
-        }
-    };
     let mut s = String::from("set_id,category,paper_category\n");
     for e in entries {
         s.push_str(&format!(
             "{},{},{}\n",
-            quote(&e.material.name),
-            quote(&e.category),
-            quote(&e.paper_category)
+            csv_field(&e.material.name),
+            csv_field(&e.category),
+            csv_field(&e.paper_category)
         ));
     }
     s
